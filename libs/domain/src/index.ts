@@ -1,0 +1,16 @@
+/**
+ * @gateway/domain — the pure rules of the LLM spend-control gateway: denial codes,
+ * candidate-count policy, pricing, budget reservations, record lifecycles, response
+ * acceptance and idempotency fingerprints.
+ *
+ * No I/O and no framework code: clocks and randomness are passed in, money is integer
+ * micro-USD as bigint, token counts are integer numbers.
+ */
+export * from './errors';
+export * from './validation';
+export * from './candidates';
+export * from './pricing';
+export * from './reservation';
+export * from './state-machines';
+export * from './acceptance';
+export * from './idempotency';

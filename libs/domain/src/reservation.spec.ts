@@ -1,0 +1,277 @@
+import fc from 'fast-check';
+import { PriceRevision } from './pricing';
+import {
+  OutputCapSemantics,
+  checkBudget,
+  computeReservation,
+  estimateInputTokens,
+  outputCeiling,
+  settleReservation,
+} from './reservation';
+
+const price: PriceRevision = {
+  id: 'p1',
+  inputPerMTokMicrousd: 2_500_000n,
+  cachedInputPerMTokMicrousd: 1_250_000n,
+  outputPerMTokMicrousd: 10_000_000n,
+  reasoningPerMTokMicrousd: 10_000_000n,
+};
+
+const priceArb: fc.Arbitrary<PriceRevision> = fc.record({
+  id: fc.constant('arb'),
+  inputPerMTokMicrousd: fc.bigInt({ min: 0n, max: 100_000_000n }),
+  cachedInputPerMTokMicrousd: fc.bigInt({ min: 0n, max: 100_000_000n }),
+  outputPerMTokMicrousd: fc.bigInt({ min: 0n, max: 200_000_000n }),
+  reasoningPerMTokMicrousd: fc.bigInt({ min: 0n, max: 200_000_000n }),
+});
+const micro = fc.bigInt({ min: 0n, max: 10n ** 15n });
+
+describe('computeReservation', () => {
+  it.each<[number, number, number, OutputCapSemantics, number, bigint]>([
+    [1_000, 1, 500, 'per_candidate', 500, 2_500n + 5_000n],
+    [1_000, 4, 500, 'per_candidate', 2_000, 2_500n + 20_000n],
+    [1_000, 4, 500, 'shared', 500, 2_500n + 5_000n],
+    [0, 1, 1, 'shared', 1, 10n],
+  ])(
+    'input %i, n=%i, ceiling %i, %s -> %i tokens, %p',
+    (inputTokensEstimate, n, ceiling, semantics, tokens, micros) => {
+      expect(
+        computeReservation({
+          inputTokensEstimate,
+          effectiveCandidates: n,
+          perCandidateOutputCeiling: ceiling,
+          semantics,
+          price,
+        }),
+      ).toEqual({ reservedOutputTokens: tokens, reservedMicrousd: micros });
+    },
+  );
+
+  it.each([
+    [{ effectiveCandidates: 0 }],
+    [{ perCandidateOutputCeiling: 0 }],
+    [{ inputTokensEstimate: -1 }],
+    [{ effectiveCandidates: 2 ** 30, perCandidateOutputCeiling: 2 ** 30 }],
+  ])('throws on invalid input %j', (override) => {
+    expect(() =>
+      computeReservation({
+        inputTokensEstimate: 10,
+        effectiveCandidates: 1,
+        perCandidateOutputCeiling: 10,
+        semantics: 'per_candidate',
+        price,
+        ...override,
+      }),
+    ).toThrow(RangeError);
+  });
+
+  const reservationArgs = fc.record({
+    inputTokensEstimate: fc.nat(1_000_000),
+    effectiveCandidates: fc.integer({ min: 1, max: 16 }),
+    perCandidateOutputCeiling: fc.integer({ min: 1, max: 200_000 }),
+    price: priceArb,
+  });
+
+  it('property: per_candidate reserves at least as much as shared', () => {
+    fc.assert(
+      fc.property(reservationArgs, (a) => {
+        const per = computeReservation({ ...a, semantics: 'per_candidate' });
+        const shared = computeReservation({ ...a, semantics: 'shared' });
+        expect(per.reservedOutputTokens).toBeGreaterThanOrEqual(shared.reservedOutputTokens);
+        expect(per.reservedMicrousd >= shared.reservedMicrousd).toBe(true);
+      }),
+    );
+  });
+
+  it('property: monotonic in effective candidates, and per_candidate scales linearly in tokens', () => {
+    fc.assert(
+      fc.property(
+        reservationArgs,
+        fc.constantFrom<OutputCapSemantics>('per_candidate', 'shared'),
+        (a, semantics) => {
+          const one = computeReservation({ ...a, semantics });
+          const more = computeReservation({
+            ...a,
+            semantics,
+            effectiveCandidates: a.effectiveCandidates + 1,
+          });
+          expect(more.reservedMicrousd >= one.reservedMicrousd).toBe(true);
+          expect(more.reservedOutputTokens).toBeGreaterThanOrEqual(one.reservedOutputTokens);
+          if (semantics === 'per_candidate') {
+            expect(one.reservedOutputTokens).toBe(a.effectiveCandidates * a.perCandidateOutputCeiling);
+          }
+        },
+      ),
+    );
+  });
+
+  it('property: monotonic in the input estimate and the ceiling', () => {
+    fc.assert(
+      fc.property(reservationArgs, fc.nat(10_000), fc.nat(10_000), (a, dIn, dCeil) => {
+        const base = computeReservation({ ...a, semantics: 'per_candidate' });
+        const bigger = computeReservation({
+          ...a,
+          semantics: 'per_candidate',
+          inputTokensEstimate: a.inputTokensEstimate + dIn,
+          perCandidateOutputCeiling: a.perCandidateOutputCeiling + dCeil,
+        });
+        expect(bigger.reservedMicrousd >= base.reservedMicrousd).toBe(true);
+      }),
+    );
+  });
+});
+
+describe('outputCeiling', () => {
+  it.each([
+    [null, 4_096, 4_096],
+    [1_000, 4_096, 1_000],
+    [10_000, 4_096, 4_096],
+    [4_096, 4_096, 4_096],
+    [0, 4_096, 1],
+    [-5, 4_096, 1],
+  ])('requested %p, policy %i -> %i', (requested, policyCeiling, expected) => {
+    expect(outputCeiling({ requested, policyCeiling })).toBe(expected);
+  });
+
+  it('throws on a fractional request or a bad policy ceiling', () => {
+    expect(() => outputCeiling({ requested: 1.5, policyCeiling: 10 })).toThrow(RangeError);
+    expect(() => outputCeiling({ requested: null, policyCeiling: 0 })).toThrow(RangeError);
+  });
+
+  it('property: result is within [1, policyCeiling] and never above what was asked (when asked ≥ 1)', () => {
+    fc.assert(
+      fc.property(
+        fc.option(fc.integer({ min: -10, max: 1_000_000 })),
+        fc.integer({ min: 1, max: 500_000 }),
+        (requested, policyCeiling) => {
+          const c = outputCeiling({ requested, policyCeiling });
+          expect(c).toBeGreaterThanOrEqual(1);
+          expect(c).toBeLessThanOrEqual(policyCeiling);
+          if (requested !== null && requested >= 1) expect(c).toBeLessThanOrEqual(requested);
+        },
+      ),
+    );
+  });
+});
+
+describe('estimateInputTokens', () => {
+  it.each<[string[], number, number]>([
+    [[], 0, 3],
+    [[''], 1, 7],
+    [['abc'], 1, 1 + 4 + 3],
+    [['abcd'], 1, 2 + 4 + 3],
+    [['hello world', 'hi'], 2, Math.ceil(13 / 3) + 8 + 3],
+    [['日本語'], 1, 3 + 4 + 3], // 9 UTF-8 bytes
+    [['😀'], 1, 2 + 4 + 3], // 4 UTF-8 bytes
+  ])('%j over %i messages -> %i', (texts, messages, expected) => {
+    expect(estimateInputTokens(texts, messages)).toBe(expected);
+  });
+
+  it('throws on a bad message count', () => {
+    expect(() => estimateInputTokens([], -1)).toThrow(RangeError);
+  });
+
+  it('property: deterministic, monotonic in text and messages, and at least one token per 3 bytes', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.string({ unit: 'grapheme' })),
+        fc.string(),
+        fc.nat(100),
+        (texts, extra, messages) => {
+          const base = estimateInputTokens(texts, messages);
+          expect(estimateInputTokens([...texts], messages)).toBe(base);
+          expect(estimateInputTokens([...texts, extra], messages)).toBeGreaterThanOrEqual(base);
+          expect(estimateInputTokens(texts, messages + 1)).toBe(base + 4);
+          const bytes = texts.reduce((n, t) => n + Buffer.byteLength(t, 'utf8'), 0);
+          expect(base * 3).toBeGreaterThanOrEqual(bytes);
+        },
+      ),
+    );
+  });
+});
+
+describe('checkBudget', () => {
+  const b = (budget: bigint, pending: bigint, unresolved: bigint, settled: bigint, request: bigint) => ({
+    budgetMicrousd: budget,
+    pendingMicrousd: pending,
+    unresolvedMicrousd: unresolved,
+    settledMicrousd: settled,
+    requestMicrousd: request,
+  });
+
+  it.each([
+    [b(100n, 0n, 0n, 0n, 100n), { ok: true, remainingAfterMicrousd: 0n }],
+    [b(100n, 10n, 20n, 30n, 40n), { ok: true, remainingAfterMicrousd: 0n }],
+    [b(100n, 10n, 20n, 30n, 41n), { ok: false, remainingMicrousd: 40n }],
+    [b(100n, 0n, 0n, 0n, 0n), { ok: true, remainingAfterMicrousd: 100n }],
+    [b(0n, 0n, 0n, 0n, 1n), { ok: false, remainingMicrousd: 0n }],
+    [b(100n, 0n, 0n, 150n, 1n), { ok: false, remainingMicrousd: 0n }], // already overrun
+    [b(100n, 0n, 100n, 0n, 1n), { ok: false, remainingMicrousd: 0n }], // unresolved still counts
+  ])('%j -> %j', (input, expected) => {
+    expect(checkBudget(input)).toEqual(expected);
+  });
+
+  it('throws on negative amounts', () => {
+    expect(() => checkBudget(b(100n, -1n, 0n, 0n, 1n))).toThrow(RangeError);
+  });
+
+  it('property: never admits a request that would take the sum over budget; remaining is exact', () => {
+    fc.assert(
+      fc.property(micro, micro, micro, micro, micro, (budget, pending, unresolved, settled, request) => {
+        const r = checkBudget(b(budget, pending, unresolved, settled, request));
+        const sum = pending + unresolved + settled + request;
+        expect(r.ok).toBe(sum <= budget);
+        if (r.ok) expect(r.remainingAfterMicrousd).toBe(budget - sum);
+        // Denied means the request did not fit, or the budget is already overrun (remaining clamps to 0).
+        else
+          expect(
+            r.remainingMicrousd >= 0n && (r.remainingMicrousd < request || r.remainingMicrousd === 0n),
+          ).toBe(true);
+      }),
+    );
+  });
+
+  it('property: admitting sequentially never overspends', () => {
+    fc.assert(
+      fc.property(
+        micro,
+        fc.array(fc.bigInt({ min: 0n, max: 10n ** 9n }), { maxLength: 50 }),
+        (budget, requests) => {
+          let pending = 0n;
+          for (const request of requests) {
+            const r = checkBudget(b(budget, pending, 0n, 0n, request));
+            if (r.ok) pending += request;
+          }
+          expect(pending <= budget).toBe(true);
+        },
+      ),
+    );
+  });
+});
+
+describe('settleReservation', () => {
+  it.each([
+    [100n, 60n, { settledMicrousd: 60n, releasedMicrousd: 40n, overrunMicrousd: 0n }],
+    [100n, 100n, { settledMicrousd: 100n, releasedMicrousd: 0n, overrunMicrousd: 0n }],
+    [100n, 130n, { settledMicrousd: 130n, releasedMicrousd: 0n, overrunMicrousd: 30n }],
+    [0n, 0n, { settledMicrousd: 0n, releasedMicrousd: 0n, overrunMicrousd: 0n }],
+  ])('reserved %p, actual %p -> %j', (reservedMicrousd, actualMicrousd, expected) => {
+    expect(settleReservation({ reservedMicrousd, actualMicrousd })).toEqual(expected);
+  });
+
+  it('throws on negative amounts', () => {
+    expect(() => settleReservation({ reservedMicrousd: 1n, actualMicrousd: -1n })).toThrow(RangeError);
+  });
+
+  it('property: settled + released - overrun = reserved; release and overrun are exclusive', () => {
+    fc.assert(
+      fc.property(micro, micro, (reservedMicrousd, actualMicrousd) => {
+        const s = settleReservation({ reservedMicrousd, actualMicrousd });
+        expect(s.settledMicrousd + s.releasedMicrousd - s.overrunMicrousd).toBe(reservedMicrousd);
+        expect(s.settledMicrousd).toBe(actualMicrousd);
+        expect(s.releasedMicrousd >= 0n && s.overrunMicrousd >= 0n).toBe(true);
+        expect(s.releasedMicrousd === 0n || s.overrunMicrousd === 0n).toBe(true);
+      }),
+    );
+  });
+});
