@@ -14,3 +14,4 @@ export * from './reservation';
 export * from './state-machines';
 export * from './acceptance';
 export * from './idempotency';
+export * from './admission';

@@ -1,0 +1,8 @@
+// End-to-end tests: the official openai and @google/genai SDKs against the whole running stack.
+module.exports = {
+  ...require('./jest.preset'),
+  displayName: 'e2e',
+  testMatch: ['<rootDir>/e2e/**/*.e2e-spec.ts'],
+  testTimeout: 60000,
+  maxWorkers: 1,
+};

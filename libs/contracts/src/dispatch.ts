@@ -1,0 +1,74 @@
+import { z } from 'zod';
+import { candidateOutcome } from './events';
+
+/**
+ * Decrypted bodies of the content-bearing dispatch command and reply. These are the only
+ * structures that may hold prompt or completion content; they exist in memory and, encrypted,
+ * on the short-retention dispatch topics, and nowhere else.
+ */
+export const apiKind = z.enum(['openai-chat', 'gemini-generate']);
+export type ApiKind = z.infer<typeof apiKind>;
+
+export const providerKind = z.enum(['openai-chat', 'openai-compatible', 'gemini-generate']);
+export type ProviderKind = z.infer<typeof providerKind>;
+
+export const routeTarget = z.object({
+  route_id: z.string(),
+  route_version: z.number().int(),
+  model_alias: z.string(),
+  provider_kind: providerKind,
+  base_url: z.string(),
+  upstream_model: z.string(),
+  candidate_param: z.string().nullable(),
+  output_cap_param: z.string(),
+  output_cap_semantics: z.enum(['per_candidate', 'shared']).nullable(),
+  price_revision_id: z.string(),
+});
+export type RouteTarget = z.infer<typeof routeTarget>;
+
+export const dispatchCommandV1 = z.object({
+  action_id: z.string(),
+  request_id: z.string(),
+  workload_id: z.string(),
+  environment: z.string(),
+  api_kind: apiKind,
+  stream: z.boolean(),
+  route: routeTarget,
+  requested_candidates: z.number().int().nullable(),
+  effective_candidates: z.number().int().positive(),
+  output_ceiling: z.number().int().positive(),
+  include_usage_for_client: z.boolean(),
+  deadline: z.string(),
+  dispatch_deadline: z.string(),
+  acceptance: z.object({ allow_length: z.boolean(), allow_content_filter: z.boolean() }),
+  /** the application's request body, already validated by admission: content */
+  request: z.record(z.string(), z.unknown()),
+});
+export type DispatchCommandV1 = z.infer<typeof dispatchCommandV1>;
+
+const replyCounts = z.object({
+  attempt_id: z.string().nullable(),
+  provider_request_id: z.string().nullable(),
+  requested_candidates: z.number().int().nullable(),
+  effective_candidates: z.number().int(),
+  returned_candidates: z.number().int().nullable(),
+  candidates: z.array(candidateOutcome),
+});
+
+export const dispatchReplyV1 = z.discriminatedUnion('kind', [
+  replyCounts.extend({
+    kind: z.literal('response'),
+    http_status: z.number().int(),
+    /** provider-shaped body to hand back to the application: content */
+    body: z.unknown(),
+  }),
+  replyCounts.extend({
+    kind: z.literal('error'),
+    http_status: z.number().int(),
+    code: z.string(),
+    message: z.string(),
+  }),
+  z.object({ kind: z.literal('stream_chunk'), seq: z.number().int().nonnegative(), data: z.string() }),
+  replyCounts.extend({ kind: z.literal('stream_end'), seq: z.number().int().nonnegative(), complete: z.boolean() }),
+]);
+export type DispatchReplyV1 = z.infer<typeof dispatchReplyV1>;

@@ -1,0 +1,134 @@
+import { z } from 'zod';
+
+/**
+ * Event schemas. Sanitised events carry only the fields of DESIGN §8: counts, usage, ids,
+ * reasons. Never prompt or completion text, headers, keys or tool arguments.
+ */
+
+const isoTimestamp = z.string().datetime({ offset: true });
+const microusd = z.string().regex(/^-?\d+$/, 'integer micro-USD as a decimal string');
+const count = z.number().int().nonnegative();
+
+export const attemptRole = z.enum(['primary', 'hedge', 'retry', 'fallback']);
+export const usageSource = z.enum(['provider_response', 'stream_final_chunk', 'provider_export', 'operator']);
+export const streamMode = z.enum(['none', 'sse']);
+
+/** The §8 field set shared by every routine record. */
+export const sanitisedFields = z.object({
+  timestamp: isoTimestamp,
+  request_id: z.string(),
+  action_id: z.string(),
+  attempt_id: z.string().nullable(),
+  attempt_role: attemptRole.nullable(),
+  workload_id: z.string().nullable(),
+  environment: z.string().nullable(),
+  route_id: z.string().nullable(),
+  route_version: z.number().int().nullable(),
+  model_alias: z.string().nullable(),
+  provider_request_id: z.string().nullable(),
+  requested_candidate_count: z.number().int().nullable(),
+  effective_candidate_count: z.number().int().nullable(),
+  returned_candidate_count: z.number().int().nullable(),
+  input_tokens: count.nullable(),
+  output_tokens_total: count.nullable(),
+  total_tokens: count.nullable(),
+  stream_mode: streamMode,
+  usage_source: usageSource.nullable(),
+  quota_scope: z.string().nullable(),
+  policy_result: z.enum(['allow', 'deny']).nullable(),
+  policy_reason: z.string().nullable(),
+});
+export type SanitisedFields = z.infer<typeof sanitisedFields>;
+
+const envelope = { event_id: z.string().uuid() };
+
+export const usageSettledV1 = sanitisedFields.extend({
+  ...envelope,
+  price_revision: z.string(),
+  cost_microusd: microusd,
+  cost_microusd_by_category: z.object({
+    input: microusd,
+    cached_input: microusd,
+    output: microusd,
+    reasoning: microusd,
+  }),
+  settled_at: isoTimestamp,
+});
+export type UsageSettledV1 = z.infer<typeof usageSettledV1>;
+
+export const admissionDecisionV1 = sanitisedFields.extend({
+  ...envelope,
+  reserved_microusd: microusd.nullable(),
+  exception_id: z.string().nullable(),
+});
+export type AdmissionDecisionV1 = z.infer<typeof admissionDecisionV1>;
+
+export const reconciliationRequiredV1 = sanitisedFields.extend({
+  ...envelope,
+  case_id: z.string(),
+  reason: z.string(),
+  exposure_microusd: microusd,
+});
+export type ReconciliationRequiredV1 = z.infer<typeof reconciliationRequiredV1>;
+
+export const candidateOutcome = z.object({
+  index: z.number().int().nonnegative(),
+  finish_reason: z.string().nullable(),
+  outcome: z.enum(['ok', 'filtered', 'truncated', 'empty']),
+});
+
+/** Internal: one upstream attempt has ended (or been cut); settlement prices it. */
+export const attemptCompletedV1 = sanitisedFields.extend({
+  ...envelope,
+  attempt_id: z.string(),
+  attempt_no: z.number().int().positive(),
+  attempt_role: attemptRole,
+  outcome: z.enum(['succeeded', 'failed', 'cancelled', 'usage_missing']),
+  http_status: z.number().int().nullable(),
+  cached_input_tokens: count.nullable(),
+  reasoning_tokens: count.nullable(),
+  output_includes_reasoning: z.boolean(),
+  candidates: z.array(candidateOutcome),
+  prompt_block_reason: z.string().nullable(),
+  attempts_total: z.number().int().positive(),
+  action_final: z.boolean(),
+});
+export type AttemptCompletedV1 = z.infer<typeof attemptCompletedV1>;
+
+export const policyChangedV1 = z.object({
+  ...envelope,
+  timestamp: isoTimestamp,
+  entity: z.enum(['route', 'workload', 'api_key', 'exception', 'price_revision']),
+  entity_id: z.string(),
+  change: z.string(),
+  actor: z.string(),
+});
+export type PolicyChangedV1 = z.infer<typeof policyChangedV1>;
+
+/**
+ * Content-bearing envelopes (dispatch commands and replies): only routing metadata in clear,
+ * the body AES-256-GCM encrypted (see libs/messaging content-cipher).
+ */
+export const encryptedBody = z.object({
+  alg: z.literal('A256GCM'),
+  kid: z.string(),
+  iv: z.string(),
+  tag: z.string(),
+  ct: z.string(),
+});
+export const dispatchCommandEnvelopeV1 = z.object({
+  ...envelope,
+  action_id: z.string(),
+  reply_to: z.string(),
+  dispatch_deadline: isoTimestamp,
+  body: encryptedBody,
+});
+export type DispatchCommandEnvelopeV1 = z.infer<typeof dispatchCommandEnvelopeV1>;
+
+export const dispatchReplyEnvelopeV1 = z.object({
+  ...envelope,
+  action_id: z.string(),
+  reply_to: z.string(),
+  body: encryptedBody,
+});
+export type DispatchReplyEnvelopeV1 = z.infer<typeof dispatchReplyEnvelopeV1>;

@@ -1,0 +1,8 @@
+/**
+ * @gateway/contracts: every Kafka topic (name, zod schema, partitions, retention) and every
+ * event and public DTO, versioned. Nothing else in the repo writes a topic name.
+ */
+export * from './topics';
+export * from './events';
+export * from './dispatch';
+export * from './errors';

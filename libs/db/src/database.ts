@@ -1,0 +1,53 @@
+import { PrismaPg } from '@prisma/adapter-pg';
+import { Prisma, PrismaClient } from './generated/prisma/client';
+
+/** An open transaction; repositories accept it so a use case can commit several writes at once. */
+export type Tx = Prisma.TransactionClient;
+
+/**
+ * The Prisma client (Rust-free, through the `pg` driver adapter) and a transaction helper.
+ * Serialisation failures and deadlocks are retried, since every write path here is idempotent
+ * within its transaction.
+ */
+export class Database {
+  readonly prisma: PrismaClient;
+
+  constructor(readonly url: string, opts: { poolMax?: number } = {}) {
+    const adapter = new PrismaPg({ connectionString: url, max: opts.poolMax ?? 10 });
+    this.prisma = new PrismaClient({ adapter });
+  }
+
+  async transaction<T>(fn: (tx: Tx) => Promise<T>, opts: { timeoutMs?: number } = {}): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.prisma.$transaction(fn, { timeout: opts.timeoutMs ?? 10000, maxWait: 5000 });
+      } catch (err) {
+        if (attempt >= 3 || !isRetryable(err)) throw err;
+      }
+    }
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      await this.prisma.$queryRaw`SELECT 1`;
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.prisma.$disconnect();
+  }
+}
+
+function isRetryable(err: unknown): boolean {
+  const text = String((err as { message?: string })?.message ?? '');
+  return /40001|40P01|could not serialize|deadlock detected|P2034/.test(text);
+}
+
+/** Postgres unique violation (directly or wrapped by Prisma as P2002). */
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return e?.code === 'P2002' || /23505|Unique constraint/.test(String(e?.message ?? ''));
+}

@@ -1,0 +1,15 @@
+/**
+ * @gateway/db: the only Prisma user. Database (client + transactions), the migration runner and
+ * repositories that accept a transaction and return plain read models, never Prisma types.
+ */
+export * from './database';
+export * from './types';
+export * from './repositories/outbox.repository';
+export * from './repositories/processed-event.repository';
+export * from './repositories/catalog.repository';
+export * from './repositories/admission.repository';
+export * from './repositories/dispatch.repository';
+export * from './repositories/settlement.repository';
+export * from './repositories/views.repository';
+export * from './repositories/policy.repository';
+export { migrate } from './migrations/migrate';

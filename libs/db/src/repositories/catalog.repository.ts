@@ -1,0 +1,106 @@
+import type { ProviderKind } from '@gateway/contracts';
+import type { OutputCapSemantics } from '@gateway/domain';
+import { Database } from '../database';
+import { ActiveException, PriceRevision, RouteContract, WorkloadPolicy } from '../types';
+
+/** Read side of policy: workloads by key hash, routes with their current contract, prices. */
+export class CatalogRepository {
+  constructor(private readonly db: Database) {}
+
+  async workloadByKeyHash(keyHash: string): Promise<WorkloadPolicy | null> {
+    const key = await this.db.prisma.apiKey.findUnique({ where: { keyHash }, include: { workload: true } });
+    if (!key || key.revokedAt) return null;
+    const w = key.workload;
+    return {
+      id: w.id,
+      team: w.team,
+      environment: w.environment,
+      defaultMaxCandidates: w.defaultMaxCandidates,
+      perCandidateOutputCeiling: w.perCandidateOutputCeiling,
+      budgetMicrousd: w.budgetMicrousd,
+      budgetPeriod: w.budgetPeriod === 'day' ? 'day' : 'month',
+      allowedAliases: w.allowedAliases,
+      fallbackChain: w.fallbackChain,
+      allowLength: w.allowLength,
+      allowContentFilter: w.allowContentFilter,
+      deadlineMs: w.deadlineMs,
+      maxInFlight: w.maxInFlight,
+      tokensPerMinute: w.tokensPerMinute,
+    };
+  }
+
+  async routeByAlias(alias: string): Promise<RouteContract | null> {
+    const route = await this.db.prisma.route.findUnique({ where: { alias } });
+    if (!route) return null;
+    const v = await this.db.prisma.routeContractVersion.findUnique({
+      where: { routeId_version: { routeId: route.id, version: route.currentVersion } },
+    });
+    if (!v) return null;
+    return {
+      routeId: route.id,
+      alias: route.alias,
+      version: v.version,
+      providerKind: v.providerKind as ProviderKind,
+      upstreamBaseUrl: v.upstreamBaseUrl,
+      upstreamModel: v.upstreamModel,
+      candidateParam: v.candidateParam,
+      maxCandidates: v.maxCandidates,
+      outputCapParam: v.outputCapParam,
+      outputCapSemantics: v.outputCapSemantics as OutputCapSemantics | null,
+      usageShape: v.usageShape,
+      streamingUsage: v.streamingUsage,
+      gatewayVersion: v.gatewayVersion,
+      clientLibraryVersion: v.clientLibraryVersion,
+      verifiedAt: v.verifiedAt,
+      verifiedBy: v.verifiedBy,
+      verificationTtlSeconds: v.verificationTtlSeconds,
+    };
+  }
+
+  /** The revision in force at `at` (latest effective_from ≤ at). */
+  async priceAt(routeId: string, at: Date): Promise<PriceRevision | null> {
+    const p = await this.db.prisma.priceRevision.findFirst({
+      where: { routeId, effectiveFrom: { lte: at } },
+      orderBy: { effectiveFrom: 'desc' },
+    });
+    return p ? toPrice(p) : null;
+  }
+
+  async priceById(id: string): Promise<PriceRevision | null> {
+    const p = await this.db.prisma.priceRevision.findUnique({ where: { id } });
+    return p ? toPrice(p) : null;
+  }
+
+  async activeExceptions(workloadId: string, now: Date): Promise<ActiveException[]> {
+    const rows = await this.db.prisma.candidateException.findMany({
+      where: { workloadId, status: 'active', expiresAt: { gt: now } },
+      orderBy: { maxCandidates: 'desc' },
+    });
+    return rows.map((e) => ({
+      id: e.id,
+      workloadId: e.workloadId,
+      routeId: e.routeId,
+      maxCandidates: e.maxCandidates,
+      perCandidateOutputCeiling: e.perCandidateOutputCeiling,
+      budgetMicrousd: e.budgetMicrousd,
+      expiresAt: e.expiresAt,
+      status: e.status,
+    }));
+  }
+}
+
+function toPrice(p: {
+  id: string;
+  inputPerMTokMicrousd: bigint;
+  cachedInputPerMTokMicrousd: bigint;
+  outputPerMTokMicrousd: bigint;
+  reasoningPerMTokMicrousd: bigint;
+}): PriceRevision {
+  return {
+    id: p.id,
+    inputPerMTokMicrousd: p.inputPerMTokMicrousd,
+    cachedInputPerMTokMicrousd: p.cachedInputPerMTokMicrousd,
+    outputPerMTokMicrousd: p.outputPerMTokMicrousd,
+    reasoningPerMTokMicrousd: p.reasoningPerMTokMicrousd,
+  };
+}

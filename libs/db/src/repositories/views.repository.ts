@@ -1,0 +1,100 @@
+import { Database } from '../database';
+
+export interface ActionStatusView {
+  actionId: string;
+  workloadId: string;
+  status: string;
+  statusReason: string;
+  modelAlias: string;
+  routeId: string;
+  routeVersion: number;
+  streamMode: string;
+  requestedCandidates: number | null;
+  effectiveCandidates: number;
+  returnedCandidates: number | null;
+  outputCeiling: number;
+  createdAt: Date;
+  reservation: {
+    status: string;
+    reservedOutputTokens: number;
+    reservedMicrousd: bigint;
+    settledMicrousd: bigint;
+    unresolvedMicrousd: bigint;
+    releasedMicrousd: bigint;
+    priceRevisionId: string;
+  } | null;
+  attempts: Array<{
+    attemptId: string;
+    attemptNo: number;
+    role: string;
+    status: string;
+    statusReason: string;
+    providerRequestId: string | null;
+    effectiveCandidates: number;
+    returnedCandidates: number | null;
+    candidateOutcomes: unknown;
+    promptBlockReason: string | null;
+    inputTokens: number | null;
+    outputTokensTotal: number | null;
+    usageSource: string | null;
+    costMicrousd: bigint | null;
+  }>;
+  openCases: Array<{ caseId: string; reason: string; exposureMicrousd: bigint }>;
+}
+
+/** Sanitised read models for status APIs. */
+export class ViewsRepository {
+  constructor(private readonly db: Database) {}
+
+  async action(actionId: string): Promise<ActionStatusView | null> {
+    const a = await this.db.prisma.action.findUnique({
+      where: { id: actionId },
+      include: { reservation: true, attempts: { orderBy: { attemptNo: 'asc' } } },
+    });
+    if (!a) return null;
+    const ledger = await this.db.prisma.ledgerEntry.findMany({ where: { actionId } });
+    const cost = new Map(ledger.map((l) => [l.attemptId, l.costMicrousd]));
+    const cases = await this.db.prisma.reconciliationCase.findMany({ where: { actionId, status: 'open' } });
+    return {
+      actionId: a.id,
+      workloadId: a.workloadId,
+      status: a.status,
+      statusReason: a.statusReason,
+      modelAlias: a.modelAlias,
+      routeId: a.routeId,
+      routeVersion: a.routeVersion,
+      streamMode: a.streamMode,
+      requestedCandidates: a.requestedCandidates,
+      effectiveCandidates: a.effectiveCandidates,
+      returnedCandidates: a.returnedCandidates,
+      outputCeiling: a.outputCeiling,
+      createdAt: a.createdAt,
+      reservation: a.reservation && {
+        status: a.reservation.status,
+        reservedOutputTokens: a.reservation.reservedOutputTokens,
+        reservedMicrousd: a.reservation.reservedMicrousd,
+        settledMicrousd: a.reservation.settledMicrousd,
+        unresolvedMicrousd: a.reservation.unresolvedMicrousd,
+        releasedMicrousd: a.reservation.releasedMicrousd,
+        priceRevisionId: a.reservation.priceRevisionId,
+      },
+      attempts: a.attempts.map((t) => ({
+        attemptId: t.id,
+        attemptNo: t.attemptNo,
+        role: t.role,
+        status: t.status,
+        statusReason: t.statusReason,
+        providerRequestId: t.providerRequestId,
+        effectiveCandidates: t.effectiveCandidates,
+        returnedCandidates: t.returnedCandidates,
+        candidateOutcomes: t.candidateOutcomes,
+        promptBlockReason: t.promptBlockReason,
+        inputTokens: t.inputTokens,
+        outputTokensTotal: t.outputTokensTotal,
+        usageSource: t.usageSource,
+        costMicrousd: cost.get(t.id) ?? null,
+      })),
+      openCases: cases.map((c) => ({ caseId: c.id, reason: c.reason, exposureMicrousd: c.exposureMicrousd })),
+    };
+  }
+}

@@ -1,0 +1,54 @@
+import type { OutputCapSemantics, PriceRevision } from '@gateway/domain';
+import type { ProviderKind } from '@gateway/contracts';
+
+/** Read models returned by repositories: plain data, no Prisma types. */
+
+export interface WorkloadPolicy {
+  id: string;
+  team: string;
+  environment: string;
+  defaultMaxCandidates: number;
+  perCandidateOutputCeiling: number;
+  budgetMicrousd: bigint;
+  budgetPeriod: 'day' | 'month';
+  allowedAliases: string[];
+  fallbackChain: string[];
+  allowLength: boolean;
+  allowContentFilter: boolean;
+  deadlineMs: number;
+  maxInFlight: number;
+  tokensPerMinute: number | null;
+}
+
+export interface RouteContract {
+  routeId: string;
+  alias: string;
+  version: number;
+  providerKind: ProviderKind;
+  upstreamBaseUrl: string;
+  upstreamModel: string;
+  candidateParam: string | null;
+  maxCandidates: number;
+  outputCapParam: string;
+  outputCapSemantics: OutputCapSemantics | null;
+  usageShape: string;
+  streamingUsage: string;
+  gatewayVersion: string;
+  clientLibraryVersion: string;
+  verifiedAt: Date | null;
+  verifiedBy: string | null;
+  verificationTtlSeconds: number;
+}
+
+export interface ActiveException {
+  id: string;
+  workloadId: string;
+  routeId: string | null;
+  maxCandidates: number;
+  perCandidateOutputCeiling: number;
+  budgetMicrousd: bigint;
+  expiresAt: Date;
+  status: string;
+}
+
+export type { PriceRevision };

@@ -1,0 +1,164 @@
+/**
+ * The admission decision (DESIGN §4, §7): everything that can be decided before money is
+ * reserved, in a fixed order, each refusal with its stable code. The database transaction that
+ * follows only checks what needs shared state (budget, concurrency).
+ */
+import { approvedMaxCandidates, normaliseCandidateCount } from './candidates';
+import { DenialCode } from './errors';
+import { PriceRevision } from './pricing';
+import { computeReservation, OutputCapSemantics, outputCeiling } from './reservation';
+
+export type ContractStatus = 'verified' | 'unverified' | 'stale';
+
+export interface ContractFacts {
+  routeId: string;
+  candidateParam: string | null;
+  maxCandidates: number;
+  outputCapSemantics: OutputCapSemantics | null;
+  verifiedAt: Date | null;
+  verificationTtlSeconds: number;
+}
+
+/** A verification older than its TTL no longer vouches for the route. */
+export function contractStatus(c: Pick<ContractFacts, 'verifiedAt' | 'verificationTtlSeconds'>, now: Date): ContractStatus {
+  if (!c.verifiedAt) return 'unverified';
+  return now.getTime() - c.verifiedAt.getTime() > c.verificationTtlSeconds * 1000 ? 'stale' : 'verified';
+}
+
+/** Multi-candidate needs a current contract that documents both the parameter and the cap. */
+export function contractAllowsMultiCandidate(c: ContractFacts, effective: number, now: Date): boolean {
+  return (
+    contractStatus(c, now) === 'verified' &&
+    c.candidateParam !== null &&
+    c.outputCapSemantics !== null &&
+    effective <= c.maxCandidates
+  );
+}
+
+export interface ExceptionGrant {
+  id: string;
+  routeId: string | null;
+  maxCandidates: number;
+  perCandidateOutputCeiling: number;
+  budgetMicrousd: bigint;
+  expiresAt: Date;
+  status: string;
+  allowsStreaming?: boolean;
+}
+
+export interface AdmissionInput {
+  now: Date;
+  workload: { defaultMaxCandidates: number; perCandidateOutputCeiling: number };
+  route: ContractFacts;
+  fallbackRoutes: ContractFacts[];
+  exceptions: ExceptionGrant[];
+  requestedCandidates: unknown;
+  candidateParamName: string;
+  requestedOutputCap: number | null;
+  stream: boolean;
+  inputTokensEstimate: number;
+  price: PriceRevision;
+}
+
+export type AdmissionDecision =
+  | {
+      ok: true;
+      requested: number | null;
+      effective: number;
+      approvedMax: number;
+      exception: ExceptionGrant | null;
+      outputCeiling: number;
+      semantics: OutputCapSemantics;
+      reservedOutputTokens: number;
+      reservedMicrousd: bigint;
+      /** fallback is disabled when a fallback route cannot honour a multi-candidate request */
+      fallbackRouteIds: string[];
+    }
+  | { ok: false; code: DenialCode; message: string; param: string | null };
+
+export function decideAdmission(input: AdmissionInput): AdmissionDecision {
+  const { now, route } = input;
+  const applicable = input.exceptions.filter(
+    (e) => e.status === 'active' && e.expiresAt.getTime() > now.getTime() && (e.routeId === null || e.routeId === route.routeId),
+  );
+  // The widest applicable grant decides; ties prefer a route-specific one.
+  const best = [...applicable].sort((a, b) => b.maxCandidates - a.maxCandidates || Number(b.routeId !== null) - Number(a.routeId !== null))[0] ?? null;
+  const approved = approvedMaxCandidates({
+    workloadDefaultMax: input.workload.defaultMaxCandidates,
+    exception: best,
+    routeId: route.routeId,
+    now,
+  });
+  const count = normaliseCandidateCount({
+    requested: input.requestedCandidates,
+    approvedMax: approved.max,
+    param: input.candidateParamName,
+  });
+  if (!count.ok) return { ok: false, code: count.code, message: count.message, param: count.param };
+  const exception = approved.source === 'exception' && count.effective > input.workload.defaultMaxCandidates ? best : null;
+
+  if (count.effective > 1) {
+    if (!contractAllowsMultiCandidate(route, count.effective, now)) {
+      const status = contractStatus(route, now);
+      return {
+        ok: false,
+        code: 'route_contract_unverified',
+        message:
+          `route ${route.routeId} has no current verified contract for ${count.effective} candidates ` +
+          `(contract ${status}${route.candidateParam === null ? ', candidate parameter undocumented' : ''}` +
+          `${route.outputCapSemantics === null ? ', output-cap semantics undocumented' : ''}); ` +
+          `send one candidate or ask an operator to verify the route`,
+        param: input.candidateParamName,
+      };
+    }
+    if (input.stream && !(exception?.allowsStreaming ?? false)) {
+      return {
+        ok: false,
+        code: 'candidate_count_exceeds_policy',
+        message: 'streaming with more than one candidate needs an exception that allows it; send one candidate or stream: false',
+        param: input.candidateParamName,
+      };
+    }
+  }
+
+  const policyCeiling = exception ? exception.perCandidateOutputCeiling : input.workload.perCandidateOutputCeiling;
+  if (input.requestedOutputCap !== null && (!Number.isInteger(input.requestedOutputCap) || input.requestedOutputCap < 1)) {
+    return { ok: false, code: 'invalid_request', message: 'the output token cap must be an integer ≥ 1', param: 'max_tokens' };
+  }
+  const ceiling = outputCeiling({ requested: input.requestedOutputCap, policyCeiling });
+  // One candidate is the same under either semantics; an undocumented contract reserves per candidate.
+  const semantics: OutputCapSemantics = route.outputCapSemantics ?? 'per_candidate';
+  const reservation = computeReservation({
+    inputTokensEstimate: input.inputTokensEstimate,
+    effectiveCandidates: count.effective,
+    perCandidateOutputCeiling: ceiling,
+    semantics,
+    price: input.price,
+  });
+  const fallbackRouteIds =
+    count.effective > 1 && !input.fallbackRoutes.every((f) => contractAllowsMultiCandidate(f, count.effective, now))
+      ? []
+      : input.fallbackRoutes.map((f) => f.routeId);
+  return {
+    ok: true,
+    requested: count.requested,
+    effective: count.effective,
+    approvedMax: approved.max,
+    exception,
+    outputCeiling: ceiling,
+    semantics,
+    reservedOutputTokens: reservation.reservedOutputTokens,
+    reservedMicrousd: reservation.reservedMicrousd,
+    fallbackRouteIds,
+  };
+}
+
+/** Budget periods start at UTC midnight (day) or the first of the month (month). */
+export function budgetPeriodStart(period: 'day' | 'month', now: Date): Date {
+  switch (period) {
+    case 'day':
+      return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+    case 'month':
+      return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+  }
+}

@@ -1,0 +1,50 @@
+import type { DispatchCommandV1 } from '@gateway/contracts';
+import type { NormalisedCandidate } from '@gateway/domain';
+
+/** What the gateway needs to know about one upstream response: shape, counts, usage. No content. */
+export interface ParsedUsage {
+  inputTokens: number;
+  cachedInputTokens: number;
+  /** aggregate output over all candidates, reasoning included */
+  outputTokensTotal: number;
+  reasoningTokens: number;
+}
+
+export interface ParsedResponse {
+  providerRequestId: string | null;
+  candidates: NormalisedCandidate[];
+  promptBlockReason: string | null;
+  usage: ParsedUsage | null;
+}
+
+export interface UpstreamRequest {
+  url: string;
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+}
+
+/** Accumulates a stream's chunks into the same facts a whole response gives. */
+export interface StreamAccumulator {
+  /** feeds one SSE `data:` payload; returns false for the terminal `[DONE]` marker */
+  push(data: string): boolean;
+  result(): ParsedResponse;
+  readonly sawUsage: boolean;
+}
+
+export interface ProviderAdapter {
+  buildRequest(cmd: DispatchCommandV1): UpstreamRequest;
+  parseResponse(body: unknown, headers: Record<string, string | string[] | undefined>): ParsedResponse;
+  streamAccumulator(headers: Record<string, string | string[] | undefined>): StreamAccumulator;
+  /** the provider's error code/status from an error body, for contract-failure detection */
+  errorCode(body: unknown): string | null;
+}
+
+export function headerValue(headers: Record<string, string | string[] | undefined>, name: string): string | null {
+  const v = headers[name.toLowerCase()];
+  if (Array.isArray(v)) return v[0] ?? null;
+  return v ?? null;
+}
+
+export function nonNegInt(v: unknown): number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : 0;
+}

@@ -1,0 +1,128 @@
+import type { DispatchCommandV1 } from '@gateway/contracts';
+import type { NormalisedCandidate } from '@gateway/domain';
+import { headerValue, nonNegInt, ParsedResponse, ParsedUsage, ProviderAdapter, StreamAccumulator, UpstreamRequest } from './adapter';
+import { asRecord, joinUrl, safeJson } from './openai-chat.adapter';
+
+/**
+ * Gemini generateContent. `candidateCount` and `maxOutputTokens` (per candidate) are always set
+ * by the gateway; every candidate is read (never only candidates[0]); a blocked prompt comes as
+ * `promptFeedback.blockReason` with no candidates.
+ */
+export class GeminiGenerateAdapter implements ProviderAdapter {
+  constructor(private readonly upstreamKey: (routeId: string) => string | null = () => null) {}
+
+  buildRequest(cmd: DispatchCommandV1): UpstreamRequest {
+    const body: Record<string, unknown> = { ...cmd.request };
+    delete body.model;
+    const generationConfig: Record<string, unknown> = { ...(asRecord(body.generationConfig) ?? {}) };
+    generationConfig[cmd.route.output_cap_param] = cmd.output_ceiling;
+    const candidateParam = cmd.route.candidate_param ?? 'candidateCount';
+    delete generationConfig.candidateCount;
+    if (cmd.effective_candidates > 1 || cmd.requested_candidates !== null) generationConfig[candidateParam] = cmd.effective_candidates;
+    body.generationConfig = generationConfig;
+    const method = cmd.stream ? 'streamGenerateContent?alt=sse' : 'generateContent';
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    const key = this.upstreamKey(cmd.route.route_id);
+    if (key) headers['x-goog-api-key'] = key;
+    return {
+      url: joinUrl(cmd.route.base_url, `/v1beta/models/${encodeURIComponent(cmd.route.upstream_model)}:${method}`),
+      headers,
+      body,
+    };
+  }
+
+  parseResponse(body: unknown, headers: Record<string, string | string[] | undefined>): ParsedResponse {
+    const b = asRecord(body) ?? {};
+    const candidates = Array.isArray(b.candidates) ? b.candidates : [];
+    return {
+      providerRequestId: typeof b.responseId === 'string' ? b.responseId : headerValue(headers, 'x-request-id'),
+      candidates: candidates.map((c, i) => toCandidate(asRecord(c) ?? {}, i)),
+      promptBlockReason: blockReason(b),
+      usage: parseUsage(b.usageMetadata),
+    };
+  }
+
+  streamAccumulator(headers: Record<string, string | string[] | undefined>): StreamAccumulator {
+    const byIndex = new Map<number, { finishReason: string | null; hasContent: boolean }>();
+    let usage: ParsedUsage | null = null;
+    let id: string | null = headerValue(headers, 'x-request-id');
+    let block: string | null = null;
+    return {
+      push(data: string): boolean {
+        const chunk = asRecord(safeJson(data));
+        if (!chunk) return true;
+        if (typeof chunk.responseId === 'string') id = chunk.responseId;
+        block = blockReason(chunk) ?? block;
+        for (const raw of Array.isArray(chunk.candidates) ? chunk.candidates : []) {
+          const c = toCandidate(asRecord(raw) ?? {}, 0);
+          const entry = byIndex.get(c.index) ?? { finishReason: null, hasContent: false };
+          entry.hasContent ||= c.hasContent;
+          entry.finishReason = c.finishReason ?? entry.finishReason;
+          byIndex.set(c.index, entry);
+        }
+        // Gemini repeats usageMetadata on chunks; only the one with a finished batch is final.
+        const u = parseUsage(chunk.usageMetadata);
+        if (u && isFinalChunk(chunk)) usage = u;
+        return true;
+      },
+      result(): ParsedResponse {
+        return {
+          providerRequestId: id,
+          candidates: [...byIndex.entries()].sort(([a], [b]) => a - b).map(([index, e]) => ({ index, ...e })),
+          promptBlockReason: block,
+          usage,
+        };
+      },
+      get sawUsage() {
+        return usage !== null;
+      },
+    };
+  }
+
+  errorCode(body: unknown): string | null {
+    const err = asRecord(asRecord(body)?.error);
+    return typeof err?.status === 'string' ? err.status : null;
+  }
+}
+
+function isFinalChunk(chunk: Record<string, unknown>): boolean {
+  const candidates = Array.isArray(chunk.candidates) ? chunk.candidates : [];
+  if (blockReason(chunk)) return true;
+  return candidates.length > 0 && candidates.every((c) => typeof asRecord(c)?.finishReason === 'string') || candidates.length === 0;
+}
+
+function blockReason(b: Record<string, unknown>): string | null {
+  const r = asRecord(b.promptFeedback)?.blockReason;
+  return typeof r === 'string' ? r : null;
+}
+
+function toCandidate(c: Record<string, unknown>, fallbackIndex: number): NormalisedCandidate {
+  const parts = asRecord(c.content)?.parts;
+  const hasContent =
+    Array.isArray(parts) &&
+    parts.some((p) => {
+      const part = asRecord(p);
+      return (typeof part?.text === 'string' && part.text.length > 0) || part?.functionCall !== undefined;
+    });
+  return {
+    index: typeof c.index === 'number' ? c.index : fallbackIndex,
+    finishReason: typeof c.finishReason === 'string' ? c.finishReason : null,
+    hasContent,
+  };
+}
+
+/**
+ * candidatesTokenCount is summed over candidates; thoughtsTokenCount is reported separately, so
+ * the aggregate output is their sum. Cached tokens are a subset of promptTokenCount.
+ */
+function parseUsage(raw: unknown): ParsedUsage | null {
+  const u = asRecord(raw);
+  if (!u || typeof u.promptTokenCount !== 'number') return null;
+  const thoughts = nonNegInt(u.thoughtsTokenCount);
+  return {
+    inputTokens: nonNegInt(u.promptTokenCount),
+    cachedInputTokens: nonNegInt(u.cachedContentTokenCount),
+    outputTokensTotal: nonNegInt(u.candidatesTokenCount) + thoughts,
+    reasoningTokens: thoughts,
+  };
+}

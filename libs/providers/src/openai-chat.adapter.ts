@@ -1,0 +1,129 @@
+import type { DispatchCommandV1 } from '@gateway/contracts';
+import type { NormalisedCandidate } from '@gateway/domain';
+import { headerValue, nonNegInt, ParsedResponse, ParsedUsage, ProviderAdapter, StreamAccumulator, UpstreamRequest } from './adapter';
+
+const OUTPUT_CAP_FIELDS = ['max_tokens', 'max_completion_tokens'] as const;
+
+/**
+ * OpenAI chat completions and OpenAI-compatible aggregators. The candidate count and the output
+ * cap are always written by the gateway (the contract says which field caps output), and usage
+ * is always requested on streams.
+ */
+export class OpenAiChatAdapter implements ProviderAdapter {
+  constructor(private readonly upstreamKey: (routeId: string) => string | null = () => null) {}
+
+  buildRequest(cmd: DispatchCommandV1): UpstreamRequest {
+    const body: Record<string, unknown> = { ...cmd.request, model: cmd.route.upstream_model };
+    for (const f of OUTPUT_CAP_FIELDS) delete body[f];
+    body[cmd.route.output_cap_param] = cmd.output_ceiling;
+    const candidateParam = cmd.route.candidate_param ?? 'n';
+    delete body.n;
+    if (cmd.effective_candidates > 1 || cmd.requested_candidates !== null) body[candidateParam] = cmd.effective_candidates;
+    if (cmd.stream) {
+      body.stream = true;
+      body.stream_options = { ...(asRecord(body.stream_options) ?? {}), include_usage: true };
+    } else {
+      delete body.stream;
+      delete body.stream_options;
+    }
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    const key = this.upstreamKey(cmd.route.route_id);
+    if (key) headers.authorization = `Bearer ${key}`;
+    return { url: joinUrl(cmd.route.base_url, '/v1/chat/completions'), headers, body };
+  }
+
+  parseResponse(body: unknown, headers: Record<string, string | string[] | undefined>): ParsedResponse {
+    const b = asRecord(body) ?? {};
+    const choices = Array.isArray(b.choices) ? b.choices : [];
+    return {
+      providerRequestId: headerValue(headers, 'x-request-id') ?? (typeof b.id === 'string' ? b.id : null),
+      candidates: choices.map((c, i) => toCandidate(asRecord(c) ?? {}, i)),
+      promptBlockReason: null,
+      usage: parseUsage(b.usage),
+    };
+  }
+
+  streamAccumulator(headers: Record<string, string | string[] | undefined>): StreamAccumulator {
+    const byIndex = new Map<number, { finishReason: string | null; hasContent: boolean }>();
+    let usage: ParsedUsage | null = null;
+    let id: string | null = headerValue(headers, 'x-request-id');
+    return {
+      push(data: string): boolean {
+        if (data.trim() === '[DONE]') return false;
+        const chunk = asRecord(safeJson(data));
+        if (!chunk) return true;
+        if (!id && typeof chunk.id === 'string') id = chunk.id;
+        for (const raw of Array.isArray(chunk.choices) ? chunk.choices : []) {
+          const c = asRecord(raw) ?? {};
+          const index = nonNegInt(c.index);
+          const entry = byIndex.get(index) ?? { finishReason: null, hasContent: false };
+          const delta = asRecord(c.delta);
+          if (delta && ((typeof delta.content === 'string' && delta.content.length > 0) || Array.isArray(delta.tool_calls))) {
+            entry.hasContent = true;
+          }
+          if (typeof c.finish_reason === 'string') entry.finishReason = c.finish_reason;
+          byIndex.set(index, entry);
+        }
+        if (chunk.usage) usage = parseUsage(chunk.usage);
+        return true;
+      },
+      result(): ParsedResponse {
+        return {
+          providerRequestId: id,
+          candidates: [...byIndex.entries()].sort(([a], [b]) => a - b).map(([index, e]) => ({ index, ...e })),
+          promptBlockReason: null,
+          usage,
+        };
+      },
+      get sawUsage() {
+        return usage !== null;
+      },
+    };
+  }
+
+  errorCode(body: unknown): string | null {
+    const err = asRecord(asRecord(body)?.error);
+    const code = err?.code ?? err?.type;
+    return typeof code === 'string' ? code : null;
+  }
+}
+
+function toCandidate(c: Record<string, unknown>, fallbackIndex: number): NormalisedCandidate {
+  const message = asRecord(c.message);
+  const content = message?.content;
+  const hasContent =
+    (typeof content === 'string' && content.length > 0) || (Array.isArray(message?.tool_calls) && message!.tool_calls.length > 0);
+  return {
+    index: typeof c.index === 'number' ? c.index : fallbackIndex,
+    finishReason: typeof c.finish_reason === 'string' ? c.finish_reason : null,
+    hasContent,
+  };
+}
+
+/** completion_tokens already includes reasoning tokens; cached tokens are part of prompt_tokens. */
+function parseUsage(raw: unknown): ParsedUsage | null {
+  const u = asRecord(raw);
+  if (!u || typeof u.prompt_tokens !== 'number' || typeof u.completion_tokens !== 'number') return null;
+  return {
+    inputTokens: nonNegInt(u.prompt_tokens),
+    cachedInputTokens: nonNegInt(asRecord(u.prompt_tokens_details)?.cached_tokens),
+    outputTokensTotal: nonNegInt(u.completion_tokens),
+    reasoningTokens: nonNegInt(asRecord(u.completion_tokens_details)?.reasoning_tokens),
+  };
+}
+
+export function asRecord(v: unknown): Record<string, unknown> | null {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+}
+
+export function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+export function joinUrl(base: string, path: string): string {
+  return base.replace(/\/+$/, '') + path;
+}

@@ -1,0 +1,62 @@
+import { INestApplication, Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import express, { NextFunction, Request, Response } from 'express';
+import { Logger as PinoNestLogger } from 'nestjs-pino';
+import type { Logger } from 'pino';
+import { DomainError } from '@gateway/domain';
+import { GatewayExceptionFilter, writeDenial } from './errors';
+
+export interface HttpServiceOptions {
+  title: string;
+  description: string;
+  port: number;
+  host: string;
+  logger: Logger;
+  bodyLimit?: string;
+}
+
+export interface RunningService {
+  app: INestApplication;
+  url: string;
+  openapi: OpenAPIObject;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts one HTTP service: our own JSON parser (so malformed bodies get the stable
+ * `invalid_request` error instead of a framework default), the exception filter, OpenAPI at /docs.
+ */
+export async function startHttpService(module: Type<unknown>, opts: HttpServiceOptions): Promise<RunningService> {
+  const app = await NestFactory.create(module, { bodyParser: false, bufferLogs: true });
+  app.useLogger(app.get(PinoNestLogger));
+  app.use(express.json({ limit: opts.bodyLimit ?? '2mb', type: () => true }));
+  app.use((err: Error & { type?: string; status?: number }, req: Request, res: Response, next: NextFunction) => {
+    if (!err) return next();
+    const tooLarge = err.type === 'entity.too.large';
+    const message = tooLarge ? `request body exceeds ${opts.bodyLimit ?? '2mb'}` : 'request body is not valid JSON';
+    writeDenial(req, res, new DomainError('invalid_request', message));
+  });
+  app.useGlobalFilters(new GatewayExceptionFilter(opts.logger));
+  app.enableShutdownHooks();
+  const openapi = buildOpenApi(app, opts);
+  SwaggerModule.setup('docs', app, openapi, { jsonDocumentUrl: 'docs/openapi.json' });
+  await app.listen(opts.port, opts.host);
+  const address = app.getHttpServer().address() as { port: number };
+  return {
+    app,
+    url: `http://${opts.host}:${address.port}`,
+    openapi,
+    close: () => app.close(),
+  };
+}
+
+export function buildOpenApi(app: INestApplication, opts: { title: string; description: string }): OpenAPIObject {
+  const config = new DocumentBuilder()
+    .setTitle(opts.title)
+    .setDescription(opts.description)
+    .setVersion('1')
+    .addBearerAuth()
+    .build();
+  return SwaggerModule.createDocument(app, config);
+}

@@ -1,0 +1,90 @@
+import { DynamicModule, Global, Inject, Injectable, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { LoggerModule } from 'nestjs-pino';
+import type { Logger } from 'pino';
+import { Database, OutboxRepository, ProcessedEventRepository } from '@gateway/db';
+import { KafkaBus, OutboxRelay } from '@gateway/messaging';
+import { ServiceConfig } from './config';
+import { HealthController } from './health';
+import { httpLogSerializers } from './logger';
+import { Metrics, MetricsController } from './metrics';
+
+export const SERVICE_CONFIG = 'SERVICE_CONFIG';
+export const LOGGER = 'LOGGER';
+
+export interface CoreOptions {
+  config: ServiceConfig;
+  logger: Logger;
+}
+
+@Injectable()
+class CoreLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
+  constructor(
+    private readonly relay: OutboxRelay,
+    private readonly bus: KafkaBus,
+    private readonly db: Database,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.relay.start();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.relay.stop();
+    await this.bus.disconnect();
+    await this.db.close();
+  }
+}
+
+/**
+ * Everything a gateway service shares: config, pino logging, Postgres, Kafka (topics ensured at
+ * start-up), the outbox relay, idempotent-consumer store, /health and /metrics.
+ */
+@Global()
+@Module({})
+export class CoreModule {
+  static forService({ config, logger }: CoreOptions): DynamicModule {
+    return {
+      module: CoreModule,
+      imports: [
+        TerminusModule.forRoot({ logger: false }),
+        LoggerModule.forRoot({
+          pinoHttp: {
+            logger,
+            serializers: httpLogSerializers,
+            autoLogging: { ignore: (req) => /^\/(health|metrics)/.test(req.url ?? '') },
+            customProps: () => ({}),
+          },
+        }),
+      ],
+      controllers: [HealthController, MetricsController],
+      providers: [
+        { provide: SERVICE_CONFIG, useValue: config },
+        { provide: LOGGER, useValue: logger },
+        { provide: Metrics, useValue: new Metrics(config.serviceName) },
+        { provide: Database, useFactory: () => new Database(config.databaseUrl) },
+        {
+          provide: KafkaBus,
+          useFactory: async () => {
+            const bus = new KafkaBus({ brokers: config.kafkaBrokers, clientId: config.instanceId, logger });
+            await bus.connect();
+            await bus.ensureTopics();
+            return bus;
+          },
+        },
+        { provide: OutboxRepository, useFactory: (db: Database) => new OutboxRepository(db), inject: [Database] },
+        { provide: ProcessedEventRepository, useFactory: (db: Database) => new ProcessedEventRepository(db), inject: [Database] },
+        {
+          provide: OutboxRelay,
+          useFactory: (outbox: OutboxRepository, bus: KafkaBus) => new OutboxRelay(outbox, bus, logger),
+          inject: [OutboxRepository, KafkaBus],
+        },
+        CoreLifecycle,
+      ],
+      exports: [SERVICE_CONFIG, LOGGER, Metrics, Database, KafkaBus, OutboxRepository, ProcessedEventRepository, OutboxRelay],
+    };
+  }
+}
+
+export const InjectConfig = () => Inject(SERVICE_CONFIG);
+export const InjectLogger = () => Inject(LOGGER);

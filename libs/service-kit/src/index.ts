@@ -1,0 +1,11 @@
+/**
+ * @gateway/service-kit: the NestJS plumbing every service shares (config, logging without
+ * content, Postgres + Kafka wiring, outbox relay, /health, /metrics, /docs, error shapes).
+ */
+export * from './config';
+export * from './logger';
+export * from './errors';
+export * from './metrics';
+export * from './health';
+export * from './core.module';
+export * from './bootstrap';
