@@ -1,0 +1,176 @@
+// The provider-neutral part of handling one upstream call: body, fingerprint, log entry, directives,
+// abort tracking, latency, scripted failures. Provider adapters do the rest.
+import { createHash } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { SimContext } from './context';
+import { BodyTooLargeError, readBody, sendJson, sleep } from './http';
+import type { SimRequestLogEntry } from './request-log';
+import { resolveScript, scenarioLabel, ScriptError, type ResolvedScript } from './script';
+import { randomInt } from './text';
+
+export const SCRIPT_HEADER = 'x-sim-script';
+/** Upper bound for n / candidateCount (OpenAI's own limit), to keep responses bounded. */
+export const MAX_CANDIDATES = 128;
+
+export interface ParsedRequest {
+  /** Model name as sent, directives included. */
+  modelSpec: string;
+  asked: number | null;
+  cap: number | null;
+  stream: boolean;
+  promptTokens: number;
+}
+
+export interface ErrorDetail {
+  param?: string | null;
+  code?: string | null;
+}
+
+export class InvalidRequest extends Error {
+  constructor(message: string, readonly detail: ErrorDetail = {}) {
+    super(message);
+  }
+}
+
+export interface Exchange {
+  ctx: SimContext;
+  req: IncomingMessage;
+  res: ServerResponse;
+  url: URL;
+  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- validated by the adapter's parse()
+  parsed: ParsedRequest;
+  resolved: ResolvedScript;
+  fingerprint: string;
+  /** Per-request counter used in ids. */
+  id: number;
+  signal: AbortSignal;
+  entry: SimRequestLogEntry;
+  fail(status: number, message: string, detail?: ErrorDetail): void;
+  /** Closes the connection mid-response on purpose (cut-stream); not logged as a client abort. */
+  cut(): void;
+}
+
+export interface ProviderAdapter {
+  provider: 'openai' | 'gemini';
+  /** Metrics label. */
+  endpoint: string;
+  parse(body: unknown, url: URL): ParsedRequest;
+  errorBody(status: number, message: string, detail?: ErrorDetail): unknown;
+  respond(ex: Exchange): Promise<void> | void;
+}
+
+export async function handleProviderRequest(
+  ctx: SimContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  adapter: ProviderAdapter,
+): Promise<void> {
+  const started = Date.now();
+  const entry = ctx.log.add({
+    time: new Date(started).toISOString(),
+    method: req.method ?? 'POST',
+    path: url.pathname,
+    provider: adapter.provider,
+    model: null,
+    candidateCount: null,
+    maxTokens: null,
+    stream: false,
+    directives: [],
+    fingerprint: '',
+    status: 0,
+    aborted: false,
+    durationMs: null,
+  });
+  const abort = new AbortController();
+  let cutOnPurpose = false;
+  let scenario = 'none';
+  res.on('close', () => {
+    if (!res.writableFinished && !cutOnPurpose) {
+      entry.aborted = true;
+      abort.abort();
+    }
+    entry.status = res.headersSent ? res.statusCode : 0;
+    entry.durationMs = Date.now() - started;
+    ctx.requestsTotal.inc({ endpoint: adapter.endpoint, scenario, status: String(entry.status) });
+  });
+  const fail = (status: number, message: string, detail?: ErrorDetail) =>
+    sendJson(res, status, adapter.errorBody(status, message, detail));
+
+  let raw: Buffer;
+  try {
+    raw = await readBody(req);
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) fail(413, err.message);
+    else res.destroy();
+    return;
+  }
+  const fingerprint = createHash('sha256').update(raw).digest('hex');
+  entry.fingerprint = fingerprint;
+
+  let body: unknown;
+  let parsed: ParsedRequest;
+  let resolved: ResolvedScript;
+  try {
+    body = JSON.parse(raw.toString('utf8'));
+  } catch {
+    return fail(400, 'We could not parse the JSON body of your request.', { code: 'invalid_json' });
+  }
+  try {
+    parsed = adapter.parse(body, url);
+    entry.model = parsed.modelSpec.split(';')[0].trim();
+    entry.candidateCount = parsed.asked;
+    entry.maxTokens = parsed.cap;
+    entry.stream = parsed.stream;
+    const header = req.headers[SCRIPT_HEADER];
+    resolved = resolveScript(parsed.modelSpec, Array.isArray(header) ? header.join(';') : header);
+  } catch (err) {
+    if (err instanceof InvalidRequest) return fail(400, err.message, err.detail);
+    if (err instanceof ScriptError) return fail(400, err.message, { param: 'model', code: 'invalid_sim_directive' });
+    throw err;
+  }
+  entry.directives = resolved.directives;
+  scenario = scenarioLabel(resolved.directives);
+
+  const { script } = resolved;
+  if (script.latency) {
+    const ms = randomInt(ctx.latencyRng, script.latency.min, script.latency.max);
+    if (!(await sleep(ms, abort.signal))) return;
+  }
+  if (script.status) return fail(script.status, `Simulated upstream error (status=${script.status}).`);
+  if (script.failFirst) {
+    const seen = (ctx.failures.get(fingerprint) ?? 0) + 1;
+    ctx.failures.set(fingerprint, seen);
+    if (seen <= script.failFirst) return fail(503, `Simulated transient failure ${seen} of ${script.failFirst}.`);
+  }
+
+  await adapter.respond({
+    ctx, req, res, url, body, parsed, resolved, fingerprint, entry, fail,
+    id: ctx.nextId(),
+    signal: abort.signal,
+    cut: () => {
+      cutOnPurpose = true;
+      res.destroy();
+    },
+  });
+}
+
+/** Sends a streamed body: headers, optional `ttft` pause, content, then the tail (or a cut). */
+export async function sendStream(ex: Exchange, contentType: string, content: string, tail: string, headers: Record<string, string> = {}): Promise<void> {
+  const { res, resolved } = ex;
+  if (res.destroyed) return;
+  res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-cache', ...headers });
+  if (resolved.script.ttft) {
+    res.flushHeaders();
+    if (!(await sleep(resolved.script.ttft, ex.signal))) return;
+  }
+  if (resolved.script.cutStream) res.write(content, () => ex.cut());
+  else res.end(content + tail);
+}
+
+/** Optional integer field in [1, max]; throws InvalidRequest otherwise. */
+export function optionalCount(value: unknown, param: string, message: string, code: string | null = null, max = Number.MAX_SAFE_INTEGER): number | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > max) throw new InvalidRequest(message, { param, code });
+  return value;
+}

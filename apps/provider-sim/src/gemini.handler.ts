@@ -1,0 +1,137 @@
+// POST /v1beta/models/{model}:generateContent and :streamGenerateContent (SSE with ?alt=sse, else a JSON array).
+import { sendJson, sse } from './http';
+import { InvalidRequest, MAX_CANDIDATES, optionalCount, sendStream, type ErrorDetail, type Exchange, type ProviderAdapter } from './exchange';
+import { interleave, planResponse, type SimCandidate, type SimFinish, type SimPlan } from './simulate';
+import type { SimScript } from './script';
+import { estimatePromptTokens } from './text';
+
+export const GEMINI_PATH = /^\/(v1beta|v1)\/models\/([^/]+):(generateContent|streamGenerateContent)$/;
+
+/** Words per streamed text piece (Gemini streams larger pieces than OpenAI). */
+const WORDS_PER_CHUNK = 5;
+
+const FINISH: Record<SimFinish, string> = { stop: 'STOP', length: 'MAX_TOKENS', filter: 'SAFETY' };
+
+const STATUS: Record<number, string> = {
+  400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 409: 'ABORTED',
+  413: 'INVALID_ARGUMENT', 429: 'RESOURCE_EXHAUSTED', 499: 'CANCELLED', 500: 'INTERNAL', 501: 'UNIMPLEMENTED',
+  503: 'UNAVAILABLE', 504: 'DEADLINE_EXCEEDED',
+};
+
+const SAFETY_BLOCKED = [
+  { category: 'HARM_CATEGORY_SEXUALLY_EXPLICIT', probability: 'NEGLIGIBLE' },
+  { category: 'HARM_CATEGORY_HATE_SPEECH', probability: 'NEGLIGIBLE' },
+  { category: 'HARM_CATEGORY_HARASSMENT', probability: 'NEGLIGIBLE' },
+  { category: 'HARM_CATEGORY_DANGEROUS_CONTENT', probability: 'HIGH', blocked: true },
+];
+
+function modelFromPath(url: URL): string {
+  const raw = GEMINI_PATH.exec(url.pathname)?.[2] ?? '';
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
+function textChars(content: unknown): number {
+  const parts = (content as { parts?: unknown })?.parts;
+  if (!Array.isArray(parts)) return 0;
+  return parts.reduce((sum: number, p) => sum + (typeof p?.text === 'string' ? p.text.length : 0), 0);
+}
+
+export function geminiUsage(plan: SimPlan, script: SimScript) {
+  return {
+    promptTokenCount: plan.promptTokens,
+    candidatesTokenCount: plan.outputTokens,
+    totalTokenCount: plan.promptTokens + plan.outputTokens + plan.reasoningTokens,
+    ...(script.cached ? { cachedContentTokenCount: plan.cachedTokens } : {}),
+    ...(script.reasoning ? { thoughtsTokenCount: plan.reasoningTokens } : {}),
+  };
+}
+
+/** A candidate (or one streamed piece of it). `last` pieces carry the finishReason. */
+function candidate(c: SimCandidate, text: string | null, last: boolean) {
+  if (c.finish === 'filter') return { finishReason: 'SAFETY', index: c.index, safetyRatings: SAFETY_BLOCKED };
+  return {
+    content: text === null ? { role: 'model' } : { parts: [{ text }], role: 'model' },
+    ...(last ? { finishReason: FINISH[c.finish] } : {}),
+    index: c.index,
+  };
+}
+
+function pieces(c: SimCandidate): { text: string | null; last: boolean }[] {
+  if (c.finish === 'filter' || c.words.length === 0) return [{ text: null, last: true }];
+  const out: { text: string | null; last: boolean }[] = [];
+  for (let i = 0; i < c.words.length; i += WORDS_PER_CHUNK) {
+    const text = c.words.slice(i, i + WORDS_PER_CHUNK).join(' ');
+    out.push({ text: i ? ` ${text}` : text, last: i + WORDS_PER_CHUNK >= c.words.length });
+  }
+  return out;
+}
+
+function adapter(stream: boolean): ProviderAdapter {
+  return {
+    provider: 'gemini',
+    endpoint: stream ? 'gemini.stream_generate_content' : 'gemini.generate_content',
+
+    errorBody(status: number, message: string, _detail?: ErrorDetail) {
+      return { error: { code: status, message, status: STATUS[status] ?? (status >= 500 ? 'INTERNAL' : 'FAILED_PRECONDITION') } };
+    },
+
+    parse(body: unknown, url: URL) {
+      if (!body || typeof body !== 'object' || Array.isArray(body)) throw new InvalidRequest('Invalid JSON payload: expected an object.');
+      const b = body as Record<string, unknown>;
+      if (!Array.isArray(b.contents)) throw new InvalidRequest('* GenerateContentRequest.contents: contents is not specified');
+      const config = (b.generationConfig ?? {}) as Record<string, unknown>;
+      const lengths = b.contents.map(textChars);
+      if (b.systemInstruction) lengths.push(textChars(b.systemInstruction));
+      return {
+        modelSpec: modelFromPath(url),
+        asked: optionalCount(config.candidateCount, 'candidateCount', `* GenerationConfig.candidateCount: must be between 1 and ${MAX_CANDIDATES}`, null, MAX_CANDIDATES),
+        cap: optionalCount(config.maxOutputTokens, 'maxOutputTokens', '* GenerationConfig.maxOutputTokens: must be a positive integer'),
+        stream,
+        promptTokens: estimatePromptTokens(lengths),
+      };
+    },
+
+    async respond(ex: Exchange) {
+      const { script, model } = ex.resolved;
+      const { parsed } = ex;
+      if (script.rejectN && (parsed.asked ?? 1) > 1) {
+        return ex.fail(400, `* GenerationConfig.candidateCount: multiple candidates are not supported by ${model}; candidateCount must be 1 (got ${parsed.asked}).`);
+      }
+      const meta = { modelVersion: model, responseId: `simresp${ex.id}` };
+      const sseMode = ex.url.searchParams.get('alt') === 'sse';
+
+      if (script.block) {
+        const blocked = {
+          promptFeedback: { blockReason: 'SAFETY', safetyRatings: SAFETY_BLOCKED },
+          ...(script.noUsage ? {} : { usageMetadata: { promptTokenCount: parsed.promptTokens, totalTokenCount: parsed.promptTokens } }),
+          ...meta,
+        };
+        if (!stream) return sendJson(ex.res, 200, blocked);
+        return sendStream(ex, sseMode ? 'text/event-stream' : 'application/json', sseMode ? sse(blocked) : `[${JSON.stringify(blocked)}]`, '');
+      }
+
+      const plan = planResponse({ ...parsed, seed: ex.ctx.seed, fingerprint: ex.fingerprint, script });
+      const usage = script.noUsage ? {} : { usageMetadata: geminiUsage(plan, script) };
+      if (!stream) {
+        const candidates = plan.candidates.map((c) => candidate(c, c.words.length ? c.words.join(' ') : null, true));
+        return sendJson(ex.res, 200, { candidates, ...usage, ...meta });
+      }
+
+      const chunks = interleave(plan.candidates.map((c) => pieces(c).map((p) => ({ candidates: [candidate(c, p.text, p.last)], ...meta }))));
+      const final = script.noUsage ? null : { ...usage, ...meta };
+      if (sseMode) {
+        return sendStream(ex, 'text/event-stream', chunks.map(sse).join(''), final ? sse(final) : '');
+      }
+      const content = '[' + chunks.map((c) => JSON.stringify(c)).join(',\r\n');
+      const tail = (final ? (chunks.length ? ',\r\n' : '') + JSON.stringify(final) : '') + ']';
+      return sendStream(ex, 'application/json', content, tail);
+    },
+  };
+}
+
+export const geminiGenerate = adapter(false);
+export const geminiStream = adapter(true);

@@ -1,0 +1,94 @@
+// Scripted, deterministic fake OpenAI/Gemini upstream on plain node:http.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createContext, type SimContext } from './context';
+import { handleProviderRequest } from './exchange';
+import { GEMINI_PATH, geminiGenerate, geminiStream } from './gemini.handler';
+import { sendJson } from './http';
+import { openAiChat } from './openai.handler';
+import type { SimRequestLogEntry } from './request-log';
+
+export type { SimRequestLogEntry } from './request-log';
+export { SCRIPT_HEADER } from './exchange';
+
+export interface ProviderSimOptions {
+  port?: number;
+  host?: string;
+  seed?: number;
+  /** Request-log entries kept (oldest dropped first). Default 10 000. */
+  logLimit?: number;
+}
+
+export interface ProviderSim {
+  /** Base URL, e.g. http://127.0.0.1:40123 (OpenAI clients use url + '/v1'). */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+  requests(): SimRequestLogEntry[];
+  /** Clears the request log (seq restarts), fail-first counters, metrics, id counter and latency RNG. */
+  reset(): void;
+}
+
+async function route(ctx: SimContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://sim');
+  const path = url.pathname;
+  const method = req.method ?? 'GET';
+
+  if (method === 'POST' && path === '/v1/chat/completions') return handleProviderRequest(ctx, req, res, url, openAiChat);
+  const gemini = method === 'POST' ? GEMINI_PATH.exec(path) : null;
+  if (gemini) return handleProviderRequest(ctx, req, res, url, gemini[3] === 'generateContent' ? geminiGenerate : geminiStream);
+
+  if (path === '/_sim/requests' && method === 'GET') {
+    const since = Number(url.searchParams.get('since') ?? 0);
+    return sendJson(res, 200, { requests: ctx.log.list(Number.isFinite(since) ? since : 0) });
+  }
+  if (path === '/_sim/requests' && method === 'DELETE') {
+    ctx.log.clear();
+    return sendJson(res, 200, { cleared: true });
+  }
+  if (path === '/health' && method === 'GET') return sendJson(res, 200, { status: 'ok' });
+  if (path === '/metrics' && method === 'GET') {
+    const text = await ctx.registry.metrics();
+    res.writeHead(200, { 'content-type': ctx.registry.contentType });
+    res.end(text);
+    return;
+  }
+  req.resume();
+  sendJson(res, 404, { error: { message: `provider-sim: no route for ${method} ${path}` } });
+}
+
+function urlHost(host: string): string {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+export async function startProviderSim(options: ProviderSimOptions = {}): Promise<ProviderSim> {
+  const { port = 0, host = '127.0.0.1', seed = 1, logLimit } = options;
+  const ctx = createContext(seed, logLimit);
+  const server = createServer((req, res) => {
+    route(ctx, req, res).catch((err: unknown) => {
+      if (res.headersSent) return void res.destroy();
+      sendJson(res, 500, { error: { message: `provider-sim internal error: ${(err as Error)?.message ?? err}` } });
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const actualPort = (server.address() as AddressInfo).port;
+  return {
+    url: `http://${urlHost(host)}:${actualPort}`,
+    port: actualPort,
+    requests: () => ctx.log.list(),
+    reset: () => ctx.reset(),
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((err) => (err ? reject(err) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}

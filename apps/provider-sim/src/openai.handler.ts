@@ -1,0 +1,118 @@
+// POST /v1/chat/completions in the OpenAI chat-completions shape.
+import { sendJson, sse } from './http';
+import { InvalidRequest, MAX_CANDIDATES, optionalCount, sendStream, type ErrorDetail, type Exchange, type ProviderAdapter } from './exchange';
+import { interleave, planResponse, type SimCandidate, type SimFinish, type SimPlan } from './simulate';
+import { estimatePromptTokens } from './text';
+
+const FINISH: Record<SimFinish, string> = { stop: 'stop', length: 'length', filter: 'content_filter' };
+
+function errorType(status: number): string {
+  if (status === 429) return 'requests';
+  if (status >= 500) return 'server_error';
+  return 'invalid_request_error';
+}
+
+function defaultCode(status: number): string | null {
+  if (status === 401) return 'invalid_api_key';
+  if (status === 404) return 'model_not_found';
+  if (status === 429) return 'rate_limit_exceeded';
+  return null;
+}
+
+/** Characters of a message's text content (string or array of text parts). */
+function contentChars(content: unknown): number {
+  if (typeof content === 'string') return content.length;
+  if (!Array.isArray(content)) return 0;
+  return content.reduce((sum: number, part) => sum + (typeof part?.text === 'string' ? part.text.length : 0), 0);
+}
+
+export function openAiUsage(plan: SimPlan) {
+  const completion = plan.outputTokens + plan.reasoningTokens;
+  return {
+    prompt_tokens: plan.promptTokens,
+    completion_tokens: completion,
+    total_tokens: plan.promptTokens + completion,
+    prompt_tokens_details: { cached_tokens: plan.cachedTokens, audio_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: plan.reasoningTokens,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
+  };
+}
+
+function choice(c: SimCandidate) {
+  return {
+    index: c.index,
+    message: { role: 'assistant', content: c.finish === 'filter' ? null : c.words.join(' '), refusal: null },
+    logprobs: null,
+    finish_reason: FINISH[c.finish],
+  };
+}
+
+export const openAiChat: ProviderAdapter = {
+  provider: 'openai',
+  endpoint: 'openai.chat_completions',
+
+  errorBody(status: number, message: string, detail: ErrorDetail = {}) {
+    return { error: { message, type: errorType(status), param: detail.param ?? null, code: detail.code ?? defaultCode(status) } };
+  },
+
+  parse(body: unknown) {
+    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new InvalidRequest('The request body must be a JSON object.');
+    const b = body as Record<string, unknown>;
+    if (typeof b.model !== 'string' || !b.model) throw new InvalidRequest('you must provide a model parameter', { param: 'model' });
+    if (!Array.isArray(b.messages)) throw new InvalidRequest("Missing required parameter: 'messages'.", { param: 'messages', code: 'missing_required_parameter' });
+    const asked = optionalCount(b.n, 'n', `Invalid 'n': expected an integer between 1 and ${MAX_CANDIDATES}.`, 'invalid_value', MAX_CANDIDATES);
+    const maxTokens = optionalCount(b.max_tokens, 'max_tokens', "Invalid 'max_tokens': expected an integer >= 1.", 'invalid_value');
+    const maxCompletion = optionalCount(b.max_completion_tokens, 'max_completion_tokens', "Invalid 'max_completion_tokens': expected an integer >= 1.", 'invalid_value');
+    return {
+      modelSpec: b.model,
+      asked,
+      cap: maxCompletion ?? maxTokens,
+      stream: b.stream === true,
+      promptTokens: estimatePromptTokens(b.messages.map((m) => contentChars(m?.content))),
+    };
+  },
+
+  async respond(ex: Exchange) {
+    const { script, model } = ex.resolved;
+    const { parsed } = ex;
+    if (script.rejectN && (parsed.asked ?? 1) > 1) {
+      return ex.fail(400, `Invalid 'n': this model only supports n=1 (got ${parsed.asked}).`, { param: 'n', code: 'invalid_value' });
+    }
+    if (script.block) {
+      return ex.fail(400, 'Your request was rejected as a result of our safety system.', { code: 'content_policy_violation' });
+    }
+    const plan = planResponse({ ...parsed, seed: ex.ctx.seed, fingerprint: ex.fingerprint, script });
+    const id = `chatcmpl-sim-${ex.id}`;
+    const created = Math.floor(Date.now() / 1000);
+    const headers = { 'x-request-id': `req_sim_${ex.id}` };
+
+    if (!parsed.stream) {
+      return sendJson(ex.res, 200, {
+        id,
+        object: 'chat.completion',
+        created,
+        model,
+        choices: plan.candidates.map(choice),
+        ...(script.noUsage ? {} : { usage: openAiUsage(plan) }),
+        system_fingerprint: 'fp_sim',
+      }, headers);
+    }
+
+    const includeUsage = ex.body.stream_options?.include_usage === true;
+    const base = { id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_sim' };
+    const usageNull = includeUsage ? { usage: null } : {};
+    const chunk = (index: number, delta: object, finish: string | null) =>
+      sse({ ...base, choices: [{ index, delta, logprobs: null, finish_reason: finish }], ...usageNull });
+    const perChoice = plan.candidates.map((c) => [
+      chunk(c.index, { role: 'assistant', content: '', refusal: null }, null),
+      ...c.words.map((w, k) => chunk(c.index, { content: k ? ` ${w}` : w }, null)),
+      chunk(c.index, {}, FINISH[c.finish]),
+    ]);
+    const usage = includeUsage && !script.noUsage ? sse({ ...base, choices: [], usage: openAiUsage(plan) }) : '';
+    await sendStream(ex, 'text/event-stream; charset=utf-8', interleave(perChoice).join(''), usage + sse('[DONE]'), headers);
+  },
+};

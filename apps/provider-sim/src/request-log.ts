@@ -1,0 +1,54 @@
+// In-memory log of provider requests. Never stores prompt text: only a sha256 fingerprint of the body.
+
+export interface SimRequestLogEntry {
+  seq: number;
+  time: string;
+  method: string;
+  path: string;
+  provider: 'openai' | 'gemini';
+  /** Base model name (directives stripped); null when the body could not be parsed. */
+  model: string | null;
+  /** `n` / `candidateCount` as sent, null when omitted. */
+  candidateCount: number | null;
+  /** `max_completion_tokens` ?? `max_tokens` / `maxOutputTokens`, null when omitted. */
+  maxTokens: number | null;
+  stream: boolean;
+  directives: string[];
+  /** sha256 (hex) of the raw request body. */
+  fingerprint: string;
+  /** HTTP status sent (0 until the response starts). */
+  status: number;
+  aborted: boolean;
+  durationMs: number | null;
+}
+
+/** Keeps the newest `limit` entries so long benchmark runs don't grow memory without bound. */
+export class RequestLog {
+  private entries: SimRequestLogEntry[] = [];
+  private seq = 0;
+
+  constructor(private readonly limit = 10_000) {}
+
+  add(entry: Omit<SimRequestLogEntry, 'seq'>): SimRequestLogEntry {
+    const full = { seq: ++this.seq, ...entry };
+    this.entries.push(full);
+    if (this.entries.length > this.limit) this.entries.shift();
+    return full;
+  }
+
+  /** Copies of the entries with seq > since. */
+  list(since = 0): SimRequestLogEntry[] {
+    return this.entries.filter((e) => e.seq > since).map((e) => ({ ...e, directives: [...e.directives] }));
+  }
+
+  /** Drops entries; seq keeps increasing so `since` cursors stay valid. */
+  clear(): void {
+    this.entries = [];
+  }
+
+  /** Drops entries and restarts seq at 1. */
+  reset(): void {
+    this.entries = [];
+    this.seq = 0;
+  }
+}

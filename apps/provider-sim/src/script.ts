@@ -1,0 +1,110 @@
+// Scenario directives: `;`-separated segments after the base model name ("sim-gpt;latency=50-200;filter=1")
+// and/or in the `x-sim-script` header with the same syntax (header wins on conflicts).
+
+export interface SimScript {
+  latency?: { min: number; max: number };
+  ttft?: number;
+  serve?: number;
+  filter: number[];
+  block: boolean;
+  noUsage: boolean;
+  cutStream: boolean;
+  extra: number;
+  rejectN: boolean;
+  reasoning: number;
+  cached: number;
+  words?: number;
+  status?: number;
+  failFirst: number;
+}
+
+export interface ResolvedScript {
+  /** Model name without directives. */
+  model: string;
+  script: SimScript;
+  /** Normalised directives (`name` or `name=value`), sorted by name. */
+  directives: string[];
+}
+
+export class ScriptError extends Error {}
+
+type Raw = Map<string, string | undefined>;
+
+const FLAGS = new Set(['block', 'no-usage', 'cut-stream', 'reject-n']);
+const VALUED = new Set(['latency', 'ttft', 'serve', 'filter', 'extra', 'reasoning', 'cached', 'words', 'status', 'fail-first']);
+
+/** Parses `a=1;b;c=2-3` into a map, rejecting unknown names and malformed segments. */
+export function parseDirectives(spec: string): Raw {
+  const out: Raw = new Map();
+  for (const segment of spec.split(';')) {
+    const text = segment.trim();
+    if (!text) continue;
+    const eq = text.indexOf('=');
+    const name = (eq < 0 ? text : text.slice(0, eq)).trim().toLowerCase();
+    const value = eq < 0 ? undefined : text.slice(eq + 1).trim();
+    if (FLAGS.has(name)) {
+      if (value !== undefined) throw new ScriptError(`sim directive '${name}' takes no value`);
+    } else if (VALUED.has(name)) {
+      if (!value) throw new ScriptError(`sim directive '${name}' needs a value`);
+    } else {
+      throw new ScriptError(`unknown sim directive '${name}'`);
+    }
+    out.set(name, value);
+  }
+  return out;
+}
+
+function int(name: string, value: string, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  if (!/^\d+$/.test(value)) throw new ScriptError(`sim directive '${name}' needs a non-negative integer, got '${value}'`);
+  const n = Number(value);
+  if (n < min || n > max) throw new ScriptError(`sim directive '${name}' must be between ${min} and ${max}`);
+  return n;
+}
+
+/** Builds a typed script from a raw directive map. */
+export function toScript(raw: Raw): SimScript {
+  const s: SimScript = { filter: [], block: false, noUsage: false, cutStream: false, extra: 0, rejectN: false, reasoning: 0, cached: 0, failFirst: 0 };
+  for (const [name, v] of raw) {
+    const value = v ?? '';
+    switch (name) {
+      case 'latency': {
+        const [a, b = a] = value.split('-');
+        const min = int(name, a);
+        const max = int(name, b);
+        if (max < min) throw new ScriptError(`sim directive 'latency' range is reversed`);
+        s.latency = { min, max };
+        break;
+      }
+      case 'ttft': s.ttft = int(name, value); break;
+      case 'serve': s.serve = int(name, value); break;
+      case 'filter': s.filter = value.split(',').map((i) => int(name, i.trim())); break;
+      case 'extra': s.extra = int(name, value, 0, 128); break;
+      case 'reasoning': s.reasoning = int(name, value); break;
+      case 'cached': s.cached = int(name, value); break;
+      case 'words': s.words = int(name, value, 0, 10_000); break;
+      case 'status': s.status = int(name, value, 400, 599); break;
+      case 'fail-first': s.failFirst = int(name, value); break;
+      case 'block': s.block = true; break;
+      case 'no-usage': s.noUsage = true; break;
+      case 'cut-stream': s.cutStream = true; break;
+      case 'reject-n': s.rejectN = true; break;
+    }
+  }
+  return s;
+}
+
+/** Splits the model name from its directives, merges the header script over them and validates everything. */
+export function resolveScript(modelSpec: string, header?: string): ResolvedScript {
+  const cut = modelSpec.indexOf(';');
+  const model = (cut < 0 ? modelSpec : modelSpec.slice(0, cut)).trim();
+  const raw = parseDirectives(cut < 0 ? '' : modelSpec.slice(cut + 1));
+  if (header) for (const [k, v] of parseDirectives(header)) raw.set(k, v);
+  const script = toScript(raw);
+  const directives = [...raw].map(([k, v]) => (v === undefined ? k : `${k}=${v}`)).sort();
+  return { model, script, directives };
+}
+
+/** Metric label for a scenario: directive names only (bounded cardinality). */
+export function scenarioLabel(directives: string[]): string {
+  return directives.length ? directives.map((d) => d.split('=')[0]).join(',') : 'none';
+}

@@ -1,0 +1,393 @@
+/**
+ * @jest-environment ./apps/provider-sim/test/node-undici.environment.ts
+ */
+// Drives the simulator in-process with the official OpenAI and Google GenAI SDKs.
+import { ApiError, GoogleGenAI } from '@google/genai';
+import OpenAI from 'openai';
+import { startProviderSim, type ProviderSim } from '../src';
+
+let sim: ProviderSim;
+let openai: OpenAI;
+let gemini: GoogleGenAI;
+
+const messages = [{ role: 'user' as const, content: 'Say something about spend limits.' }];
+
+beforeAll(async () => {
+  sim = await startProviderSim({ port: 0, seed: 7 });
+  openai = new OpenAI({ baseURL: sim.url + '/v1', apiKey: 'x', maxRetries: 0 });
+  gemini = new GoogleGenAI({ apiKey: 'x', httpOptions: { baseUrl: sim.url } });
+});
+afterAll(() => sim.close());
+beforeEach(() => sim.reset());
+
+const waitFor = async (check: () => boolean, ms = 2000) => {
+  const until = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > until) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+};
+
+describe('OpenAI chat completions', () => {
+  it('serves n candidates with a per-candidate cap and summed usage', async () => {
+    const { data, response } = await openai.chat.completions
+      .create({ model: 'sim-gpt;words=20;reasoning=2;cached=4', messages, n: 3, max_tokens: 10 })
+      .withResponse();
+    expect(response.headers.get('x-request-id')).toBe('req_sim_1');
+    expect(data).toMatchObject({ id: 'chatcmpl-sim-1', object: 'chat.completion', model: 'sim-gpt' });
+    expect(data.choices.map((c) => c.index)).toEqual([0, 1, 2]);
+    for (const c of data.choices) {
+      expect(c.finish_reason).toBe('length');
+      expect(c.message.role).toBe('assistant');
+      expect(c.message.content!.split(' ')).toHaveLength(8); // 10 - 2 reasoning
+    }
+    const promptTokens = Math.ceil(messages[0].content.length / 4) + 3;
+    expect(data.usage).toMatchObject({
+      prompt_tokens: promptTokens,
+      completion_tokens: 30,
+      total_tokens: promptTokens + 30,
+      prompt_tokens_details: { cached_tokens: 4 },
+      completion_tokens_details: { reasoning_tokens: 6 },
+    });
+  });
+
+  it('is deterministic for the same seed and body', async () => {
+    const body = { model: 'sim-gpt', messages, n: 2 };
+    const a = await openai.chat.completions.create(body);
+    const b = await openai.chat.completions.create(body);
+    expect(b.choices).toEqual(a.choices);
+    expect(b.usage).toEqual(a.usage);
+    const other = await openai.chat.completions.create({ ...body, messages: [{ role: 'user', content: 'different' }] });
+    expect(other.choices[0].message.content).not.toEqual(a.choices[0].message.content);
+  });
+
+  it('honours max_completion_tokens, serve and extra', async () => {
+    const capped = await openai.chat.completions.create({ model: 'sim-gpt', messages, max_completion_tokens: 5 });
+    expect(capped.usage!.completion_tokens).toBe(5);
+    expect(capped.choices[0].finish_reason).toBe('length');
+    const served = await openai.chat.completions.create({ model: 'sim-gpt;serve=1', messages, n: 4 });
+    expect(served.choices).toHaveLength(1);
+    const extra = await openai.chat.completions.create({ model: 'sim-gpt;extra=2', messages, n: 1 });
+    expect(extra.choices.map((c) => c.index)).toEqual([0, 1, 2]);
+  });
+
+  it('streams interleaved choices, finish chunks, a usage chunk and [DONE]', async () => {
+    const stream = await openai.chat.completions.create({
+      model: 'sim-gpt;words=6;filter=2',
+      messages,
+      n: 3,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const text = ['', '', ''];
+    const finish: (string | null)[] = [null, null, null];
+    const order: number[] = [];
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    for await (const chunk of stream) {
+      expect(chunk.object).toBe('chat.completion.chunk');
+      for (const c of chunk.choices) {
+        order.push(c.index);
+        text[c.index] += c.delta.content ?? '';
+        if (c.finish_reason) finish[c.index] = c.finish_reason;
+      }
+      if (chunk.usage) {
+        expect(chunk.choices).toEqual([]);
+        usage = chunk.usage;
+      }
+    }
+    expect(order.slice(0, 3)).toEqual([0, 1, 2]);
+    expect(finish).toEqual(['stop', 'stop', 'content_filter']);
+    expect(text[0].split(' ')).toHaveLength(6);
+    expect(text[2]).toBe('');
+    expect(usage!.completion_tokens).toBe(6 + 6 + 3);
+    expect(text[0]).not.toEqual(text[1]);
+  });
+
+  it('omits the usage chunk unless include_usage, and with no-usage', async () => {
+    for (const [model, include] of [['sim-gpt', false], ['sim-gpt;no-usage', true]] as const) {
+      const stream = await openai.chat.completions.create({ model, messages, stream: true, stream_options: { include_usage: include } });
+      for await (const chunk of stream) expect(chunk.usage ?? null).toBeNull();
+    }
+    const plain = await openai.chat.completions.create({ model: 'sim-gpt;no-usage', messages });
+    expect(plain.usage).toBeUndefined();
+  });
+
+  it('cut-stream drops the connection after content, before usage and [DONE]', async () => {
+    const stream = await openai.chat.completions.create({
+      model: 'sim-gpt;cut-stream',
+      messages,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let content = '';
+    let sawUsage = false;
+    await expect(
+      (async () => {
+        for await (const chunk of stream) {
+          content += chunk.choices[0]?.delta.content ?? '';
+          if (chunk.usage) sawUsage = true;
+        }
+      })(),
+    ).rejects.toThrow();
+    expect(content.split(' ')).toHaveLength(12);
+    expect(sawUsage).toBe(false);
+    await waitFor(() => sim.requests().length === 1 && sim.requests()[0].durationMs !== null);
+    expect(sim.requests()[0].aborted).toBe(false);
+  });
+
+  it('maps block, reject-n, status and unknown directives to OpenAI-shaped errors', async () => {
+    const err = (p: Promise<unknown>) => p.then(() => { throw new Error('expected failure'); }, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+
+    const blocked = await err(openai.chat.completions.create({ model: 'sim-gpt;block', messages }));
+    expect(blocked).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(blocked.code).toBe('content_policy_violation');
+
+    const rejected = await err(openai.chat.completions.create({ model: 'sim-gpt;reject-n', messages, n: 2 }));
+    expect(rejected.status).toBe(400);
+    expect(rejected.error).toMatchObject({ type: 'invalid_request_error', param: 'n', code: 'invalid_value' });
+    await expect(openai.chat.completions.create({ model: 'sim-gpt;reject-n', messages, n: 1 })).resolves.toBeDefined();
+
+    const limited = await err(openai.chat.completions.create({ model: 'sim-gpt;status=429', messages }));
+    expect(limited).toBeInstanceOf(OpenAI.RateLimitError);
+    const down = await err(openai.chat.completions.create({ model: 'sim-gpt;status=503', messages }));
+    expect(down.status).toBe(503);
+    expect(down.error).toMatchObject({ type: 'server_error' });
+
+    const typo = await err(openai.chat.completions.create({ model: 'sim-gpt;filtr=1', messages }));
+    expect(typo.status).toBe(400);
+    expect(typo.message).toContain("unknown sim directive 'filtr'");
+  });
+
+  it('reads directives from the x-sim-script header, which wins over the model name', async () => {
+    const res = await openai.chat.completions.create(
+      { model: 'sim-gpt;serve=1;words=3', messages, n: 3 },
+      { headers: { 'x-sim-script': 'serve=2' } },
+    );
+    expect(res.choices).toHaveLength(2);
+    expect(res.choices[0].message.content!.split(' ')).toHaveLength(3);
+    expect(sim.requests()[0].directives).toEqual(['serve=2', 'words=3']);
+  });
+
+  it('fail-first fails the first k identical requests with 503 (SDK retries succeed)', async () => {
+    const retrying = new OpenAI({ baseURL: sim.url + '/v1', apiKey: 'x', maxRetries: 2 });
+    const res = await retrying.chat.completions.create({ model: 'sim-gpt;fail-first=2', messages });
+    expect(res.choices).toHaveLength(1);
+    const log = sim.requests();
+    expect(log.map((e) => e.status)).toEqual([503, 503, 200]);
+    expect(new Set(log.map((e) => e.fingerprint)).size).toBe(1);
+  });
+
+  it('applies latency and ttft', async () => {
+    let started = Date.now();
+    await openai.chat.completions.create({ model: 'sim-gpt;latency=120', messages });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(110);
+
+    started = Date.now();
+    const stream = await openai.chat.completions.create({ model: 'sim-gpt;ttft=120', messages, stream: true });
+    const headersAt = Date.now() - started;
+    let firstChunkAt = 0;
+    for await (const _ of stream) firstChunkAt ||= Date.now() - started;
+    expect(headersAt).toBeLessThan(100);
+    expect(firstChunkAt).toBeGreaterThanOrEqual(110);
+  });
+
+  it('logs client aborts and stops the timer', async () => {
+    const controller = new AbortController();
+    const pending = openai.chat.completions.create({ model: 'sim-gpt;latency=5000', messages }, { signal: controller.signal });
+    await waitFor(() => sim.requests().length === 1);
+    controller.abort();
+    await expect(pending).rejects.toThrow();
+    await waitFor(() => sim.requests()[0].aborted);
+    expect(sim.requests()[0]).toMatchObject({ aborted: true, status: 0 });
+    expect(sim.requests()[0].durationMs!).toBeLessThan(2000);
+
+    // mid-stream (headers sent, waiting for the first token)
+    const streamAbort = new AbortController();
+    const stream = await openai.chat.completions.create(
+      { model: 'sim-gpt;ttft=5000', messages, stream: true },
+      { signal: streamAbort.signal },
+    );
+    streamAbort.abort();
+    await expect((async () => { for await (const _ of stream); })()).resolves.toBeUndefined(); // SDK swallows user aborts
+    await waitFor(() => sim.requests()[1]?.aborted === true);
+    expect(sim.requests()[1]).toMatchObject({ status: 200, stream: true });
+    expect(sim.requests()[1].durationMs!).toBeLessThan(2000);
+  });
+});
+
+describe('Gemini generateContent', () => {
+  it('serves candidateCount candidates with per-candidate maxOutputTokens and summed usage', async () => {
+    const res = await gemini.models.generateContent({
+      model: 'gemini-sim;reasoning=3;cached=2',
+      contents: 'Tell me about spend limits please',
+      config: { candidateCount: 2, maxOutputTokens: 8 },
+    });
+    expect(res.candidates).toHaveLength(2);
+    res.candidates!.forEach((c, i) => {
+      expect(c.index).toBe(i);
+      expect(c.finishReason).toBe('MAX_TOKENS');
+      expect(c.content!.role).toBe('model');
+      expect(c.content!.parts![0].text!.split(' ')).toHaveLength(5);
+    });
+    const prompt = Math.ceil('Tell me about spend limits please'.length / 4) + 3;
+    expect(res.usageMetadata).toEqual({
+      promptTokenCount: prompt,
+      candidatesTokenCount: 10,
+      thoughtsTokenCount: 6,
+      cachedContentTokenCount: 2,
+      totalTokenCount: prompt + 16,
+    });
+    expect(res.modelVersion).toBe('gemini-sim');
+    expect(res.responseId).toBe('simresp1');
+    expect(sim.requests()[0]).toMatchObject({
+      provider: 'gemini',
+      path: '/v1beta/models/gemini-sim;reasoning=3;cached=2:generateContent',
+      model: 'gemini-sim',
+      candidateCount: 2,
+      maxTokens: 8,
+      stream: false,
+      directives: ['cached=2', 'reasoning=3'],
+    });
+  });
+
+  it('filters a candidate for SAFETY and still counts its tokens', async () => {
+    const res = await gemini.models.generateContent({
+      model: 'gemini-sim;filter=1;words=4',
+      contents: 'hi',
+      config: { candidateCount: 2 },
+    });
+    expect(res.candidates![0].finishReason).toBe('STOP');
+    expect(res.candidates![1]).toMatchObject({ index: 1, finishReason: 'SAFETY' });
+    expect(res.candidates![1].content?.parts).toBeUndefined();
+    expect(res.candidates![1].safetyRatings!.some((r) => r.blocked)).toBe(true);
+    expect(res.usageMetadata!.candidatesTokenCount).toBe(4 + 3);
+  });
+
+  it('blocks the prompt with promptFeedback and prompt-only usage', async () => {
+    const res = await gemini.models.generateContent({ model: 'gemini-sim;block', contents: 'hi' });
+    expect(res.candidates ?? []).toEqual([]);
+    expect(res.promptFeedback!.blockReason).toBe('SAFETY');
+    expect(res.usageMetadata).toEqual({ promptTokenCount: 4, totalTokenCount: 4 });
+  });
+
+  it('serve=1 silently drops candidates; no-usage drops usageMetadata', async () => {
+    const res = await gemini.models.generateContent({ model: 'gemini-sim;serve=1;no-usage', contents: 'hi', config: { candidateCount: 3 } });
+    expect(res.candidates).toHaveLength(1);
+    expect(res.usageMetadata).toBeUndefined();
+  });
+
+  it('maps reject-n and status to Gemini-shaped errors', async () => {
+    const rejected = await gemini.models
+      .generateContent({ model: 'gemini-sim;reject-n', contents: 'hi', config: { candidateCount: 2 } })
+      .catch((e: unknown) => e as ApiError);
+    expect(rejected).toBeInstanceOf(ApiError);
+    expect((rejected as ApiError).status).toBe(400);
+    const body = JSON.parse((rejected as ApiError).message);
+    expect(body.error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT' });
+    expect(body.error.message).toContain('candidateCount');
+
+    const limited = await gemini.models.generateContent({ model: 'gemini-sim;status=429', contents: 'hi' }).catch((e: ApiError) => e);
+    expect((limited as ApiError).status).toBe(429);
+    expect(JSON.parse((limited as ApiError).message).error.status).toBe('RESOURCE_EXHAUSTED');
+  });
+
+  it('streams interleaved candidates over SSE with usage on the final chunk', async () => {
+    const stream = await gemini.models.generateContentStream({
+      model: 'gemini-sim;words=12;reasoning=2',
+      contents: 'hi',
+      config: { candidateCount: 2 },
+    });
+    const text = ['', ''];
+    const finish: (string | undefined)[] = [];
+    const order: number[] = [];
+    const usages = [];
+    for await (const chunk of stream) {
+      for (const c of chunk.candidates ?? []) {
+        order.push(c.index!);
+        text[c.index!] += c.content?.parts?.map((p) => p.text).join('') ?? '';
+        if (c.finishReason) finish[c.index!] = c.finishReason;
+      }
+      if (chunk.usageMetadata) usages.push(chunk.usageMetadata);
+    }
+    expect(order.slice(0, 4)).toEqual([0, 1, 0, 1]);
+    expect(finish).toEqual(['STOP', 'STOP']);
+    expect(usages).toHaveLength(1);
+    expect(usages[0]).toMatchObject({ candidatesTokenCount: 24, thoughtsTokenCount: 4 });
+    expect(sim.requests()[0]).toMatchObject({ path: '/v1beta/models/gemini-sim;words=12;reasoning=2:streamGenerateContent', stream: true });
+    expect(text.map((t) => t.split(' ').length)).toEqual([12, 12]);
+
+    // Gemini's stream flag lives in the path, so the body (and thus the text) matches the unary call
+    const plain = await gemini.models.generateContent({ model: 'gemini-sim;words=12;reasoning=2', contents: 'hi', config: { candidateCount: 2 } });
+    expect(plain.candidates!.map((c) => c.content!.parts![0].text)).toEqual(text);
+  });
+
+  it('returns a JSON array of chunks for streamGenerateContent without alt=sse', async () => {
+    const res = await fetch(`${sim.url}/v1beta/models/gemini-sim;words=3:streamGenerateContent`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }),
+    });
+    expect(res.headers.get('content-type')).toContain('application/json');
+    const chunks = (await res.json()) as { candidates?: unknown[]; usageMetadata?: { candidatesTokenCount: number } }[];
+    expect(chunks.length).toBe(2);
+    expect(chunks[0].candidates).toHaveLength(1);
+    expect(chunks[1].usageMetadata!.candidatesTokenCount).toBe(3);
+  });
+
+  it('cut-stream makes the SDK stream fail after the content', async () => {
+    const stream = await gemini.models.generateContentStream({ model: 'gemini-sim;cut-stream', contents: 'hi' });
+    let text = '';
+    await expect(
+      (async () => {
+        for await (const chunk of stream) text += chunk.text ?? '';
+      })(),
+    ).rejects.toThrow();
+    expect(text.split(' ')).toHaveLength(12);
+  });
+});
+
+describe('control endpoints', () => {
+  it('serves health, metrics and the request log with since and DELETE', async () => {
+    expect(await (await fetch(`${sim.url}/health`)).json()).toEqual({ status: 'ok' });
+
+    await openai.chat.completions.create({ model: 'sim-gpt;serve=1', messages, n: 2, max_tokens: 50 });
+    await openai.chat.completions.create({ model: 'sim-gpt', messages });
+    const all = (await (await fetch(`${sim.url}/_sim/requests`)).json()) as { requests: Record<string, unknown>[] };
+    expect(all.requests).toHaveLength(2);
+    expect(all.requests[0]).toMatchObject({
+      seq: 1,
+      path: '/v1/chat/completions',
+      provider: 'openai',
+      model: 'sim-gpt',
+      candidateCount: 2,
+      maxTokens: 50,
+      stream: false,
+      directives: ['serve=1'],
+      status: 200,
+      aborted: false,
+    });
+    expect(all.requests[1].candidateCount).toBeNull();
+    expect(all.requests[0].fingerprint).toMatch(/^[0-9a-f]{64}$/);
+    expect(JSON.stringify(all)).not.toContain('spend limits');
+
+    const since = (await (await fetch(`${sim.url}/_sim/requests?since=1`)).json()) as { requests: { seq: number }[] };
+    expect(since.requests.map((r) => r.seq)).toEqual([2]);
+
+    const metrics = await (await fetch(`${sim.url}/metrics`)).text();
+    expect(metrics).toContain('provider_sim_requests_total{endpoint="openai.chat_completions",scenario="serve",status="200"} 1');
+
+    await fetch(`${sim.url}/_sim/requests`, { method: 'DELETE' });
+    expect(sim.requests()).toEqual([]);
+  });
+
+  it('answers malformed JSON with a provider-shaped 400 and keeps running', async () => {
+    const post = (path: string) => fetch(sim.url + path, { method: 'POST', body: '{"model":', headers: { 'content-type': 'application/json' } });
+    const oa = await post('/v1/chat/completions');
+    expect(oa.status).toBe(400);
+    expect(((await oa.json()) as { error: { type: string } }).error.type).toBe('invalid_request_error');
+    const gm = await post('/v1beta/models/gemini-sim:generateContent');
+    expect(gm.status).toBe(400);
+    expect(((await gm.json()) as { error: { status: string } }).error.status).toBe('INVALID_ARGUMENT');
+    expect((await fetch(`${sim.url}/health`)).status).toBe(200);
+  });
+});
