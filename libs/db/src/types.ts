@@ -1,4 +1,4 @@
-import type { OutputCapSemantics, PriceRevision } from '@gateway/domain';
+import type { ExceptionStatus, OutputCapSemantics, PriceRevision } from '@gateway/domain';
 import type { ProviderKind } from '@gateway/contracts';
 
 /** Read models returned by repositories: plain data, no Prisma types. */
@@ -48,7 +48,8 @@ export interface ActiveException {
   perCandidateOutputCeiling: number;
   budgetMicrousd: bigint;
   expiresAt: Date;
-  status: string;
+  status: ExceptionStatus;
+  allowsStreaming: boolean;
 }
 
 export type { PriceRevision };

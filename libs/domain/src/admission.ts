@@ -5,6 +5,7 @@
  */
 import { approvedMaxCandidates, normaliseCandidateCount } from './candidates';
 import { DenialCode } from './errors';
+import type { ExceptionStatus } from './state-machines';
 import { PriceRevision } from './pricing';
 import { computeReservation, OutputCapSemantics, outputCeiling } from './reservation';
 
@@ -42,7 +43,7 @@ export interface ExceptionGrant {
   perCandidateOutputCeiling: number;
   budgetMicrousd: bigint;
   expiresAt: Date;
-  status: string;
+  status: ExceptionStatus;
   allowsStreaming?: boolean;
 }
 

@@ -1,4 +1,4 @@
-import { INestApplication, Type } from '@nestjs/common';
+import { DynamicModule, INestApplication, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import express, { NextFunction, Request, Response } from 'express';
@@ -27,7 +27,7 @@ export interface RunningService {
  * Starts one HTTP service: our own JSON parser (so malformed bodies get the stable
  * `invalid_request` error instead of a framework default), the exception filter, OpenAPI at /docs.
  */
-export async function startHttpService(module: Type<unknown>, opts: HttpServiceOptions): Promise<RunningService> {
+export async function startHttpService(module: Type<unknown> | DynamicModule, opts: HttpServiceOptions): Promise<RunningService> {
   const app = await NestFactory.create(module, { bodyParser: false, bufferLogs: true });
   app.useLogger(app.get(PinoNestLogger));
   app.use(express.json({ limit: opts.bodyLimit ?? '2mb', type: () => true }));

@@ -2,7 +2,8 @@ import { DynamicModule, Global, Inject, Injectable, Module, OnApplicationBootstr
 import { TerminusModule } from '@nestjs/terminus';
 import { LoggerModule } from 'nestjs-pino';
 import type { Logger } from 'pino';
-import { Database, OutboxRepository, ProcessedEventRepository } from '@gateway/db';
+import { Database, OutboxRepository, PolicyRepository, ProcessedEventRepository } from '@gateway/db';
+import { OperatorAuth } from './operator-auth';
 import { KafkaBus, OutboxRelay } from '@gateway/messaging';
 import { ServiceConfig } from './config';
 import { HealthController } from './health';
@@ -79,9 +80,15 @@ export class CoreModule {
           useFactory: (outbox: OutboxRepository, bus: KafkaBus) => new OutboxRelay(outbox, bus, logger),
           inject: [OutboxRepository, KafkaBus],
         },
+        {
+          provide: PolicyRepository,
+          useFactory: (db: Database, outbox: OutboxRepository) => new PolicyRepository(db, outbox),
+          inject: [Database, OutboxRepository],
+        },
+        OperatorAuth,
         CoreLifecycle,
       ],
-      exports: [SERVICE_CONFIG, LOGGER, Metrics, Database, KafkaBus, OutboxRepository, ProcessedEventRepository, OutboxRelay],
+      exports: [PolicyRepository, OperatorAuth, SERVICE_CONFIG, LOGGER, Metrics, Database, KafkaBus, OutboxRepository, ProcessedEventRepository, OutboxRelay],
     };
   }
 }

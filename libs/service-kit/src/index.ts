@@ -9,3 +9,4 @@ export * from './metrics';
 export * from './health';
 export * from './core.module';
 export * from './bootstrap';
+export * from './operator-auth';

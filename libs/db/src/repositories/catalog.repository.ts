@@ -1,5 +1,5 @@
 import type { ProviderKind } from '@gateway/contracts';
-import type { OutputCapSemantics } from '@gateway/domain';
+import type { ExceptionStatus, OutputCapSemantics } from '@gateway/domain';
 import { Database } from '../database';
 import { ActiveException, PriceRevision, RouteContract, WorkloadPolicy } from '../types';
 
@@ -84,7 +84,8 @@ export class CatalogRepository {
       perCandidateOutputCeiling: e.perCandidateOutputCeiling,
       budgetMicrousd: e.budgetMicrousd,
       expiresAt: e.expiresAt,
-      status: e.status,
+      status: e.status as ExceptionStatus,
+      allowsStreaming: e.allowsStreaming,
     }));
   }
 }

@@ -145,3 +145,16 @@ export class SettlementRepository {
     }
   }
 }
+
+/** Finance's read side of the ledger. */
+export class LedgerQueryRepository {
+  constructor(private readonly db: import('../database').Database) {}
+
+  async list(q: { workloadId: string | null; actionId: string | null; limit: number }): Promise<LedgerRow[]> {
+    return this.db.prisma.ledgerEntry.findMany({
+      where: { ...(q.workloadId ? { workloadId: q.workloadId } : {}), ...(q.actionId ? { actionId: q.actionId } : {}) },
+      orderBy: { settledAt: 'desc' },
+      take: q.limit,
+    });
+  }
+}

@@ -1,0 +1,43 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { AdmissionRepository, CatalogRepository, Database, OutboxRepository, ViewsRepository } from '@gateway/db';
+import { ContentCipher, ReplyRouter } from '@gateway/messaging';
+import { CoreModule, CoreOptions } from '@gateway/service-kit';
+import { AdmissionMetrics } from './admission.metrics';
+import { CLOCK, systemClock } from './clock';
+import { DispatchRepliesConsumer } from './consumers/dispatch-replies.consumer';
+import { ActionsController } from './http/actions.controller';
+import { ChatCompletionsController } from './http/chat-completions.controller';
+import { GeminiController } from './http/gemini.controller';
+import { GenerationResponder } from './http/generation.responder';
+import { ReplyCache } from './http/reply-cache';
+import { AdmitRequest } from './usecases/admit-request/admit-request.usecase';
+import { GetAction } from './usecases/get-action/get-action.usecase';
+
+@Module({})
+export class AdmissionModule {
+  static register(core: CoreOptions & { cipher: ContentCipher }): DynamicModule {
+    return {
+      module: AdmissionModule,
+      imports: [CoreModule.forService(core)],
+      controllers: [ChatCompletionsController, GeminiController, ActionsController],
+      providers: [
+        { provide: ContentCipher, useValue: core.cipher },
+        { provide: CLOCK, useValue: systemClock },
+        { provide: ReplyRouter, useValue: new ReplyRouter() },
+        { provide: CatalogRepository, useFactory: (db: Database) => new CatalogRepository(db), inject: [Database] },
+        { provide: ViewsRepository, useFactory: (db: Database) => new ViewsRepository(db), inject: [Database] },
+        {
+          provide: AdmissionRepository,
+          useFactory: (db: Database, outbox: OutboxRepository) => new AdmissionRepository(db, outbox),
+          inject: [Database, OutboxRepository],
+        },
+        AdmissionMetrics,
+        ReplyCache,
+        AdmitRequest,
+        GetAction,
+        GenerationResponder,
+        DispatchRepliesConsumer,
+      ],
+    };
+  }
+}

@@ -1,0 +1,292 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import type { Logger } from 'pino';
+import { AdmissionDecisionV1, DispatchCommandV1, DispatchReplyV1, ProviderKind, RouteTarget } from '@gateway/contracts';
+import { AdmissionRepository, CatalogRepository, RouteContract, WorkloadPolicy } from '@gateway/db';
+import { budgetPeriodStart, decideAdmission, DenialCode, DomainError, estimateInputTokens, fingerprint } from '@gateway/domain';
+import { ContentCipher, KafkaBus, ReplyRouter } from '@gateway/messaging';
+import { GatewayError, InjectConfig, InjectLogger, ServiceConfig } from '@gateway/service-kit';
+import { AdmitRequestCommand } from './admit-request.command';
+import { AdmissionMetrics } from '../../admission.metrics';
+import { Clock, CLOCK } from '../../clock';
+
+export interface AdmittedAction {
+  actionId: string;
+  headers: Record<string, string>;
+  command: DispatchCommandV1;
+  deadline: Date;
+}
+
+export const ADMISSION_DISPATCH_GRACE_MS = 2000;
+const RETRY_AFTER_SECONDS = '1';
+
+/**
+ * Admission (DESIGN §3 step 2): authenticate, decide, reserve atomically, then publish the
+ * encrypted dispatch command. Every outcome, allow or deny, emits one sanitised decision event.
+ */
+@Injectable()
+export class AdmitRequest {
+  constructor(
+    private readonly catalog: CatalogRepository,
+    private readonly admissions: AdmissionRepository,
+    private readonly bus: KafkaBus,
+    private readonly replies: ReplyRouter,
+    private readonly cipher: ContentCipher,
+    private readonly metrics: AdmissionMetrics,
+    @InjectConfig() private readonly config: ServiceConfig,
+    @InjectLogger() private readonly log: Logger,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
+
+  async execute(cmd: AdmitRequestCommand): Promise<AdmittedAction> {
+    const now = this.clock.now();
+    const actionId = randomUUID();
+    const requestId = randomUUID();
+    const base = this.eventBase(cmd, actionId, requestId, now);
+
+    const workload = cmd.credential ? await this.catalog.workloadByKeyHash(hashKey(cmd.credential)) : null;
+    if (!workload) throw await this.deny(base, null, 'unauthorized', 'missing, unknown or revoked workload key');
+    base.workload_id = workload.id;
+    base.environment = workload.environment;
+
+    const route = workload.allowedAliases.includes(cmd.modelAlias) ? await this.catalog.routeByAlias(cmd.modelAlias) : null;
+    if (!route || !dialectServes(cmd.apiKind, route.providerKind)) {
+      throw await this.deny(base, workload, 'unknown_route', `model alias '${cmd.modelAlias}' is not mapped for workload ${workload.id}`, 'model');
+    }
+    base.route_id = route.routeId;
+    base.route_version = route.version;
+
+    const fingerprintHex = fingerprint({ kind: cmd.apiKind, alias: cmd.modelAlias, stream: cmd.stream, body: cmd.body });
+    if (cmd.idempotencyKey) {
+      const prior = await this.admissions.findByIdempotencyKey(workload.id, cmd.idempotencyKey);
+      if (prior) return this.replay(prior, fingerprintHex);
+    }
+
+    const price = await this.catalog.priceAt(route.routeId, now);
+    if (!price) throw await this.deny(base, workload, 'route_contract_unverified', `route ${route.routeId} has no price revision in force`);
+    const fallbacks = await this.fallbackRoutes(workload, route);
+    const exceptions = await this.catalog.activeExceptions(workload.id, now);
+    const inputTokensEstimate = estimateInputTokens(cmd.promptTexts, cmd.messageCount);
+    const decision = decideAdmission({
+      now,
+      workload,
+      route,
+      fallbackRoutes: fallbacks,
+      exceptions,
+      requestedCandidates: cmd.requestedCandidates,
+      candidateParamName: cmd.candidateParamName,
+      requestedOutputCap: cmd.requestedOutputCap,
+      stream: cmd.stream,
+      inputTokensEstimate,
+      price,
+    });
+    base.requested_candidate_count = typeof cmd.requestedCandidates === 'number' && Number.isInteger(cmd.requestedCandidates) ? cmd.requestedCandidates : null;
+    if (!decision.ok) throw await this.deny(base, workload, decision.code, decision.message, decision.param ?? undefined);
+    base.effective_candidate_count = decision.effective;
+
+    const deadline = new Date(now.getTime() + workload.deadlineMs);
+    const dispatchDeadline = new Date(deadline.getTime() + ADMISSION_DISPATCH_GRACE_MS);
+    const result = await this.admissions.admit({
+      now,
+      action: {
+        id: actionId,
+        workloadId: workload.id,
+        environment: workload.environment,
+        routeId: route.routeId,
+        routeVersion: route.version,
+        modelAlias: cmd.modelAlias,
+        apiKind: cmd.apiKind,
+        streamMode: cmd.stream ? 'sse' : 'none',
+        requestedCandidates: decision.requested,
+        effectiveCandidates: decision.effective,
+        outputCeiling: decision.outputCeiling,
+        inputTokensEstimate,
+        exceptionId: decision.exception?.id ?? null,
+        idempotencyKey: cmd.idempotencyKey,
+        requestFingerprint: fingerprintHex,
+        deadlineAt: deadline,
+        dispatchDeadlineAt: dispatchDeadline,
+      },
+      reservation: {
+        id: randomUUID(),
+        reservedOutputTokens: decision.reservedOutputTokens,
+        reservedMicrousd: decision.reservedMicrousd,
+        priceRevisionId: price.id,
+      },
+      workloadBudget: { budgetMicrousd: workload.budgetMicrousd, periodStart: budgetPeriodStart(workload.budgetPeriod, now) },
+      exceptionBudget: decision.exception ? { exceptionId: decision.exception.id, budgetMicrousd: decision.exception.budgetMicrousd } : null,
+      concurrency: { scope: 'workload', scopeId: workload.id, maxInFlight: workload.maxInFlight },
+      decisionEvent: {
+        ...base,
+        policy_result: 'allow',
+        policy_reason: decision.exception ? 'within_exception' : 'within_policy',
+        reserved_microusd: decision.reservedMicrousd.toString(),
+        exception_id: decision.exception?.id ?? null,
+      },
+    });
+    if (!result.ok) {
+      switch (result.code) {
+        case 'budget_exhausted':
+          throw await this.deny(base, workload, 'budget_exhausted',
+            `reserving ${decision.reservedMicrousd} micro-USD would exceed the ${result.scope} budget (${result.remainingMicrousd} micro-USD left); lower max_tokens or the candidate count, or ask for a larger budget`);
+        case 'concurrency_limit_exceeded':
+          throw await this.deny(base, workload, 'concurrency_limit_exceeded',
+            `workload ${workload.id} already has ${result.inFlight} requests in flight`, undefined, { 'retry-after': RETRY_AFTER_SECONDS });
+        case 'idempotency_conflict': {
+          const prior = cmd.idempotencyKey ? await this.admissions.findByIdempotencyKey(workload.id, cmd.idempotencyKey) : null;
+          if (prior) return this.replay(prior, fingerprintHex);
+          throw new DomainError('idempotency_key_reused', 'Idempotency-Key conflict; retry the request');
+        }
+      }
+    }
+    this.metrics.decisions.inc({ result: 'allow', code: 'ok' });
+
+    const command: DispatchCommandV1 = {
+      action_id: actionId,
+      request_id: requestId,
+      workload_id: workload.id,
+      environment: workload.environment,
+      api_kind: cmd.apiKind,
+      stream: cmd.stream,
+      route: routeTarget(route, cmd.modelAlias, price.id),
+      requested_candidates: decision.requested,
+      effective_candidates: decision.effective,
+      output_ceiling: decision.outputCeiling,
+      include_usage_for_client: cmd.includeUsageForClient,
+      deadline: deadline.toISOString(),
+      dispatch_deadline: dispatchDeadline.toISOString(),
+      acceptance: { allow_length: workload.allowLength, allow_content_filter: workload.allowContentFilter },
+      request: cmd.body,
+    };
+    return {
+      actionId,
+      deadline,
+      command,
+      headers: {
+        'x-gateway-action-id': actionId,
+        'x-gateway-requested-candidates': decision.requested === null ? 'omitted' : String(decision.requested),
+        'x-gateway-effective-candidates': String(decision.effective),
+        'x-gateway-reserved-microusd': decision.reservedMicrousd.toString(),
+      },
+    };
+  }
+
+  /**
+   * Publishes the encrypted command after the reservation committed. Listening starts first so
+   * even an instant reply is seen. A crash between commit and publish leaves a reservation whose
+   * command can never be dispatched after its deadline; reconciliation voids it then.
+   */
+  async dispatch(admitted: AdmittedAction, onReply: (r: DispatchReplyV1) => void, onTimeout: () => void): Promise<() => void> {
+    const stop = this.replies.listen(admitted.actionId, admitted.deadline, this.clock.now(), onReply, onTimeout);
+    await this.bus.publish('dispatchCommands', [
+      {
+        key: admitted.actionId,
+        value: {
+          event_id: randomUUID(),
+          action_id: admitted.actionId,
+          reply_to: this.config.instanceId,
+          dispatch_deadline: admitted.command.dispatch_deadline,
+          body: this.cipher.encrypt(admitted.command, admitted.actionId),
+        },
+      },
+    ]);
+    return stop;
+  }
+
+  private async replay(prior: { id: string; requestFingerprint: string; status: string }, fingerprintHex: string): Promise<never> {
+    if (prior.requestFingerprint !== fingerprintHex) {
+      throw new DomainError('idempotency_key_reused', 'this Idempotency-Key was already used with a different request body');
+    }
+    throw new IdempotentReplay(prior.id);
+  }
+
+  private async fallbackRoutes(workload: WorkloadPolicy, primary: RouteContract): Promise<RouteContract[]> {
+    const out: RouteContract[] = [];
+    for (const alias of workload.fallbackChain) {
+      if (alias === primary.alias) continue;
+      const r = await this.catalog.routeByAlias(alias);
+      if (r) out.push(r);
+    }
+    return out;
+  }
+
+  private async deny(
+    base: AdmissionDecisionV1,
+    workload: WorkloadPolicy | null,
+    code: DenialCode,
+    message: string,
+    param?: string,
+    headers: Record<string, string> = {},
+  ): Promise<GatewayError> {
+    this.metrics.decisions.inc({ result: 'deny', code });
+    await this.admissions.recordDenial(workload?.id ?? 'unauthenticated', {
+      ...base,
+      event_id: randomUUID(),
+      policy_result: 'deny',
+      policy_reason: code,
+    });
+    this.log.info({ action_id: base.action_id, workload_id: workload?.id ?? null, code }, 'admission denied');
+    const retry = code === 'token_quota_exceeded' || code === 'concurrency_limit_exceeded';
+    return new GatewayError(code, message, param, { 'x-gateway-action-id': base.action_id, ...(retry ? headers : headers) });
+  }
+
+  private eventBase(cmd: AdmitRequestCommand, actionId: string, requestId: string, now: Date): AdmissionDecisionV1 {
+    return {
+      event_id: randomUUID(),
+      timestamp: now.toISOString(),
+      request_id: requestId,
+      action_id: actionId,
+      attempt_id: null,
+      attempt_role: null,
+      workload_id: null,
+      environment: null,
+      route_id: null,
+      route_version: null,
+      model_alias: cmd.modelAlias,
+      provider_request_id: null,
+      requested_candidate_count: null,
+      effective_candidate_count: null,
+      returned_candidate_count: null,
+      input_tokens: null,
+      output_tokens_total: null,
+      total_tokens: null,
+      stream_mode: cmd.stream ? 'sse' : 'none',
+      usage_source: null,
+      quota_scope: 'workload',
+      policy_result: null,
+      policy_reason: null,
+      reserved_microusd: null,
+      exception_id: null,
+    };
+  }
+}
+
+/** Signals that an Idempotency-Key matched an earlier action with the same body. */
+export class IdempotentReplay extends Error {
+  constructor(readonly actionId: string) {
+    super('idempotent replay');
+  }
+}
+
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+function dialectServes(apiKind: 'openai-chat' | 'gemini-generate', provider: ProviderKind): boolean {
+  return apiKind === 'gemini-generate' ? provider === 'gemini-generate' : provider !== 'gemini-generate';
+}
+
+function routeTarget(route: RouteContract, alias: string, priceRevisionId: string): RouteTarget {
+  return {
+    route_id: route.routeId,
+    route_version: route.version,
+    model_alias: alias,
+    provider_kind: route.providerKind,
+    base_url: route.upstreamBaseUrl,
+    upstream_model: route.upstreamModel,
+    candidate_param: route.candidateParam,
+    output_cap_param: route.outputCapParam,
+    output_cap_semantics: route.outputCapSemantics,
+    price_revision_id: priceRevisionId,
+  };
+}

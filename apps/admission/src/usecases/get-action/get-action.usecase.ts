@@ -1,0 +1,62 @@
+import { Injectable, NotFoundException } from '@nestjs/common';
+import { CatalogRepository, ViewsRepository } from '@gateway/db';
+import { DomainError } from '@gateway/domain';
+import { hashKey } from '../admit-request/admit-request.usecase';
+
+/** A workload sees only its own actions; money is reported as integer strings, labelled. */
+@Injectable()
+export class GetAction {
+  constructor(
+    private readonly catalog: CatalogRepository,
+    private readonly views: ViewsRepository,
+  ) {}
+
+  async execute(credential: string | null, actionId: string) {
+    const workload = credential ? await this.catalog.workloadByKeyHash(hashKey(credential)) : null;
+    if (!workload) throw new DomainError('unauthorized', 'missing, unknown or revoked workload key');
+    const view = /^[0-9a-f-]{36}$/i.test(actionId) ? await this.views.action(actionId) : null;
+    if (!view || view.workloadId !== workload.id) throw new NotFoundException(`no action ${actionId} for this workload`);
+    const r = view.reservation;
+    return {
+      action_id: view.actionId,
+      workload_id: view.workloadId,
+      status: view.status,
+      status_reason: view.statusReason,
+      model_alias: view.modelAlias,
+      route_id: view.routeId,
+      route_version: view.routeVersion,
+      stream_mode: view.streamMode,
+      requested_candidate_count: view.requestedCandidates,
+      effective_candidate_count: view.effectiveCandidates,
+      returned_candidate_count: view.returnedCandidates,
+      output_ceiling_per_candidate: view.outputCeiling,
+      created_at: view.createdAt.toISOString(),
+      money_microusd: {
+        reserved: r ? r.reservedMicrousd.toString() : '0',
+        settled: r ? r.settledMicrousd.toString() : '0',
+        unresolved: r ? r.unresolvedMicrousd.toString() : '0',
+        released: r ? r.releasedMicrousd.toString() : '0',
+        pending: r ? (r.reservedMicrousd - r.settledMicrousd - r.unresolvedMicrousd - r.releasedMicrousd > 0n && r.status === 'pending' ? (r.reservedMicrousd - r.settledMicrousd - r.unresolvedMicrousd - r.releasedMicrousd).toString() : '0') : '0',
+      },
+      reservation_status: r?.status ?? null,
+      price_revision: r?.priceRevisionId ?? null,
+      attempts: view.attempts.map((a) => ({
+        attempt_id: a.attemptId,
+        attempt_no: a.attemptNo,
+        role: a.role,
+        status: a.status,
+        status_reason: a.statusReason,
+        provider_request_id: a.providerRequestId,
+        effective_candidate_count: a.effectiveCandidates,
+        returned_candidate_count: a.returnedCandidates,
+        candidates: a.candidateOutcomes,
+        prompt_block_reason: a.promptBlockReason,
+        input_tokens: a.inputTokens,
+        output_tokens_total: a.outputTokensTotal,
+        usage_source: a.usageSource,
+        cost_microusd: a.costMicrousd?.toString() ?? null,
+      })),
+      open_reconciliation_cases: view.openCases.map((c) => ({ case_id: c.caseId, reason: c.reason, exposure_microusd: c.exposureMicrousd.toString() })),
+    };
+  }
+}

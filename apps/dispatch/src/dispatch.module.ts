@@ -1,0 +1,32 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { Agent } from 'undici';
+import { Database, DispatchRepository, OutboxRepository } from '@gateway/db';
+import { ContentCipher } from '@gateway/messaging';
+import { CoreModule, CoreOptions } from '@gateway/service-kit';
+import { DispatchCommandsConsumer } from './consumers/dispatch-commands.consumer';
+import { DispatchMetrics } from './dispatch.metrics';
+import { CLOCK, systemClock, UPSTREAM } from './tokens';
+import { RunAttempt } from './usecases/run-attempt/run-attempt.usecase';
+
+@Module({})
+export class DispatchModule {
+  static register(core: CoreOptions & { cipher: ContentCipher }): DynamicModule {
+    return {
+      module: DispatchModule,
+      imports: [CoreModule.forService(core)],
+      providers: [
+        { provide: ContentCipher, useValue: core.cipher },
+        { provide: CLOCK, useValue: systemClock },
+        { provide: UPSTREAM, useValue: new Agent({ connections: 256, keepAliveTimeout: 30_000, pipelining: 1 }) },
+        {
+          provide: DispatchRepository,
+          useFactory: (db: Database, outbox: OutboxRepository) => new DispatchRepository(db, outbox),
+          inject: [Database, OutboxRepository],
+        },
+        DispatchMetrics,
+        RunAttempt,
+        DispatchCommandsConsumer,
+      ],
+    };
+  }
+}

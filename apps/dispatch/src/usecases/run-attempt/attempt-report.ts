@@ -1,0 +1,75 @@
+import type { AttemptCompletedV1, DispatchCommandV1 } from '@gateway/contracts';
+import { candidateShortfall, NormalisedCandidate } from '@gateway/domain';
+import type { ParsedResponse } from '@gateway/providers';
+
+export type AttemptStatus = 'succeeded' | 'failed' | 'cancelled' | 'usage_missing';
+
+/** Pure: turns what the provider said into the sanitised attempt event (no content). */
+export function buildAttemptEvent(input: {
+  eventId: string;
+  cmd: DispatchCommandV1;
+  attemptId: string;
+  attemptNo: number;
+  role: AttemptCompletedV1['attempt_role'];
+  status: AttemptStatus;
+  httpStatus: number | null;
+  parsed: ParsedResponse | null;
+  usageSource: 'provider_response' | 'stream_final_chunk' | null;
+  now: Date;
+  attemptsTotal: number;
+  actionFinal: boolean;
+}): AttemptCompletedV1 {
+  const { cmd, parsed } = input;
+  const shortfall = parsed ? shortfallOf(cmd, parsed) : null;
+  const usage = parsed?.usage ?? null;
+  return {
+    event_id: input.eventId,
+    timestamp: input.now.toISOString(),
+    request_id: cmd.request_id,
+    action_id: cmd.action_id,
+    attempt_id: input.attemptId,
+    attempt_no: input.attemptNo,
+    attempt_role: input.role,
+    workload_id: cmd.workload_id,
+    environment: cmd.environment,
+    route_id: cmd.route.route_id,
+    route_version: cmd.route.route_version,
+    model_alias: cmd.route.model_alias,
+    provider_request_id: parsed?.providerRequestId ?? null,
+    requested_candidate_count: cmd.requested_candidates,
+    effective_candidate_count: cmd.effective_candidates,
+    returned_candidate_count: shortfall ? shortfall.returnedWithContent : null,
+    input_tokens: usage?.inputTokens ?? null,
+    output_tokens_total: usage?.outputTokensTotal ?? null,
+    total_tokens: usage ? usage.inputTokens + usage.outputTokensTotal : null,
+    cached_input_tokens: usage?.cachedInputTokens ?? null,
+    reasoning_tokens: usage?.reasoningTokens ?? null,
+    output_includes_reasoning: true,
+    stream_mode: cmd.stream ? 'sse' : 'none',
+    usage_source: usage ? input.usageSource : null,
+    quota_scope: 'workload',
+    policy_result: null,
+    policy_reason: null,
+    outcome: input.status,
+    http_status: input.httpStatus,
+    candidates: shortfall?.perCandidate ?? [],
+    prompt_block_reason: parsed?.promptBlockReason ?? null,
+    attempts_total: input.attemptsTotal,
+    action_final: input.actionFinal,
+  };
+}
+
+export function shortfallOf(cmd: DispatchCommandV1, parsed: ParsedResponse) {
+  const s = candidateShortfall({
+    effective: cmd.effective_candidates,
+    returned: parsed.candidates as NormalisedCandidate[],
+    promptBlockReason: parsed.promptBlockReason,
+    providerKind: cmd.route.provider_kind,
+  });
+  const perCandidate = s.perCandidate.map((c) => ({
+    index: c.index,
+    finish_reason: parsed.candidates.find((p) => p.index === c.index)?.finishReason ?? null,
+    outcome: c.outcome,
+  }));
+  return { ...s, perCandidate, returnedWithContent: parsed.candidates.filter((c) => c.hasContent).length };
+}

@@ -1,0 +1,264 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import type { Logger } from 'pino';
+import { Dispatcher, request } from 'undici';
+import { DispatchCommandV1, DispatchReplyV1 } from '@gateway/contracts';
+import { DispatchRepository } from '@gateway/db';
+import { accept } from '@gateway/domain';
+import { ContentCipher, KafkaBus } from '@gateway/messaging';
+import { adapterFor, ParsedResponse, SseParser } from '@gateway/providers';
+import { InjectConfig, InjectLogger, ServiceConfig } from '@gateway/service-kit';
+import { AttemptStatus, buildAttemptEvent, shortfallOf } from './attempt-report';
+import { DispatchMetrics } from '../../dispatch.metrics';
+import { Clock, CLOCK, UPSTREAM } from '../../tokens';
+
+const ATTEMPT_NO = 1;
+
+/**
+ * Runs the primary attempt of one admitted action: single-use claim, upstream call with the
+ * contract's candidate and cap fields, acceptance, the sanitised attempt event (outbox), then the
+ * encrypted reply. Usage evidence is recorded before the application is answered.
+ */
+@Injectable()
+export class RunAttempt {
+  constructor(
+    private readonly repo: DispatchRepository,
+    private readonly bus: KafkaBus,
+    private readonly cipher: ContentCipher,
+    private readonly metrics: DispatchMetrics,
+    @Inject(UPSTREAM) private readonly upstream: Dispatcher,
+    @InjectConfig() private readonly config: ServiceConfig,
+    @InjectLogger() private readonly log: Logger,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Resolves once the claim is durable (so the command's offset may be committed); `done`
+   * settles when the attempt has been recorded and answered.
+   */
+  async execute(cmd: DispatchCommandV1, replyTo: string): Promise<{ done: Promise<void> }> {
+    const now = this.clock.now();
+    if (new Date(cmd.dispatch_deadline) <= now) {
+      this.metrics.refused.inc({ reason: 'expired' });
+      this.log.warn({ action_id: cmd.action_id }, 'refusing expired dispatch command');
+      return { done: Promise.resolve() };
+    }
+    const attemptId = randomUUID();
+    const claim = await this.repo.claim({
+      actionId: cmd.action_id,
+      attemptId,
+      attemptNo: ATTEMPT_NO,
+      role: 'primary',
+      routeId: cmd.route.route_id,
+      routeVersion: cmd.route.route_version,
+      effectiveCandidates: cmd.effective_candidates,
+      claimedBy: this.config.instanceId,
+      now,
+    });
+    if (!claim.ok) {
+      this.metrics.refused.inc({ reason: claim.reason });
+      this.log.info({ action_id: cmd.action_id, reason: claim.reason }, 'dispatch claim refused');
+      return { done: Promise.resolve() };
+    }
+    const ctx = { cmd, attemptId, replyTo };
+    const done = (cmd.stream ? this.runStream(ctx) : this.runWhole(ctx)).catch((err) => {
+      // The attempt stays in flight without evidence; reconciliation picks it up after its deadline.
+      this.log.error({ action_id: cmd.action_id, attempt_id: attemptId, error: (err as Error).message }, 'attempt failed before it was recorded');
+    });
+    return { done };
+  }
+
+  private async runWhole(ctx: Ctx): Promise<void> {
+    const { cmd } = ctx;
+    const adapter = adapterFor(cmd.route.provider_kind);
+    const req = adapter.buildRequest(cmd);
+    const started = this.clock.now();
+    const timeoutMs = Math.max(1, new Date(cmd.deadline).getTime() - started.getTime());
+    let statusCode: number;
+    let headers: Record<string, string | string[] | undefined>;
+    let body: unknown;
+    try {
+      const res = await request(req.url, {
+        method: 'POST',
+        headers: req.headers,
+        body: JSON.stringify(req.body),
+        dispatcher: this.upstream,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+      statusCode = res.statusCode;
+      headers = res.headers;
+      const text = await res.body.text();
+      body = safeParse(text);
+    } catch (err) {
+      // No response: the provider may still have billed it. Usage is unknown, never zero.
+      const timedOut = /timeout/i.test(String((err as Error).message ?? err));
+      await this.finish(ctx, 'usage_missing', timedOut ? 'upstream timed out before answering' : 'upstream connection failed', null, null, null);
+      await this.reply(ctx, { kind: 'error', http_status: timedOut ? 504 : 502, code: timedOut ? 'deadline_exceeded' : 'upstream_error', message: timedOut ? 'no answer before the deadline' : 'the provider could not be reached', ...this.counts(ctx, null) });
+      return;
+    }
+    this.metrics.upstream.inc({ route: cmd.route.route_id, status: String(statusCode) });
+    if (statusCode >= 400) {
+      const code = adapter.errorCode(body);
+      const contractFailure = statusCode === 400 && cmd.effective_candidates > 1 && /INVALID_ARGUMENT|invalid_value/i.test(code ?? '');
+      if (contractFailure) this.metrics.contractFailures.inc({ route: cmd.route.route_id, kind: 'multi_candidate_refused' });
+      // An error answer is the provider's own evidence that nothing was generated.
+      const parsed: ParsedResponse = { providerRequestId: null, candidates: [], promptBlockReason: null, usage: { inputTokens: 0, cachedInputTokens: 0, outputTokensTotal: 0, reasoningTokens: 0 } };
+      await this.finish(ctx, 'failed', contractFailure ? `contract failure: provider refused ${cmd.effective_candidates} candidates (${code})` : `provider answered ${statusCode}${code ? ` ${code}` : ''}`, statusCode, parsed, 'provider_response');
+      await this.reply(ctx, { kind: 'error', http_status: 502, code: 'upstream_error', message: contractFailure ? `the route refused ${cmd.effective_candidates} candidates (${code}); not retried` : `provider error ${statusCode}${code ? ` (${code})` : ''}`, ...this.counts(ctx, null) });
+      return;
+    }
+    const parsed = adapter.parseResponse(body, headers);
+    const verdict = accept(
+      { providerKind: cmd.route.provider_kind, candidates: parsed.candidates, promptBlockReason: parsed.promptBlockReason },
+      { allowLength: cmd.acceptance.allow_length, allowContentFilter: cmd.acceptance.allow_content_filter, receivedAt: this.clock.now(), deadline: new Date(cmd.deadline) },
+    );
+    this.metrics.acceptance.inc({ reason: verdict.reason });
+    const status: AttemptStatus = parsed.usage ? 'succeeded' : 'usage_missing';
+    await this.finish(ctx, status, parsed.usage ? `answered (${verdict.reason})` : 'response carried no aggregate usage', statusCode, parsed, 'provider_response');
+    await this.reply(ctx, { kind: 'response', http_status: statusCode, body, ...this.counts(ctx, parsed) });
+  }
+
+  private async runStream(ctx: Ctx): Promise<void> {
+    const { cmd } = ctx;
+    const adapter = adapterFor(cmd.route.provider_kind);
+    const req = adapter.buildRequest(cmd);
+    const timeoutMs = Math.max(1, new Date(cmd.deadline).getTime() - this.clock.now().getTime());
+    let seq = 0;
+    let statusCode = 0;
+    let acc: ReturnType<typeof adapter.streamAccumulator> | null = null;
+    let sawDone = false;
+    try {
+      const res = await request(req.url, {
+        method: 'POST',
+        headers: req.headers,
+        body: JSON.stringify(req.body),
+        dispatcher: this.upstream,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+      statusCode = res.statusCode;
+      this.metrics.upstream.inc({ route: cmd.route.route_id, status: String(statusCode) });
+      if (statusCode >= 400) {
+        const body = safeParse(await res.body.text());
+        const code = adapter.errorCode(body);
+        const parsed: ParsedResponse = { providerRequestId: null, candidates: [], promptBlockReason: null, usage: { inputTokens: 0, cachedInputTokens: 0, outputTokensTotal: 0, reasoningTokens: 0 } };
+        await this.finish(ctx, 'failed', `provider answered ${statusCode}${code ? ` ${code}` : ''}`, statusCode, parsed, 'stream_final_chunk');
+        await this.reply(ctx, { kind: 'error', http_status: 502, code: 'upstream_error', message: `provider error ${statusCode}${code ? ` (${code})` : ''}`, ...this.counts(ctx, null) });
+        return;
+      }
+      acc = adapter.streamAccumulator(res.headers);
+      const sse = new SseParser();
+      for await (const piece of res.body) {
+        for (const data of sse.push(piece.toString('utf8'))) {
+          const more = acc.push(data);
+          if (!more) {
+            sawDone = true;
+            continue;
+          }
+          const forwarded = this.forClient(cmd, data);
+          if (forwarded !== null) await this.reply(ctx, { kind: 'stream_chunk', seq: seq++, data: forwarded });
+        }
+      }
+    } catch (err) {
+      this.log.warn({ action_id: cmd.action_id, error: (err as Error).name }, 'upstream stream ended abnormally');
+    }
+    const parsed = acc?.result() ?? null;
+    const complete = parsed?.usage != null;
+    await this.finish(ctx, complete ? 'succeeded' : 'usage_missing', complete ? 'stream finished with usage' : 'stream ended before its usage chunk', statusCode || null, parsed, 'stream_final_chunk');
+    await this.reply(ctx, { kind: 'stream_end', seq, complete: complete && (sawDone || cmd.route.provider_kind === 'gemini-generate'), ...this.counts(ctx, parsed) });
+  }
+
+  /** The usage chunk is forwarded only when the client asked for it (we always ask upstream). */
+  private forClient(cmd: DispatchCommandV1, data: string): string | null {
+    if (cmd.api_kind !== 'openai-chat' || cmd.include_usage_for_client) return data;
+    const chunk = safeParse(data) as Record<string, unknown> | null;
+    if (!chunk || typeof chunk !== 'object') return data;
+    if (Array.isArray(chunk.choices) && chunk.choices.length === 0 && chunk.usage) return null;
+    if ('usage' in chunk) {
+      const { usage: _usage, ...rest } = chunk;
+      return JSON.stringify(rest);
+    }
+    return data;
+  }
+
+  private async finish(ctx: Ctx, status: AttemptStatus, reason: string, httpStatus: number | null, parsed: ParsedResponse | null, source: 'provider_response' | 'stream_final_chunk' | null): Promise<void> {
+    const { cmd, attemptId } = ctx;
+    const now = this.clock.now();
+    const event = buildAttemptEvent({
+      eventId: randomUUID(),
+      cmd,
+      attemptId,
+      attemptNo: ATTEMPT_NO,
+      role: 'primary',
+      status,
+      httpStatus,
+      parsed,
+      usageSource: source,
+      now,
+      attemptsTotal: 1,
+      actionFinal: true,
+    });
+    if (parsed && cmd.effective_candidates > 0) {
+      const s = shortfallOf(cmd, parsed);
+      if (s.unexplainedShortfall) this.metrics.contractFailures.inc({ route: cmd.route.route_id, kind: 'silent_shortfall' });
+      if (s.excess) this.metrics.contractFailures.inc({ route: cmd.route.route_id, kind: 'excess_candidates' });
+    }
+    await this.repo.complete({
+      attemptId,
+      actionId: cmd.action_id,
+      status,
+      statusReason: reason,
+      providerRequestId: parsed?.providerRequestId ?? null,
+      httpStatus,
+      returnedCandidates: event.returned_candidate_count,
+      candidateOutcomes: event.candidates,
+      promptBlockReason: parsed?.promptBlockReason ?? null,
+      usage: parsed?.usage ?? null,
+      usageSource: parsed?.usage ? source : null,
+      now,
+      event,
+      finishAction: {
+        status: status === 'succeeded' ? 'answered' : 'failed',
+        reason,
+        returnedCandidates: event.returned_candidate_count,
+        workloadId: cmd.workload_id,
+      },
+    });
+  }
+
+  private counts(ctx: Ctx, parsed: ParsedResponse | null) {
+    const s = parsed ? shortfallOf(ctx.cmd, parsed) : null;
+    return {
+      attempt_id: ctx.attemptId,
+      provider_request_id: parsed?.providerRequestId ?? null,
+      requested_candidates: ctx.cmd.requested_candidates,
+      effective_candidates: ctx.cmd.effective_candidates,
+      returned_candidates: s ? s.returnedWithContent : null,
+      candidates: s?.perCandidate ?? [],
+    };
+  }
+
+  private async reply(ctx: Ctx, reply: DispatchReplyV1): Promise<void> {
+    await this.bus.publish('dispatchReplies', [
+      {
+        key: ctx.cmd.action_id,
+        value: { event_id: randomUUID(), action_id: ctx.cmd.action_id, reply_to: ctx.replyTo, body: this.cipher.encrypt(reply, ctx.cmd.action_id) },
+      },
+    ]);
+  }
+}
+
+interface Ctx {
+  cmd: DispatchCommandV1;
+  attemptId: string;
+  replyTo: string;
+}
+
+function safeParse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,26 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { CatalogRepository, Database, LedgerQueryRepository, SettlementRepository } from '@gateway/db';
+import { CoreModule, CoreOptions } from '@gateway/service-kit';
+import { AttemptCompletedConsumer } from './consumers/attempt-completed.consumer';
+import { LedgerController } from './http/ledger.controller';
+import { QueryLedger } from './usecases/query-ledger/query-ledger.usecase';
+import { SettleAttempt } from './usecases/settle-attempt/settle-attempt.usecase';
+
+@Module({})
+export class SettlementModule {
+  static register(core: CoreOptions): DynamicModule {
+    return {
+      module: SettlementModule,
+      imports: [CoreModule.forService(core)],
+      controllers: [LedgerController],
+      providers: [
+        { provide: SettlementRepository, useValue: new SettlementRepository() },
+        { provide: CatalogRepository, useFactory: (db: Database) => new CatalogRepository(db), inject: [Database] },
+        { provide: LedgerQueryRepository, useFactory: (db: Database) => new LedgerQueryRepository(db), inject: [Database] },
+        SettleAttempt,
+        QueryLedger,
+        AttemptCompletedConsumer,
+      ],
+    };
+  }
+}
