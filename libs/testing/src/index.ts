@@ -1,0 +1,7 @@
+/**
+ * @gateway/testing: builders (routes, workloads, keys, operator tokens) written through the real
+ * repositories, polling helpers, and the demo seed. Used by integration and e2e tests.
+ */
+export * from './seed';
+export * from './demo-seed';
+export * from './eventually';

@@ -1,0 +1,106 @@
+// Starts the gateway's services as child processes (TypeScript through @swc-node/register) and
+// waits for each /health. Used by `npm start` and by the e2e stage of `npm test`.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export const SERVICES = [
+  { name: 'provider-sim', entry: 'apps/provider-sim/src/main.ts', portEnv: 'PROVIDER_SIM_PORT', port: 3010 },
+  { name: 'admission', entry: 'apps/admission/src/main.ts', portEnv: 'ADMISSION_PORT', port: 3000 },
+  { name: 'policy', entry: 'apps/policy/src/main.ts', portEnv: 'POLICY_PORT', port: 3001 },
+  { name: 'dispatch', entry: 'apps/dispatch/src/main.ts', portEnv: 'DISPATCH_PORT', port: 3002 },
+  { name: 'settlement', entry: 'apps/settlement/src/main.ts', portEnv: 'SETTLEMENT_PORT', port: 3003 },
+  { name: 'reconciliation', entry: 'apps/reconciliation/src/main.ts', portEnv: 'RECONCILIATION_PORT', port: 3004 },
+];
+
+export function portOf(service, env = process.env) {
+  return Number(env[service.portEnv] ?? service.port);
+}
+
+/**
+ * Spawns every service with `env`; stdout/stderr go to `<logDir>/<name>.log` (and, with
+ * `echo`, to ours). Resolves when every /health answers 200.
+ */
+export async function startServices({ env, logDir, echo = false, timeoutMs = 90_000, only }) {
+  fs.mkdirSync(logDir, { recursive: true });
+  const children = [];
+  const list = SERVICES.filter((s) => !only || only.includes(s.name)).filter((s) => fs.existsSync(path.join(ROOT, s.entry)));
+  for (const s of list) {
+    const out = fs.openSync(path.join(logDir, `${s.name}.log`), 'a');
+    const child = spawn(process.execPath, ['-r', '@swc-node/register', s.entry], {
+      cwd: ROOT,
+      env: { ...env, SWC_NODE_PROJECT: path.join(ROOT, 'tsconfig.json') },
+      stdio: ['ignore', echo ? 'pipe' : out, echo ? 'pipe' : out],
+    });
+    if (echo) {
+      child.stdout.on('data', (d) => { fs.writeSync(out, d); process.stdout.write(d); });
+      child.stderr.on('data', (d) => { fs.writeSync(out, d); process.stderr.write(d); });
+    }
+    children.push({ service: s, child, exited: null });
+    child.on('exit', (code, signal) => {
+      const entry = children.find((c) => c.child === child);
+      if (entry) entry.exited = { code, signal };
+    });
+  }
+  const stop = async () => {
+    for (const c of children) if (!c.exited) c.child.kill('SIGTERM');
+    const deadline = Date.now() + 15_000;
+    while (children.some((c) => !c.exited) && Date.now() < deadline) await sleep(100);
+    for (const c of children) if (!c.exited) c.child.kill('SIGKILL');
+  };
+  try {
+    await Promise.all(children.map((c) => waitHealthy(c, portOf(c.service, env), timeoutMs, logDir)));
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { stop, children };
+}
+
+async function waitHealthy(entry, port, timeoutMs, logDir) {
+  const url = `http://127.0.0.1:${port}/health`;
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (entry.exited) break;
+    try {
+      const res = await fetch(url);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(200);
+  }
+  const log = path.join(logDir, `${entry.service.name}.log`);
+  const tail = fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').slice(-30).join('\n') : '';
+  throw new Error(`${entry.service.name} did not become healthy at ${url}${entry.exited ? ` (exited ${JSON.stringify(entry.exited)})` : ''}\n${tail}`);
+}
+
+export function sleep(ms) {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** A 32-byte AES key kept in .local so restarts of `npm start` can still read in-flight messages. */
+export function contentKey(env = process.env) {
+  if (env.GATEWAY_CONTENT_KEY) return env.GATEWAY_CONTENT_KEY;
+  const file = path.join(ROOT, '.local', 'content.key');
+  if (fs.existsSync(file)) return fs.readFileSync(file, 'utf8').trim();
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const key = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64');
+  fs.writeFileSync(file, key + '\n', { mode: 0o600 });
+  return key;
+}
+
+/** Runs a TypeScript CLI of the repo and returns its stdout. */
+export function runTs(entry, env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-r', '@swc-node/register', entry], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${entry} exited ${code}\n${err}${out}`))));
+  });
+}
