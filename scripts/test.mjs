@@ -1,0 +1,109 @@
+#!/usr/bin/env node
+// `npm test`: every tier, starting what it needs.
+//   1. unit        jest.unit.config.js   (pure logic, fakes)
+//   2. integration jest.int.config.js    (real Postgres + Kafka)
+//   3. e2e         jest.e2e.config.js    (official SDKs against the running services)
+// Options: --only=unit,int,e2e   (default: all). Exit code is non-zero when anything failed.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startKafka } from './kafka.mjs';
+import { ensurePostgres, recreateDatabase } from './postgres.mjs';
+import { ensurePrismaClient } from './prisma-generate.mjs';
+import { contentKey, ROOT, runTs, startServices } from './services.mjs';
+
+const only = (process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'unit,int,e2e').split(',');
+const log = (msg) => console.log(`[test] ${msg}`);
+const totals = { passed: 0, failed: 0 };
+const stops = [];
+
+function jest(config, env) {
+  const out = path.join(ROOT, '.local', `jest-${path.basename(config, '.js')}.json`);
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.rmSync(out, { force: true });
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [path.join(ROOT, 'node_modules/jest/bin/jest.js'), '-c', config, '--json', `--outputFile=${out}`, '--passWithNoTests=false'], {
+      cwd: ROOT,
+      env,
+      stdio: 'inherit',
+    });
+    child.on('exit', (code) => {
+      if (fs.existsSync(out)) {
+        const r = JSON.parse(fs.readFileSync(out, 'utf8'));
+        totals.passed += r.numPassedTests;
+        totals.failed += r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0);
+      } else if (code !== 0) totals.failed += 1;
+      resolve(code ?? 1);
+    });
+  });
+}
+
+async function main() {
+  await ensurePrismaClient({ quiet: true });
+  let failed = false;
+  const baseEnv = { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' };
+
+  if (only.includes('unit')) {
+    log('unit tests');
+    failed = (await jest('jest.unit.config.js', baseEnv)) !== 0 || failed;
+  }
+  if (!only.includes('int') && !only.includes('e2e')) return finish(failed);
+
+  const pg = await ensurePostgres({ database: 'gateway_test', log });
+  stops.push(pg.stop);
+  await recreateDatabase(pg.url);
+  const kafkaPort = Number(process.env.KAFKA_PORT ?? 9092);
+  const kafka = await startKafka({ port: kafkaPort, log });
+  stops.push(kafka.stop);
+  const env = { ...baseEnv, DATABASE_URL: pg.url, KAFKA_BROKERS: kafka.brokers, GATEWAY_CONTENT_KEY: contentKey() };
+  log('migrating the test database');
+  await runTs('libs/db/src/migrations/migrate.cli.ts', env);
+
+  if (only.includes('int')) {
+    log('integration tests (real Postgres and Kafka)');
+    failed = (await jest('jest.int.config.js', env)) !== 0 || failed;
+  }
+
+  if (only.includes('e2e')) {
+    const logDir = path.join(ROOT, '.local', 'e2e-logs');
+    fs.rmSync(logDir, { recursive: true, force: true });
+    // Ports of their own, so a running `npm start` does not collide with the test stack.
+    const e2eEnv = {
+      ...env,
+      ADMISSION_PORT: '13000',
+      POLICY_PORT: '13001',
+      DISPATCH_PORT: '13002',
+      SETTLEMENT_PORT: '13003',
+      RECONCILIATION_PORT: '13004',
+      PROVIDER_SIM_PORT: '13010',
+      GATEWAY_INSTANCE_ID: `e2e-${process.pid}`,
+      RECONCILIATION_SWEEP_MS: '1000',
+    };
+    log('starting the stack for e2e tests');
+    const services = await startServices({ env: e2eEnv, logDir });
+    stops.push(services.stop);
+    failed =
+      (await jest('jest.e2e.config.js', {
+        ...e2eEnv,
+        E2E_ADMISSION_URL: 'http://127.0.0.1:13000',
+        E2E_POLICY_URL: 'http://127.0.0.1:13001',
+        E2E_SETTLEMENT_URL: 'http://127.0.0.1:13003',
+        E2E_RECONCILIATION_URL: 'http://127.0.0.1:13004',
+        E2E_PROVIDER_SIM_URL: 'http://127.0.0.1:13010',
+        E2E_LOG_DIR: logDir,
+      })) !== 0 || failed;
+  }
+  return finish(failed);
+}
+
+async function finish(failed) {
+  for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  console.log(`\ntests: ${totals.passed} passed, ${totals.failed} failed`);
+  process.exit(failed || totals.failed > 0 ? 1 : 0);
+}
+
+main().catch(async (err) => {
+  console.error(`[test] ${err.stack ?? err}`);
+  totals.failed += 1;
+  await finish(true);
+});
