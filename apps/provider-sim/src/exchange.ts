@@ -37,7 +37,7 @@ export interface Exchange {
   req: IncomingMessage;
   res: ServerResponse;
   url: URL;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- validated by the adapter's parse()
+  body: any; // validated by the adapter's parse()
   parsed: ParsedRequest;
   resolved: ResolvedScript;
   fingerprint: string;

@@ -96,7 +96,10 @@ describe.each(machines)('%s machine', (_name, machine, terminals, initial) => {
       for (const e of machine.events) {
         if (machine.can(s, e)) {
           const t = machine.transition(s, e);
-          if (!seen.has(t)) (seen.add(t), queue.push(t));
+          if (!seen.has(t)) {
+            seen.add(t);
+            queue.push(t);
+          }
         }
       }
     }
