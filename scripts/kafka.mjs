@@ -98,7 +98,9 @@ function run(cmd, args) {
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
-    child.on('error', reject);
+    child.on('error', (err) =>
+      reject(new Error(`could not run ${cmd} (${err.message}); is it installed and on PATH?`)),
+    );
     child.on('exit', (code) =>
       code === 0
         ? resolve(out)
@@ -237,7 +239,9 @@ export async function startKafka({
   broker.unref();
   const cleanup = detach ? () => {} : tieToThisProcess(broker.pid);
 
+  let warmup = Promise.resolve();
   const stop = async () => {
+    await warmup;
     cleanup();
     let killed = false;
     if (!exited) {
@@ -273,7 +277,28 @@ export async function startKafka({
     await sleep(100);
   }
   log(`Kafka ready at ${brokers} in ${Date.now() - t0} ms`);
+  warmup = warmUpProducerIds(brokers);
   return { brokers, stop, pid: broker.pid, logFile };
+}
+
+/**
+ * A new broker hands out producer ids only after fetching a block of them
+ * from its controller, and it does that on the first InitProducerId request,
+ * which it answers with "The coordinator is loading". kafkajs then logs an
+ * ERROR and sleeps ~300 ms before retrying, whatever its retry settings (the
+ * idempotent producer's InitProducerId retrier ignores them). Take that hit
+ * here, in the background, rather than in the first test that produces.
+ */
+async function warmUpProducerIds(brokers) {
+  const kafka = new Kafka({ clientId: 'kafka-mjs-warmup', brokers: [brokers], logLevel: logLevel.NOTHING });
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  try {
+    await producer.connect();
+  } catch {
+    // only an optimisation
+  } finally {
+    await producer.disconnect().catch(() => {});
+  }
 }
 
 function serverProperties({ port, logsDir }) {
