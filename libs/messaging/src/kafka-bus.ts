@@ -129,8 +129,15 @@ export class KafkaBus {
     });
     await consumer.connect();
     await consumer.subscribe({ topic: spec.name, fromBeginning: options.fromBeginning ?? true });
+    // Ready means joined AND one fetch done: only then are "latest" offsets resolved, so a
+    // message published after subscribe() returns is never skipped.
     const joined = new Promise<void>((resolve) => {
-      consumer.on(consumer.events.GROUP_JOIN, () => resolve());
+      consumer.on(consumer.events.GROUP_JOIN, () => {
+        const off = consumer.on(consumer.events.FETCH, () => {
+          off();
+          resolve();
+        });
+      });
     });
     await consumer.run({
       partitionsConsumedConcurrently: options.concurrency ?? 3,
