@@ -61,7 +61,8 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export async function ensureKafkaJars({ log = silent } = {}) {
   const hash = createHash('sha256').update(fs.readFileSync(POM)).digest('hex');
   const markerFile = path.join(LIBS, MARKER);
-  if (fs.existsSync(markerFile) && fs.readFileSync(markerFile, 'utf8').trim() === hash) return LIBS;
+  const present = () => fs.existsSync(markerFile) && fs.readFileSync(markerFile, 'utf8').trim() === hash;
+  if (present()) return LIBS;
 
   log(`fetching Kafka broker jars with Maven (${path.relative(ROOT, POM)})`);
   // Copy into a private folder and rename it into place, so that two
@@ -79,12 +80,14 @@ export async function ensureKafkaJars({ log = silent } = {}) {
       '-DincludeScope=runtime',
     ]);
     fs.writeFileSync(path.join(tmp, MARKER), `${hash}\n`);
-    fs.rmSync(LIBS, { recursive: true, force: true });
-    try {
-      fs.renameSync(tmp, LIBS);
-    } catch (err) {
-      // Someone else won the race; their copy is just as good.
-      if (!fs.existsSync(markerFile)) throw err;
+    // Another process may have finished first; its copy is just as good.
+    if (!present()) {
+      fs.rmSync(LIBS, { recursive: true, force: true });
+      try {
+        fs.renameSync(tmp, LIBS);
+      } catch (err) {
+        if (!present()) throw err;
+      }
     }
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });

@@ -10,6 +10,8 @@ export * from './repositories/catalog.repository';
 export * from './repositories/admission.repository';
 export * from './repositories/dispatch.repository';
 export * from './repositories/settlement.repository';
+export * from './repositories/reconciliation.repository';
 export * from './repositories/views.repository';
 export * from './repositories/policy.repository';
+export * from './repositories/exception.repository';
 export { migrate } from './migrations/migrate';

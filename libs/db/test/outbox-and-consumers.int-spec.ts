@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { PolicyChangedV1, Topics } from '@gateway/contracts';
-import { Database, OutboxRepository, ProcessedEventRepository } from '@gateway/db';
+import { Database, OutboxRepository, ProcessedEventRepository } from '../src';
 import { handleOnce, KafkaBus, OutboxRelay, ReplyRouter, ContentCipher, dispatchReplyV1Schema } from './messaging-under-test';
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { PolicyChangedV1 } from '@gateway/contracts';
-import { Database, Tx } from '../database';
+import { Database, isUniqueViolation, Tx } from '../database';
 import { OutboxRepository } from './outbox.repository';
 
 export interface RouteContractInput {
@@ -53,7 +53,77 @@ export interface PriceInput {
   reason: string;
 }
 
-/** Operator-side writes: routes and contract versions, workloads, keys, prices. */
+/** One immutable contract version, as the policy API shows it. */
+export interface RouteContractVersionView {
+  routeId: string;
+  version: number;
+  providerKind: string;
+  upstreamBaseUrl: string;
+  upstreamModel: string;
+  candidateParam: string | null;
+  maxCandidates: number;
+  outputCapParam: string;
+  outputCapSemantics: string | null;
+  usageShape: string;
+  streamingUsage: string;
+  gatewayVersion: string;
+  clientLibraryVersion: string;
+  verificationTtlSeconds: number;
+  verifiedAt: Date | null;
+  verifiedBy: string | null;
+  verificationNotes: unknown;
+  createdAt: Date;
+  createdBy: string;
+  changeReason: string;
+}
+
+export interface PriceRevisionView {
+  id: string;
+  routeId: string;
+  effectiveFrom: Date;
+  inputPerMTokMicrousd: bigint;
+  cachedInputPerMTokMicrousd: bigint;
+  outputPerMTokMicrousd: bigint;
+  reasoningPerMTokMicrousd: bigint;
+  createdAt: Date;
+  createdBy: string;
+  reason: string;
+}
+
+/** A route with every contract version (newest first) and every price revision (newest first). */
+export interface RouteView {
+  id: string;
+  alias: string;
+  currentVersion: number;
+  createdAt: Date;
+  versions: RouteContractVersionView[];
+  prices: PriceRevisionView[];
+}
+
+export interface ApiKeyView {
+  id: string;
+  workloadId: string;
+  keyPrefix: string;
+  createdAt: Date;
+  createdBy: string;
+  revokedAt: Date | null;
+  revokedBy: string | null;
+  revokedReason: string | null;
+}
+
+export interface WorkloadView extends Omit<WorkloadInput, 'actor' | 'reason'> {
+  createdAt: Date;
+  updatedAt: Date;
+  updatedBy: string;
+  changeReason: string;
+  keys: ApiKeyView[];
+}
+
+export type CreateRouteResult = { ok: true; version: number } | { ok: false; reason: 'id_taken' | 'alias_taken' };
+export type VerifyVersionResult = 'verified' | 'not_found' | 'not_current';
+export type RevokeKeyResult = { ok: true; key: ApiKeyView } | { ok: false; reason: 'not_found' | 'already_revoked' };
+
+/** Operator-side writes and reads: routes and contract versions, workloads, keys, prices. */
 export class PolicyRepository {
   constructor(
     private readonly db: Database,
@@ -63,37 +133,30 @@ export class PolicyRepository {
   /** Creates the route or appends a new, unverified contract version to it. */
   async putRouteContract(input: RouteContractInput, now: Date): Promise<{ version: number }> {
     return this.db.transaction(async (tx) => {
-      const route = await tx.route.findUnique({ where: { id: input.routeId } });
-      const version = route ? route.currentVersion + 1 : 1;
+      const route = await lockRoute(tx, input.routeId);
       if (!route) {
         await tx.route.create({ data: { id: input.routeId, alias: input.alias, currentVersion: 0, createdAt: now } });
       }
-      await tx.routeContractVersion.create({
-        data: {
-          id: randomUUID(),
-          routeId: input.routeId,
-          version,
-          providerKind: input.providerKind,
-          upstreamBaseUrl: input.upstreamBaseUrl,
-          upstreamModel: input.upstreamModel,
-          candidateParam: input.candidateParam,
-          maxCandidates: input.maxCandidates,
-          outputCapParam: input.outputCapParam,
-          outputCapSemantics: input.outputCapSemantics,
-          usageShape: input.usageShape,
-          streamingUsage: input.streamingUsage,
-          gatewayVersion: input.gatewayVersion,
-          clientLibraryVersion: input.clientLibraryVersion,
-          verificationTtlSeconds: input.verificationTtlSeconds,
-          createdAt: now,
-          createdBy: input.actor,
-          changeReason: input.reason,
-        },
-      });
-      await tx.route.update({ where: { id: input.routeId }, data: { currentVersion: version, alias: input.alias } });
-      await this.changed(tx, 'route', input.routeId, `contract version ${version}`, input.actor, now);
-      return { version };
+      return this.appendVersion(tx, input, route ? route.currentVersion + 1 : 1, now);
     });
+  }
+
+  /** Creates a new route with its first contract version; never touches an existing route. */
+  async createRoute(input: RouteContractInput, now: Date): Promise<CreateRouteResult> {
+    try {
+      return await this.db.transaction(async (tx) => {
+        if (await tx.route.findUnique({ where: { id: input.routeId } })) return { ok: false as const, reason: 'id_taken' as const };
+        if (await tx.route.findUnique({ where: { alias: input.alias } })) return { ok: false as const, reason: 'alias_taken' as const };
+        await tx.route.create({ data: { id: input.routeId, alias: input.alias, currentVersion: 0, createdAt: now } });
+        const { version } = await this.appendVersion(tx, input, 1, now);
+        return { ok: true as const, version };
+      });
+    } catch (err) {
+      // A concurrent create of the same id or alias lost the race on the unique index.
+      if (!isUniqueViolation(err)) throw err;
+      const byId = await this.db.prisma.route.findUnique({ where: { id: input.routeId } });
+      return { ok: false, reason: byId ? 'id_taken' : 'alias_taken' };
+    }
   }
 
   async verifyRoute(routeId: string, version: number, actor: string, notes: Record<string, unknown>, now: Date): Promise<void> {
@@ -104,6 +167,53 @@ export class PolicyRepository {
       });
       await this.changed(tx, 'route', routeId, `contract version ${version} verified`, actor, now);
     });
+  }
+
+  /**
+   * Records a verification on `version` only while it is still the route's current version
+   * (the route row is locked, so a concurrent contract change cannot slip in between).
+   */
+  async verifyCurrentVersion(routeId: string, version: number, actor: string, notes: Record<string, unknown>, now: Date): Promise<VerifyVersionResult> {
+    return this.db.transaction(async (tx) => {
+      const route = await lockRoute(tx, routeId);
+      if (!route) return 'not_found';
+      if (route.currentVersion !== version) return 'not_current';
+      await tx.routeContractVersion.update({
+        where: { routeId_version: { routeId, version } },
+        data: { verifiedAt: now, verifiedBy: actor, verificationNotes: notes as object },
+      });
+      await this.changed(tx, 'route', routeId, `contract version ${version} verified`, actor, now);
+      return 'verified';
+    });
+  }
+
+  /** Keeps the evidence of a refused verification without touching verified_at / verified_by. */
+  async recordVerificationNotes(routeId: string, version: number, notes: Record<string, unknown>): Promise<void> {
+    await this.db.prisma.routeContractVersion.update({
+      where: { routeId_version: { routeId, version } },
+      data: { verificationNotes: notes as object },
+    });
+  }
+
+  async routeById(routeId: string): Promise<RouteView | null> {
+    const r = await this.db.prisma.route.findUnique({
+      where: { id: routeId },
+      include: { versions: { orderBy: { version: 'desc' } }, priceRevisions: { orderBy: [{ effectiveFrom: 'desc' }, { createdAt: 'desc' }] } },
+    });
+    return r ? toRouteView(r) : null;
+  }
+
+  async routeIdByAlias(alias: string): Promise<string | null> {
+    const r = await this.db.prisma.route.findUnique({ where: { alias }, select: { id: true } });
+    return r?.id ?? null;
+  }
+
+  async listRoutes(): Promise<RouteView[]> {
+    const rows = await this.db.prisma.route.findMany({
+      orderBy: { alias: 'asc' },
+      include: { versions: { orderBy: { version: 'desc' } }, priceRevisions: { orderBy: [{ effectiveFrom: 'desc' }, { createdAt: 'desc' }] } },
+    });
+    return rows.map(toRouteView);
   }
 
   async putWorkload(input: WorkloadInput, now: Date): Promise<void> {
@@ -118,6 +228,32 @@ export class PolicyRepository {
     });
   }
 
+  async workloadById(id: string): Promise<WorkloadView | null> {
+    const w = await this.db.prisma.workload.findUnique({ where: { id }, include: { apiKeys: { orderBy: { createdAt: 'asc' } } } });
+    if (!w) return null;
+    return {
+      id: w.id,
+      team: w.team,
+      environment: w.environment,
+      defaultMaxCandidates: w.defaultMaxCandidates,
+      perCandidateOutputCeiling: w.perCandidateOutputCeiling,
+      budgetMicrousd: w.budgetMicrousd,
+      budgetPeriod: w.budgetPeriod === 'day' ? 'day' : 'month',
+      allowedAliases: w.allowedAliases,
+      fallbackChain: w.fallbackChain,
+      allowLength: w.allowLength,
+      allowContentFilter: w.allowContentFilter,
+      deadlineMs: w.deadlineMs,
+      maxInFlight: w.maxInFlight,
+      tokensPerMinute: w.tokensPerMinute,
+      createdAt: w.createdAt,
+      updatedAt: w.updatedAt,
+      updatedBy: w.updatedBy,
+      changeReason: w.changeReason,
+      keys: w.apiKeys.map(toKeyView),
+    };
+  }
+
   async putPrice(input: PriceInput, now: Date): Promise<void> {
     const { actor, reason, ...fields } = input;
     await this.db.transaction(async (tx) => {
@@ -126,6 +262,11 @@ export class PolicyRepository {
       await tx.priceRevision.create({ data: { ...fields, createdAt: now, createdBy: actor, reason } });
       await this.changed(tx, 'price_revision', input.id, reason, actor, now);
     });
+  }
+
+  async priceById(id: string): Promise<PriceRevisionView | null> {
+    const p = await this.db.prisma.priceRevision.findUnique({ where: { id } });
+    return p ? toPriceView(p) : null;
   }
 
   /** Stores only the key's hash; the caller shows the key once. */
@@ -137,6 +278,26 @@ export class PolicyRepository {
         data: { id: input.id, workloadId: input.workloadId, keyHash: input.keyHash, keyPrefix: input.keyPrefix, createdAt: now, createdBy: input.actor },
       });
       await this.changed(tx, 'api_key', input.id, 'issued', input.actor, now);
+    });
+  }
+
+  async apiKeyById(id: string): Promise<ApiKeyView | null> {
+    const k = await this.db.prisma.apiKey.findUnique({ where: { id } });
+    return k ? toKeyView(k) : null;
+  }
+
+  /** Revokes once: the conditional update makes a second revocation a no-op the caller can report. */
+  async revokeApiKey(input: { workloadId: string; keyId: string; actor: string; reason: string }, now: Date): Promise<RevokeKeyResult> {
+    return this.db.transaction(async (tx) => {
+      const { count } = await tx.apiKey.updateMany({
+        where: { id: input.keyId, workloadId: input.workloadId, revokedAt: null },
+        data: { revokedAt: now, revokedBy: input.actor, revokedReason: input.reason },
+      });
+      const key = await tx.apiKey.findUnique({ where: { id: input.keyId } });
+      if (!key || key.workloadId !== input.workloadId) return { ok: false as const, reason: 'not_found' as const };
+      if (count === 0) return { ok: false as const, reason: 'already_revoked' as const };
+      await this.changed(tx, 'api_key', input.keyId, `revoked: ${input.reason}`, input.actor, now);
+      return { ok: true as const, key: toKeyView(key) };
     });
   }
 
@@ -153,6 +314,34 @@ export class PolicyRepository {
     return t && !t.revokedAt ? { subject: t.subject, roles: t.roles } : null;
   }
 
+  private async appendVersion(tx: Tx, input: RouteContractInput, version: number, now: Date): Promise<{ version: number }> {
+    await tx.routeContractVersion.create({
+      data: {
+        id: randomUUID(),
+        routeId: input.routeId,
+        version,
+        providerKind: input.providerKind,
+        upstreamBaseUrl: input.upstreamBaseUrl,
+        upstreamModel: input.upstreamModel,
+        candidateParam: input.candidateParam,
+        maxCandidates: input.maxCandidates,
+        outputCapParam: input.outputCapParam,
+        outputCapSemantics: input.outputCapSemantics,
+        usageShape: input.usageShape,
+        streamingUsage: input.streamingUsage,
+        gatewayVersion: input.gatewayVersion,
+        clientLibraryVersion: input.clientLibraryVersion,
+        verificationTtlSeconds: input.verificationTtlSeconds,
+        createdAt: now,
+        createdBy: input.actor,
+        changeReason: input.reason,
+      },
+    });
+    await tx.route.update({ where: { id: input.routeId }, data: { currentVersion: version, alias: input.alias } });
+    await this.changed(tx, 'route', input.routeId, `contract version ${version}`, input.actor, now);
+    return { version };
+  }
+
   private async changed(tx: Tx, entity: PolicyChangedV1['entity'], entityId: string, change: string, actor: string, now: Date): Promise<void> {
     await this.outbox.append(tx, 'policyChanged', entityId, {
       event_id: randomUUID(),
@@ -163,4 +352,71 @@ export class PolicyRepository {
       actor,
     });
   }
+}
+
+/** Serialises contract changes and verifications of one route. */
+async function lockRoute(tx: Tx, routeId: string): Promise<{ currentVersion: number } | null> {
+  const rows = await tx.$queryRaw<Array<{ current_version: number }>>`
+    SELECT current_version FROM route WHERE id = ${routeId} FOR UPDATE`;
+  return rows.length > 0 ? { currentVersion: rows[0].current_version } : null;
+}
+
+function toPriceView(p: PriceRevisionView): PriceRevisionView {
+  return {
+    id: p.id,
+    routeId: p.routeId,
+    effectiveFrom: p.effectiveFrom,
+    inputPerMTokMicrousd: p.inputPerMTokMicrousd,
+    cachedInputPerMTokMicrousd: p.cachedInputPerMTokMicrousd,
+    outputPerMTokMicrousd: p.outputPerMTokMicrousd,
+    reasoningPerMTokMicrousd: p.reasoningPerMTokMicrousd,
+    createdAt: p.createdAt,
+    createdBy: p.createdBy,
+    reason: p.reason,
+  };
+}
+
+function toKeyView(k: ApiKeyView): ApiKeyView {
+  return {
+    id: k.id,
+    workloadId: k.workloadId,
+    keyPrefix: k.keyPrefix,
+    createdAt: k.createdAt,
+    createdBy: k.createdBy,
+    revokedAt: k.revokedAt,
+    revokedBy: k.revokedBy,
+    revokedReason: k.revokedReason,
+  };
+}
+
+function toRouteView(r: { id: string; alias: string; currentVersion: number; createdAt: Date; versions: RouteContractVersionView[]; priceRevisions: PriceRevisionView[] }): RouteView {
+  return {
+    id: r.id,
+    alias: r.alias,
+    currentVersion: r.currentVersion,
+    createdAt: r.createdAt,
+    versions: r.versions.map((v) => ({
+      routeId: v.routeId,
+      version: v.version,
+      providerKind: v.providerKind,
+      upstreamBaseUrl: v.upstreamBaseUrl,
+      upstreamModel: v.upstreamModel,
+      candidateParam: v.candidateParam,
+      maxCandidates: v.maxCandidates,
+      outputCapParam: v.outputCapParam,
+      outputCapSemantics: v.outputCapSemantics,
+      usageShape: v.usageShape,
+      streamingUsage: v.streamingUsage,
+      gatewayVersion: v.gatewayVersion,
+      clientLibraryVersion: v.clientLibraryVersion,
+      verificationTtlSeconds: v.verificationTtlSeconds,
+      verifiedAt: v.verifiedAt,
+      verifiedBy: v.verifiedBy,
+      verificationNotes: v.verificationNotes,
+      createdAt: v.createdAt,
+      createdBy: v.createdBy,
+      changeReason: v.changeReason,
+    })),
+    prices: r.priceRevisions.map(toPriceView),
+  };
 }
