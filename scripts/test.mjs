@@ -10,7 +10,7 @@ import path from 'node:path';
 import { startKafka } from './kafka.mjs';
 import { ensurePostgres, recreateDatabase } from './postgres.mjs';
 import { ensurePrismaClient } from './prisma-generate.mjs';
-import { contentKey, ROOT, runTs, startServices } from './services.mjs';
+import { contentKey, portOf, ROOT, runTs, SERVICES, startServices } from './services.mjs';
 
 const only = (process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'unit,int,e2e').split(',');
 const log = (msg) => console.log(`[test] ${msg}`);
@@ -82,6 +82,7 @@ async function main() {
     log('starting the stack for e2e tests');
     const services = await startServices({ env: e2eEnv, logDir });
     stops.push(services.stop);
+    failed = !(await checkOpenApi(e2eEnv)) || failed;
     failed =
       (await jest('jest.e2e.config.js', {
         ...e2eEnv,
@@ -94,6 +95,36 @@ async function main() {
       })) !== 0 || failed;
   }
   return finish(failed);
+}
+
+/**
+ * The committed OpenAPI documents (docs/openapi/<service>.json) must match what the running
+ * services publish at /docs/openapi.json. UPDATE_OPENAPI=1 rewrites them instead of failing.
+ */
+async function checkOpenApi(env) {
+  const dir = path.join(ROOT, 'docs', 'openapi');
+  fs.mkdirSync(dir, { recursive: true });
+  let ok = true;
+  for (const s of SERVICES.filter((x) => x.name !== 'provider-sim' && fs.existsSync(path.join(ROOT, x.entry)))) {
+    const res = await fetch(`http://127.0.0.1:${portOf(s, env)}/docs/openapi.json`);
+    const live = JSON.stringify(await res.json(), null, 2) + '\n';
+    const file = path.join(dir, `${s.name}.json`);
+    const committed = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+    if (committed === live) {
+      totals.passed += 1;
+      continue;
+    }
+    if (process.env.UPDATE_OPENAPI === '1') {
+      fs.writeFileSync(file, live);
+      log(`updated ${path.relative(ROOT, file)}`);
+      totals.passed += 1;
+      continue;
+    }
+    ok = false;
+    totals.failed += 1;
+    console.error(`[test] ${path.relative(ROOT, file)} is stale: run UPDATE_OPENAPI=1 npm test -- --only=e2e and commit it`);
+  }
+  return ok;
 }
 
 async function finish(failed) {
