@@ -1,5 +1,5 @@
 /**
- * @jest-environment ./apps/provider-sim/test/node-undici.environment.ts
+ * @jest-environment ./libs/testing/src/node-undici.environment.ts
  */
 // Drives the simulator in-process with the official OpenAI and Google GenAI SDKs.
 import { ApiError, GoogleGenAI } from '@google/genai';

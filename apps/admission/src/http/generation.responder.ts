@@ -66,6 +66,8 @@ export class GenerationResponder {
     if (reply.kind === 'error') {
       res.setHeader('x-gateway-returned-candidates', String(reply.returned_candidates ?? 0));
       const code = reply.code === 'deadline_exceeded' ? 'deadline_exceeded' : reply.code === 'invalid_request' ? 'invalid_request' : 'upstream_error';
+      // A route that refuses what its contract promised will refuse again: retrying only spends.
+      if (reply.code === 'upstream_contract_failure') res.setHeader('x-should-retry', 'false');
       writeDenial(res.req, res, new DomainError(code, reply.message));
       return code;
     }

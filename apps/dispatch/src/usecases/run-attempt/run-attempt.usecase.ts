@@ -105,7 +105,7 @@ export class RunAttempt {
       // An error answer is the provider's own evidence that nothing was generated.
       const parsed: ParsedResponse = { providerRequestId: null, candidates: [], promptBlockReason: null, usage: { inputTokens: 0, cachedInputTokens: 0, outputTokensTotal: 0, reasoningTokens: 0 } };
       await this.finish(ctx, 'failed', contractFailure ? `contract failure: provider refused ${cmd.effective_candidates} candidates (${code})` : `provider answered ${statusCode}${code ? ` ${code}` : ''}`, statusCode, parsed, 'provider_response');
-      await this.reply(ctx, { kind: 'error', http_status: 502, code: 'upstream_error', message: contractFailure ? `the route refused ${cmd.effective_candidates} candidates (${code}); not retried` : `provider error ${statusCode}${code ? ` (${code})` : ''}`, ...this.counts(ctx, null) });
+      await this.reply(ctx, { kind: 'error', http_status: 502, code: contractFailure ? 'upstream_contract_failure' : 'upstream_error', message: contractFailure ? `the route refused ${cmd.effective_candidates} candidates (${code}); not retried` : `provider error ${statusCode}${code ? ` (${code})` : ''}`, ...this.counts(ctx, null) });
       return;
     }
     const parsed = adapter.parseResponse(body, headers);

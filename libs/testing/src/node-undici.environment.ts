@@ -2,7 +2,7 @@
 // dispatcher (a Symbol-keyed global jest does not copy). @google/genai 2.x looks that symbol up on
 // globalThis for every request and fails with "Undici globalDispatcher is not available" without it.
 // This environment shares the real dispatcher with the sandbox. Use with
-// `/** @jest-environment ./apps/provider-sim/test/node-undici.environment.ts */`.
+// `/** @jest-environment ./libs/testing/src/node-undici.environment.ts */`.
 import type { EnvironmentContext, JestEnvironmentConfig } from '@jest/environment';
 import { TestEnvironment } from 'jest-environment-node';
 
