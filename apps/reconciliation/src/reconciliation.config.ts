@@ -1,0 +1,36 @@
+import { z } from 'zod';
+
+export interface SweepConfig {
+  /** how often the sweeper runs; 0 disables the timer (tests call the use case directly) */
+  intervalMs: number;
+  /** how long past its action deadline an in-flight attempt must be before it counts as orphaned */
+  orphanGraceMs: number;
+  /**
+   * margin past the dispatch deadline before an admitted action is voided, so a dispatcher whose
+   * clock runs slightly behind ours cannot still be claiming it
+   */
+  dispatchClockSkewMs: number;
+  /** rows examined per kind and sweep */
+  batchSize: number;
+}
+
+export const SWEEP_CONFIG = 'RECONCILIATION_SWEEP_CONFIG';
+
+const ms = z.coerce.number().int().nonnegative();
+const schema = z.object({
+  RECONCILIATION_SWEEP_MS: ms.default(5000),
+  RECONCILIATION_ORPHAN_GRACE_MS: ms.default(60000),
+  RECONCILIATION_DISPATCH_SKEW_MS: ms.default(2000),
+  RECONCILIATION_SWEEP_BATCH: z.coerce.number().int().min(1).max(10000).default(200),
+});
+
+export function sweepConfigFromEnv(env: NodeJS.ProcessEnv = process.env): SweepConfig {
+  const present = Object.fromEntries(Object.entries(env).filter(([k, v]) => k.startsWith('RECONCILIATION_') && v !== undefined && v !== ''));
+  const parsed = schema.parse(present);
+  return {
+    intervalMs: parsed.RECONCILIATION_SWEEP_MS,
+    orphanGraceMs: parsed.RECONCILIATION_ORPHAN_GRACE_MS,
+    dispatchClockSkewMs: parsed.RECONCILIATION_DISPATCH_SKEW_MS,
+    batchSize: parsed.RECONCILIATION_SWEEP_BATCH,
+  };
+}

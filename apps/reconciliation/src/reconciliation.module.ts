@@ -1,0 +1,36 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { CatalogRepository, Database, ReconciliationRepository } from '@gateway/db';
+import { CoreModule, CoreOptions } from '@gateway/service-kit';
+import { CasesController } from './http/cases.controller';
+import { ExposureController } from './http/exposure.controller';
+import { SWEEP_CONFIG, SweepConfig } from './reconciliation.config';
+import { ReconciliationMetrics } from './reconciliation.metrics';
+import { SweepScheduler } from './schedulers/sweep.scheduler';
+import { ImportUsage } from './usecases/import-usage/import-usage.usecase';
+import { ListCases } from './usecases/list-cases/list-cases.usecase';
+import { QueryExposure } from './usecases/query-exposure/query-exposure.usecase';
+import { ReleaseCase } from './usecases/release-case/release-case.usecase';
+import { SweepReservations } from './usecases/sweep-reservations/sweep-reservations.usecase';
+
+@Module({})
+export class ReconciliationModule {
+  static register(core: CoreOptions & { sweep: SweepConfig }): DynamicModule {
+    return {
+      module: ReconciliationModule,
+      imports: [CoreModule.forService(core)],
+      controllers: [CasesController, ExposureController],
+      providers: [
+        { provide: SWEEP_CONFIG, useValue: core.sweep },
+        { provide: ReconciliationRepository, useFactory: (db: Database) => new ReconciliationRepository(db), inject: [Database] },
+        { provide: CatalogRepository, useFactory: (db: Database) => new CatalogRepository(db), inject: [Database] },
+        ReconciliationMetrics,
+        SweepReservations,
+        ImportUsage,
+        ReleaseCase,
+        ListCases,
+        QueryExposure,
+        SweepScheduler,
+      ],
+    };
+  }
+}

@@ -1,0 +1,127 @@
+import { DomainError } from '@gateway/domain';
+import { catalogWith, InMemoryReconciliationStore, RecordingOutbox, silentLog } from '../../../test/in-memory-store';
+import { ReconciliationError } from '../../reconciliation.errors';
+import { SweepReservations } from '../sweep-reservations/sweep-reservations.usecase';
+import { importUsageCommand } from './import-usage.command';
+import { ImportUsage } from './import-usage.usecase';
+
+const NOW = new Date('2026-11-30T10:00:00Z');
+const LATER = new Date('2026-11-30T12:00:00Z');
+
+const EVIDENCE = { provider_request_id: 'chatcmpl-123', input_tokens: 1000, cached_input_tokens: 200, output_tokens_total: 300, reasoning_tokens: 100 };
+// input 800 × 2.5 = 2000, cached 200 × 1.25 = 250, visible output 200 × 10 = 2000, reasoning 100 × 10 = 1000 → 5250
+const COST = 5250n;
+
+/** An orphaned attempt turned into a case by the real sweeper, so the fixture is what production makes. */
+async function orphanCase(reservedMicrousd = 20_000n) {
+  const store = new InMemoryReconciliationStore();
+  const outbox = new RecordingOutbox();
+  store.addAccount('acct-wl', 1_000_000n);
+  store.addAdmitted({ actionId: 'a1', reservedMicrousd, accountIds: ['acct-wl'], deadlineAt: new Date('2026-11-30T09:00:00Z'), dispatchDeadlineAt: new Date('2026-11-30T08:59:00Z') });
+  store.addAttempt({ attemptId: 't1', actionId: 'a1' });
+  const sweep = new SweepReservations(store, outbox, { intervalMs: 0, orphanGraceMs: 60_000, dispatchClockSkewMs: 0, batchSize: 10 }, silentLog);
+  const [orphan] = (await sweep.execute(NOW)).orphans;
+  outbox.events.length = 0;
+  return { store, outbox, caseId: orphan.caseId, importUsage: new ImportUsage(store, catalogWith(), outbox, silentLog) };
+}
+
+describe('ImportUsage', () => {
+  it('settles the attempt from the export, releases the rest of the exposure, resolves the case and publishes usage.settled', async () => {
+    const { store, outbox, caseId, importUsage } = await orphanCase();
+
+    const result = await importUsage.execute(importUsageCommand(caseId, EVIDENCE, 'fin-ops'), LATER);
+
+    expect(result).toMatchObject({
+      case_id: caseId,
+      status: 'resolved',
+      usage_source: 'provider_export',
+      price_revision: 'price-1',
+      cost_microusd: '5250',
+      cost_microusd_by_category: { input: '2000', cached_input: '250', output: '2000', reasoning: '1000' },
+      settled_microusd: '5250',
+      released_microusd: '14750',
+      overrun_microusd: '0',
+      reservation_status: 'settled',
+    });
+    expect(store.s.ledger.get('t1')).toMatchObject({ usageSource: 'provider_export', costMicrousd: COST, priceRevisionId: 'price-1', providerRequestId: 'chatcmpl-123', totalTokens: 1300 });
+    expect(store.s.attempts.get('t1')).toMatchObject({ status: 'settled', usageSource: 'provider_export' });
+    expect(store.s.reservations.get('a1')).toMatchObject({ status: 'settled', settledMicrousd: COST, unresolvedMicrousd: 0n, releasedMicrousd: 14_750n });
+    expect(store.s.accounts.get('acct-wl')).toMatchObject({ pendingMicrousd: 0n, unresolvedMicrousd: 0n, settledMicrousd: COST });
+    expect(store.s.cases.get(caseId)).toMatchObject({ status: 'resolved', resolvedBy: 'fin-ops', resolvedAt: LATER });
+    expect(outbox.events).toEqual([
+      {
+        topic: 'usageSettled',
+        key: 'wl-1',
+        payload: expect.objectContaining({ usage_source: 'provider_export', cost_microusd: '5250', input_tokens: 1000, output_tokens_total: 300, total_tokens: 1300, attempt_id: 't1', provider_request_id: 'chatcmpl-123' }),
+      },
+    ]);
+  });
+
+  it('records an overrun when the provider billed more than was held', async () => {
+    const { store, caseId, importUsage } = await orphanCase(5_000n);
+    const result = await importUsage.execute(importUsageCommand(caseId, EVIDENCE, 'fin-ops'), LATER);
+    expect(result).toMatchObject({ settled_microusd: '5250', released_microusd: '0', overrun_microusd: '250' });
+    expect(store.s.accounts.get('acct-wl')).toMatchObject({ pendingMicrousd: 0n, unresolvedMicrousd: 0n, settledMicrousd: COST });
+  });
+
+  it('settles a case once: a second import is refused and changes nothing', async () => {
+    const { store, outbox, caseId, importUsage } = await orphanCase();
+    await importUsage.execute(importUsageCommand(caseId, EVIDENCE, 'fin-ops'), LATER);
+    await expect(importUsage.execute(importUsageCommand(caseId, EVIDENCE, 'fin-ops'), LATER)).rejects.toMatchObject({ code: 'case_already_resolved' });
+    expect(store.s.accounts.get('acct-wl')!.settledMicrousd).toBe(COST);
+    expect(outbox.events).toHaveLength(1);
+  });
+
+  it('refuses evidence for a different provider request than the attempt recorded', async () => {
+    const { store, caseId, importUsage } = await orphanCase();
+    store.s.cases.get(caseId)!.providerRequestId = 'chatcmpl-other';
+    await expect(importUsage.execute(importUsageCommand(caseId, EVIDENCE, 'x'), LATER)).rejects.toMatchObject({ code: 'provider_request_mismatch' });
+    expect(store.s.ledger.size).toBe(0);
+  });
+
+  it('refuses an unknown case', async () => {
+    const { importUsage } = await orphanCase();
+    await expect(importUsage.execute(importUsageCommand('nope', EVIDENCE, 'x'), LATER)).rejects.toEqual(expect.any(ReconciliationError));
+  });
+
+  it('refuses evidence for an attempt that already has its ledger row', async () => {
+    const { store, importUsage } = await orphanCase();
+    store.addCase({ id: 'shortfall', actionId: 'a1', attemptId: 't1', reason: 'candidate_shortfall_unexplained', providerRequestId: null, exposureMicrousd: 0n, details: {}, openedAt: NOW });
+    store.s.attempts.get('t1')!.status = 'settled';
+    await expect(importUsage.execute(importUsageCommand('shortfall', EVIDENCE, 'x'), LATER)).rejects.toMatchObject({ code: 'attempt_already_settled' });
+  });
+
+  it('fails without a trace when the price revision is missing (nothing half-written)', async () => {
+    const { store, caseId } = await orphanCase();
+    const importUsage = new ImportUsage(store, catalogWith(null), new RecordingOutbox(), silentLog);
+    await expect(importUsage.execute(importUsageCommand(caseId, EVIDENCE, 'x'), LATER)).rejects.toThrow(/price revision/);
+    expect(store.s.cases.get(caseId)!.status).toBe('open');
+    expect(store.s.ledger.size).toBe(0);
+  });
+});
+
+describe('importUsageCommand', () => {
+  it.each([
+    [{ ...EVIDENCE, input_tokens: undefined }, 'input_tokens'],
+    [{ ...EVIDENCE, reasoning_tokens: undefined }, 'reasoning_tokens'],
+    [{ ...EVIDENCE, output_tokens_total: -1 }, 'output_tokens_total'],
+    [{ ...EVIDENCE, input_tokens: 1.5 }, 'input_tokens'],
+    [{ ...EVIDENCE, cached_input_tokens: 2000 }, 'cached_input_tokens'],
+    [{ ...EVIDENCE, reasoning_tokens: 400 }, 'reasoning_tokens'],
+    [{ ...EVIDENCE, provider_request_id: '' }, 'provider_request_id'],
+    [{ ...EVIDENCE, output_tokens: 3 }, ''],
+  ])('rejects %o naming %s (a missing count is never zero)', (body, param) => {
+    try {
+      importUsageCommand('c1', body, 'x');
+      throw new Error('accepted');
+    } catch (err) {
+      expect(err).toBeInstanceOf(DomainError);
+      expect(err).toMatchObject({ code: 'invalid_request' });
+      if (param) expect((err as DomainError).param).toBe(param);
+    }
+  });
+
+  it('rejects a missing body', () => {
+    expect(() => importUsageCommand('c1', undefined, 'x')).toThrow(DomainError);
+  });
+});

@@ -1,0 +1,143 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import type { Logger } from 'pino';
+import type { ReconciliationRequiredV1 } from '@gateway/contracts';
+import { OutboxRepository, ReconciliationRepository, ReconciliationStore } from '@gateway/db';
+import { actionMachine, attemptMachine } from '@gateway/domain';
+import { InjectLogger } from '@gateway/service-kit';
+import { SWEEP_CONFIG, SweepConfig } from '../../reconciliation.config';
+import { planOrphans, planVoid } from '../../rules/holds';
+import { sanitisedFields } from '../sanitised-fields';
+
+export const ORPHANED_ATTEMPT = 'orphaned_attempt';
+
+export interface SweepReport {
+  /** admitted actions whose command can no longer be dispatched: reservation voided, action expired */
+  voidedActionIds: string[];
+  /** attempts left in flight by a dispatcher that died: each now has an open case */
+  orphans: Array<{ actionId: string; attemptId: string; caseId: string; exposureMicrousd: bigint }>;
+}
+
+/**
+ * The sweeper (DESIGN §9): no reservation leaks forever.
+ *
+ * (a) An action still `admitted` after its dispatch deadline is provably undispatchable (dispatch
+ *     refuses expired commands): its pending hold is released, the reservation voided, the
+ *     action expired and its in-flight slot returned — once, under the action's row lock.
+ * (b) An attempt still `in_flight` well past its action's deadline lost its dispatcher mid-call.
+ *     The provider may have billed it, so its share of the pending hold becomes unresolved
+ *     exposure on an `orphaned_attempt` case and `reconciliation.required` is published. Its
+ *     usage is unknown, never zero.
+ *
+ * Each action is handled in its own transaction; one failure does not stop the sweep.
+ */
+@Injectable()
+export class SweepReservations {
+  constructor(
+    @Inject(ReconciliationRepository) private readonly store: ReconciliationStore,
+    @Inject(OutboxRepository) private readonly outbox: Pick<OutboxRepository, 'append'>,
+    @Inject(SWEEP_CONFIG) private readonly config: SweepConfig,
+    @InjectLogger() private readonly log: Pick<Logger, 'info' | 'warn' | 'error'>,
+  ) {}
+
+  async execute(now: Date): Promise<SweepReport> {
+    const report: SweepReport = { voidedActionIds: [], orphans: [] };
+    const voidCutoff = new Date(now.getTime() - this.config.dispatchClockSkewMs);
+    for (const actionId of await this.store.admittedPastDispatchDeadline(voidCutoff, this.config.batchSize)) {
+      try {
+        if (await this.voidUndispatched(actionId, voidCutoff, now)) report.voidedActionIds.push(actionId);
+      } catch (err) {
+        this.log.error({ action_id: actionId, error: (err as Error).message }, 'sweeper could not void an undispatched action');
+      }
+    }
+    const orphanCutoff = new Date(now.getTime() - this.config.orphanGraceMs);
+    for (const actionId of await this.store.actionsWithInFlightAttemptsPastDeadline(orphanCutoff, this.config.batchSize)) {
+      try {
+        report.orphans.push(...(await this.reconcileOrphans(actionId, orphanCutoff, now)));
+      } catch (err) {
+        this.log.error({ action_id: actionId, error: (err as Error).message }, 'sweeper could not reconcile orphaned attempts');
+      }
+    }
+    if (report.voidedActionIds.length > 0 || report.orphans.length > 0) {
+      this.log.info({ voided: report.voidedActionIds.length, orphaned: report.orphans.length }, 'sweep');
+    }
+    return report;
+  }
+
+  private voidUndispatched(actionId: string, cutoff: Date, now: Date): Promise<boolean> {
+    return this.store.transaction(async (tx) => {
+      const action = await this.store.lockUndispatchedExpiredAction(tx, actionId, cutoff);
+      if (!action) return false; // dispatched, already swept, or held by another sweeper right now
+      // A claim means a dispatcher got the command in time: not provably undispatchable.
+      if (await this.store.hasDispatchClaim(tx, actionId)) return false;
+      const reservation = await this.store.lockReservation(tx, actionId);
+      if (reservation?.status === 'pending') {
+        await this.store.moveHold(tx, reservation, {
+          ...planVoid(reservation),
+          reason: 'voided: command never dispatched before its dispatch deadline',
+          now,
+        });
+      } else if (reservation) {
+        this.log.warn({ action_id: actionId, reservation_status: reservation.status }, 'undispatched action whose reservation is no longer pending; expiring without moving money');
+      }
+      await this.store.setActionStatus(tx, actionId, actionMachine.transition(action.status, 'expire'), 'expired: not dispatched before its dispatch deadline', now);
+      await this.store.releaseInFlightSlot(tx, action.workloadId);
+      return true;
+    });
+  }
+
+  private reconcileOrphans(actionId: string, cutoff: Date, now: Date): Promise<SweepReport['orphans']> {
+    return this.store.transaction(async (tx) => {
+      const attempts = await this.store.lockOrphanedAttempts(tx, actionId, cutoff);
+      if (attempts.length === 0) return [];
+      const reservation = await this.store.lockReservation(tx, actionId);
+      const action = await this.store.lockAction(tx, actionId);
+      if (!action) return [];
+      const plan = reservation ? planOrphans(reservation, attempts.length) : null;
+      const out: SweepReport['orphans'] = [];
+      for (const [i, attempt] of attempts.entries()) {
+        const exposure = plan?.exposuresMicrousd[i] ?? 0n;
+        const caseId = randomUUID();
+        const opened = await this.store.openCase(tx, {
+          id: caseId,
+          actionId,
+          attemptId: attempt.id,
+          reason: ORPHANED_ATTEMPT,
+          providerRequestId: attempt.providerRequestId,
+          exposureMicrousd: exposure,
+          details: {
+            attempt_no: attempt.attemptNo,
+            attempt_role: attempt.role,
+            started_at: attempt.startedAt.toISOString(),
+            action_deadline_at: action.deadlineAt.toISOString(),
+            orphan_grace_ms: this.config.orphanGraceMs,
+            reserved_microusd: reservation ? reservation.reservedMicrousd.toString() : null,
+          },
+          openedAt: now,
+        });
+        // in_flight has no direct edge to reconciliation_required: the call was cut, then needs evidence.
+        const cut = attemptMachine.transition(attempt.status, 'cut');
+        await this.store.setAttemptStatus(tx, attempt.id, attemptMachine.transition(cut, 'require_reconciliation'), 'orphaned: still in flight past the action deadline; usage unknown', now);
+        if (!opened) continue;
+        const event: ReconciliationRequiredV1 = {
+          ...sanitisedFields(action, attempt, now, null),
+          event_id: randomUUID(),
+          case_id: caseId,
+          reason: ORPHANED_ATTEMPT,
+          exposure_microusd: exposure.toString(),
+        };
+        await this.outbox.append(tx, 'reconciliationRequired', action.workloadId, event);
+        out.push({ actionId, attemptId: attempt.id, caseId, exposureMicrousd: exposure });
+      }
+      if (reservation && plan && (plan.movement.fromPendingMicrousd > 0n || plan.movement.status !== reservation.status)) {
+        await this.store.moveHold(tx, reservation, { ...plan.movement, reason: `${attempts.length} orphaned attempt(s): pending hold kept as unresolved exposure`, now });
+      }
+      if (!actionMachine.terminal(action.status)) {
+        await this.store.setActionStatus(tx, actionId, actionMachine.transition(action.status, 'fail'), 'failed: dispatcher lost the attempt mid-call', now);
+        // The slot is the action's: dispatch returns it when it finishes an action, so only here.
+        await this.store.releaseInFlightSlot(tx, action.workloadId);
+      }
+      return out;
+    });
+  }
+}

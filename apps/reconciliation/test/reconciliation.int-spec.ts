@@ -1,0 +1,387 @@
+/**
+ * Reconciliation against the real Postgres and Kafka: the sweeper (concurrent sweepers void a
+ * reservation exactly once; an orphaned attempt becomes a case with unresolved exposure), usage
+ * import, operator release and exposure through the HTTP API, events through outbox and Kafka.
+ *
+ * Runs in a throwaway database created on the server of DATABASE_URL and migrated here. Rows that
+ * admission and dispatch would write are inserted directly, with ids unique to each test.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Client } from 'pg';
+import type { ReconciliationRequiredV1, UsageSettledV1 } from '@gateway/contracts';
+import { budgetAccountId, Database, migrate, OutboxRepository, ReconciliationRepository } from '@gateway/db';
+import { KafkaBus } from '@gateway/messaging';
+import type { RunningService } from '@gateway/service-kit';
+import { eventually, Seeder } from '@gateway/testing';
+import { startReconciliation } from '../src/app';
+import { SweepReservations } from '../src/usecases/sweep-reservations/sweep-reservations.usecase';
+
+const SERVER_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
+const BROKERS = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
+const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
+const SWEEP = { intervalMs: 0, orphanGraceMs: 60_000, dispatchClockSkewMs: 2_000, batchSize: 500 };
+const PERIOD = new Date('2026-11-01T00:00:00Z');
+const MIN = 60_000;
+
+function urlFor(database: string): string {
+  const url = new URL(SERVER_URL);
+  url.pathname = `/${database}`;
+  url.searchParams.delete('schema');
+  return url.toString();
+}
+
+/** The server's maintenance connection: DATABASE_URL's own database when it exists, else `postgres`. */
+async function adminClient(): Promise<Client> {
+  for (const candidate of [SERVER_URL, urlFor('postgres')]) {
+    const c = new Client({ connectionString: candidate });
+    try {
+      await c.connect();
+      return c;
+    } catch {
+      await c.end().catch(() => undefined);
+    }
+  }
+  throw new Error(`cannot reach the Postgres server of ${SERVER_URL}`);
+}
+
+const dbName = `recon_int_${process.pid}_${randomBytes(4).toString('hex')}`;
+const url = urlFor(dbName);
+let db: Database;
+let service: RunningService;
+let bus: KafkaBus;
+let operatorToken: string;
+let financeToken: string;
+const routeId = `route-${randomBytes(4).toString('hex')}`;
+const priceId = `price-${routeId}-v1`;
+const required: ReconciliationRequiredV1[] = [];
+const settled: UsageSettledV1[] = [];
+
+beforeAll(async () => {
+  const admin = await adminClient();
+  try {
+    await admin.query(`CREATE DATABASE "${dbName}"`);
+  } finally {
+    await admin.end();
+  }
+  await migrate(url);
+  db = new Database(url);
+  const seed = new Seeder(db);
+  await seed.route({ routeId, alias: `alias-${routeId}`, providerKind: 'openai-chat', upstreamBaseUrl: 'http://127.0.0.1:1', upstreamModel: 'gpt-test' });
+  operatorToken = await seed.operator('ops-anna', ['operator']);
+  financeToken = await seed.operator('fin-bob', ['finance']);
+
+  bus = new KafkaBus({ brokers: BROKERS.split(','), clientId: `recon-int-${process.pid}`, logger: quiet });
+  await bus.connect();
+  await bus.ensureTopics();
+  await bus.subscribe('reconciliationRequired', { groupId: `recon-int-${randomUUID()}`, fromBeginning: false }, async (e) => {
+    required.push(e);
+  });
+  await bus.subscribe('usageSettled', { groupId: `recon-int-${randomUUID()}`, fromBeginning: false }, async (e) => {
+    settled.push(e);
+  });
+
+  service = await startReconciliation({
+    ...process.env,
+    DATABASE_URL: url,
+    KAFKA_BROKERS: BROKERS,
+    RECONCILIATION_PORT: '0',
+    RECONCILIATION_SWEEP_MS: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+  });
+});
+
+afterAll(async () => {
+  await service?.close();
+  await bus?.disconnect();
+  await db?.close();
+  const admin = await adminClient();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
+  } finally {
+    await admin.end();
+  }
+});
+
+// ------------------------------------------------------------------------------ fixtures
+
+interface Scenario {
+  workloadId: string;
+  actionId: string;
+  accountId: string;
+}
+
+/** What admission's transaction leaves behind: budget account hold, in-flight slot, action, reservation. */
+async function admitted(opts: { reservedMicrousd: bigint; deadlineAt: Date; dispatchDeadlineAt: Date; workloadId?: string; budgetMicrousd?: bigint }): Promise<Scenario> {
+  const workloadId = opts.workloadId ?? `wl-${randomUUID()}`;
+  const actionId = randomUUID();
+  const accountId = budgetAccountId('workload', workloadId, PERIOD);
+  const now = new Date();
+  await db.prisma.budgetAccount.upsert({
+    where: { id: accountId },
+    create: { id: accountId, scope: 'workload', scopeId: workloadId, periodStart: PERIOD, budgetMicrousd: opts.budgetMicrousd ?? 1_000_000n, pendingMicrousd: opts.reservedMicrousd },
+    update: { pendingMicrousd: { increment: opts.reservedMicrousd } },
+  });
+  await db.prisma.quotaCounter.upsert({
+    where: { scope_scopeId_windowStart: { scope: 'workload', scopeId: workloadId, windowStart: new Date(0) } },
+    create: { scope: 'workload', scopeId: workloadId, windowStart: new Date(0), inFlight: 1 },
+    update: { inFlight: { increment: 1 } },
+  });
+  await db.prisma.action.create({
+    data: {
+      id: actionId,
+      workloadId,
+      environment: 'dev',
+      routeId,
+      routeVersion: 1,
+      modelAlias: `alias-${routeId}`,
+      apiKind: 'openai-chat',
+      streamMode: 'none',
+      requestedCandidates: null,
+      effectiveCandidates: 1,
+      outputCeiling: 256,
+      inputTokensEstimate: 100,
+      requestFingerprint: randomUUID(),
+      status: 'admitted',
+      statusReason: 'admitted',
+      deadlineAt: opts.deadlineAt,
+      dispatchDeadlineAt: opts.dispatchDeadlineAt,
+      createdAt: now,
+      updatedAt: now,
+    },
+  });
+  await db.prisma.reservation.create({
+    data: {
+      id: randomUUID(),
+      actionId,
+      workloadAccountId: accountId,
+      reservedOutputTokens: 256,
+      reservedMicrousd: opts.reservedMicrousd,
+      priceRevisionId: priceId,
+      status: 'pending',
+      statusReason: 'reserved at admission',
+      createdAt: now,
+      updatedAt: now,
+    },
+  });
+  return { workloadId, actionId, accountId };
+}
+
+/** What dispatch's claim leaves behind when its process dies mid-call. */
+async function inFlightAttempt(s: Scenario): Promise<string> {
+  const attemptId = randomUUID();
+  const now = new Date();
+  await db.prisma.dispatchClaim.create({ data: { actionId: s.actionId, attemptNo: 1, claimedBy: 'dispatch-dead', claimedAt: now } });
+  await db.prisma.attempt.create({
+    data: { id: attemptId, actionId: s.actionId, attemptNo: 1, role: 'primary', routeId, routeVersion: 1, status: 'in_flight', statusReason: 'sent upstream', effectiveCandidates: 1, startedAt: now, updatedAt: now },
+  });
+  await db.prisma.action.update({ where: { id: s.actionId }, data: { status: 'dispatched' } });
+  return attemptId;
+}
+
+async function orphanedCase(reservedMicrousd: bigint): Promise<Scenario & { attemptId: string; caseId: string }> {
+  const s = await admitted({ reservedMicrousd, deadlineAt: new Date(Date.now() - 2 * MIN), dispatchDeadlineAt: new Date(Date.now() - 3 * MIN) });
+  const attemptId = await inFlightAttempt(s);
+  await sweeper().execute(new Date());
+  const c = await db.prisma.reconciliationCase.findFirstOrThrow({ where: { attemptId } });
+  return { ...s, attemptId, caseId: c.id };
+}
+
+/** A sweeper with its own connection pool, like a second reconciliation instance. */
+function sweeper(): SweepReservations {
+  const own = new Database(url, { poolMax: 4 });
+  opened.push(own);
+  return new SweepReservations(new ReconciliationRepository(own), new OutboxRepository(own), SWEEP, quiet);
+}
+const opened: Database[] = [];
+afterAll(async () => {
+  await Promise.all(opened.map((d) => d.close()));
+});
+
+const account = (id: string) => db.prisma.budgetAccount.findUniqueOrThrow({ where: { id } });
+const inFlight = async (workloadId: string) =>
+  (await db.prisma.quotaCounter.findUniqueOrThrow({ where: { scope_scopeId_windowStart: { scope: 'workload', scopeId: workloadId, windowStart: new Date(0) } } })).inFlight;
+
+async function http(method: 'GET' | 'POST', path: string, token: string | null, body?: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${service.url}${path}`, {
+    method,
+    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    body: body !== undefined ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+// ------------------------------------------------------------------------------ tests
+
+describe('sweeper: admitted actions past their dispatch deadline', () => {
+  it('two concurrent sweeps void the reservation exactly once and budget pending returns to 0', async () => {
+    const s = await admitted({ reservedMicrousd: 5_000n, deadlineAt: new Date(Date.now() - MIN), dispatchDeadlineAt: new Date(Date.now() - MIN) });
+    expect((await account(s.accountId)).pendingMicrousd).toBe(5_000n);
+
+    const now = new Date();
+    const reports = await Promise.all([sweeper().execute(now), sweeper().execute(now)]);
+
+    expect(reports.flatMap((r) => r.voidedActionIds).filter((id) => id === s.actionId)).toEqual([s.actionId]);
+    const acct = await account(s.accountId);
+    expect({ pending: acct.pendingMicrousd, unresolved: acct.unresolvedMicrousd, settled: acct.settledMicrousd }).toEqual({ pending: 0n, unresolved: 0n, settled: 0n });
+    const r = await db.prisma.reservation.findUniqueOrThrow({ where: { actionId: s.actionId } });
+    expect(r).toMatchObject({ status: 'voided', releasedMicrousd: 5_000n, settledMicrousd: 0n, unresolvedMicrousd: 0n });
+    expect((await db.prisma.action.findUniqueOrThrow({ where: { id: s.actionId } })).status).toBe('expired');
+    expect(await inFlight(s.workloadId)).toBe(0);
+  });
+
+  it('many actions on one budget, three sweepers at once: each voided once, nothing left pending', async () => {
+    const workloadId = `wl-${randomUUID()}`;
+    const past = new Date(Date.now() - MIN);
+    const scenarios: Scenario[] = [];
+    for (let i = 0; i < 15; i++) scenarios.push(await admitted({ workloadId, reservedMicrousd: 1_000n + BigInt(i), deadlineAt: past, dispatchDeadlineAt: past }));
+    const now = new Date();
+    const reports = await Promise.all([sweeper().execute(now), sweeper().execute(now), sweeper().execute(now)]);
+    const voided = reports.flatMap((r) => r.voidedActionIds).filter((id) => scenarios.some((s) => s.actionId === id));
+    expect(voided.sort()).toEqual(scenarios.map((s) => s.actionId).sort());
+    expect((await account(scenarios[0].accountId)).pendingMicrousd).toBe(0n);
+    expect(await inFlight(workloadId)).toBe(0);
+  });
+
+  it('leaves an action whose dispatch deadline has not passed', async () => {
+    const s = await admitted({ reservedMicrousd: 700n, deadlineAt: new Date(Date.now() + MIN), dispatchDeadlineAt: new Date(Date.now() + MIN) });
+    await sweeper().execute(new Date());
+    expect((await db.prisma.reservation.findUniqueOrThrow({ where: { actionId: s.actionId } })).status).toBe('pending');
+    expect((await account(s.accountId)).pendingMicrousd).toBe(700n);
+  });
+});
+
+describe('sweeper: attempts orphaned in flight', () => {
+  it('opens an orphaned_attempt case with the pending hold as unresolved exposure and publishes reconciliation.required', async () => {
+    const s = await admitted({ reservedMicrousd: 9_000n, deadlineAt: new Date(Date.now() - 2 * MIN), dispatchDeadlineAt: new Date(Date.now() - 3 * MIN) });
+    const attemptId = await inFlightAttempt(s);
+
+    const reports = await Promise.all([sweeper().execute(new Date()), sweeper().execute(new Date())]);
+
+    expect(reports.flatMap((r) => r.orphans).filter((o) => o.attemptId === attemptId)).toHaveLength(1);
+    const cases = await db.prisma.reconciliationCase.findMany({ where: { attemptId } });
+    expect(cases).toHaveLength(1);
+    expect(cases[0]).toMatchObject({ reason: 'orphaned_attempt', status: 'open', exposureMicrousd: 9_000n });
+    const acct = await account(s.accountId);
+    expect({ pending: acct.pendingMicrousd, unresolved: acct.unresolvedMicrousd, settled: acct.settledMicrousd }).toEqual({ pending: 0n, unresolved: 9_000n, settled: 0n });
+    expect(await db.prisma.reservation.findUniqueOrThrow({ where: { actionId: s.actionId } })).toMatchObject({ status: 'unresolved', unresolvedMicrousd: 9_000n });
+    expect(await db.prisma.attempt.findUniqueOrThrow({ where: { id: attemptId } })).toMatchObject({ status: 'reconciliation_required', inputTokens: null, outputTokensTotal: null });
+    expect((await db.prisma.action.findUniqueOrThrow({ where: { id: s.actionId } })).status).toBe('failed');
+    expect(await inFlight(s.workloadId)).toBe(0);
+
+    const event = await eventually(() => required.find((e) => e.case_id === cases[0].id), { what: 'reconciliation.required on Kafka' });
+    expect(event).toMatchObject({ reason: 'orphaned_attempt', exposure_microusd: '9000', workload_id: s.workloadId, attempt_id: attemptId, input_tokens: null, usage_source: null });
+  });
+
+  it('leaves an in-flight attempt alone within the grace period after its deadline', async () => {
+    const s = await admitted({ reservedMicrousd: 900n, deadlineAt: new Date(Date.now() - 10_000), dispatchDeadlineAt: new Date(Date.now() - 20_000) });
+    const attemptId = await inFlightAttempt(s);
+    await sweeper().execute(new Date());
+    expect((await db.prisma.attempt.findUniqueOrThrow({ where: { id: attemptId } })).status).toBe('in_flight');
+    expect(await db.prisma.reconciliationCase.count({ where: { attemptId } })).toBe(0);
+  });
+});
+
+describe('HTTP: cases, usage import, operator release, exposure', () => {
+  it('lists open cases of a workload for finance; refuses without a token', async () => {
+    const o = await orphanedCase(4_000n);
+    expect((await http('GET', `/cases?status=open&workload_id=${o.workloadId}`, null)).status).toBe(401);
+    const res = await http('GET', `/cases?status=open&workload_id=${o.workloadId}`, financeToken);
+    expect(res.status).toBe(200);
+    expect(res.body.cases).toEqual([
+      expect.objectContaining({ case_id: o.caseId, action_id: o.actionId, attempt_id: o.attemptId, workload_id: o.workloadId, reason: 'orphaned_attempt', status: 'open', exposure_microusd: '4000' }),
+    ]);
+    expect((await http('GET', '/cases?status=closed', financeToken)).body.error.code).toBe('invalid_request');
+  });
+
+  it('import-usage settles the attempt at the reservation price, releases the rest and publishes usage.settled', async () => {
+    const o = await orphanedCase(20_000n);
+    const evidence = { provider_request_id: `chatcmpl-${randomUUID()}`, input_tokens: 1000, cached_input_tokens: 200, output_tokens_total: 300, reasoning_tokens: 100 };
+
+    const res = await http('POST', `/cases/${o.caseId}/import-usage`, financeToken, evidence);
+
+    // $2.50/$1.25/$10/$10 per MTok: 800 input 2000 + 200 cached 250 + 200 output 2000 + 100 reasoning 1000
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ case_id: o.caseId, cost_microusd: '5250', settled_microusd: '5250', released_microusd: '14750', overrun_microusd: '0', price_revision: priceId, reservation_status: 'settled' });
+    const acct = await account(o.accountId);
+    expect({ pending: acct.pendingMicrousd, unresolved: acct.unresolvedMicrousd, settled: acct.settledMicrousd }).toEqual({ pending: 0n, unresolved: 0n, settled: 5_250n });
+    expect(await db.prisma.ledgerEntry.findUniqueOrThrow({ where: { attemptId: o.attemptId } })).toMatchObject({ usageSource: 'provider_export', costMicrousd: 5_250n, priceRevisionId: priceId, inputTokens: 1000, outputTokensTotal: 300 });
+    expect(await db.prisma.reservation.findUniqueOrThrow({ where: { actionId: o.actionId } })).toMatchObject({ status: 'settled', settledMicrousd: 5_250n, unresolvedMicrousd: 0n, releasedMicrousd: 14_750n });
+    expect(await db.prisma.reconciliationCase.findUniqueOrThrow({ where: { id: o.caseId } })).toMatchObject({ status: 'resolved', resolvedBy: 'fin-bob' });
+    expect(await db.prisma.attempt.findUniqueOrThrow({ where: { id: o.attemptId } })).toMatchObject({ status: 'settled', usageSource: 'provider_export', inputTokens: 1000 });
+
+    const event = await eventually(() => settled.find((e) => e.attempt_id === o.attemptId), { what: 'usage.settled on Kafka' });
+    expect(event).toMatchObject({ usage_source: 'provider_export', cost_microusd: '5250', provider_request_id: evidence.provider_request_id, total_tokens: 1300, workload_id: o.workloadId });
+
+    const again = await http('POST', `/cases/${o.caseId}/import-usage`, financeToken, evidence);
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('case_already_resolved');
+    expect(await db.prisma.ledgerEntry.count({ where: { attemptId: o.attemptId } })).toBe(1);
+  });
+
+  it('import-usage rejects incomplete evidence: a missing count is not zero', async () => {
+    const o = await orphanedCase(1_000n);
+    const res = await http('POST', `/cases/${o.caseId}/import-usage`, operatorToken, { provider_request_id: 'x', input_tokens: 10, cached_input_tokens: 0, output_tokens_total: 5 });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'reasoning_tokens' });
+    expect((await http('POST', `/cases/${randomUUID()}/import-usage`, operatorToken, { provider_request_id: 'x', input_tokens: 1, cached_input_tokens: 0, output_tokens_total: 1, reasoning_tokens: 0 })).status).toBe(404);
+  });
+
+  it('operator release requires the operator role and a reason, then releases the unresolved exposure', async () => {
+    const o = await orphanedCase(6_000n);
+
+    expect((await http('POST', `/cases/${o.caseId}/release`, financeToken, { reason: 'not billed' })).status).toBe(403);
+    const noReason = await http('POST', `/cases/${o.caseId}/release`, operatorToken, {});
+    expect(noReason.status).toBe(400);
+    expect(noReason.body.error).toMatchObject({ code: 'invalid_request', param: 'reason' });
+    expect((await http('POST', `/cases/${o.caseId}/release`, operatorToken, { reason: '' })).status).toBe(400);
+    expect((await account(o.accountId)).unresolvedMicrousd).toBe(6_000n);
+
+    const res = await http('POST', `/cases/${o.caseId}/release`, operatorToken, { reason: 'provider dashboard shows no such request' });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ case_id: o.caseId, usage_source: 'operator', released_microusd: '6000', resolved_by: 'ops-anna', reservation_status: 'released' });
+    const acct = await account(o.accountId);
+    expect({ pending: acct.pendingMicrousd, unresolved: acct.unresolvedMicrousd, settled: acct.settledMicrousd }).toEqual({ pending: 0n, unresolved: 0n, settled: 0n });
+    expect(await db.prisma.reconciliationCase.findUniqueOrThrow({ where: { id: o.caseId } })).toMatchObject({
+      status: 'resolved',
+      resolvedBy: 'ops-anna',
+      resolution: 'provider dashboard shows no such request',
+    });
+    expect(await db.prisma.attempt.findUniqueOrThrow({ where: { id: o.attemptId } })).toMatchObject({ status: 'settled', usageSource: 'operator', inputTokens: null });
+    expect(await db.prisma.ledgerEntry.count({ where: { attemptId: o.attemptId } })).toBe(0);
+    expect((await http('POST', `/cases/${o.caseId}/release`, operatorToken, { reason: 'twice' })).body.error.code).toBe('case_already_resolved');
+  });
+
+  it('exposure shows settled, unresolved and pending per account as separate integer strings', async () => {
+    const workloadId = `wl-${randomUUID()}`;
+    const open = await admitted({ workloadId, reservedMicrousd: 3_000n, deadlineAt: new Date(Date.now() + MIN), dispatchDeadlineAt: new Date(Date.now() + MIN), budgetMicrousd: 50_000n });
+    const orphan = await admitted({ workloadId, reservedMicrousd: 2_000n, deadlineAt: new Date(Date.now() - 2 * MIN), dispatchDeadlineAt: new Date(Date.now() - 3 * MIN) });
+    await inFlightAttempt(orphan);
+    await sweeper().execute(new Date());
+
+    const res = await http('GET', `/exposure?workload_id=${workloadId}`, financeToken);
+
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      workload_id: workloadId,
+      accounts: [
+        {
+          account_id: open.accountId,
+          scope: 'workload',
+          scope_id: workloadId,
+          period_start: PERIOD.toISOString(),
+          settled_microusd: '0',
+          unresolved_microusd: '2000',
+          pending_microusd: '3000',
+          budget_microusd: '50000',
+          updated_at: expect.any(String),
+        },
+      ],
+    });
+  });
+
+  it('publishes an OpenAPI document with the reconciliation operations', async () => {
+    const paths = Object.keys(service.openapi.paths);
+    expect(paths).toEqual(expect.arrayContaining(['/cases', '/cases/{id}/import-usage', '/cases/{id}/release', '/exposure']));
+  });
+});
