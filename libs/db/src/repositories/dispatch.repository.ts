@@ -49,6 +49,8 @@ export class DispatchRepository {
   async claim(input: ClaimInput): Promise<ClaimResult> {
     try {
       return await this.db.transaction(async (tx) => {
+        // Row lock: the reconciliation sweeper may be expiring this very action.
+        await tx.$queryRaw`SELECT id FROM action WHERE id = ${input.actionId} FOR UPDATE`;
         const action = await tx.action.findUnique({ where: { id: input.actionId } });
         if (!action) return { ok: false, reason: 'not_dispatchable' } as const;
         if (action.dispatchDeadlineAt <= input.now) return { ok: false, reason: 'expired' } as const;
