@@ -122,9 +122,9 @@ export class KafkaBus {
       allowAutoTopicCreation: false,
       maxWaitTimeInMs: 100,
       minBytes: 1,
-      sessionTimeout: 10000,
+      sessionTimeout: 6000,
       rebalanceTimeout: 10000,
-      heartbeatInterval: 1000,
+      heartbeatInterval: 500,
       retry: { initialRetryTime: 100, retries: 10 },
     });
     await consumer.connect();
