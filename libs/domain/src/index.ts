@@ -15,3 +15,4 @@ export * from './state-machines';
 export * from './acceptance';
 export * from './idempotency';
 export * from './admission';
+export * from './holds';

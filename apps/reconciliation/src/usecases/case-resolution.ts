@@ -1,6 +1,6 @@
 import type { ReconciliationActionView, ReconciliationAttemptView, ReconciliationCaseView, ReconciliationStore, ReservationView, Tx } from '@gateway/db';
 import { actionMachine } from '@gateway/domain';
-import { CaseResolutionPlan, planCaseResolution } from '../rules/holds';
+import { CaseResolutionPlan, planCaseResolution } from '@gateway/domain';
 import { ReconciliationError } from '../reconciliation.errors';
 
 export interface OpenCase {

@@ -6,7 +6,7 @@ import { OutboxRepository, ReconciliationRepository, ReconciliationStore } from 
 import { actionMachine, attemptMachine } from '@gateway/domain';
 import { InjectLogger } from '@gateway/service-kit';
 import { SWEEP_CONFIG, SweepConfig } from '../../reconciliation.config';
-import { planOrphans, planVoid } from '../../rules/holds';
+import { planOrphans, planVoid } from '@gateway/domain';
 import { sanitisedFields } from '../sanitised-fields';
 
 export const ORPHANED_ATTEMPT = 'orphaned_attempt';

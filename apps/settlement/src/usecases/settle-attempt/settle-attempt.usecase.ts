@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { AttemptCompletedV1, ReconciliationRequiredV1, UsageSettledV1 } from '@gateway/contracts';
 import { CatalogRepository, OutboxRepository, ProcessedEventRepository, ReservationView, SettlementRepository, Tx } from '@gateway/db';
-import { attemptMachine, AttemptState, priceUsage, reservationMachine, ReservationState } from '@gateway/domain';
+import { attemptMachine, AttemptState, pendingOf, priceUsage, reservationMachine, ReservationState } from '@gateway/domain';
 import { handleOnce } from '@gateway/messaging';
 import { InjectLogger } from '@gateway/service-kit';
 
@@ -206,11 +206,6 @@ export class SettleAttempt {
     const explained = e.candidates.some((c) => c.outcome !== 'ok') || e.prompt_block_reason !== null;
     return e.candidates.length < effective && !explained;
   }
-}
-
-function pendingOf(r: ReservationView): bigint {
-  const p = r.reservedMicrousd - r.settledMicrousd - r.unresolvedMicrousd - r.releasedMicrousd;
-  return p > 0n ? p : 0n;
 }
 
 function min(a: bigint, b: bigint): bigint {

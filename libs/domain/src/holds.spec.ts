@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { InvalidTransitionError } from '@gateway/domain';
+import { InvalidTransitionError } from './state-machines';
 import { Hold, pendingOf, planCaseResolution, planOrphans, planVoid } from './holds';
 
 const hold = (over: Partial<Hold> = {}): Hold => ({

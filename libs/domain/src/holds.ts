@@ -6,7 +6,7 @@
  *
  * These are domain rules; they live beside the app until libs/domain takes them.
  */
-import { reservationMachine, ReservationState } from '@gateway/domain';
+import { reservationMachine, ReservationState } from './state-machines';
 
 export interface Hold {
   status: ReservationState;
