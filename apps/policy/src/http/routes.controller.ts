@@ -1,0 +1,94 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Put, Req, UseFilters } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Request } from 'express';
+import { AddPriceRevision } from '../usecases/add-price-revision/add-price-revision.usecase';
+import { addPriceRevisionBody } from '../usecases/add-price-revision/add-price-revision.command';
+import { CreateRoute } from '../usecases/create-route/create-route.usecase';
+import { createRouteBody } from '../usecases/create-route/create-route.command';
+import { GetRoute } from '../usecases/get-route/get-route.usecase';
+import { parseBody } from '../usecases/input';
+import { ListRoutes } from '../usecases/list-routes/list-routes.usecase';
+import { UpdateRouteContract } from '../usecases/update-route-contract/update-route-contract.usecase';
+import { updateRouteContractBody } from '../usecases/update-route-contract/update-route-contract.command';
+import { VerifyRoute } from '../usecases/verify-route/verify-route.usecase';
+import { verifyRouteBody } from '../usecases/verify-route/verify-route.command';
+import { bodySchema } from './openapi';
+import { PolicyAuth } from './policy-auth';
+import { PolicyErrorFilter } from './policy-error';
+
+@ApiTags('routes')
+@ApiBearerAuth()
+@ApiResponse({ status: 400, description: 'invalid_request: the body failed validation (param names the field)' })
+@ApiResponse({ status: 401, description: 'unauthorized: missing or unknown operator token' })
+@ApiResponse({ status: 403, description: 'forbidden: wrong role, or a workload key' })
+@UseFilters(PolicyErrorFilter)
+@Controller('routes')
+export class RoutesController {
+  constructor(
+    private readonly auth: PolicyAuth,
+    private readonly createRoute: CreateRoute,
+    private readonly updateContract: UpdateRouteContract,
+    private readonly listRoutes: ListRoutes,
+    private readonly getRoute: GetRoute,
+    private readonly verifyRoute: VerifyRoute,
+    private readonly addPriceRevision: AddPriceRevision,
+  ) {}
+
+  @Post()
+  @ApiOperation({ summary: 'Create a route: alias + contract version 1 (unverified). Role: operator' })
+  @ApiBody({ schema: bodySchema(createRouteBody) })
+  @ApiResponse({ status: 409, description: 'route_exists / alias_taken' })
+  async create(@Req() req: Request, @Body() body: unknown) {
+    const op = await this.auth.require(req, ['operator']);
+    return this.createRoute.execute(op, parseBody(createRouteBody, body));
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'Routes with their current contract and verification state (verified / unverified / stale). Role: operator' })
+  async list(@Req() req: Request) {
+    await this.auth.require(req, ['operator']);
+    return this.listRoutes.execute();
+  }
+
+  @Get(':id')
+  @ApiOperation({ summary: 'One route: every contract version with its verification state, and its price revisions. Role: operator' })
+  @ApiResponse({ status: 404, description: 'not_found' })
+  async get(@Req() req: Request, @Param('id') id: string) {
+    await this.auth.require(req, ['operator']);
+    return this.getRoute.execute(id);
+  }
+
+  @Put(':id/contract')
+  @ApiOperation({
+    summary: 'Replace the contract: any change appends a new, unverified version; the same contract again is a no-op. Role: operator',
+  })
+  @ApiBody({ schema: bodySchema(updateRouteContractBody) })
+  @ApiResponse({ status: 404, description: 'not_found' })
+  @ApiResponse({ status: 409, description: 'alias_taken' })
+  async putContract(@Req() req: Request, @Param('id') id: string, @Body() body: unknown) {
+    const op = await this.auth.require(req, ['operator']);
+    return this.updateContract.execute(op, id, parseBody(updateRouteContractBody, body));
+  }
+
+  @Post(':id/verify')
+  @HttpCode(200)
+  @ApiOperation({
+    summary:
+      'Record verification (verified_at / verified_by) of the current version. probe=true first sends a 2-candidate request with a tiny output cap upstream and refuses unless 2 candidates with aggregate usage come back. Role: operator',
+  })
+  @ApiBody({ schema: bodySchema(verifyRouteBody) })
+  @ApiResponse({ status: 409, description: 'probe_failed / version_not_current' })
+  async verify(@Req() req: Request, @Param('id') id: string, @Body() body: unknown) {
+    const op = await this.auth.require(req, ['operator']);
+    return this.verifyRoute.execute(op, id, parseBody(verifyRouteBody, body ?? {}));
+  }
+
+  @Post(':id/prices')
+  @ApiOperation({ summary: 'Add an immutable price revision (integer micro-USD per 1M tokens per category). Role: operator or finance' })
+  @ApiBody({ schema: bodySchema(addPriceRevisionBody) })
+  @ApiResponse({ status: 409, description: 'price_revision_exists' })
+  async addPrice(@Req() req: Request, @Param('id') id: string, @Body() body: unknown) {
+    const op = await this.auth.require(req, ['operator', 'finance']);
+    return this.addPriceRevision.execute(op, id, parseBody(addPriceRevisionBody, body));
+  }
+}

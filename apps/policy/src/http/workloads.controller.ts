@@ -1,0 +1,64 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Put, Req, UseFilters } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Request } from 'express';
+import { GetWorkload } from '../usecases/get-workload/get-workload.usecase';
+import { parseBody } from '../usecases/input';
+import { IssueApiKey } from '../usecases/issue-api-key/issue-api-key.usecase';
+import { PutWorkload } from '../usecases/put-workload/put-workload.usecase';
+import { putWorkloadBody } from '../usecases/put-workload/put-workload.command';
+import { RevokeApiKey } from '../usecases/revoke-api-key/revoke-api-key.usecase';
+import { revokeApiKeyBody } from '../usecases/revoke-api-key/revoke-api-key.command';
+import { bodySchema } from './openapi';
+import { PolicyAuth } from './policy-auth';
+import { PolicyErrorFilter } from './policy-error';
+
+@ApiTags('workloads')
+@ApiBearerAuth()
+@ApiResponse({ status: 400, description: 'invalid_request: the body failed validation (param names the field)' })
+@ApiResponse({ status: 401, description: 'unauthorized: missing or unknown operator token' })
+@ApiResponse({ status: 403, description: 'forbidden: wrong role, or a workload key' })
+@UseFilters(PolicyErrorFilter)
+@Controller('workloads')
+export class WorkloadsController {
+  constructor(
+    private readonly auth: PolicyAuth,
+    private readonly putWorkload: PutWorkload,
+    private readonly getWorkload: GetWorkload,
+    private readonly issueKey: IssueApiKey,
+    private readonly revokeKey: RevokeApiKey,
+  ) {}
+
+  @Put(':id')
+  @ApiOperation({ summary: 'Create or replace a workload policy (money as integer micro-USD). Role: operator' })
+  @ApiBody({ schema: bodySchema(putWorkloadBody) })
+  async put(@Req() req: Request, @Param('id') id: string, @Body() body: unknown) {
+    const op = await this.auth.require(req, ['operator']);
+    return this.putWorkload.execute(op, id, parseBody(putWorkloadBody, body));
+  }
+
+  @Get(':id')
+  @ApiOperation({ summary: 'A workload policy and its keys (prefix and status only). Role: operator' })
+  @ApiResponse({ status: 404, description: 'not_found' })
+  async get(@Req() req: Request, @Param('id') id: string) {
+    await this.auth.require(req, ['operator']);
+    return this.getWorkload.execute(id);
+  }
+
+  @Post(':id/keys')
+  @ApiOperation({ summary: 'Issue a workload key (gw_…); the key is in this response only, just its SHA-256 is stored. Role: operator' })
+  @ApiResponse({ status: 404, description: 'not_found' })
+  async issue(@Req() req: Request, @Param('id') id: string) {
+    const op = await this.auth.require(req, ['operator']);
+    return this.issueKey.execute(op, id);
+  }
+
+  @Post(':id/keys/:keyId/revoke')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Revoke a workload key (reason required); effective on the next admission request. Role: operator' })
+  @ApiBody({ schema: bodySchema(revokeApiKeyBody) })
+  @ApiResponse({ status: 409, description: 'key_already_revoked' })
+  async revoke(@Req() req: Request, @Param('id') id: string, @Param('keyId') keyId: string, @Body() body: unknown) {
+    const op = await this.auth.require(req, ['operator']);
+    return this.revokeKey.execute(op, id, keyId, parseBody(revokeApiKeyBody, body));
+  }
+}

@@ -1,0 +1,72 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { CatalogRepository, Database, ExceptionRepository, OutboxRepository } from '@gateway/db';
+import { CoreModule, CoreOptions } from '@gateway/service-kit';
+import { CLOCK, ENTROPY, systemClock, systemEntropy } from './clock';
+import { EXPIRY_SWEEP_MS, ExpirySweeper } from './expiry-sweeper';
+import { ExceptionsController } from './http/exceptions.controller';
+import { PolicyAuth } from './http/policy-auth';
+import { RoutesController } from './http/routes.controller';
+import { WorkloadsController } from './http/workloads.controller';
+import { RouteProbe } from './probe/route-probe';
+import { AddPriceRevision } from './usecases/add-price-revision/add-price-revision.usecase';
+import { CreateRoute } from './usecases/create-route/create-route.usecase';
+import { DecideException } from './usecases/decide-exception/decide-exception.usecase';
+import { ExpireExceptions } from './usecases/expire-exceptions/expire-exceptions.usecase';
+import { GetException } from './usecases/get-exception/get-exception.usecase';
+import { GetRoute } from './usecases/get-route/get-route.usecase';
+import { GetWorkload } from './usecases/get-workload/get-workload.usecase';
+import { IssueApiKey } from './usecases/issue-api-key/issue-api-key.usecase';
+import { ListExceptions } from './usecases/list-exceptions/list-exceptions.usecase';
+import { ListRoutes } from './usecases/list-routes/list-routes.usecase';
+import { PutWorkload } from './usecases/put-workload/put-workload.usecase';
+import { RequestException } from './usecases/request-exception/request-exception.usecase';
+import { RevokeApiKey } from './usecases/revoke-api-key/revoke-api-key.usecase';
+import { RevokeException } from './usecases/revoke-exception/revoke-exception.usecase';
+import { UpdateRouteContract } from './usecases/update-route-contract/update-route-contract.usecase';
+import { VerifyRoute } from './usecases/verify-route/verify-route.usecase';
+
+export interface PolicyOptions extends CoreOptions {
+  probeTimeoutMs: number;
+  expirySweepMs: number;
+}
+
+@Module({})
+export class PolicyModule {
+  static register(opts: PolicyOptions): DynamicModule {
+    return {
+      module: PolicyModule,
+      imports: [CoreModule.forService(opts)],
+      controllers: [RoutesController, WorkloadsController, ExceptionsController],
+      providers: [
+        { provide: CLOCK, useValue: systemClock },
+        { provide: ENTROPY, useValue: systemEntropy },
+        { provide: EXPIRY_SWEEP_MS, useValue: opts.expirySweepMs },
+        { provide: RouteProbe, useValue: new RouteProbe({ timeoutMs: opts.probeTimeoutMs }) },
+        { provide: CatalogRepository, useFactory: (db: Database) => new CatalogRepository(db), inject: [Database] },
+        {
+          provide: ExceptionRepository,
+          useFactory: (db: Database, outbox: OutboxRepository) => new ExceptionRepository(db, outbox),
+          inject: [Database, OutboxRepository],
+        },
+        PolicyAuth,
+        CreateRoute,
+        UpdateRouteContract,
+        ListRoutes,
+        GetRoute,
+        VerifyRoute,
+        AddPriceRevision,
+        PutWorkload,
+        GetWorkload,
+        IssueApiKey,
+        RevokeApiKey,
+        RequestException,
+        DecideException,
+        RevokeException,
+        ListExceptions,
+        GetException,
+        ExpireExceptions,
+        ExpirySweeper,
+      ],
+    };
+  }
+}

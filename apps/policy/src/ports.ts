@@ -1,0 +1,24 @@
+import type { CatalogRepository, ExceptionRepository, PolicyRepository } from '@gateway/db';
+
+/**
+ * The slices of the repositories each use case needs. Use cases inject the real classes under
+ * these narrow types, so their specs can hand in small in-memory fakes.
+ */
+export type RouteStore = Pick<
+  PolicyRepository,
+  | 'createRoute'
+  | 'putRouteContract'
+  | 'routeById'
+  | 'routeIdByAlias'
+  | 'listRoutes'
+  | 'verifyCurrentVersion'
+  | 'recordVerificationNotes'
+  | 'putPrice'
+  | 'priceById'
+>;
+export type WorkloadStore = Pick<
+  PolicyRepository,
+  'putWorkload' | 'workloadById' | 'addApiKey' | 'apiKeyById' | 'revokeApiKey' | 'routeIdByAlias'
+>;
+export type ExceptionStore = Pick<ExceptionRepository, 'create' | 'findById' | 'eventsOf' | 'list' | 'transition' | 'dueForExpiry'>;
+export type WorkloadKeyLookup = Pick<CatalogRepository, 'workloadByKeyHash'>;

@@ -1,0 +1,9 @@
+import { z } from 'zod';
+import { text } from '../input';
+
+/** POST /exceptions/{id}/approve: a note is optional. */
+export const approveExceptionBody = z.object({ reason: text(1000).optional() }).strict();
+/** POST /exceptions/{id}/reject: the requester is owed a reason. */
+export const rejectExceptionBody = z.object({ reason: text(1000) }).strict();
+
+export type DecideExceptionCommand = { decision: 'approve' | 'reject'; reason?: string };

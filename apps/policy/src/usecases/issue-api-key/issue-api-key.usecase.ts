@@ -1,0 +1,43 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { PolicyRepository } from '@gateway/db';
+import type { Operator } from '@gateway/service-kit';
+import { Clock, CLOCK, ENTROPY, Entropy } from '../../clock';
+import { PolicyError } from '../../http/policy-error';
+import type { WorkloadStore } from '../../ports';
+import { apiKeyJson } from '../views';
+
+export const KEY_PREFIX_LENGTH = 11;
+
+/**
+ * Issues a workload key: `gw_` + 32 random bytes in base64url. Only its SHA-256 (hex) and a short
+ * prefix are stored; the key itself is in this response and nowhere else.
+ */
+@Injectable()
+export class IssueApiKey {
+  constructor(
+    @Inject(PolicyRepository) private readonly workloads: WorkloadStore,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(ENTROPY) private readonly entropy: Entropy,
+  ) {}
+
+  async execute(op: Operator, workloadId: string) {
+    const workload = await this.workloads.workloadById(workloadId);
+    if (!workload) throw new PolicyError('not_found', `workload ${workloadId} not found`);
+    const key = `gw_${this.entropy.bytes(32).toString('base64url')}`;
+    const id = randomUUID();
+    await this.workloads.addApiKey(
+      {
+        id,
+        workloadId,
+        keyHash: createHash('sha256').update(key, 'utf8').digest('hex'),
+        keyPrefix: key.slice(0, KEY_PREFIX_LENGTH),
+        actor: op.subject,
+      },
+      this.clock.now(),
+    );
+    const stored = await this.workloads.apiKeyById(id);
+    if (!stored) throw new Error(`key ${id} was not stored`);
+    return { ...apiKeyJson(stored), key, note: 'store this key now: it is shown once and only its hash is kept' };
+  }
+}

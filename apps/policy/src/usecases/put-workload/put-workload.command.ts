@@ -1,0 +1,33 @@
+import { z } from 'zod';
+import { int, microusd, text } from '../input';
+import { routeAlias } from '../route-contract.schema';
+
+const aliasList = (max: number) =>
+  z
+    .array(routeAlias)
+    .max(max)
+    .refine((a) => new Set(a).size === a.length, 'must not repeat an alias');
+
+/**
+ * PUT /workloads/{id}: the whole policy of a workload (a replace, not a patch). Money and limits
+ * without a safe default are required.
+ */
+export const putWorkloadBody = z
+  .object({
+    team: text(100),
+    environment: text(64),
+    default_max_candidates: int(1, 128).default(1),
+    per_candidate_output_ceiling: int(1),
+    budget_microusd: microusd,
+    budget_period: z.enum(['day', 'month']),
+    allowed_aliases: aliasList(100).default([]),
+    fallback_chain: aliasList(10).default([]),
+    allow_length: z.boolean().default(false),
+    allow_content_filter: z.boolean().default(false),
+    deadline_ms: int(100, 600_000).default(30_000),
+    max_in_flight: int(1, 100_000).default(16),
+    tokens_per_minute: int(1).nullable().default(null),
+    reason: text(500).optional(),
+  })
+  .strict();
+export type PutWorkloadCommand = z.output<typeof putWorkloadBody>;

@@ -1,0 +1,18 @@
+import { z } from 'zod';
+import { int, isoInstant, microusd, resourceId, text } from '../input';
+
+/** POST /exceptions: a time-boxed request to raise a workload's candidate limit. */
+export const requestExceptionBody = z
+  .object({
+    owner: text(200),
+    workload_id: resourceId,
+    route_id: resourceId.nullable().optional(),
+    max_candidates: int(2, 128),
+    per_candidate_output_ceiling: int(1),
+    budget_microusd: microusd,
+    expires_at: isoInstant,
+    justification: text(2000),
+    allows_streaming: z.boolean().default(false),
+  })
+  .strict();
+export type RequestExceptionCommand = z.output<typeof requestExceptionBody>;

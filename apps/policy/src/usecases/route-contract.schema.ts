@@ -1,0 +1,70 @@
+import { z } from 'zod';
+import { providerKind } from '@gateway/contracts';
+import type { RouteContractInput, RouteContractVersionView } from '@gateway/db';
+import { int, text } from './input';
+
+/**
+ * The documented facts of a route contract (DESIGN §7 "Route contract"). `candidate_param` and
+ * `output_cap_semantics` must be stated, even as null: null means "undocumented", and admission
+ * then fails closed for more than one candidate.
+ */
+export const contractFields = {
+  provider_kind: providerKind,
+  upstream_base_url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2000),
+  upstream_model: text(200),
+  candidate_param: text(64).nullable(),
+  max_candidates: int(1, 128),
+  output_cap_param: text(64),
+  output_cap_semantics: z.enum(['per_candidate', 'shared']).nullable(),
+  usage_shape: text(200),
+  streaming_usage: text(200),
+  gateway_version: text(64),
+  client_library_version: text(128),
+  verification_ttl_seconds: int(60),
+};
+
+/** Model aliases travel in `model` and in Gemini URL paths, so no `/` or `:`. */
+export const routeAlias = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'must be 1-128 characters of letters, digits, . _ - (starting with a letter or digit)');
+
+export type ContractFields = z.output<z.ZodObject<typeof contractFields>>;
+
+export function toContractInput(routeId: string, alias: string, c: ContractFields, actor: string, reason: string): RouteContractInput {
+  return {
+    routeId,
+    alias,
+    providerKind: c.provider_kind,
+    upstreamBaseUrl: c.upstream_base_url,
+    upstreamModel: c.upstream_model,
+    candidateParam: c.candidate_param,
+    maxCandidates: c.max_candidates,
+    outputCapParam: c.output_cap_param,
+    outputCapSemantics: c.output_cap_semantics,
+    usageShape: c.usage_shape,
+    streamingUsage: c.streaming_usage,
+    gatewayVersion: c.gateway_version,
+    clientLibraryVersion: c.client_library_version,
+    verificationTtlSeconds: c.verification_ttl_seconds,
+    actor,
+    reason,
+  };
+}
+
+/** Whether a proposed contract differs from a stored version in any documented fact. */
+export function contractDiffers(v: RouteContractVersionView, c: ContractFields): boolean {
+  return (
+    v.providerKind !== c.provider_kind ||
+    v.upstreamBaseUrl !== c.upstream_base_url ||
+    v.upstreamModel !== c.upstream_model ||
+    v.candidateParam !== c.candidate_param ||
+    v.maxCandidates !== c.max_candidates ||
+    v.outputCapParam !== c.output_cap_param ||
+    v.outputCapSemantics !== c.output_cap_semantics ||
+    v.usageShape !== c.usage_shape ||
+    v.streamingUsage !== c.streaming_usage ||
+    v.gatewayVersion !== c.gateway_version ||
+    v.clientLibraryVersion !== c.client_library_version ||
+    v.verificationTtlSeconds !== c.verification_ttl_seconds
+  );
+}

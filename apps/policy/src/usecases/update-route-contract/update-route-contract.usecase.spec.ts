@@ -1,0 +1,78 @@
+import { FakeClock, InMemoryPolicyStore } from '../../testing/in-memory-policy.store';
+import { olga, routeCommand, T0 } from '../../testing/fixtures';
+import { CreateRoute } from '../create-route/create-route.usecase';
+import { UpdateRouteContract } from './update-route-contract.usecase';
+
+describe('UpdateRouteContract', () => {
+  const setup = async () => {
+    const store = new InMemoryPolicyStore();
+    const clock = new FakeClock(T0);
+    await new CreateRoute(store, clock).execute(olga, routeCommand());
+    await store.verifyCurrentVersion('rt-openai', 1, 'olga', {}, T0);
+    const { id: _id, ...contract } = routeCommand();
+    return { store, contract, update: new UpdateRouteContract(store, clock) };
+  };
+
+  it.each([
+    ['upstream model', { upstream_model: 'gpt-4.1-mini' }],
+    ['gateway version', { gateway_version: '0.2.0' }],
+    ['client library version', { client_library_version: 'openai@7.0.0' }],
+    ['cap semantics', { output_cap_semantics: null }],
+    ['provider kind', { provider_kind: 'openai-compatible' as const }],
+    ['verification TTL', { verification_ttl_seconds: 7200 }],
+  ])('a change of %s appends a new unverified version; the old one keeps its verification', async (_what, change) => {
+    const { store, contract, update } = await setup();
+    const route = await update.execute(olga, 'rt-openai', { ...contract, ...change });
+    expect(route).toMatchObject({ changed: true, current_version: 2, verification_state: 'unverified' });
+    expect(route.versions.map((v) => [v.version, v.current, v.verification_state])).toEqual([
+      [2, true, 'unverified'],
+      [1, false, 'verified'],
+    ]);
+    expect(store.changes.at(-1)).toMatchObject({ entity: 'route', change: 'contract version 2' });
+  });
+
+  it('re-sending the current contract changes nothing', async () => {
+    const { store, contract, update } = await setup();
+    const before = store.changes.length;
+    const route = await update.execute(olga, 'rt-openai', contract);
+    expect(route).toMatchObject({ changed: false, current_version: 1, verification_state: 'verified' });
+    expect(store.changes).toHaveLength(before);
+  });
+
+  it('renames the alias unless another route has it', async () => {
+    const { store, contract, update } = await setup();
+    await store.createRoute({ ...toInput('rt-gemini', 'approved-gemini') }, T0);
+    await expect(update.execute(olga, 'rt-openai', { ...contract, alias: 'approved-gemini' })).rejects.toMatchObject({
+      code: 'alias_taken',
+    });
+    const renamed = await update.execute(olga, 'rt-openai', { ...contract, alias: 'approved-cheap' });
+    expect(renamed).toMatchObject({ alias: 'approved-cheap', current_version: 2 });
+  });
+
+  it('is 404 for an unknown route (and does not create it)', async () => {
+    const { store, contract, update } = await setup();
+    await expect(update.execute(olga, 'nope', contract)).rejects.toMatchObject({ code: 'not_found' });
+    expect(store.routes.has('nope')).toBe(false);
+  });
+});
+
+function toInput(routeId: string, alias: string) {
+  return {
+    routeId,
+    alias,
+    providerKind: 'gemini-generate',
+    upstreamBaseUrl: 'http://g.test',
+    upstreamModel: 'gemini-2.5-flash',
+    candidateParam: 'candidateCount',
+    maxCandidates: 4,
+    outputCapParam: 'maxOutputTokens',
+    outputCapSemantics: 'per_candidate',
+    usageShape: 'gemini.usageMetadata',
+    streamingUsage: 'final_chunk_usageMetadata',
+    gatewayVersion: '0.1.0',
+    clientLibraryVersion: '@google/genai@2.32.0',
+    verificationTtlSeconds: 3600,
+    actor: 'olga',
+    reason: 'test',
+  };
+}

@@ -1,0 +1,172 @@
+import type {
+  ApiKeyView,
+  ExceptionEventView,
+  ExceptionView,
+  PriceRevisionView,
+  RouteContractVersionView,
+  RouteView,
+  WorkloadView,
+} from '@gateway/db';
+import { contractStatus, effectiveExceptionStatus } from '@gateway/domain';
+
+/**
+ * JSON shapes of the policy API: snake_case, money as integer micro-USD strings, instants as ISO
+ * strings, statuses as of `now` (a verification past its TTL reads `stale`, an exception past
+ * its expiry reads `expired`, whatever the stored row says).
+ */
+
+export function contractVersionJson(v: RouteContractVersionView, currentVersion: number, now: Date) {
+  return {
+    version: v.version,
+    current: v.version === currentVersion,
+    provider_kind: v.providerKind,
+    upstream_base_url: v.upstreamBaseUrl,
+    upstream_model: v.upstreamModel,
+    candidate_param: v.candidateParam,
+    max_candidates: v.maxCandidates,
+    output_cap_param: v.outputCapParam,
+    output_cap_semantics: v.outputCapSemantics,
+    usage_shape: v.usageShape,
+    streaming_usage: v.streamingUsage,
+    gateway_version: v.gatewayVersion,
+    client_library_version: v.clientLibraryVersion,
+    verification_ttl_seconds: v.verificationTtlSeconds,
+    verification_state: contractStatus(v, now),
+    verified_at: iso(v.verifiedAt),
+    verified_by: v.verifiedBy,
+    verification_expires_at: v.verifiedAt ? new Date(v.verifiedAt.getTime() + v.verificationTtlSeconds * 1000).toISOString() : null,
+    verification_notes: v.verificationNotes ?? null,
+    created_at: v.createdAt.toISOString(),
+    created_by: v.createdBy,
+    change_reason: v.changeReason,
+  };
+}
+
+export function priceJson(p: PriceRevisionView) {
+  return {
+    id: p.id,
+    route_id: p.routeId,
+    effective_from: p.effectiveFrom.toISOString(),
+    input_per_mtok_microusd: p.inputPerMTokMicrousd.toString(),
+    cached_input_per_mtok_microusd: p.cachedInputPerMTokMicrousd.toString(),
+    output_per_mtok_microusd: p.outputPerMTokMicrousd.toString(),
+    reasoning_per_mtok_microusd: p.reasoningPerMTokMicrousd.toString(),
+    created_at: p.createdAt.toISOString(),
+    created_by: p.createdBy,
+    reason: p.reason,
+  };
+}
+
+export function currentVersionOf(r: RouteView): RouteContractVersionView {
+  const v = r.versions.find((x) => x.version === r.currentVersion);
+  if (!v) throw new Error(`route ${r.id} has no row for its current version ${r.currentVersion}`);
+  return v;
+}
+
+/** The price in force at `now`: latest effective_from ≤ now (what admission would use). */
+export function priceInForce(r: RouteView, now: Date): PriceRevisionView | null {
+  return (
+    r.prices
+      .filter((p) => p.effectiveFrom.getTime() <= now.getTime())
+      .sort((a, b) => b.effectiveFrom.getTime() - a.effectiveFrom.getTime())[0] ?? null
+  );
+}
+
+export function routeSummaryJson(r: RouteView, now: Date) {
+  const current = currentVersionOf(r);
+  return {
+    id: r.id,
+    alias: r.alias,
+    current_version: r.currentVersion,
+    verification_state: contractStatus(current, now),
+    created_at: r.createdAt.toISOString(),
+    contract: contractVersionJson(current, r.currentVersion, now),
+    price_in_force: mapOrNull(priceInForce(r, now), priceJson),
+  };
+}
+
+export function routeJson(r: RouteView, now: Date) {
+  return {
+    ...routeSummaryJson(r, now),
+    versions: r.versions.map((v) => contractVersionJson(v, r.currentVersion, now)),
+    prices: r.prices.map(priceJson),
+  };
+}
+
+export function apiKeyJson(k: ApiKeyView) {
+  return {
+    id: k.id,
+    workload_id: k.workloadId,
+    key_prefix: k.keyPrefix,
+    status: k.revokedAt ? 'revoked' : 'active',
+    created_at: k.createdAt.toISOString(),
+    created_by: k.createdBy,
+    revoked_at: iso(k.revokedAt),
+    revoked_by: k.revokedBy,
+    revoked_reason: k.revokedReason,
+  };
+}
+
+export function workloadJson(w: WorkloadView) {
+  return {
+    id: w.id,
+    team: w.team,
+    environment: w.environment,
+    default_max_candidates: w.defaultMaxCandidates,
+    per_candidate_output_ceiling: w.perCandidateOutputCeiling,
+    budget_microusd: w.budgetMicrousd.toString(),
+    budget_period: w.budgetPeriod,
+    allowed_aliases: w.allowedAliases,
+    fallback_chain: w.fallbackChain,
+    allow_length: w.allowLength,
+    allow_content_filter: w.allowContentFilter,
+    deadline_ms: w.deadlineMs,
+    max_in_flight: w.maxInFlight,
+    tokens_per_minute: w.tokensPerMinute,
+    created_at: w.createdAt.toISOString(),
+    updated_at: w.updatedAt.toISOString(),
+    updated_by: w.updatedBy,
+    change_reason: w.changeReason,
+    keys: w.keys.map(apiKeyJson),
+  };
+}
+
+export function exceptionJson(e: ExceptionView, now: Date, events?: ExceptionEventView[]) {
+  return {
+    id: e.id,
+    workload_id: e.workloadId,
+    route_id: e.routeId,
+    owner: e.owner,
+    max_candidates: e.maxCandidates,
+    per_candidate_output_ceiling: e.perCandidateOutputCeiling,
+    budget_microusd: e.budgetMicrousd.toString(),
+    allows_streaming: e.allowsStreaming,
+    expires_at: e.expiresAt.toISOString(),
+    justification: e.justification,
+    status: effectiveExceptionStatus(e, now),
+    stored_status: e.status,
+    requested_by: e.requestedBy,
+    requested_at: e.requestedAt.toISOString(),
+    updated_at: e.updatedAt.toISOString(),
+    ...(events
+      ? {
+          events: events.map((x) => ({
+            event: x.event,
+            from_status: x.fromStatus,
+            to_status: x.toStatus,
+            actor: x.actor,
+            reason: x.reason,
+            at: x.at.toISOString(),
+          })),
+        }
+      : {}),
+  };
+}
+
+function iso(d: Date | null): string | null {
+  return d ? d.toISOString() : null;
+}
+
+function mapOrNull<T, R>(v: T | null, f: (v: T) => R): R | null {
+  return v === null ? null : f(v);
+}

@@ -1,0 +1,423 @@
+// The policy service in-process against the real Postgres and Kafka, driven over HTTP with fetch.
+// Verification probes go to a minimal fake upstream. Every id carries this run's suffix.
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { PolicyChangedV1 } from '@gateway/contracts';
+import { CatalogRepository, Database, OutboxRepository, PolicyRepository } from '@gateway/db';
+import { KafkaBus } from '@gateway/messaging';
+import type { RunningService } from '@gateway/service-kit';
+import { startPolicy } from '../src/app';
+import { FakeUpstream, startFakeUpstream } from './fake-upstream';
+
+const DATABASE_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
+const KAFKA_BROKERS = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
+const run = randomBytes(4).toString('hex');
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+let policy: RunningService;
+let upstream: FakeUpstream;
+let db: Database;
+let catalog: CatalogRepository;
+const changes: PolicyChangedV1[] = [];
+const tokens = { operator: '', requester: '', approver: '', finance: '' };
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  policy = await startPolicy({
+    DATABASE_URL,
+    KAFKA_BROKERS,
+    POLICY_PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    POLICY_PROBE_TIMEOUT_MS: '5000',
+  });
+  db = new Database(DATABASE_URL, { poolMax: 2 });
+  catalog = new CatalogRepository(db);
+  const repo = new PolicyRepository(db, new OutboxRepository(db));
+  const seed = async (subject: string, roles: string[]) => {
+    const token = `op_${randomBytes(18).toString('base64url')}`;
+    await repo.addOperatorToken({ id: randomUUID(), subject, roles, tokenHash: sha256(token) }, new Date());
+    return token;
+  };
+  tokens.operator = await seed(`olga-${run}`, ['operator']);
+  tokens.requester = await seed(`alice-${run}`, ['operator', 'approver']);
+  tokens.approver = await seed(`bob-${run}`, ['approver']);
+  tokens.finance = await seed(`fin-${run}`, ['finance']);
+  await policy.app.get(KafkaBus).subscribe('policyChanged', { groupId: `policy-int-${run}`, fromBeginning: false }, async (e) => {
+    changes.push(e);
+  });
+});
+
+afterAll(async () => {
+  await policy?.close();
+  await db?.close();
+  await upstream?.close();
+});
+
+describe('routes, contracts and prices', () => {
+  it('creates a route, verifies it by probing the upstream, and versions every contract change', async () => {
+    const routeId = `rt-${run}`;
+    const created = await call('POST', '/routes', tokens.operator, contract({ id: routeId, alias: `standard-${run}` }));
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({
+      id: routeId,
+      current_version: 1,
+      verification_state: 'unverified',
+      contract: { verified_at: null },
+    });
+
+    const verified = await call('POST', `/routes/${routeId}/verify`, tokens.operator, {
+      probe: true,
+      notes: 'automated probe',
+      version: 1,
+    });
+    expect(verified.status).toBe(200);
+    expect(verified.body).toMatchObject({
+      verification_state: 'verified',
+      contract: {
+        verified_by: `olga-${run}`,
+        verification_notes: {
+          method: 'automated_probe',
+          notes: 'automated probe',
+          probe: { http_status: 200, returned_candidates: 2, usage_present: true, passed: true },
+        },
+      },
+    });
+    expect(upstream.requests.at(-1)).toMatchObject({
+      path: '/v1/chat/completions',
+      body: { model: 'gpt-test', n: 2, max_completion_tokens: 16 },
+    });
+
+    const changed = await call(
+      'PUT',
+      `/routes/${routeId}/contract`,
+      tokens.operator,
+      contract({ alias: `standard-${run}`, upstream_model: 'gpt-test-2', reason: 'model bump' }),
+    );
+    expect(changed.status).toBe(200);
+    expect(changed.body).toMatchObject({ changed: true, current_version: 2, verification_state: 'unverified' });
+
+    const read = await call('GET', `/routes/${routeId}`, tokens.operator);
+    expect(
+      read.body.versions.map((v: { version: number; verification_state: string; current: boolean }) => [
+        v.version,
+        v.verification_state,
+        v.current,
+      ]),
+    ).toEqual([
+      [2, 'unverified', true],
+      [1, 'verified', false],
+    ]);
+    const listed = await call('GET', '/routes', tokens.operator);
+    expect(listed.body.routes).toEqual(
+      expect.arrayContaining([expect.objectContaining({ id: routeId, current_version: 2, verification_state: 'unverified' })]),
+    );
+    // Admission's read model sees the new, unverified version at once.
+    expect(await catalog.routeByAlias(`standard-${run}`)).toMatchObject({ version: 2, verifiedAt: null });
+  });
+
+  it('probes a Gemini route with candidateCount and maxOutputTokens from its contract', async () => {
+    const routeId = `rt-gemini-${run}`;
+    await call(
+      'POST',
+      '/routes',
+      tokens.operator,
+      contract({
+        id: routeId,
+        alias: `gemini-${run}`,
+        provider_kind: 'gemini-generate',
+        upstream_model: 'gemini-test',
+        candidate_param: 'candidateCount',
+        output_cap_param: 'maxOutputTokens',
+        usage_shape: 'gemini.usageMetadata',
+        streaming_usage: 'final_chunk_usageMetadata',
+        client_library_version: '@google/genai@2.32.0',
+      }),
+    );
+    const verified = await call('POST', `/routes/${routeId}/verify`, tokens.operator, { probe: true });
+    expect(verified.status).toBe(200);
+    expect(verified.body.contract.verification_notes.probe).toMatchObject({ returned_candidates: 2, usage_present: true, passed: true });
+    expect(upstream.requests.at(-1)).toMatchObject({
+      path: '/v1beta/models/gemini-test:generateContent',
+      body: { generationConfig: { candidateCount: 2, maxOutputTokens: 16 } },
+    });
+  });
+
+  it('refuses verification with 409 probe_failed when the route silently serves fewer candidates', async () => {
+    const routeId = `rt-short-${run}`;
+    await call('POST', '/routes', tokens.operator, contract({ id: routeId, alias: `short-${run}`, upstream_model: 'gpt-test-serve-one' }));
+    const refused = await call('POST', `/routes/${routeId}/verify`, tokens.operator, { probe: true });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: 'probe_failed', message: expect.stringMatching(/asked for 2 candidates, got 1/) });
+    const read = await call('GET', `/routes/${routeId}`, tokens.operator);
+    expect(read.body).toMatchObject({
+      verification_state: 'unverified',
+      contract: { verification_notes: { last_failed_probe: { returned_candidates: 1, passed: false } } },
+    });
+
+    const silent = `rt-silent-${run}`;
+    await call('POST', '/routes', tokens.operator, contract({ id: silent, alias: `silent-${run}`, upstream_model: 'gpt-test-no-usage' }));
+    const noUsage = await call('POST', `/routes/${silent}/verify`, tokens.operator, { probe: true });
+    expect(noUsage.status).toBe(409);
+    expect(noUsage.body.error).toMatchObject({ code: 'probe_failed', message: expect.stringMatching(/no aggregate usage/) });
+  });
+
+  it('adds immutable price revisions (operator or finance), money as integer strings', async () => {
+    const routeId = `rt-priced-${run}`;
+    await call('POST', '/routes', tokens.operator, contract({ id: routeId, alias: `priced-${run}` }));
+    const price = await call('POST', `/routes/${routeId}/prices`, tokens.finance, {
+      input_per_mtok_microusd: '2500000',
+      cached_input_per_mtok_microusd: 1250000,
+      output_per_mtok_microusd: '10000000',
+      reasoning_per_mtok_microusd: '10000000',
+    });
+    expect(price.status).toBe(201);
+    expect(price.body).toMatchObject({
+      route_id: routeId,
+      input_per_mtok_microusd: '2500000',
+      cached_input_per_mtok_microusd: '1250000',
+      created_by: `fin-${run}`,
+    });
+    expect(await catalog.priceAt(routeId, new Date(Date.now() + 1000))).toMatchObject({
+      id: price.body.id,
+      outputPerMTokMicrousd: 10_000_000n,
+    });
+    const refused = await call('POST', '/routes', tokens.finance, contract({ alias: `nope-${run}` }));
+    expect(refused.status).toBe(403);
+  });
+});
+
+describe('workloads and keys', () => {
+  it('sets a workload policy, issues a key shown once, refuses that key on the policy API (403), and revokes it', async () => {
+    const wl = `wl-keys-${run}`;
+    const put = await call('PUT', `/workloads/${wl}`, tokens.operator, workload());
+    expect(put.status).toBe(200);
+    expect(put.body).toMatchObject({ id: wl, budget_microusd: '5000000', default_max_candidates: 1, budget_period: 'month', keys: [] });
+
+    const issued = await call('POST', `/workloads/${wl}/keys`, tokens.operator);
+    expect(issued.status).toBe(201);
+    const key: string = issued.body.key;
+    expect(key).toMatch(/^gw_[A-Za-z0-9_-]{43}$/);
+    expect(await catalog.workloadByKeyHash(sha256(key))).toMatchObject({ id: wl });
+
+    const asApp = await call('GET', `/workloads/${wl}`, key);
+    expect(asApp.status).toBe(403);
+    expect(asApp.body.error.code).toBe('forbidden');
+    expect((await call('POST', '/exceptions', key, {})).status).toBe(403);
+
+    const read = await call('GET', `/workloads/${wl}`, tokens.operator);
+    expect(read.body.keys).toEqual([expect.objectContaining({ id: issued.body.id, key_prefix: key.slice(0, 11), status: 'active' })]);
+    expect(JSON.stringify(read.body)).not.toContain(key);
+
+    expect((await call('POST', `/workloads/${wl}/keys/${issued.body.id}/revoke`, tokens.operator, {})).status).toBe(400);
+    const revoked = await call('POST', `/workloads/${wl}/keys/${issued.body.id}/revoke`, tokens.operator, { reason: 'rotated' });
+    expect(revoked.status).toBe(200);
+    expect(revoked.body).toMatchObject({ status: 'revoked', revoked_reason: 'rotated', revoked_by: `olga-${run}` });
+    expect(await catalog.workloadByKeyHash(sha256(key))).toBeNull();
+    // A revoked key is no credential at all any more.
+    expect((await call('GET', `/workloads/${wl}`, key)).status).toBe(401);
+    expect(
+      (await call('POST', `/workloads/${wl}/keys/${issued.body.id}/revoke`, tokens.operator, { reason: 'again' })).body.error.code,
+    ).toBe('key_already_revoked');
+  });
+});
+
+describe('exceptions', () => {
+  it('request → self-approval refused (403) → approved by another approver → revoked; audited and announced', async () => {
+    const routeId = `rt-exc-${run}`;
+    const wl = `wl-exc-${run}`;
+    await call('POST', '/routes', tokens.operator, contract({ id: routeId, alias: `exc-${run}` }));
+    await call('PUT', `/workloads/${wl}`, tokens.operator, workload({ allowed_aliases: [`exc-${run}`] }));
+
+    const requested = await call('POST', '/exceptions', tokens.requester, {
+      owner: 'search-team',
+      workload_id: wl,
+      route_id: routeId,
+      max_candidates: 3,
+      per_candidate_output_ceiling: 128,
+      budget_microusd: '2000000',
+      expires_at: new Date(Date.now() + 7 * DAY_MS).toISOString(),
+      justification: 'reranking experiment',
+      allows_streaming: false,
+    });
+    expect(requested.status).toBe(201);
+    expect(requested.body).toMatchObject({ status: 'requested', requested_by: `alice-${run}`, budget_microusd: '2000000' });
+    const id: string = requested.body.id;
+    expect(await catalog.activeExceptions(wl, new Date())).toEqual([]);
+
+    const self = await call('POST', `/exceptions/${id}/approve`, tokens.requester, {});
+    expect(self.status).toBe(403);
+    expect(self.body.error).toMatchObject({ code: 'self_approval' });
+    expect((await call('POST', `/exceptions/${id}/approve`, tokens.operator, {})).status).toBe(403);
+
+    const approved = await call('POST', `/exceptions/${id}/approve`, tokens.approver, { reason: 'bounded and budgeted' });
+    expect(approved.status).toBe(200);
+    expect(approved.body).toMatchObject({ status: 'active' });
+    expect(await catalog.activeExceptions(wl, new Date())).toEqual([
+      expect.objectContaining({ id, maxCandidates: 3, budgetMicrousd: 2_000_000n }),
+    ]);
+
+    const listed = await call('GET', `/exceptions?workload_id=${wl}`, tokens.approver);
+    expect(listed.body.exceptions).toEqual([expect.objectContaining({ id, status: 'active' })]);
+
+    expect((await call('POST', `/exceptions/${id}/revoke`, tokens.operator, {})).status).toBe(400);
+    const revoked = await call('POST', `/exceptions/${id}/revoke`, tokens.operator, { reason: 'experiment over' });
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.status).toBe('revoked');
+    // Admission reads exceptions per request: the revocation applies to the very next one.
+    expect(await catalog.activeExceptions(wl, new Date())).toEqual([]);
+
+    const audited = await call('GET', `/exceptions/${id}`, tokens.operator);
+    expect(
+      audited.body.events.map((e: { event: string; from_status: string | null; to_status: string; actor: string }) => [
+        e.event,
+        e.from_status,
+        e.to_status,
+        e.actor,
+      ]),
+    ).toEqual([
+      ['request', null, 'requested', `alice-${run}`],
+      ['approve', 'requested', 'active', `bob-${run}`],
+      ['revoke', 'active', 'revoked', `olga-${run}`],
+    ]);
+    const again = await call('POST', `/exceptions/${id}/approve`, tokens.approver, {});
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('invalid_transition');
+
+    await eventually(
+      () => (changes.filter((c) => c.entity === 'exception' && c.entity_id === id).length === 3 ? true : undefined),
+      'three policyChanged events on Kafka',
+    );
+    expect(changes.filter((c) => c.entity_id === id).map((c) => c.change)).toEqual([
+      'request: none -> requested',
+      'approve: requested -> active',
+      'revoke: active -> revoked',
+    ]);
+  });
+});
+
+describe('authentication and validation', () => {
+  it('401 without or with an unknown token', async () => {
+    expect((await call('GET', '/routes')).status).toBe(401);
+    const unknown = await call('GET', '/routes', 'op_not-a-token');
+    expect(unknown.status).toBe(401);
+    expect(unknown.body.error.code).toBe('unauthorized');
+  });
+
+  it.each<[string, string, string, unknown, string | null]>([
+    ['a float candidate maximum', 'POST', '/routes', contract({ max_candidates: 2.5 }), 'max_candidates'],
+    ['an undeclared candidate parameter', 'POST', '/routes', { ...contract(), candidate_param: undefined }, 'candidate_param'],
+    ['an unknown field', 'POST', '/routes', { ...contract(), colour: 'blue' }, 'colour'],
+    ['a non-http upstream', 'POST', '/routes', contract({ upstream_base_url: 'ftp://x' }), 'upstream_base_url'],
+    ['a float budget', 'PUT', `/workloads/wl-bad-${run}`, workload({ budget_microusd: 1.5 }), 'budget_microusd'],
+    ['a decimal-string budget', 'PUT', `/workloads/wl-bad-${run}`, workload({ budget_microusd: '1.50' }), 'budget_microusd'],
+    ['an unknown budget period', 'PUT', `/workloads/wl-bad-${run}`, workload({ budget_period: 'week' }), 'budget_period'],
+    ['an int4 overflow', 'PUT', `/workloads/wl-bad-${run}`, workload({ deadline_ms: 2 ** 40 }), 'deadline_ms'],
+    [
+      'an exception without justification',
+      'POST',
+      '/exceptions',
+      {
+        owner: 'o',
+        workload_id: 'w',
+        max_candidates: 2,
+        per_candidate_output_ceiling: 1,
+        budget_microusd: '1',
+        expires_at: new Date(Date.now() + DAY_MS).toISOString(),
+      },
+      'justification',
+    ],
+    [
+      'an exception for 91 days',
+      'POST',
+      '/exceptions',
+      {
+        owner: 'o',
+        workload_id: `wl-keys-${run}`,
+        max_candidates: 2,
+        per_candidate_output_ceiling: 1,
+        budget_microusd: '1',
+        expires_at: new Date(Date.now() + 91 * DAY_MS).toISOString(),
+        justification: 'j',
+      },
+      'expires_at',
+    ],
+    ['a JSON array body', 'POST', '/routes', [1, 2], null],
+  ])('400 invalid_request for %s', async (_what, method, path, body, param) => {
+    const res = await call(method, path, tokens.requester, body);
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'invalid_request', type: 'invalid_request_error', param });
+  });
+
+  it('400 invalid_request for a body that is not JSON', async () => {
+    const res = await fetch(`${policy.url}/routes`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tokens.operator}`, 'content-type': 'application/json' },
+      body: '{"alias":',
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
+  });
+
+  it('publishes its OpenAPI document', async () => {
+    const doc = (await (await fetch(`${policy.url}/docs/openapi.json`)).json()) as any;
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(['/routes', '/routes/{id}/verify', '/workloads/{id}/keys', '/exceptions/{id}/approve']),
+    );
+    expect(doc.paths['/routes'].post.requestBody.content['application/json'].schema.required).toEqual(
+      expect.arrayContaining(['alias', 'provider_kind', 'candidate_param']),
+    );
+  });
+});
+
+function contract(overrides: Record<string, unknown> = {}) {
+  return {
+    alias: `alias-${randomBytes(3).toString('hex')}-${run}`,
+    provider_kind: 'openai-chat',
+    // validation tables are built before beforeAll; they never reach the upstream
+    upstream_base_url: upstream?.url ?? 'http://127.0.0.1:9',
+    upstream_model: 'gpt-test',
+    candidate_param: 'n',
+    max_candidates: 4,
+    output_cap_param: 'max_completion_tokens',
+    output_cap_semantics: 'per_candidate',
+    usage_shape: 'openai.usage',
+    streaming_usage: 'final_chunk_with_include_usage',
+    gateway_version: '0.1.0',
+    client_library_version: 'openai@6.49.0',
+    verification_ttl_seconds: 86400,
+    ...overrides,
+  };
+}
+
+function workload(overrides: Record<string, unknown> = {}) {
+  return {
+    team: 'search',
+    environment: 'test',
+    per_candidate_output_ceiling: 256,
+    budget_microusd: '5000000',
+    budget_period: 'month',
+    ...overrides,
+  };
+}
+
+async function call(method: string, path: string, token?: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (token) headers.authorization = `Bearer ${token}`;
+  const res = await fetch(`${policy.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+async function eventually<T>(probe: () => T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
