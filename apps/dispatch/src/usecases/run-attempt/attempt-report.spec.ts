@@ -1,0 +1,270 @@
+import { attemptCompletedV1, DispatchCommandV1, ProviderKind } from '@gateway/contracts';
+import type { ParsedResponse, ParsedUsage } from '@gateway/providers';
+import { buildAttemptEvent, shortfallOf } from './attempt-report';
+
+const NOW = new Date('2026-03-01T12:00:00.000Z');
+
+function command(over: Partial<DispatchCommandV1> = {}, providerKind: ProviderKind = 'gemini-generate'): DispatchCommandV1 {
+  return {
+    action_id: 'act-1',
+    request_id: 'req-1',
+    workload_id: 'wl-1',
+    environment: 'prod',
+    api_kind: providerKind === 'gemini-generate' ? 'gemini-generate' : 'openai-chat',
+    stream: false,
+    route: {
+      route_id: 'route-1',
+      route_version: 4,
+      model_alias: 'approved-standard',
+      provider_kind: providerKind,
+      base_url: 'http://upstream.example',
+      upstream_model: 'model-x',
+      candidate_param: providerKind === 'gemini-generate' ? 'candidateCount' : 'n',
+      output_cap_param: providerKind === 'gemini-generate' ? 'maxOutputTokens' : 'max_tokens',
+      output_cap_semantics: 'per_candidate',
+      price_revision_id: 'price-1',
+    },
+    requested_candidates: 3,
+    effective_candidates: 3,
+    output_ceiling: 200,
+    include_usage_for_client: false,
+    deadline: '2026-03-01T12:00:30.000Z',
+    dispatch_deadline: '2026-03-01T12:00:10.000Z',
+    acceptance: { allow_length: false, allow_content_filter: false },
+    request: {},
+    ...over,
+  };
+}
+
+const cand = (index: number, finishReason: string | null, hasContent = true) => ({ index, finishReason, hasContent });
+const USAGE: ParsedUsage = { inputTokens: 58, cachedInputTokens: 16, outputTokensTotal: 141, reasoningTokens: 100 };
+
+function parsed(candidates: ParsedResponse['candidates'], over: Partial<ParsedResponse> = {}): ParsedResponse {
+  return { providerRequestId: 'resp-1', candidates, promptBlockReason: null, usage: USAGE, ...over };
+}
+
+function event(cmd: DispatchCommandV1, p: ParsedResponse | null, over: Partial<Parameters<typeof buildAttemptEvent>[0]> = {}) {
+  return buildAttemptEvent({
+    eventId: '6f1b8a52-3c1e-4d35-9a54-2f0d8c9e7b10',
+    cmd,
+    attemptId: 'att-1',
+    attemptNo: 1,
+    role: 'primary',
+    status: p?.usage ? 'succeeded' : 'usage_missing',
+    httpStatus: p ? 200 : null,
+    parsed: p,
+    usageSource: cmd.stream ? 'stream_final_chunk' : 'provider_response',
+    now: NOW,
+    attemptsTotal: 1,
+    actionFinal: true,
+    ...over,
+  });
+}
+
+describe('buildAttemptEvent', () => {
+  it('is a valid attempt.completed event carrying ids, counts and usage, no content', () => {
+    const e = event(command(), parsed([cand(0, 'STOP'), cand(1, 'SAFETY', false), cand(2, 'STOP')]));
+    expect(attemptCompletedV1.parse(e)).toEqual(e);
+    expect(e).toMatchObject({
+      event_id: '6f1b8a52-3c1e-4d35-9a54-2f0d8c9e7b10',
+      timestamp: '2026-03-01T12:00:00.000Z',
+      request_id: 'req-1',
+      action_id: 'act-1',
+      attempt_id: 'att-1',
+      attempt_no: 1,
+      attempt_role: 'primary',
+      workload_id: 'wl-1',
+      environment: 'prod',
+      route_id: 'route-1',
+      route_version: 4,
+      model_alias: 'approved-standard',
+      provider_request_id: 'resp-1',
+      requested_candidate_count: 3,
+      effective_candidate_count: 3,
+      outcome: 'succeeded',
+      http_status: 200,
+      attempts_total: 1,
+      action_final: true,
+    });
+  });
+
+  it.each([
+    {
+      name: 'Gemini: one of three filtered without content',
+      kind: 'gemini-generate' as const,
+      candidates: [cand(0, 'STOP'), cand(1, 'SAFETY', false), cand(2, 'STOP')],
+      returned: 2,
+      outcomes: [
+        { index: 0, finish_reason: 'STOP', outcome: 'ok' },
+        { index: 1, finish_reason: 'SAFETY', outcome: 'filtered' },
+        { index: 2, finish_reason: 'STOP', outcome: 'ok' },
+      ],
+    },
+    {
+      name: 'OpenAI: truncated candidate still has content',
+      kind: 'openai-chat' as const,
+      candidates: [cand(0, 'stop'), cand(1, 'length'), cand(2, 'content_filter', false)],
+      returned: 2,
+      outcomes: [
+        { index: 0, finish_reason: 'stop', outcome: 'ok' },
+        { index: 1, finish_reason: 'length', outcome: 'truncated' },
+        { index: 2, finish_reason: 'content_filter', outcome: 'filtered' },
+      ],
+    },
+    {
+      name: 'empty candidate with a stop reason',
+      kind: 'openai-chat' as const,
+      candidates: [cand(0, 'stop', false), cand(1, 'stop'), cand(2, null, false)],
+      returned: 1,
+      outcomes: [
+        { index: 0, finish_reason: 'stop', outcome: 'empty' },
+        { index: 1, finish_reason: 'stop', outcome: 'ok' },
+        { index: 2, finish_reason: null, outcome: 'empty' },
+      ],
+    },
+    { name: 'blocked prompt', kind: 'gemini-generate' as const, candidates: [], returned: 0, outcomes: [] },
+  ])('returned counts only candidates with content; per-candidate outcomes: $name', ({ kind, candidates, returned, outcomes }) => {
+    const e = event(command({}, kind), parsed(candidates));
+    expect(e.returned_candidate_count).toBe(returned);
+    expect(e.candidates).toEqual(outcomes);
+  });
+
+  it('copies aggregate usage and computes total_tokens = input + output (reasoning is inside output)', () => {
+    const e = event(command(), parsed([cand(0, 'STOP')]));
+    expect(e).toMatchObject({
+      input_tokens: 58,
+      output_tokens_total: 141,
+      total_tokens: 58 + 141,
+      cached_input_tokens: 16,
+      reasoning_tokens: 100,
+      output_includes_reasoning: true,
+      usage_source: 'provider_response',
+      stream_mode: 'none',
+    });
+  });
+
+  it('keeps a zero usage from a provider error as zero, not null', () => {
+    const zero = { inputTokens: 0, cachedInputTokens: 0, outputTokensTotal: 0, reasoningTokens: 0 };
+    const e = event(command(), parsed([], { usage: zero, providerRequestId: null }), { status: 'failed', httpStatus: 400 });
+    expect(e).toMatchObject({
+      input_tokens: 0,
+      output_tokens_total: 0,
+      total_tokens: 0,
+      usage_source: 'provider_response',
+      outcome: 'failed',
+    });
+  });
+
+  it.each([
+    { name: 'response without usage', p: parsed([cand(0, 'STOP')], { usage: null }), returned: 1 },
+    { name: 'no response at all', p: null, returned: null },
+  ])('null usage stays null, never 0: $name', ({ p, returned }) => {
+    const e = event(command({ stream: true }), p, { status: 'usage_missing' });
+    expect(e).toMatchObject({
+      input_tokens: null,
+      output_tokens_total: null,
+      total_tokens: null,
+      cached_input_tokens: null,
+      reasoning_tokens: null,
+      // the source is reported only for usage that exists
+      usage_source: null,
+      stream_mode: 'sse',
+      outcome: 'usage_missing',
+      returned_candidate_count: returned,
+    });
+    expect(attemptCompletedV1.safeParse(e).success).toBe(true);
+  });
+
+  it('reports no candidates and no provider id when nothing came back', () => {
+    const e = event(command(), null, { status: 'usage_missing' });
+    expect(e).toMatchObject({ provider_request_id: null, candidates: [], prompt_block_reason: null, http_status: null });
+  });
+
+  it('carries the prompt block reason', () => {
+    const e = event(command(), parsed([], { promptBlockReason: 'SAFETY', usage: { ...USAGE, outputTokensTotal: 0, reasoningTokens: 0 } }));
+    expect(e).toMatchObject({ prompt_block_reason: 'SAFETY', returned_candidate_count: 0, total_tokens: 58 });
+  });
+
+  it('records the requested count as null when it was omitted', () => {
+    const e = event(command({ requested_candidates: null, effective_candidates: 1 }), parsed([cand(0, 'STOP')]));
+    expect(e).toMatchObject({ requested_candidate_count: null, effective_candidate_count: 1, returned_candidate_count: 1 });
+  });
+});
+
+describe('shortfallOf', () => {
+  it.each([
+    {
+      name: 'all returned',
+      effective: 3,
+      candidates: [cand(0, 'STOP'), cand(1, 'STOP'), cand(2, 'STOP')],
+      block: null,
+      expected: {
+        returnedCount: 3,
+        missingCount: 0,
+        excessCount: 0,
+        excess: false,
+        unexplainedShortfall: false,
+        blocked: false,
+        returnedWithContent: 3,
+      },
+    },
+    {
+      name: 'more returned than effective',
+      effective: 1,
+      candidates: [cand(0, 'STOP'), cand(1, 'STOP')],
+      block: null,
+      expected: { returnedCount: 2, missingCount: 0, excessCount: 1, excess: true, unexplainedShortfall: false, returnedWithContent: 2 },
+    },
+    {
+      name: 'silent shortfall: fewer, all fine',
+      effective: 3,
+      candidates: [cand(0, 'STOP'), cand(1, 'STOP')],
+      block: null,
+      expected: { returnedCount: 2, missingCount: 1, excess: false, unexplainedShortfall: true, returnedWithContent: 2 },
+    },
+    {
+      name: 'shortfall explained by a filtered sibling',
+      effective: 3,
+      candidates: [cand(0, 'STOP'), cand(1, 'SAFETY', false)],
+      block: null,
+      expected: { returnedCount: 2, missingCount: 1, unexplainedShortfall: false, returnedWithContent: 1 },
+    },
+    {
+      name: 'shortfall not explained by a truncated sibling',
+      effective: 3,
+      candidates: [cand(0, 'STOP'), cand(1, 'MAX_TOKENS')],
+      block: null,
+      expected: { returnedCount: 2, missingCount: 1, unexplainedShortfall: true, returnedWithContent: 2 },
+    },
+    {
+      name: 'blocked prompt: zero candidates, explained',
+      effective: 2,
+      candidates: [],
+      block: 'PROHIBITED_CONTENT',
+      expected: { returnedCount: 0, missingCount: 2, blocked: true, unexplainedShortfall: false, returnedWithContent: 0 },
+    },
+    {
+      name: 'zero candidates and no block: unexplained',
+      effective: 1,
+      candidates: [],
+      block: null,
+      expected: { returnedCount: 0, missingCount: 1, blocked: false, unexplainedShortfall: true, returnedWithContent: 0 },
+    },
+  ])('$name', ({ effective, candidates, block, expected }) => {
+    const s = shortfallOf(command({ effective_candidates: effective }), parsed(candidates, { promptBlockReason: block }));
+    expect(s).toMatchObject(expected);
+  });
+
+  it("keeps each candidate's raw finish reason beside its outcome, matched by index", () => {
+    const s = shortfallOf(command({ effective_candidates: 2 }), parsed([cand(1, 'RECITATION', false), cand(0, 'STOP')]));
+    expect(s.perCandidate).toEqual([
+      { index: 1, finish_reason: 'RECITATION', outcome: 'filtered' },
+      { index: 0, finish_reason: 'STOP', outcome: 'ok' },
+    ]);
+  });
+
+  it("reads finish reasons in the route provider's vocabulary", () => {
+    const openai = shortfallOf(command({ effective_candidates: 1 }, 'openai-compatible'), parsed([cand(0, 'max_tokens')]));
+    expect(openai.perCandidate[0].outcome).toBe('truncated');
+  });
+});
