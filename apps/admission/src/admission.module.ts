@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { AdmissionRepository, CatalogRepository, Database, OutboxRepository, ViewsRepository } from '@gateway/db';
+import { AdmissionRepository, Database, OutboxRepository, ViewsRepository } from '@gateway/db';
 import { ContentCipher, ReplyRouter } from '@gateway/messaging';
 import { CoreModule, CoreOptions } from '@gateway/service-kit';
 import { AdmissionMetrics } from './admission.metrics';
@@ -24,7 +24,6 @@ export class AdmissionModule {
         { provide: ContentCipher, useValue: core.cipher },
         { provide: CLOCK, useValue: systemClock },
         { provide: ReplyRouter, useValue: new ReplyRouter() },
-        { provide: CatalogRepository, useFactory: (db: Database) => new CatalogRepository(db), inject: [Database] },
         { provide: ViewsRepository, useFactory: (db: Database) => new ViewsRepository(db), inject: [Database] },
         {
           provide: AdmissionRepository,

@@ -1,10 +1,9 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { CatalogRepository, Database, ExceptionRepository, OutboxRepository } from '@gateway/db';
+import { Database, ExceptionRepository, OutboxRepository } from '@gateway/db';
 import { CoreModule, CoreOptions } from '@gateway/service-kit';
 import { CLOCK, ENTROPY, systemClock, systemEntropy } from './clock';
 import { EXPIRY_SWEEP_MS, ExpirySweeper } from './expiry-sweeper';
 import { ExceptionsController } from './http/exceptions.controller';
-import { PolicyAuth } from './http/policy-auth';
 import { RoutesController } from './http/routes.controller';
 import { WorkloadsController } from './http/workloads.controller';
 import { RouteProbe } from './probe/route-probe';
@@ -42,13 +41,11 @@ export class PolicyModule {
         { provide: ENTROPY, useValue: systemEntropy },
         { provide: EXPIRY_SWEEP_MS, useValue: opts.expirySweepMs },
         { provide: RouteProbe, useValue: new RouteProbe({ timeoutMs: opts.probeTimeoutMs }) },
-        { provide: CatalogRepository, useFactory: (db: Database) => new CatalogRepository(db), inject: [Database] },
         {
           provide: ExceptionRepository,
           useFactory: (db: Database, outbox: OutboxRepository) => new ExceptionRepository(db, outbox),
           inject: [Database, OutboxRepository],
         },
-        PolicyAuth,
         CreateRoute,
         UpdateRouteContract,
         ListRoutes,

@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { CatalogRepository, Database, ReconciliationRepository } from '@gateway/db';
+import { Database, ReconciliationRepository } from '@gateway/db';
 import { CoreModule, CoreOptions } from '@gateway/service-kit';
 import { CasesController } from './http/cases.controller';
 import { ExposureController } from './http/exposure.controller';
@@ -22,7 +22,6 @@ export class ReconciliationModule {
       providers: [
         { provide: SWEEP_CONFIG, useValue: core.sweep },
         { provide: ReconciliationRepository, useFactory: (db: Database) => new ReconciliationRepository(db), inject: [Database] },
-        { provide: CatalogRepository, useFactory: (db: Database) => new CatalogRepository(db), inject: [Database] },
         ReconciliationMetrics,
         SweepReservations,
         ImportUsage,

@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { CatalogRepository, Database, LedgerQueryRepository, SettlementRepository } from '@gateway/db';
+import { Database, LedgerQueryRepository, SettlementRepository } from '@gateway/db';
 import { CoreModule, CoreOptions } from '@gateway/service-kit';
 import { AttemptCompletedConsumer } from './consumers/attempt-completed.consumer';
 import { LedgerController } from './http/ledger.controller';
@@ -15,7 +15,6 @@ export class SettlementModule {
       controllers: [LedgerController],
       providers: [
         { provide: SettlementRepository, useValue: new SettlementRepository() },
-        { provide: CatalogRepository, useFactory: (db: Database) => new CatalogRepository(db), inject: [Database] },
         { provide: LedgerQueryRepository, useFactory: (db: Database) => new LedgerQueryRepository(db), inject: [Database] },
         SettleAttempt,
         QueryLedger,

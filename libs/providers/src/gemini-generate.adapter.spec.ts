@@ -40,7 +40,7 @@ function command(over: Partial<DispatchCommandV1> = {}, route: Partial<DispatchC
   };
 }
 
-/** Pieces of `size` characters that never cut a CRLF in two (see the skipped SseParser case in openai-chat.adapter.spec.ts). */
+/** Pieces of `size` characters that never cut a CRLF in two (the split-CRLF case has its own test in openai-chat.adapter.spec.ts). */
 function pieces(text: string, size: number): string[] {
   const out: string[] = [];
   let i = 0;
@@ -205,12 +205,12 @@ describe('GeminiGenerateAdapter.parseResponse', () => {
     );
   });
 
-  // BUG (libs/providers/src/gemini-generate.adapter.ts, toCandidate): a part with `thought: true`
+  // Regression test for a fixed bug (libs/providers/src/gemini-generate.adapter.ts, toCandidate): a part with `thought: true`
   // is a thought summary (includeThoughts), not answer content, but any non-empty text part counts
   // as content. A candidate that spent its whole maxOutputTokens thinking is then "returned" with
   // content and can be accepted as an answer. Fix: ignore parts whose `thought === true` when
   // deciding hasContent.
-  it.skip('does not count a thought summary as answer content', () => {
+  it('does not count a thought summary as answer content', () => {
     const body = {
       candidates: [
         { content: { parts: [{ text: 'Considering the options…', thought: true }], role: 'model' }, finishReason: 'MAX_TOKENS', index: 0 },
@@ -305,7 +305,7 @@ describe('GeminiGenerateAdapter.streamAccumulator', () => {
     expect(acc.result()).toMatchObject({ candidates: [], promptBlockReason: 'SAFETY', usage: { inputTokens: 23, outputTokensTotal: 0 } });
   });
 
-  // BUG (libs/providers/src/gemini-generate.adapter.ts, isFinalChunk): "final" is decided per
+  // Regression test for a fixed bug (libs/providers/src/gemini-generate.adapter.ts, isFinalChunk): "final" is decided per
   // chunk ("every candidate in this chunk has a finishReason"), but interleaved multi-candidate
   // streams carry one candidate per chunk, and Gemini repeats a prompt-only usageMetadata on
   // chunks. So the chunk that finishes candidate 1 is taken as final and its prompt-only usage
@@ -314,7 +314,7 @@ describe('GeminiGenerateAdapter.streamAccumulator', () => {
   // (DESIGN §7: a stream that ended without its usage stays pending). Fix: keep the latest usage
   // seen, but only report it (and sawUsage) when every candidate accumulated so far has a
   // finishReason (or the prompt was blocked) — i.e. judge finality on `byIndex`, not on the chunk.
-  it.skip('does not take usage from a chunk that finished only one of several interleaved candidates', () => {
+  it('does not take usage from a chunk that finished only one of several interleaved candidates', () => {
     const acc = accumulate(fixture('gemini-stream-cut-repeated-usage.sse'), 64);
     expect(acc.result().candidates.map((c) => c.finishReason)).toEqual([null, 'STOP']);
     expect(acc.sawUsage).toBe(false);

@@ -44,9 +44,15 @@ export class GeminiGenerateAdapter implements ProviderAdapter {
 
   streamAccumulator(headers: Record<string, string | string[] | undefined>): StreamAccumulator {
     const byIndex = new Map<number, { finishReason: string | null; hasContent: boolean }>();
-    let usage: ParsedUsage | null = null;
+    let latestUsage: ParsedUsage | null = null;
     let id: string | null = headerValue(headers, 'x-request-id');
     let block: string | null = null;
+    const finalUsage = (): ParsedUsage | null => {
+      if (!latestUsage) return null;
+      if (block) return latestUsage;
+      const all = [...byIndex.values()];
+      return all.length > 0 && all.every((e) => e.finishReason !== null) ? latestUsage : null;
+    };
     return {
       push(data: string): boolean {
         const chunk = asRecord(safeJson(data));
@@ -60,9 +66,10 @@ export class GeminiGenerateAdapter implements ProviderAdapter {
           entry.finishReason = c.finishReason ?? entry.finishReason;
           byIndex.set(c.index, entry);
         }
-        // Gemini repeats usageMetadata on chunks; only the one with a finished batch is final.
+        // Gemini repeats usageMetadata on chunks (often prompt-only); keep the latest, and count
+        // it as final only once every candidate seen has finished (or the prompt was blocked).
         const u = parseUsage(chunk.usageMetadata);
-        if (u && isFinalChunk(chunk)) usage = u;
+        if (u) latestUsage = u;
         return true;
       },
       result(): ParsedResponse {
@@ -70,11 +77,11 @@ export class GeminiGenerateAdapter implements ProviderAdapter {
           providerRequestId: id,
           candidates: [...byIndex.entries()].sort(([a], [b]) => a - b).map(([index, e]) => ({ index, ...e })),
           promptBlockReason: block,
-          usage,
+          usage: finalUsage(),
         };
       },
       get sawUsage() {
-        return usage !== null;
+        return finalUsage() !== null;
       },
     };
   }
@@ -83,12 +90,6 @@ export class GeminiGenerateAdapter implements ProviderAdapter {
     const err = asRecord(asRecord(body)?.error);
     return typeof err?.status === 'string' ? err.status : null;
   }
-}
-
-function isFinalChunk(chunk: Record<string, unknown>): boolean {
-  const candidates = Array.isArray(chunk.candidates) ? chunk.candidates : [];
-  if (blockReason(chunk)) return true;
-  return candidates.length > 0 && candidates.every((c) => typeof asRecord(c)?.finishReason === 'string') || candidates.length === 0;
 }
 
 function blockReason(b: Record<string, unknown>): string | null {
@@ -102,6 +103,8 @@ function toCandidate(c: Record<string, unknown>, fallbackIndex: number): Normali
     Array.isArray(parts) &&
     parts.some((p) => {
       const part = asRecord(p);
+      // Thought summaries (`thought: true`) are reasoning, not an answer.
+      if (part?.thought === true) return false;
       return (typeof part?.text === 'string' && part.text.length > 0) || part?.functionCall !== undefined;
     });
   return {

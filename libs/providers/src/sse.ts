@@ -3,7 +3,9 @@ export class SseParser {
   private buffer = '';
 
   push(text: string): string[] {
-    this.buffer += text.replace(/\r\n/g, '\n');
+    // Normalise line endings over the whole buffer: a CRLF may be split across two pieces, so a
+    // trailing lone CR waits for the next piece.
+    this.buffer = (this.buffer + text).replace(/\r\n/g, '\n');
     const out: string[] = [];
     let sep: number;
     while ((sep = this.buffer.indexOf('\n\n')) >= 0) {

@@ -2,7 +2,7 @@ import { DynamicModule, Global, Inject, Injectable, Module, OnApplicationBootstr
 import { TerminusModule } from '@nestjs/terminus';
 import { LoggerModule } from 'nestjs-pino';
 import type { Logger } from 'pino';
-import { Database, OutboxRepository, PolicyRepository, ProcessedEventRepository } from '@gateway/db';
+import { CatalogRepository, Database, OutboxRepository, PolicyRepository, ProcessedEventRepository } from '@gateway/db';
 import { OperatorAuth } from './operator-auth';
 import { KafkaBus, OutboxRelay } from '@gateway/messaging';
 import { ServiceConfig } from './config';
@@ -85,10 +85,11 @@ export class CoreModule {
           useFactory: (db: Database, outbox: OutboxRepository) => new PolicyRepository(db, outbox),
           inject: [Database, OutboxRepository],
         },
+        { provide: CatalogRepository, useFactory: (db: Database) => new CatalogRepository(db), inject: [Database] },
         OperatorAuth,
         CoreLifecycle,
       ],
-      exports: [PolicyRepository, OperatorAuth, SERVICE_CONFIG, LOGGER, Metrics, Database, KafkaBus, OutboxRepository, ProcessedEventRepository, OutboxRelay],
+      exports: [CatalogRepository, PolicyRepository, OperatorAuth, SERVICE_CONFIG, LOGGER, Metrics, Database, KafkaBus, OutboxRepository, ProcessedEventRepository, OutboxRelay],
     };
   }
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { ForbiddenException, Injectable, UnauthorizedException } from '@nestjs/common';
+import { ForbiddenException, Inject, Injectable, UnauthorizedException } from '@nestjs/common';
 import type { Request } from 'express';
-import { PolicyRepository } from '@gateway/db';
+import { CatalogRepository, PolicyRepository } from '@gateway/db';
 
 export type OperatorRole = 'operator' | 'approver' | 'finance';
 
@@ -10,17 +10,30 @@ export interface Operator {
   roles: string[];
 }
 
-/** Operator bearer tokens (only their hash is stored) with role checks. */
+const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
+
+/**
+ * Operator bearer tokens (only their hash is stored) with role checks, for every operator API.
+ * A valid workload key is a real credential, just not one for these APIs: it gets 403, not 401,
+ * so an app team that used the wrong key learns the key works but lacks the right.
+ */
 @Injectable()
 export class OperatorAuth {
-  constructor(private readonly policy: PolicyRepository) {}
+  constructor(
+    @Inject(PolicyRepository) private readonly tokens: Pick<PolicyRepository, 'operatorByTokenHash'>,
+    @Inject(CatalogRepository) private readonly keys: Pick<CatalogRepository, 'workloadByKeyHash'>,
+  ) {}
 
   async require(req: Request, anyOf: OperatorRole[]): Promise<Operator> {
-    const header = req.headers.authorization ?? '';
-    const m = /^Bearer\s+(.+)$/i.exec(header);
-    if (!m) throw new UnauthorizedException('operator bearer token required');
-    const op = await this.policy.operatorByTokenHash(createHash('sha256').update(m[1].trim()).digest('hex'));
-    if (!op) throw new UnauthorizedException('unknown or revoked operator token');
+    const token = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim();
+    if (!token) throw new UnauthorizedException('operator bearer token required');
+    const op = await this.tokens.operatorByTokenHash(sha256(token));
+    if (!op) {
+      if (await this.keys.workloadByKeyHash(sha256(token))) {
+        throw new ForbiddenException('workload API keys cannot call operator APIs; use an operator token');
+      }
+      throw new UnauthorizedException('unknown or revoked operator token');
+    }
     if (!anyOf.some((r) => op.roles.includes(r))) throw new ForbiddenException(`requires one of the roles: ${anyOf.join(', ')}`);
     return op;
   }

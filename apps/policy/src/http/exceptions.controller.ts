@@ -1,3 +1,4 @@
+import { OperatorAuth } from '@gateway/service-kit';
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, UseFilters } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
@@ -11,7 +12,7 @@ import { requestExceptionBody } from '../usecases/request-exception/request-exce
 import { RevokeException } from '../usecases/revoke-exception/revoke-exception.usecase';
 import { revokeExceptionBody } from '../usecases/revoke-exception/revoke-exception.command';
 import { bodySchema } from './openapi';
-import { PolicyAuth } from './policy-auth';
+
 import { PolicyErrorFilter } from './policy-error';
 
 @ApiTags('exceptions')
@@ -23,7 +24,7 @@ import { PolicyErrorFilter } from './policy-error';
 @Controller('exceptions')
 export class ExceptionsController {
   constructor(
-    private readonly auth: PolicyAuth,
+    private readonly auth: OperatorAuth,
     private readonly requestException: RequestException,
     private readonly decide: DecideException,
     private readonly revokeException: RevokeException,

@@ -1,3 +1,4 @@
+import { OperatorAuth } from '@gateway/service-kit';
 import { Body, Controller, Get, HttpCode, Param, Post, Put, Req, UseFilters } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
@@ -13,7 +14,7 @@ import { updateRouteContractBody } from '../usecases/update-route-contract/updat
 import { VerifyRoute } from '../usecases/verify-route/verify-route.usecase';
 import { verifyRouteBody } from '../usecases/verify-route/verify-route.command';
 import { bodySchema } from './openapi';
-import { PolicyAuth } from './policy-auth';
+
 import { PolicyErrorFilter } from './policy-error';
 
 @ApiTags('routes')
@@ -25,7 +26,7 @@ import { PolicyErrorFilter } from './policy-error';
 @Controller('routes')
 export class RoutesController {
   constructor(
-    private readonly auth: PolicyAuth,
+    private readonly auth: OperatorAuth,
     private readonly createRoute: CreateRoute,
     private readonly updateContract: UpdateRouteContract,
     private readonly listRoutes: ListRoutes,

@@ -1,3 +1,4 @@
+import { OperatorAuth } from '@gateway/service-kit';
 import { Body, Controller, Get, HttpCode, Param, Post, Put, Req, UseFilters } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
@@ -9,7 +10,7 @@ import { putWorkloadBody } from '../usecases/put-workload/put-workload.command';
 import { RevokeApiKey } from '../usecases/revoke-api-key/revoke-api-key.usecase';
 import { revokeApiKeyBody } from '../usecases/revoke-api-key/revoke-api-key.command';
 import { bodySchema } from './openapi';
-import { PolicyAuth } from './policy-auth';
+
 import { PolicyErrorFilter } from './policy-error';
 
 @ApiTags('workloads')
@@ -21,7 +22,7 @@ import { PolicyErrorFilter } from './policy-error';
 @Controller('workloads')
 export class WorkloadsController {
   constructor(
-    private readonly auth: PolicyAuth,
+    private readonly auth: OperatorAuth,
     private readonly putWorkload: PutWorkload,
     private readonly getWorkload: GetWorkload,
     private readonly issueKey: IssueApiKey,

@@ -382,14 +382,14 @@ describe('SettleAttempt', () => {
     expect(state().cases).toEqual([]);
   });
 
-  // BUG (apps/settlement/src/usecases/settle-attempt/settle-attempt.usecase.ts, silentShortfall):
+  // Regression test for a fixed bug (apps/settlement/src/usecases/settle-attempt/settle-attempt.usecase.ts, silentShortfall):
   // any candidate whose outcome is not 'ok' counts as the explanation for the missing ones, so a
   // truncated ('length'/MAX_TOKENS) or empty sibling hides a silent shortfall. The domain rule
   // (libs/domain acceptance.ts candidateShortfall, used by dispatch's metrics) only accepts a
   // filtered sibling or a blocked prompt as an explanation, so dispatch counts a contract failure
   // that settlement never opens a case for. Fix: `e.candidates.some((c) => c.outcome === 'filtered')`
   // (or better, reuse candidateShortfall from @gateway/domain on the event's candidates).
-  it.skip.each([
+  it.each([
     { name: 'a truncated sibling', outcome: 'truncated' as const, finish: 'length' },
     { name: 'an empty sibling', outcome: 'empty' as const, finish: 'stop' },
   ])('flags a shortfall that $name does not explain', async ({ outcome, finish }) => {

@@ -203,7 +203,8 @@ export class SettleAttempt {
 
   private silentShortfall(e: AttemptCompletedV1): boolean {
     const effective = e.effective_candidate_count ?? 0;
-    const explained = e.candidates.some((c) => c.outcome !== 'ok') || e.prompt_block_reason !== null;
+    // Only a filter or a block explains missing candidates (same rule as libs/domain's candidateShortfall).
+    const explained = e.candidates.some((c) => c.outcome === 'filtered') || e.prompt_block_reason !== null;
     return e.candidates.length < effective && !explained;
   }
 }

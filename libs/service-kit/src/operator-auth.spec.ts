@@ -2,18 +2,15 @@ import { createHash } from 'node:crypto';
 import { ForbiddenException, UnauthorizedException } from '@nestjs/common';
 import type { Request } from 'express';
 import type { WorkloadPolicy } from '@gateway/db';
-import type { OperatorRole } from '@gateway/service-kit';
-import { PolicyAuth } from './policy-auth';
+import { OperatorAuth } from './operator-auth';
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 const req = (authorization?: string) => ({ headers: authorization ? { authorization } : {} }) as Request;
 
-describe('PolicyAuth', () => {
-  const operators = {
-    async require(r: Request, anyOf: OperatorRole[]) {
-      if (r.headers.authorization !== 'Bearer op-token') throw new UnauthorizedException('unknown or revoked operator token');
-      if (!anyOf.includes('operator')) throw new ForbiddenException('role');
-      return { subject: 'olga', roles: ['operator'] };
+describe('OperatorAuth', () => {
+  const tokens = {
+    async operatorByTokenHash(hash: string) {
+      return hash === sha('op-token') ? { subject: 'olga', roles: ['operator'] } : null;
     },
   };
   const keys = {
@@ -21,9 +18,9 @@ describe('PolicyAuth', () => {
       return hash === sha('gw_app_key') ? ({ id: 'wl' } as WorkloadPolicy) : null;
     },
   };
-  const auth = new PolicyAuth(operators, keys);
+  const auth = new OperatorAuth(tokens, keys);
 
-  it('passes operators through', async () => {
+  it('passes operators with a required role', async () => {
     await expect(auth.require(req('Bearer op-token'), ['operator'])).resolves.toEqual({ subject: 'olga', roles: ['operator'] });
   });
 
