@@ -1,0 +1,148 @@
+import { APIError } from 'openai';
+import { openai, simLastSeq, simRequestsSince, stack, uid, withSeeder } from './support';
+
+/**
+ * Issue 3, the operator story end to end: a route created and verified through the policy API,
+ * a workload and key issued there, an exception requested, refused for self-approval, approved
+ * by a different approver, used by the app through the openai SDK, then revoked — each change
+ * applying at the next request with no restart.
+ */
+describe('exceptions through the policy API', () => {
+  const run = uid();
+  const routeId = `pol-route-${run}`;
+  const workloadId = `pol-wl-${run}`;
+  let operator: string;
+  let approver: string;
+  let dualRole: string;
+
+  const call = async (method: string, path: string, token: string, body?: unknown) => {
+    const res = await fetch(`${stack.policy}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    const parsed = text ? (JSON.parse(text) as Record<string, any>) : {};
+    if (process.env.E2E_DEBUG) console.log(method, path, res.status, text);
+    return { status: res.status, ok: res.ok, body: parsed };
+  };
+
+  beforeAll(async () => {
+    await withSeeder(async (seed) => {
+      operator = await seed.operator(`olga-${run}`, ['operator']);
+      approver = await seed.operator(`arno-${run}`, ['approver']);
+      dualRole = await seed.operator(`dana-${run}`, ['operator', 'approver']);
+    });
+  });
+
+  let appKey = '';
+  let exceptionId = '';
+
+  it('an operator creates and verifies a route, prices it, and sets up a workload with a key', async () => {
+    const created = await call('POST', '/routes', operator, {
+      id: routeId,
+      alias: routeId,
+      provider_kind: 'openai-chat',
+      upstream_base_url: stack.providerSim,
+      upstream_model: 'sim-gpt',
+      candidate_param: 'n',
+      max_candidates: 4,
+      output_cap_param: 'max_completion_tokens',
+      output_cap_semantics: 'per_candidate',
+      usage_shape: 'openai.usage',
+      streaming_usage: 'final_chunk_with_include_usage',
+      gateway_version: '0.1.0',
+      client_library_version: 'openai@6.49.0',
+      verification_ttl_seconds: 86400,
+    });
+    expect(created).toMatchObject({ ok: true });
+    const verified = await call('POST', `/routes/${routeId}/verify`, operator, { probe: true });
+    expect(verified).toMatchObject({ ok: true });
+    expect(verified.body.verification_state ?? verified.body.route?.verification_state).toBe('verified');
+    const priced = await call('POST', `/routes/${routeId}/prices`, operator, {
+      input_per_mtok_microusd: '2500000',
+      cached_input_per_mtok_microusd: '1250000',
+      output_per_mtok_microusd: '10000000',
+      reasoning_per_mtok_microusd: '10000000',
+      effective_from: new Date().toISOString(),
+    });
+    expect(priced).toMatchObject({ ok: true });
+    const wl = await call('PUT', `/workloads/${workloadId}`, operator, {
+      team: 'search',
+      environment: 'dev',
+      default_max_candidates: 1,
+      per_candidate_output_ceiling: 128,
+      budget_microusd: '20000000',
+      budget_period: 'month',
+      allowed_aliases: [routeId],
+      fallback_chain: [],
+      allow_length: true,
+      allow_content_filter: false,
+      deadline_ms: 15000,
+      max_in_flight: 8,
+    });
+    expect(wl).toMatchObject({ ok: true });
+    const key = await call('POST', `/workloads/${workloadId}/keys`, operator, {});
+    expect(key).toMatchObject({ ok: true });
+    appKey = key.body.key;
+    expect(appKey).toMatch(/^gw_/);
+  });
+
+  it('an app key calling the policy API gets 403', async () => {
+    const res = await call('GET', `/workloads/${workloadId}`, appKey);
+    expect(res.status).toBe(403);
+  });
+
+  it('n=2 is refused before any exception exists', async () => {
+    const err = (await openai(appKey).chat.completions.create({ model: routeId, n: 2, messages: [{ role: 'user', content: 'two' }] }).catch((e) => e)) as APIError;
+    expect(err.status).toBe(400);
+    expect(err.code).toBe('candidate_count_exceeds_policy');
+  });
+
+  it('the requester cannot approve their own exception; another approver can', async () => {
+    const requested = await call('POST', '/exceptions', dualRole, {
+      owner: 'search-team',
+      workload_id: workloadId,
+      route_id: routeId,
+      max_candidates: 2,
+      per_candidate_output_ceiling: 64,
+      budget_microusd: '1000000',
+      expires_at: new Date(Date.now() + 7 * 86400_000).toISOString(),
+      justification: 'rerank two drafts for the search eval',
+    });
+    expect(requested.status).toBe(201);
+    exceptionId = requested.body.id;
+    expect(requested.body.status).toBe('requested');
+
+    const self = await call('POST', `/exceptions/${exceptionId}/approve`, dualRole, { reason: 'looks fine' });
+    expect(self.status).toBe(403);
+    expect(self.body.error.code).toBe('self_approval');
+    const notApprover = await call('POST', `/exceptions/${exceptionId}/approve`, operator, {});
+    expect(notApprover.status).toBe(403);
+
+    const approved = await call('POST', `/exceptions/${exceptionId}/approve`, approver, { reason: 'bounded and time-boxed' });
+    expect(approved).toMatchObject({ ok: true });
+    expect(approved.body.status).toBe('active');
+  });
+
+  it('the app gets two candidates within the exception, capped at its ceiling', async () => {
+    const before = await simLastSeq();
+    const { data, response } = await openai(appKey).chat.completions.create({ model: routeId, n: 2, messages: [{ role: 'user', content: 'two drafts' }] }).withResponse();
+    expect(data.choices).toHaveLength(2);
+    expect(response.headers.get('x-gateway-effective-candidates')).toBe('2');
+    expect((await simRequestsSince(before))[0]).toMatchObject({ candidateCount: 2, maxTokens: 64 });
+  });
+
+  it('after revocation the same request is refused at once, and the audit trail shows who did what', async () => {
+    const revoked = await call('POST', `/exceptions/${exceptionId}/revoke`, operator, { reason: 'eval finished' });
+    expect(revoked).toMatchObject({ ok: true });
+    const before = await simLastSeq();
+    const err = (await openai(appKey).chat.completions.create({ model: routeId, n: 2, messages: [{ role: 'user', content: 'two' }] }).catch((e) => e)) as APIError;
+    expect(err.status).toBe(400);
+    expect(err.code).toBe('candidate_count_exceeds_policy');
+    expect(await simRequestsSince(before)).toHaveLength(0);
+    const audit = await call('GET', `/exceptions/${exceptionId}`, operator);
+    expect(audit.body.status).toBe('revoked');
+    expect(audit.body.events.map((e: any) => e.event)).toEqual(expect.arrayContaining(['request', 'approve', 'revoke']));
+  });
+});
