@@ -1,0 +1,56 @@
+// Seeds the benchmark's route and workloads into DATABASE_URL and prints one JSON line:
+//   { "alias": "...", "keys": { "<workloadId>": "<workload key>", ... } }
+// Run by scripts/bench.mjs through runTs (node -r @swc-node/register bench/seed-bench.ts).
+//
+// Environment:
+//   DATABASE_URL          the (freshly migrated) bench database
+//   PROVIDER_SIM_URL      base URL the route dispatches to
+//   BENCH_UPSTREAM_MODEL  upstream model, with provider-sim directives (e.g. "sim-gpt;latency=20")
+//   BENCH_ALIAS           model alias clients send (default "bench")
+//   BENCH_WORKLOADS       comma-separated workload ids, one key each
+import { Database } from '@gateway/db';
+import { Seeder } from '@gateway/testing';
+
+async function main(): Promise<void> {
+  const url = required('DATABASE_URL');
+  const simUrl = required('PROVIDER_SIM_URL');
+  const upstreamModel = process.env.BENCH_UPSTREAM_MODEL || 'sim-gpt;latency=20';
+  const alias = process.env.BENCH_ALIAS || 'bench';
+  const workloads = (process.env.BENCH_WORKLOADS || 'bench')
+    .split(',')
+    .map((w) => w.trim())
+    .filter(Boolean);
+
+  const db = new Database(url);
+  try {
+    const seed = new Seeder(db);
+    await seed.route({ routeId: alias, alias, providerKind: 'openai-chat', upstreamBaseUrl: simUrl, upstreamModel });
+    const keys: Record<string, string> = {};
+    for (const id of workloads) {
+      // Limits far above what the bench can reach: admission must never deny for budget or
+      // concurrency, so every gateway response measures the full admit-dispatch-reply path.
+      const { key } = await seed.workload({
+        id,
+        team: 'bench',
+        allowedAliases: [alias],
+        maxInFlight: 10_000,
+        budgetMicrousd: 10n ** 12n,
+      });
+      keys[id] = key;
+    }
+    process.stdout.write(JSON.stringify({ alias, upstreamModel, keys }) + '\n');
+  } finally {
+    await db.close();
+  }
+}
+
+function required(name: string): string {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is required`);
+  return v;
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

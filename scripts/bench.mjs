@@ -1,0 +1,587 @@
+#!/usr/bin/env node
+// `npm run bench`: what the gateway costs on top of a direct provider call (see bench/README.md).
+//
+// Starts its own Postgres database (gateway_bench, recreated), its own Kafka broker, migrates,
+// seeds a bench route + workloads (bench/seed-bench.ts), starts every service on ports of its
+// own, then measures with autocannon the same OpenAI chat-completions request sent
+//   baseline: straight to provider-sim          POST /v1/chat/completions
+//   gateway:  through admission with a workload key  POST /v1/chat/completions
+// in two phases (fixed rate, saturation). Prints a table, writes .local/bench-result.json.
+// Not a test: nothing here asserts on timings. Ctrl-C stops everything it started.
+//
+// Knobs (environment): BENCH_LATENCY_MS (provider-sim latency directive, default 20),
+// BENCH_RATE (req/s of the fixed-rate phase, default 50), BENCH_RATE_LANES (see load(); default
+// one per req/s),
+// BENCH_CONNECTIONS (saturation, default 32), BENCH_DURATION_S (per run, default 10),
+// BENCH_WARMUP_S (per target, default 3), BENCH_KAFKA_PORT (default 14092), LOG_LEVEL (services,
+// default info, as `npm start`), BENCH_SERVICES (comma-separated service names, or "all"; default
+// the request path: provider-sim, admission, dispatch, settlement), BENCH_GATEWAY_WORKLOADS
+// (spread the gateway load over this many workloads, default 1).
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { startKafka } from './kafka.mjs';
+import { ensurePostgres, recreateDatabase } from './postgres.mjs';
+import { ensurePrismaClient } from './prisma-generate.mjs';
+import { contentKey, ROOT, runTs, sleep, startServices } from './services.mjs';
+
+const num = (name, fallback) => {
+  const raw = process.env[name];
+  const n = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${raw}`);
+  return n;
+};
+
+const CFG = {
+  latencyMs: num('BENCH_LATENCY_MS', 20),
+  rate: num('BENCH_RATE', 50),
+  rateLanes: process.env.BENCH_RATE_LANES ? num('BENCH_RATE_LANES', 1) : 0, // 0: one lane per req/s
+  connections: num('BENCH_CONNECTIONS', 32),
+  durationS: num('BENCH_DURATION_S', 10),
+  warmupS: num('BENCH_WARMUP_S', 3),
+  kafkaPort: num('BENCH_KAFKA_PORT', 14092),
+  drainTimeoutMs: 20_000,
+  gatewayWorkloads: Math.round(num('BENCH_GATEWAY_WORKLOADS', 1)),
+  services: (process.env.BENCH_SERVICES || 'provider-sim,admission,dispatch,settlement').split(',').map((s) => s.trim()).filter(Boolean),
+};
+
+const PORTS = {
+  ADMISSION_PORT: 14000,
+  POLICY_PORT: 14001,
+  DISPATCH_PORT: 14002,
+  SETTLEMENT_PORT: 14003,
+  RECONCILIATION_PORT: 14004,
+  PROVIDER_SIM_PORT: 14010,
+};
+const ADMISSION = `http://127.0.0.1:${PORTS.ADMISSION_PORT}`;
+const SIM = `http://127.0.0.1:${PORTS.PROVIDER_SIM_PORT}`;
+const ALIAS = 'bench';
+const UPSTREAM_MODEL = `sim-gpt;latency=${CFG.latencyMs}`;
+// Gateway load goes to one workload per phase, or is spread over BENCH_GATEWAY_WORKLOADS of them.
+const workloadsFor = (name) => (CFG.gatewayWorkloads === 1 ? [name] : Array.from({ length: CFG.gatewayWorkloads }, (_, i) => `${name}-${i + 1}`));
+const WORKLOADS = { warmup: ['bench-warmup'], rate: workloadsFor('bench-rate'), saturation: workloadsFor('bench-saturation') };
+const LOG_DIR = path.join(ROOT, '.local', 'bench-logs');
+const RESULT_FILE = path.join(ROOT, '.local', 'bench-result.json');
+const PROMPT = [{ role: 'user', content: 'Summarise the benefits of unit tests in one sentence.' }];
+
+const log = (msg) => console.log(`[bench] ${msg}`);
+const stops = [];
+const running = new Set(); // autocannon runs in progress, stopped on Ctrl-C
+let shuttingDown = false;
+
+async function main() {
+  process.on('SIGINT', () => void shutdown(130, 'interrupted'));
+  process.on('SIGTERM', () => void shutdown(143, 'terminated'));
+  const t0 = Date.now();
+
+  await ensurePrismaClient({ quiet: true });
+
+  // Our own database and broker, always: a shared broker would put the bench services in the
+  // same consumer groups as another running stack, and a shared database would be dropped below.
+  if (process.env.DATABASE_URL) process.env.DATABASE_URL = withDatabase(process.env.DATABASE_URL, 'gateway_bench');
+  const pgServer = await ensurePostgres({ database: 'gateway_bench', log });
+  stops.push(pgServer.stop);
+  await recreateDatabase(pgServer.url);
+  delete process.env.KAFKA_BROKERS;
+  const kafka = await startKafka({ port: CFG.kafkaPort, log, fresh: true });
+  stops.push(kafka.stop);
+
+  const env = {
+    ...process.env,
+    ...Object.fromEntries(Object.entries(PORTS).map(([k, v]) => [k, String(v)])),
+    DATABASE_URL: pgServer.url,
+    KAFKA_BROKERS: kafka.brokers,
+    GATEWAY_CONTENT_KEY: contentKey(),
+    GATEWAY_INSTANCE_ID: `bench-${process.pid}`,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+    PROVIDER_SIM_URL: SIM,
+  };
+  log('migrating gateway_bench');
+  await runTs('libs/db/src/migrations/migrate.cli.ts', env);
+  const allWorkloads = Object.values(WORKLOADS).flat();
+  log(`seeding route '${ALIAS}' → ${UPSTREAM_MODEL} and ${allWorkloads.length} workloads`);
+  const seeded = JSON.parse(
+    (await runTs('bench/seed-bench.ts', { ...env, BENCH_ALIAS: ALIAS, BENCH_UPSTREAM_MODEL: UPSTREAM_MODEL, BENCH_WORKLOADS: allWorkloads.join(',') }))
+      .trim()
+      .split('\n')
+      .pop(),
+  );
+
+  fs.rmSync(LOG_DIR, { recursive: true, force: true });
+  log(`starting services (logs in ${path.relative(ROOT, LOG_DIR)}/)`);
+  const only = CFG.services.includes('all') ? undefined : CFG.services;
+  const services = await startServices({ env, logDir: LOG_DIR, only });
+  log(`running: ${services.children.map((c) => c.service.name).join(', ')}`);
+  stops.push(services.stop);
+  const pool = new pg.Pool({ connectionString: pgServer.url, max: 2 });
+  stops.push(() => pool.end());
+  log(`stack up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+
+  const targets = {
+    baseline: { url: `${SIM}/v1/chat/completions`, model: UPSTREAM_MODEL, key: null },
+    gateway: { url: `${ADMISSION}/v1/chat/completions`, model: ALIAS, key: (wl) => seeded.keys[wl] },
+  };
+  // The same body everywhere but the model (alias vs upstream model). With several workloads,
+  // each connection cycles through their keys.
+  const requestFor = (target, workloads) => {
+    const one = (workload) => ({
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(target.key ? { authorization: `Bearer ${target.key(workload)}` } : {}) },
+      body: JSON.stringify({ model: target.model, messages: PROMPT }),
+    });
+    const keyed = target.key ? workloads : workloads.slice(0, 1);
+    return { url: target.url, ...one(keyed[0]), ...(keyed.length > 1 ? { requests: keyed.map(one) } : {}) };
+  };
+
+  // One request each, checked by hand: a 2xx that is not a chat completion would make the
+  // numbers meaningless.
+  for (const [name, target] of Object.entries(targets)) await sanityCheck(name, requestFor(target, WORKLOADS.warmup));
+
+  const cpu = cpuProbe({ services, kafka, pool, pgUrl: pgServer.url });
+
+  log(`warm-up: ${CFG.warmupS} s per target, ${CFG.connections} connections (not reported)`);
+  for (const target of Object.values(targets)) {
+    await load(requestFor(target, WORKLOADS.warmup), { connections: CFG.connections, duration: CFG.warmupS });
+  }
+  await resetSim();
+
+  const phases = [
+    { name: 'rate', label: `fixed rate ${CFG.rate} req/s`, workloads: WORKLOADS.rate, opts: { lanes: CFG.rateLanes, overallRate: CFG.rate } },
+    { name: 'saturation', label: `saturation ${CFG.connections} conns`, workloads: WORKLOADS.saturation, opts: { connections: CFG.connections } },
+  ];
+  const runs = {};
+  const loadavgBefore = os.loadavg().map((l) => round(l, 2));
+  for (const phase of phases) {
+    runs[phase.name] = {};
+    for (const [name, target] of Object.entries(targets)) {
+      log(`${phase.label}: ${name} for ${CFG.durationS} s`);
+      const before = await cpu.snapshot();
+      const sampler = pgWaitSampler(pool);
+      const r = await load(requestFor(target, phase.workloads), { ...phase.opts, duration: CFG.durationS });
+      const pgWaits = await sampler.stop();
+      const after = await cpu.snapshot();
+      runs[phase.name][name] = { ...r, cpuCores: cpu.cores(before, after, r.durationS), pgWaits };
+      await resetSim();
+    }
+  }
+
+  const loadEnded = Date.now();
+  const settlement = await waitForSettlement(pool, loadEnded, runs, phases);
+  const stages = {};
+  for (const phase of phases) stages[phase.name] = await stageBreakdown(pool, phase.workloads);
+  const metrics = await scrapeMetrics();
+
+  const comparison = {};
+  for (const phase of phases) {
+    const { baseline, gateway } = runs[phase.name];
+    comparison[phase.name] = {
+      addedP50Ms: round(gateway.p50Ms - baseline.p50Ms, 1),
+      addedP99Ms: round(gateway.p99Ms - baseline.p99Ms, 1),
+      throughputRatio: baseline.okPerSec > 0 ? round(gateway.okPerSec / baseline.okPerSec, 3) : null,
+    };
+  }
+
+  const result = {
+    finishedAt: new Date().toISOString(),
+    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? null, node: process.version, loadavgBefore, loadavgAfter: os.loadavg().map((l) => round(l, 2)) },
+    config: { ...CFG, upstreamModel: UPSTREAM_MODEL, logLevel: env.LOG_LEVEL, prompt: PROMPT },
+    runs,
+    comparison,
+    settlement,
+    gatewayStagesMs: stages,
+    admissionMetrics: metrics,
+  };
+  fs.mkdirSync(path.dirname(RESULT_FILE), { recursive: true });
+  fs.writeFileSync(RESULT_FILE, JSON.stringify(result, null, 2) + '\n');
+
+  report(result, phases);
+  log(`wrote ${path.relative(ROOT, RESULT_FILE)}; total ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+
+  const failures = Object.values(runs).flatMap((p) => Object.values(p)).filter((r) => r.non2xx + r.errors + r.timeouts > 0);
+  await shutdown(failures.length > 0 ? 1 : 0);
+}
+
+// ---------------------------------------------------------------- load
+
+/**
+ * Runs autocannon and summarises it from its per-response events: latencies of 2xx answers
+ * (exact percentiles, nearest rank), status codes, errors and timeouts.
+ *
+ * Without overallRate: one autocannon run, closed loop, `connections` requests in flight.
+ * With overallRate: `lanes` autocannon runs, each with overallRate/lanes req/s, started
+ * 1000/lanes ms apart. autocannon spends a connection's per-second quota as soon as each
+ * second starts, and all its connections start together, so a single run at 50 req/s sends
+ * bursts; staggered lanes spread the arrivals over the second (one lane per req/s sends one
+ * request every 1000/rate ms). A lane is one connection, so it keeps its rate only while a
+ * response takes under lanes/rate seconds; the achieved rate is what gets reported.
+ * autocannon's own percentiles are not used: at a fixed rate it "corrects" coordinated omission
+ * with an expected interval of ceil(1/rate-per-connection) ms = 1 ms, which back-fills a 20 ms
+ * answer with 19 made-up faster ones.
+ */
+async function load(request, { connections = 1, overallRate, lanes = 0, duration }) {
+  const laneCount = overallRate ? Math.max(1, Math.round(lanes || overallRate)) : 1;
+  const latencies = [];
+  const statusCodes = {};
+  const runLane = async (i) => {
+    if (i > 0) await sleep((i * 1000) / laneCount);
+    if (shuttingDown) return null;
+    const opts = { ...request, duration, timeout: 30, pipelining: 1 };
+    if (overallRate) {
+      const laneRate = overallRate / laneCount;
+      opts.overallRate = laneRate;
+      opts.connections = Math.max(1, Math.floor(laneRate));
+    } else {
+      opts.connections = connections;
+    }
+    const run = autocannon(opts);
+    running.add(run);
+    run.on('response', (_client, status, _bytes, ms) => {
+      statusCodes[status] = (statusCodes[status] ?? 0) + 1;
+      if (status >= 200 && status < 300) latencies.push(ms);
+    });
+    try {
+      return await run;
+    } finally {
+      running.delete(run);
+    }
+  };
+  const results = (await Promise.all(Array.from({ length: laneCount }, (_, i) => runLane(i)))).filter(Boolean);
+  latencies.sort((a, b) => a - b);
+  const pct = (p) => (latencies.length ? round(latencies[Math.min(latencies.length - 1, Math.ceil((p / 100) * latencies.length) - 1)], 1) : null);
+  const ok = Object.entries(statusCodes).reduce((n, [code, c]) => (Number(code) >= 200 && Number(code) < 300 ? n + c : n), 0);
+  const completed = Object.values(statusCodes).reduce((a, b) => a + b, 0);
+  const durationS = results.length ? results.reduce((a, r) => a + r.duration, 0) / results.length : duration;
+  return {
+    lanes: laneCount,
+    connections: results.reduce((a, r) => a + r.connections, 0),
+    durationS: round(durationS, 2),
+    completed,
+    ok,
+    non2xx: completed - ok,
+    errors: results.reduce((a, r) => a + r.errors, 0),
+    timeouts: results.reduce((a, r) => a + r.timeouts, 0),
+    statusCodes,
+    // Σ over lanes of 2xx/lane duration: the steady rate, not diluted by the staggered start.
+    okPerSec: round(results.reduce((a, r) => a + r['2xx'] / r.duration, 0), 1),
+    p50Ms: pct(50),
+    p90Ms: pct(90),
+    p99Ms: pct(99),
+    maxMs: latencies.length ? round(latencies[latencies.length - 1], 1) : null,
+    meanMs: latencies.length ? round(latencies.reduce((a, b) => a + b, 0) / latencies.length, 2) : null,
+  };
+}
+
+async function sanityCheck(name, req) {
+  const res = await fetch(req.url, { method: 'POST', headers: req.headers, body: req.body });
+  const text = await res.text();
+  let body = null;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // reported below
+  }
+  const content = body?.choices?.[0]?.message?.content;
+  if (!res.ok || typeof content !== 'string' || !body.usage) {
+    throw new Error(`${name} sanity request failed: HTTP ${res.status} ${text.slice(0, 500)}`);
+  }
+  const action = res.headers.get('x-gateway-action-id');
+  log(`${name} answers: HTTP ${res.status}, ${body.usage.total_tokens} tokens${action ? `, action ${action}` : ''}`);
+}
+
+async function resetSim() {
+  await fetch(`${SIM}/_sim/requests`, { method: 'DELETE' }).catch(() => undefined);
+}
+
+// ---------------------------------------------------------------- settlement and stages
+
+/** Waits until every admitted action of the measured phases has a ledger row (or gives up). */
+async function waitForSettlement(pool, loadEnded, runs, phases) {
+  const count = async (workloads) => {
+    const { rows } = await pool.query(
+      `SELECT (SELECT count(*) FROM action a WHERE a.workload_id = ANY($1::text[]))::int AS actions,
+              (SELECT count(*) FROM attempt t JOIN action a ON a.id = t.action_id WHERE a.workload_id = ANY($1::text[]))::int AS attempts,
+              (SELECT count(*) FROM ledger_entry l WHERE l.workload_id = ANY($1::text[]))::int AS ledger`,
+      [workloads],
+    );
+    return rows[0];
+  };
+  const all = phases.flatMap((p) => p.workloads);
+  const deadline = loadEnded + CFG.drainTimeoutMs;
+  let total = await count(all);
+  while (total.ledger < total.actions && Date.now() < deadline) {
+    await sleep(250);
+    total = await count(all);
+  }
+  const out = { caughtUp: total.ledger >= total.actions, drainMs: Date.now() - loadEnded, byPhase: {} };
+  for (const phase of phases) {
+    const r = await count(phase.workloads);
+    const g = runs[phase.name].gateway;
+    out.byPhase[phase.name] = { workloads: phase.workloads.length, responses: g.completed, ok: g.ok, actions: r.actions, attempts: r.attempts, ledgerRows: r.ledger };
+  }
+  return out;
+}
+
+/** Where the time goes inside the gateway, from the rows' own timestamps (ms resolution). */
+async function stageBreakdown(pool, workloads) {
+  const { rows } = await pool.query(
+    `WITH s AS (
+       SELECT extract(epoch FROM t.started_at - a.created_at) * 1000 AS to_dispatch,
+              extract(epoch FROM t.ended_at - t.started_at) * 1000 AS upstream,
+              extract(epoch FROM t.ended_at - a.created_at) * 1000 AS admit_to_upstream_done,
+              extract(epoch FROM l.settled_at - t.ended_at) * 1000 AS settle_lag
+         FROM action a
+         JOIN attempt t ON t.action_id = a.id
+         LEFT JOIN ledger_entry l ON l.attempt_id = t.id
+        WHERE a.workload_id = ANY($1::text[]))
+     SELECT percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY to_dispatch) AS to_dispatch,
+            percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY upstream) AS upstream,
+            percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY admit_to_upstream_done) AS admit_to_upstream_done,
+            percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY settle_lag) AS settle_lag
+       FROM s`,
+    [workloads],
+  );
+  const r = rows[0];
+  const pair = (a) => (a ? { p50: round(Number(a[0]), 1), p99: round(Number(a[1]), 1) } : null);
+  return {
+    admissionToDispatch: pair(r?.to_dispatch),
+    dispatchToUpstreamDone: pair(r?.upstream),
+    admissionToUpstreamDone: pair(r?.admit_to_upstream_done),
+    upstreamDoneToLedger: pair(r?.settle_lag),
+  };
+}
+
+async function scrapeMetrics() {
+  try {
+    const text = await (await fetch(`${ADMISSION}/metrics`)).text();
+    const lines = text.split('\n').filter((l) => l.startsWith('gateway_admission_request_seconds_'));
+    const pick = (suffix) => lines.filter((l) => l.startsWith(`gateway_admission_request_seconds_${suffix}`) && l.includes('outcome="answered"'));
+    const count = Number(pick('count')[0]?.split(' ').pop() ?? NaN);
+    const sum = Number(pick('sum')[0]?.split(' ').pop() ?? NaN);
+    const buckets = pick('bucket').map((l) => ({ le: /le="([^"]+)"/.exec(l)?.[1], count: Number(l.split(' ').pop()) }));
+    const decisions = text.split('\n').filter((l) => l.startsWith('gateway_admission_decisions_total'));
+    fs.writeFileSync(path.join(LOG_DIR, 'admission-metrics.txt'), text);
+    return { answered: count, meanSeconds: count > 0 ? round(sum / count, 4) : null, buckets, decisions };
+  } catch (err) {
+    return { error: err.message };
+  }
+}
+
+// ---------------------------------------------------------------- Postgres waits
+
+/**
+ * Samples pg_stat_activity of the bench database every 100 ms while a run lasts: what the
+ * busy backends are doing ("CPU" = active and not waiting; "idle in transaction" = a transaction
+ * held open while its client works between statements). Averages are backends per sample.
+ */
+function pgWaitSampler(pool) {
+  const counts = new Map();
+  let samples = 0;
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        const { rows } = await pool.query(
+          `SELECT state, wait_event_type, wait_event, regexp_replace(left(query, 200), '\\s+', ' ', 'g') AS query
+             FROM pg_stat_activity
+            WHERE datname = current_database() AND pid <> pg_backend_pid() AND state IN ('active', 'idle in transaction')`,
+        );
+        samples += 1;
+        for (const r of rows) {
+          const what = r.state === 'idle in transaction' ? 'idle in transaction' : r.wait_event_type ? `${r.wait_event_type}:${r.wait_event}` : 'CPU';
+          const stmt = statementLabel(r.query);
+          const key = `${what}|${stmt}`;
+          counts.set(key, (counts.get(key) ?? 0) + 1);
+        }
+      } catch {
+        // a failed sample is just skipped
+      }
+      await sleep(100);
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await loop;
+      const top = [...counts.entries()]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 8)
+        .map(([key, n]) => {
+          const [what, statement] = key.split('|');
+          return { what, statement, avgBackends: round(n / Math.max(1, samples), 2) };
+        });
+      return { samples, top };
+    },
+  };
+}
+
+/** "UPDATE quota_counter", "INSERT INTO action", "COMMIT"…: enough to tell statements apart. */
+function statementLabel(query) {
+  const q = (query ?? '').trim().replace(/"/g, '');
+  const m = /^(SELECT|INSERT INTO|UPDATE|DELETE FROM|BEGIN|COMMIT|ROLLBACK)\b\s*([\w.]*)/i.exec(q);
+  if (!m) return q.slice(0, 40);
+  if (/^SELECT$/i.test(m[1])) {
+    const from = /\bFROM\s+([\w.]+)/i.exec(q);
+    return `SELECT ${from ? from[1].split('.').pop() : ''}${/FOR UPDATE/i.test(q) ? ' FOR UPDATE' : ''}`.trim();
+  }
+  return `${m[1].toUpperCase()} ${m[2].split('.').pop()}`.trim();
+}
+
+// ---------------------------------------------------------------- CPU
+
+/**
+ * CPU seconds of each process of the stack, read from /proc (Linux only; elsewhere empty), so
+ * a run can say how many cores each part used. Postgres is counted through the backends
+ * connected to the bench database, when the server is local.
+ */
+function cpuProbe({ services, kafka, pool, pgUrl }) {
+  let hz = 100;
+  try {
+    hz = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    // assume 100
+  }
+  const ticks = (pid) => {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return (Number(f[11]) + Number(f[12])) / hz; // utime + stime
+    } catch {
+      return null;
+    }
+  };
+  const pgLocal = ['127.0.0.1', 'localhost', '::1'].includes(new URL(pgUrl).hostname);
+  return {
+    async snapshot() {
+      const s = {};
+      for (const c of services.children) s[c.service.name] = ticks(c.child.pid);
+      if (kafka.pid) s.kafka = ticks(kafka.pid);
+      if (pgLocal) {
+        const { rows } = await pool.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`);
+        s.postgresBackends = Object.fromEntries(rows.map((r) => [r.pid, ticks(r.pid)]));
+      }
+      const self = process.cpuUsage();
+      s.loadGenerator = (self.user + self.system) / 1e6;
+      return s;
+    },
+    cores(before, after, seconds) {
+      const out = {};
+      for (const [k, v] of Object.entries(after)) {
+        if (k === 'postgresBackends') {
+          let total = 0;
+          // A backend that connected during the run spent all its CPU in it; one that left is lost.
+          for (const [pid, t] of Object.entries(v)) if (t != null) total += t - (before.postgresBackends?.[pid] ?? 0);
+          out.postgres = round(total / seconds, 2);
+        } else if (v != null && before[k] != null) {
+          out[k] = round((v - before[k]) / seconds, 2);
+        }
+      }
+      return out;
+    },
+  };
+}
+
+// ---------------------------------------------------------------- report
+
+function report(result, phases) {
+  const rows = [['phase', 'target', 'conns', 'ok req/s', 'p50 ms', 'p99 ms', 'max ms', '2xx', 'non-2xx', 'errors']];
+  for (const phase of phases) {
+    for (const [name, r] of Object.entries(result.runs[phase.name])) {
+      rows.push([phase.label, name, r.connections, r.okPerSec, r.p50Ms, r.p99Ms, r.maxMs, r.ok, r.non2xx, r.errors + r.timeouts]);
+    }
+  }
+  console.log(`\nGateway vs direct provider-sim (${UPSTREAM_MODEL}), ${CFG.durationS} s per run, gateway load on ${CFG.gatewayWorkloads} workload(s), ${result.machine.cpus} CPUs shared by everything`);
+  console.log(`load average (1/5/15 min) before the runs ${result.machine.loadavgBefore.join(' ')}, after ${result.machine.loadavgAfter.join(' ')}\n`);
+  console.log(table(rows));
+
+  const cmp = [['phase', 'added p50 ms', 'added p99 ms', 'throughput gateway/baseline']];
+  for (const phase of phases) {
+    const c = result.comparison[phase.name];
+    cmp.push([phase.label, signed(c.addedP50Ms), signed(c.addedP99Ms), c.throughputRatio ?? 'n/a']);
+  }
+  console.log('\n' + table(cmp, 1));
+  for (const [name, r] of Object.entries(result.runs.rate ?? {})) {
+    if (r.okPerSec < 0.9 * CFG.rate) {
+      console.log(`note: ${name} answered ${r.okPerSec} of the offered ${CFG.rate} req/s; each lane waits for its answer, so above its capacity the fixed-rate phase turns into a closed loop of ${r.connections} connections (try BENCH_RATE lower)`);
+    }
+  }
+
+  const cpuNames = [...new Set(phases.flatMap((p) => Object.values(result.runs[p.name]).flatMap((r) => Object.keys(r.cpuCores))))];
+  if (cpuNames.length > 0) {
+    const cpuRows = [['CPU cores used', ...cpuNames]];
+    for (const phase of phases) {
+      for (const [name, r] of Object.entries(result.runs[phase.name])) cpuRows.push([`${phase.name}/${name}`, ...cpuNames.map((n) => r.cpuCores[n] ?? '')]);
+    }
+    console.log('\n' + table(cpuRows, 1));
+  }
+
+  const pw = [['Postgres backends busy (avg)', 'phase', 'statement', 'backends']];
+  for (const phase of phases) {
+    for (const w of result.runs[phase.name].gateway.pgWaits?.top ?? []) pw.push([w.what, phase.name, w.statement, w.avgBackends]);
+  }
+  if (pw.length > 1) console.log('\n' + table(pw, 3));
+
+  const st = [['gateway stage (DB timestamps)', 'phase', 'p50 ms', 'p99 ms']];
+  for (const phase of phases) {
+    const s = result.gatewayStagesMs[phase.name];
+    if (!s) continue;
+    for (const [k, label] of [
+      ['admissionToDispatch', 'admitted → dispatch claimed'],
+      ['dispatchToUpstreamDone', 'claimed → upstream answered'],
+      ['admissionToUpstreamDone', 'admitted → upstream answered'],
+      ['upstreamDoneToLedger', 'upstream answered → ledger row'],
+    ]) {
+      if (s[k]) st.push([label, phase.name, s[k].p50, s[k].p99]);
+    }
+  }
+  console.log('\n' + table(st));
+
+  const sr = [['settlement (gateway runs)', 'workloads', 'responses', '2xx', 'actions admitted', 'attempts', 'ledger rows']];
+  for (const phase of phases) {
+    const s = result.settlement.byPhase[phase.name];
+    sr.push([phase.label, s.workloads, s.responses, s.ok, s.actions, s.attempts, s.ledgerRows]);
+  }
+  console.log('\n' + table(sr, 1));
+  console.log(
+    result.settlement.caughtUp
+      ? `settlement caught up: every admitted action had its ledger row ${result.settlement.drainMs} ms after the load stopped`
+      : `settlement did NOT catch up within ${CFG.drainTimeoutMs} ms of the load stopping`,
+  );
+  const bad = phases.flatMap((p) => Object.entries(result.runs[p.name]).filter(([, r]) => r.non2xx + r.errors + r.timeouts > 0).map(([n, r]) => `${p.name}/${n}: ${JSON.stringify(r.statusCodes)} errors=${r.errors} timeouts=${r.timeouts}`));
+  console.log(bad.length === 0 ? 'every response was 2xx' : `NOT every response was 2xx:\n  ${bad.join('\n  ')}`);
+  console.log();
+}
+
+function table(rows, textColumns = 2) {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => String(r[i]).length)));
+  const line = (r) => r.map((c, i) => (i < textColumns ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join('  ');
+  return [line(rows[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n');
+}
+
+const signed = (n) => (n > 0 ? `+${n}` : String(n));
+const round = (n, d) => Math.round(n * 10 ** d) / 10 ** d;
+
+function withDatabase(url, database) {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+// ---------------------------------------------------------------- lifecycle
+
+async function shutdown(code, why) {
+  if (shuttingDown) return;
+  shuttingDown = true;
+  if (why) log(`${why}; stopping…`);
+  for (const run of running) run.stop?.();
+  for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  process.exit(code);
+}
+
+main().catch(async (err) => {
+  if (shuttingDown) return; // interrupted: whatever was still running lost its stack under it
+  console.error(`[bench] failed: ${err.stack ?? err}`);
+  await shutdown(1);
+});
