@@ -17,13 +17,35 @@ export class Database {
     this.prisma = new PrismaClient({ adapter });
   }
 
+  private readonly afterCommitHooks = new WeakMap<Tx, Array<() => void>>();
+
   async transaction<T>(fn: (tx: Tx) => Promise<T>, opts: { timeoutMs?: number } = {}): Promise<T> {
     for (let attempt = 1; ; attempt++) {
+      let hooks: Array<() => void> = [];
       try {
-        return await this.prisma.$transaction(fn, { timeout: opts.timeoutMs ?? 10000, maxWait: 5000 });
+        const result = await this.prisma.$transaction(
+          (tx) => {
+            hooks = [];
+            this.afterCommitHooks.set(tx, hooks);
+            return fn(tx);
+          },
+          { timeout: opts.timeoutMs ?? 10000, maxWait: 5000 },
+        );
+        for (const hook of hooks) hook();
+        return result;
       } catch (err) {
         if (attempt >= 3 || !isRetryable(err)) throw err;
       }
+    }
+  }
+
+  /** Runs `hook` once the transaction `tx` has committed (never if it rolls back). */
+  afterCommit(tx: Tx, hook: () => void): void {
+    const hooks = this.afterCommitHooks.get(tx);
+    if (hooks) {
+      if (!hooks.includes(hook)) hooks.push(hook);
+    } else {
+      hook();
     }
   }
 

@@ -77,7 +77,12 @@ export class CoreModule {
         { provide: ProcessedEventRepository, useFactory: (db: Database) => new ProcessedEventRepository(db), inject: [Database] },
         {
           provide: OutboxRelay,
-          useFactory: (outbox: OutboxRepository, bus: KafkaBus) => new OutboxRelay(outbox, bus, logger),
+          useFactory: (outbox: OutboxRepository, bus: KafkaBus) => {
+            const relay = new OutboxRelay(outbox, bus, logger);
+            // Publish right after each commit; the periodic sweep remains the delivery guarantee.
+            outbox.onCommittedAppend(() => relay.kick());
+            return relay;
+          },
           inject: [OutboxRepository, KafkaBus],
         },
         {

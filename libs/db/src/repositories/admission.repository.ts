@@ -59,22 +59,13 @@ export class AdmissionRepository {
   async admit(input: AdmitInput): Promise<AdmitResult> {
     try {
       await this.db.transaction(async (tx) => {
-        await this.takeConcurrencySlot(tx, input.concurrency);
-        const workloadAccountId = await this.hold(tx, 'workload', input.action.workloadId,
-          input.workloadBudget.periodStart, input.workloadBudget.budgetMicrousd, input.reservation.reservedMicrousd);
-        const exceptionAccountId = input.exceptionBudget
-          ? await this.hold(tx, 'exception', input.exceptionBudget.exceptionId, EXCEPTION_PERIOD,
-              input.exceptionBudget.budgetMicrousd, input.reservation.reservedMicrousd)
-          : null;
+        // Rows nobody else touches first; the per-workload hot rows (concurrency counter, budget
+        // accounts) last, so their locks are held only for the final statements and the commit.
         const a = input.action;
+        const workloadAccountId = budgetAccountId('workload', a.workloadId, input.workloadBudget.periodStart);
+        const exceptionAccountId = input.exceptionBudget ? budgetAccountId('exception', input.exceptionBudget.exceptionId, EXCEPTION_PERIOD) : null;
         await tx.action.create({
-          data: {
-            ...a,
-            status: 'admitted',
-            statusReason: 'admitted',
-            createdAt: input.now,
-            updatedAt: input.now,
-          },
+          data: { ...a, status: 'admitted', statusReason: 'admitted', createdAt: input.now, updatedAt: input.now },
         });
         await tx.reservation.create({
           data: {
@@ -92,6 +83,11 @@ export class AdmissionRepository {
           },
         });
         await this.outbox.append(tx, 'admissionDecisions', a.workloadId, input.decisionEvent);
+        await this.takeConcurrencySlot(tx, input.concurrency);
+        await this.hold(tx, 'workload', a.workloadId, input.workloadBudget.periodStart, input.workloadBudget.budgetMicrousd, input.reservation.reservedMicrousd);
+        if (input.exceptionBudget) {
+          await this.hold(tx, 'exception', input.exceptionBudget.exceptionId, EXCEPTION_PERIOD, input.exceptionBudget.budgetMicrousd, input.reservation.reservedMicrousd);
+        }
       });
       return { ok: true };
     } catch (err) {

@@ -127,11 +127,14 @@ export class DispatchRepository {
             updatedAt: o.now,
           },
         });
+      }
+      await this.outbox.append(tx, 'attemptCompleted', o.event.workload_id ?? o.actionId, o.event);
+      if (o.finishAction) {
+        // The workload's hot counter row last: its lock is held only until the commit.
         await tx.$executeRaw`
           UPDATE quota_counter SET in_flight = GREATEST(in_flight - 1, 0), updated_at = now()
           WHERE scope = 'workload' AND scope_id = ${o.finishAction.workloadId} AND window_start = ${new Date(0)}`;
       }
-      await this.outbox.append(tx, 'attemptCompleted', o.event.workload_id ?? o.actionId, o.event);
     });
   }
 }

@@ -5,7 +5,17 @@ import { Database, Tx } from '../database';
 
 /** Transactional outbox: events are written with the state change they announce. */
 export class OutboxRepository implements OutboxStore {
+  private readonly listeners: Array<() => void> = [];
+  private readonly notify = () => {
+    for (const l of this.listeners) l();
+  };
+
   constructor(private readonly db: Database) {}
+
+  /** Called after every commit that appended outbox rows (the relay kicks itself with it). */
+  onCommittedAppend(listener: () => void): void {
+    this.listeners.push(listener);
+  }
 
   async append<K extends TopicKey>(tx: Tx, topicKey: K, key: string, payload: TopicPayload<K>): Promise<void> {
     const spec = Topics[topicKey];
@@ -13,6 +23,7 @@ export class OutboxRepository implements OutboxStore {
     await tx.outboxMessage.create({
       data: { eventId: value.event_id ?? randomUUID(), topic: spec.name, key, payload: value as object },
     });
+    this.db.afterCommit(tx, this.notify);
   }
 
   async drainBatch(limit: number, publish: (rows: OutboxRow[]) => Promise<void>): Promise<number> {
