@@ -3,6 +3,7 @@ import { AdmissionRepository, Database, OutboxRepository, ViewsRepository } from
 import { ContentCipher, ReplyRouter } from '@gateway/messaging';
 import { CoreModule, CoreOptions } from '@gateway/service-kit';
 import { AdmissionMetrics } from './admission.metrics';
+import { CatalogCache } from './catalog-cache';
 import { CLOCK, systemClock } from './clock';
 import { DispatchRepliesConsumer } from './consumers/dispatch-replies.consumer';
 import { ActionsController } from './http/actions.controller';
@@ -31,6 +32,7 @@ export class AdmissionModule {
           inject: [Database, OutboxRepository],
         },
         AdmissionMetrics,
+        CatalogCache,
         ReplyCache,
         AdmitRequest,
         GetAction,

@@ -27,7 +27,8 @@ async function until<T>(probe: () => T | undefined | Promise<T | undefined>, tim
 
 describe('outbox, relay, idempotent consumer, reply correlation', () => {
   const db = new Database(url);
-  const outbox = new OutboxRepository(db);
+  // The sweep normally waits a few seconds for the direct path; here it may take rows at once.
+  const outbox = new OutboxRepository(db, 0);
   const bus = new KafkaBus({ brokers, clientId: `int-${randomUUID().slice(0, 6)}`, logger: quiet });
   const seen: PolicyChangedV1[] = [];
 
@@ -72,7 +73,33 @@ describe('outbox, relay, idempotent consumer, reply correlation', () => {
     expect(unpublished).toBe(0);
   });
 
-  it('the periodic sweep delivers rows nobody kicked', async () => {
+  it('rows are handed to the relay right after their commit (never after a rollback) and marked published', async () => {
+    const committedRows: string[] = [];
+    const direct = new OutboxRepository(db);
+    const relay = new OutboxRelay(direct, bus, quiet, { markDelayMs: 5 });
+    direct.onCommittedAppend((rows) => {
+      committedRows.push(...rows.map((r) => r.key));
+      relay.publishCommitted(rows);
+    });
+    const id = `direct-${randomUUID()}`;
+    await db.transaction(async (tx) => {
+      await direct.append(tx, 'policyChanged', id, policyEvent(id));
+      expect(committedRows).not.toContain(id); // not before the commit
+    });
+    await expect(
+      db.transaction(async (tx) => {
+        await direct.append(tx, 'policyChanged', `${id}-rolled-back`, policyEvent(`${id}-rolled-back`));
+        throw new Error('abort');
+      }),
+    ).rejects.toThrow('abort');
+    expect(committedRows).toEqual([id]);
+    await until(() => seen.find((e) => e.entity_id === id));
+    await until(async () => ((await db.prisma.outboxMessage.findFirst({ where: { key: id } }))?.publishedAt ? true : undefined));
+    await relay.stop();
+    expect(seen.some((e) => e.entity_id === `${id}-rolled-back`)).toBe(false);
+  });
+
+  it('the periodic sweep delivers rows nobody published', async () => {
     const id = `sweep-${randomUUID()}`;
     await db.transaction((tx) => outbox.append(tx, 'policyChanged', id, policyEvent(id)));
     const relay = new OutboxRelay(outbox, bus, quiet, { sweepIntervalMs: 200 });

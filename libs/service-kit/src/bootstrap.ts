@@ -6,6 +6,7 @@ import { Logger as PinoNestLogger } from 'nestjs-pino';
 import type { Logger } from 'pino';
 import { DomainError } from '@gateway/domain';
 import { GatewayExceptionFilter, writeDenial } from './errors';
+import { startCpuProfile } from './profiling';
 
 export interface HttpServiceOptions {
   title: string;
@@ -28,6 +29,7 @@ export interface RunningService {
  * `invalid_request` error instead of a framework default), the exception filter, OpenAPI at /docs.
  */
 export async function startHttpService(module: Type<unknown> | DynamicModule, opts: HttpServiceOptions): Promise<RunningService> {
+  const stopProfile = startCpuProfile(opts.title.replace(/\W+/g, '-'));
   const app = await NestFactory.create(module, { bodyParser: false, bufferLogs: true });
   app.useLogger(app.get(PinoNestLogger));
   app.use(express.json({ limit: opts.bodyLimit ?? '2mb', type: () => true }));
@@ -39,6 +41,14 @@ export async function startHttpService(module: Type<unknown> | DynamicModule, op
   });
   app.useGlobalFilters(new GatewayExceptionFilter(opts.logger));
   app.enableShutdownHooks();
+  if (stopProfile) {
+    const origClose = app.close.bind(app);
+    app.close = async () => {
+      await stopProfile();
+      await origClose();
+    };
+    process.once('SIGTERM', () => void stopProfile());
+  }
   const openapi = buildOpenApi(app, opts);
   SwaggerModule.setup('docs', app, openapi, { jsonDocumentUrl: 'docs/openapi.json' });
   await app.listen(opts.port, opts.host);

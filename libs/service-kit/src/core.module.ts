@@ -80,7 +80,7 @@ export class CoreModule {
           useFactory: (outbox: OutboxRepository, bus: KafkaBus) => {
             const relay = new OutboxRelay(outbox, bus, logger);
             // Publish right after each commit; the periodic sweep remains the delivery guarantee.
-            outbox.onCommittedAppend(() => relay.kick());
+            outbox.onCommittedAppend((rows) => relay.publishCommitted(rows));
             return relay;
           },
           inject: [OutboxRepository, KafkaBus],

@@ -10,3 +10,4 @@ export * from './health';
 export * from './core.module';
 export * from './bootstrap';
 export * from './operator-auth';
+export * from './profiling';

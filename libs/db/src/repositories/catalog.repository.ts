@@ -30,11 +30,16 @@ export class CatalogRepository {
   }
 
   async routeByAlias(alias: string): Promise<RouteContract | null> {
-    const route = await this.db.prisma.route.findUnique({ where: { alias } });
-    if (!route) return null;
-    const v = await this.db.prisma.routeContractVersion.findUnique({
-      where: { routeId_version: { routeId: route.id, version: route.currentVersion } },
+    // One round trip: the route and its current contract version.
+    const found = await this.db.prisma.route.findUnique({
+      where: { alias },
+      include: { versions: { orderBy: { version: 'desc' }, take: 1 } },
     });
+    const route = found;
+    if (!route) return null;
+    const v =
+      route.versions.find((x) => x.version === route.currentVersion) ??
+      (await this.db.prisma.routeContractVersion.findUnique({ where: { routeId_version: { routeId: route.id, version: route.currentVersion } } }));
     if (!v) return null;
     return {
       routeId: route.id,

@@ -3,34 +3,57 @@ import { TopicKey, TopicPayload, Topics } from '@gateway/contracts';
 import type { OutboxRow, OutboxStore } from '@gateway/messaging';
 import { Database, Tx } from '../database';
 
-/** Transactional outbox: events are written with the state change they announce. */
+/**
+ * Transactional outbox: events are written with the state change they announce. After the
+ * commit, the rows that transaction wrote are handed to listeners (the relay publishes them at
+ * once); rows nobody published are found by the sweep (`drainBatch`) once they are older than
+ * `sweepAfterMs`.
+ */
 export class OutboxRepository implements OutboxStore {
-  private readonly listeners: Array<() => void> = [];
-  private readonly notify = () => {
-    for (const l of this.listeners) l();
-  };
+  private readonly listeners: Array<(rows: OutboxRow[]) => void> = [];
+  private readonly pendingByTx = new WeakMap<Tx, OutboxRow[]>();
 
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    private readonly sweepAfterMs = 3000,
+  ) {}
 
-  /** Called after every commit that appended outbox rows (the relay kicks itself with it). */
-  onCommittedAppend(listener: () => void): void {
+  /** Called after every commit that appended outbox rows, with those rows. */
+  onCommittedAppend(listener: (rows: OutboxRow[]) => void): void {
     this.listeners.push(listener);
   }
 
   async append<K extends TopicKey>(tx: Tx, topicKey: K, key: string, payload: TopicPayload<K>): Promise<void> {
     const spec = Topics[topicKey];
     const value = spec.schema.parse(payload) as { event_id?: string };
-    await tx.outboxMessage.create({
-      data: { eventId: value.event_id ?? randomUUID(), topic: spec.name, key, payload: value as object },
-    });
-    this.db.afterCommit(tx, this.notify);
+    const rows = await tx.$queryRaw<Array<{ id: bigint }>>`
+      INSERT INTO outbox_message (event_id, topic, key, payload)
+      VALUES (${value.event_id ?? randomUUID()}, ${spec.name}, ${key}, ${JSON.stringify(value)}::jsonb)
+      RETURNING id`;
+    let committed = this.pendingByTx.get(tx);
+    if (!committed) {
+      const list: OutboxRow[] = [];
+      committed = list;
+      this.pendingByTx.set(tx, list);
+      this.db.afterCommit(tx, () => {
+        for (const l of this.listeners) l(list);
+      });
+    }
+    committed.push({ id: rows[0].id, topic: spec.name, key, payload: value });
   }
 
+  async markPublished(ids: bigint[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db.prisma.$executeRaw`UPDATE outbox_message SET published_at = now() WHERE id = ANY(${ids}::bigint[]) AND published_at IS NULL`;
+  }
+
+  /** The sweep: rows older than `sweepAfterMs` that are still unpublished, claimed with SKIP LOCKED. */
   async drainBatch(limit: number, publish: (rows: OutboxRow[]) => Promise<void>): Promise<number> {
     return this.db.transaction(async (tx) => {
       const rows = await tx.$queryRaw<Array<{ id: bigint; topic: string; key: string; payload: unknown }>>`
         SELECT id, topic, key, payload FROM outbox_message
-        WHERE published_at IS NULL ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
+        WHERE published_at IS NULL AND created_at < now() - make_interval(secs => ${this.sweepAfterMs / 1000})
+        ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
       if (rows.length === 0) return 0;
       await publish(rows);
       await tx.$executeRaw`UPDATE outbox_message SET published_at = now() WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`;

@@ -3,6 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { AdmissionDecisionV1, DispatchCommandV1, DispatchReplyV1, ProviderKind, RouteTarget } from '@gateway/contracts';
 import { AdmissionRepository, CatalogRepository, RouteContract, WorkloadPolicy } from '@gateway/db';
+import { CatalogCache } from '../../catalog-cache';
 import { budgetPeriodStart, decideAdmission, DenialCode, DomainError, estimateInputTokens, fingerprint } from '@gateway/domain';
 import { ContentCipher, KafkaBus, ReplyRouter } from '@gateway/messaging';
 import { GatewayError, InjectConfig, InjectLogger, ServiceConfig } from '@gateway/service-kit';
@@ -27,7 +28,8 @@ const RETRY_AFTER_SECONDS = '1';
 @Injectable()
 export class AdmitRequest {
   constructor(
-    private readonly catalog: CatalogRepository,
+    private readonly catalog: CatalogCache,
+    private readonly exceptionsSource: CatalogRepository,
     private readonly admissions: AdmissionRepository,
     private readonly bus: KafkaBus,
     private readonly replies: ReplyRouter,
@@ -65,7 +67,9 @@ export class AdmitRequest {
     const price = await this.catalog.priceAt(route.routeId, now);
     if (!price) throw await this.deny(base, workload, 'route_contract_unverified', `route ${route.routeId} has no price revision in force`);
     const fallbacks = await this.fallbackRoutes(workload, route);
-    const exceptions = await this.catalog.activeExceptions(workload.id, now);
+    // Exceptions only matter above the workload default, and are always read fresh.
+    const wantsMore = typeof cmd.requestedCandidates === 'number' && cmd.requestedCandidates > workload.defaultMaxCandidates;
+    const exceptions = wantsMore ? await this.exceptionsSource.activeExceptions(workload.id, now) : [];
     const inputTokensEstimate = estimateInputTokens(cmd.promptTexts, cmd.messageCount);
     const decision = decideAdmission({
       now,

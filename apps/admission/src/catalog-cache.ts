@@ -1,0 +1,48 @@
+import { Injectable } from '@nestjs/common';
+import { CatalogRepository, PriceRevision, RouteContract, WorkloadPolicy } from '@gateway/db';
+
+/**
+ * A short-lived cache of the read side admission needs on every request (key → workload policy,
+ * alias → current route contract, route → price in force). Worst-case staleness is the TTL
+ * (ADMISSION_CATALOG_TTL_MS, default 1000 ms; 0 disables it): a revoked key, a new contract
+ * version or a new price applies within that time on every instance. Candidate exceptions are
+ * never cached: they are read fresh whenever a request asks for more than the workload default.
+ */
+@Injectable()
+export class CatalogCache {
+  private readonly entries = new Map<string, { until: number; value: unknown }>();
+  private readonly ttlMs: number;
+
+  constructor(private readonly catalog: CatalogRepository) {
+    const raw = Number(process.env.ADMISSION_CATALOG_TTL_MS ?? 1000);
+    this.ttlMs = Number.isFinite(raw) && raw >= 0 ? raw : 1000;
+  }
+
+  workloadByKeyHash(keyHash: string): Promise<WorkloadPolicy | null> {
+    return this.cached(`key:${keyHash}`, () => this.catalog.workloadByKeyHash(keyHash));
+  }
+
+  routeByAlias(alias: string): Promise<RouteContract | null> {
+    return this.cached(`route:${alias}`, () => this.catalog.routeByAlias(alias));
+  }
+
+  priceAt(routeId: string, at: Date): Promise<PriceRevision | null> {
+    return this.cached(`price:${routeId}`, () => this.catalog.priceAt(routeId, at));
+  }
+
+  /** Misses (null) are not cached, so a key or route created a moment ago works at once. */
+  private async cached<T>(key: string, load: () => Promise<T | null>): Promise<T | null> {
+    if (this.ttlMs === 0) return load();
+    const now = Date.now();
+    const hit = this.entries.get(key);
+    if (hit && hit.until > now) return hit.value as T;
+    const value = await load();
+    if (value !== null) {
+      if (this.entries.size > 10_000) this.entries.clear();
+      this.entries.set(key, { until: now + this.ttlMs, value });
+    } else {
+      this.entries.delete(key);
+    }
+    return value;
+  }
+}
