@@ -6,3 +6,4 @@ export * from './topics';
 export * from './events';
 export * from './dispatch';
 export * from './errors';
+export * from './money';

@@ -15,3 +15,4 @@ export * from './repositories/views.repository';
 export * from './repositories/policy.repository';
 export * from './repositories/exception.repository';
 export { migrate } from './migrations/migrate';
+export * from './repositories/reservation-holds';

@@ -1,7 +1,10 @@
-import type { ActionState, AttemptState, ReservationState } from '@gateway/domain';
+import type { ActionState, AttemptState } from '@gateway/domain';
 import { Database, Tx } from '../database';
 import { Prisma } from '../generated/prisma/client';
-import type { LedgerRow, ReservationView } from './settlement.repository';
+import type { LedgerRow } from './settlement.repository';
+import { applyHoldMovement, HoldMovement, lockReservationOf, ReservationView } from './reservation-holds';
+
+export type { HoldMovement };
 
 /** The action fields reconciliation reads: ids, counts, deadlines, never content. */
 export interface ReconciliationActionView {
@@ -71,17 +74,6 @@ export interface CaseResolution {
  * A movement of one reservation between its buckets, mirrored on every budget account it holds.
  * Released money leaves the account (pending or unresolved shrink without anything growing).
  */
-export interface HoldMovement {
-  fromPendingMicrousd: bigint;
-  toUnresolvedMicrousd: bigint;
-  fromUnresolvedMicrousd: bigint;
-  toSettledMicrousd: bigint;
-  toReleasedMicrousd: bigint;
-  status: ReservationState;
-  reason: string;
-  now: Date;
-}
-
 export interface BudgetAccountView {
   id: string;
   scope: string;
@@ -202,22 +194,8 @@ export class ReconciliationRepository implements ReconciliationStore {
     return this.readAction(tx, actionId);
   }
 
-  async lockReservation(tx: Tx, actionId: string): Promise<ReservationView | null> {
-    const rows = await tx.$queryRaw<Array<{ id: string }>>`
-      SELECT id FROM reservation WHERE action_id = ${actionId} FOR UPDATE`;
-    if (rows.length === 0) return null;
-    const r = await tx.reservation.findUniqueOrThrow({ where: { actionId } });
-    return {
-      id: r.id,
-      actionId: r.actionId,
-      status: r.status as ReservationState,
-      reservedMicrousd: r.reservedMicrousd,
-      settledMicrousd: r.settledMicrousd,
-      unresolvedMicrousd: r.unresolvedMicrousd,
-      releasedMicrousd: r.releasedMicrousd,
-      priceRevisionId: r.priceRevisionId,
-      accountIds: [r.workloadAccountId, ...(r.exceptionAccountId ? [r.exceptionAccountId] : [])],
-    };
+  lockReservation(tx: Tx, actionId: string): Promise<ReservationView | null> {
+    return lockReservationOf(tx, actionId);
   }
 
   async hasDispatchClaim(tx: Tx, actionId: string): Promise<boolean> {
@@ -266,27 +244,8 @@ export class ReconciliationRepository implements ReconciliationStore {
       WHERE scope = 'workload' AND scope_id = ${workloadId} AND window_start = ${NO_WINDOW}`;
   }
 
-  async moveHold(tx: Tx, r: ReservationView, m: HoldMovement): Promise<void> {
-    await tx.reservation.update({
-      where: { id: r.id },
-      data: {
-        settledMicrousd: { increment: m.toSettledMicrousd },
-        unresolvedMicrousd: { increment: m.toUnresolvedMicrousd - m.fromUnresolvedMicrousd },
-        releasedMicrousd: { increment: m.toReleasedMicrousd },
-        status: m.status,
-        statusReason: m.reason,
-        updatedAt: m.now,
-      },
-    });
-    for (const accountId of r.accountIds) {
-      await tx.$executeRaw`
-        UPDATE budget_account SET
-          pending_microusd = pending_microusd - ${m.fromPendingMicrousd},
-          unresolved_microusd = unresolved_microusd + ${m.toUnresolvedMicrousd} - ${m.fromUnresolvedMicrousd},
-          settled_microusd = settled_microusd + ${m.toSettledMicrousd},
-          updated_at = now()
-        WHERE id = ${accountId}`;
-    }
+  moveHold(tx: Tx, r: ReservationView, m: HoldMovement): Promise<void> {
+    return applyHoldMovement(tx, r, m);
   }
 
   /** false when this attempt already has a case for this reason (a case opens once). */

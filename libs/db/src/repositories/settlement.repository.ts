@@ -1,17 +1,7 @@
-import type { ReservationState } from '@gateway/domain';
 import { Tx } from '../database';
+import { applyHoldMovement, HoldMovement, lockReservationOf, ReservationView } from './reservation-holds';
 
-export interface ReservationView {
-  id: string;
-  actionId: string;
-  status: ReservationState;
-  reservedMicrousd: bigint;
-  settledMicrousd: bigint;
-  unresolvedMicrousd: bigint;
-  releasedMicrousd: bigint;
-  priceRevisionId: string;
-  accountIds: string[];
-}
+export type { ReservationView };
 
 export interface LedgerRow {
   id: string;
@@ -54,36 +44,12 @@ export interface CaseRow {
   openedAt: Date;
 }
 
-/** A movement of one reservation between its buckets, mirrored on its budget accounts. */
-export interface ReservationMovement {
-  fromPendingMicrousd: bigint;
-  toSettledMicrousd: bigint;
-  toUnresolvedMicrousd: bigint;
-  fromUnresolvedMicrousd: bigint;
-  toReleasedMicrousd: bigint;
-  status: ReservationState;
-  reason: string;
-  now: Date;
-}
+export type ReservationMovement = HoldMovement;
 
 /** Settlement's writes; the settle use case runs them inside one idempotent transaction. */
 export class SettlementRepository {
-  async lockReservation(tx: Tx, actionId: string): Promise<ReservationView | null> {
-    const rows = await tx.$queryRaw<Array<{ id: string }>>`
-      SELECT id FROM reservation WHERE action_id = ${actionId} FOR UPDATE`;
-    if (rows.length === 0) return null;
-    const r = await tx.reservation.findUniqueOrThrow({ where: { actionId } });
-    return {
-      id: r.id,
-      actionId: r.actionId,
-      status: r.status as ReservationState,
-      reservedMicrousd: r.reservedMicrousd,
-      settledMicrousd: r.settledMicrousd,
-      unresolvedMicrousd: r.unresolvedMicrousd,
-      releasedMicrousd: r.releasedMicrousd,
-      priceRevisionId: r.priceRevisionId,
-      accountIds: [r.workloadAccountId, ...(r.exceptionAccountId ? [r.exceptionAccountId] : [])],
-    };
+  lockReservation(tx: Tx, actionId: string): Promise<ReservationView | null> {
+    return lockReservationOf(tx, actionId);
   }
 
   /** false when this attempt already has its ledger row (it settles once). */
@@ -122,27 +88,8 @@ export class SettlementRepository {
     });
   }
 
-  async moveReservation(tx: Tx, r: ReservationView, m: ReservationMovement): Promise<void> {
-    await tx.reservation.update({
-      where: { id: r.id },
-      data: {
-        settledMicrousd: { increment: m.toSettledMicrousd },
-        unresolvedMicrousd: { increment: m.toUnresolvedMicrousd - m.fromUnresolvedMicrousd },
-        releasedMicrousd: { increment: m.toReleasedMicrousd },
-        status: m.status,
-        statusReason: m.reason,
-        updatedAt: m.now,
-      },
-    });
-    for (const accountId of r.accountIds) {
-      await tx.$executeRaw`
-        UPDATE budget_account SET
-          pending_microusd = pending_microusd - ${m.fromPendingMicrousd},
-          settled_microusd = settled_microusd + ${m.toSettledMicrousd},
-          unresolved_microusd = unresolved_microusd + ${m.toUnresolvedMicrousd} - ${m.fromUnresolvedMicrousd},
-          updated_at = now()
-        WHERE id = ${accountId}`;
-    }
+  moveReservation(tx: Tx, r: ReservationView, m: ReservationMovement): Promise<void> {
+    return applyHoldMovement(tx, r, m);
   }
 }
 

@@ -6,13 +6,21 @@ import { DispatchCommandV1, DispatchReplyV1 } from '@gateway/contracts';
 import { DispatchRepository } from '@gateway/db';
 import { accept } from '@gateway/domain';
 import { ContentCipher, KafkaBus } from '@gateway/messaging';
-import { adapterFor, ParsedResponse, SseParser } from '@gateway/providers';
+import { adapterFor, ParsedResponse, SseParser, UpstreamRequest } from '@gateway/providers';
 import { InjectConfig, InjectLogger, ServiceConfig } from '@gateway/service-kit';
 import { AttemptStatus, buildAttemptEvent, shortfallOf } from './attempt-report';
 import { DispatchMetrics } from '../../dispatch.metrics';
 import { Clock, CLOCK, UPSTREAM } from '../../tokens';
 
 const ATTEMPT_NO = 1;
+
+/** A provider's error answer is its own evidence that nothing was generated or billed. */
+const PROVIDER_ERROR_EVIDENCE: ParsedResponse = {
+  providerRequestId: null,
+  candidates: [],
+  promptBlockReason: null,
+  usage: { inputTokens: 0, cachedInputTokens: 0, outputTokensTotal: 0, reasoningTokens: 0 },
+};
 
 /**
  * Runs the primary attempt of one admitted action: single-use claim, upstream call with the
@@ -78,14 +86,7 @@ export class RunAttempt {
     let headers: Record<string, string | string[] | undefined>;
     let body: unknown;
     try {
-      const res = await request(req.url, {
-        method: 'POST',
-        headers: req.headers,
-        body: JSON.stringify(req.body),
-        dispatcher: this.upstream,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-      });
+      const res = await this.send(req, timeoutMs);
       statusCode = res.statusCode;
       headers = res.headers;
       const text = await res.body.text();
@@ -103,7 +104,7 @@ export class RunAttempt {
       const contractFailure = statusCode === 400 && cmd.effective_candidates > 1 && /INVALID_ARGUMENT|invalid_value/i.test(code ?? '');
       if (contractFailure) this.metrics.contractFailures.inc({ route: cmd.route.route_id, kind: 'multi_candidate_refused' });
       // An error answer is the provider's own evidence that nothing was generated.
-      const parsed: ParsedResponse = { providerRequestId: null, candidates: [], promptBlockReason: null, usage: { inputTokens: 0, cachedInputTokens: 0, outputTokensTotal: 0, reasoningTokens: 0 } };
+      const parsed = PROVIDER_ERROR_EVIDENCE;
       await this.finish(ctx, 'failed', contractFailure ? `contract failure: provider refused ${cmd.effective_candidates} candidates (${code})` : `provider answered ${statusCode}${code ? ` ${code}` : ''}`, statusCode, parsed, 'provider_response');
       await this.reply(ctx, { kind: 'error', http_status: 502, code: contractFailure ? 'upstream_contract_failure' : 'upstream_error', message: contractFailure ? `the route refused ${cmd.effective_candidates} candidates (${code}); not retried` : `provider error ${statusCode}${code ? ` (${code})` : ''}`, ...this.counts(ctx, null) });
       return;
@@ -129,20 +130,13 @@ export class RunAttempt {
     let acc: ReturnType<typeof adapter.streamAccumulator> | null = null;
     let sawDone = false;
     try {
-      const res = await request(req.url, {
-        method: 'POST',
-        headers: req.headers,
-        body: JSON.stringify(req.body),
-        dispatcher: this.upstream,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-      });
+      const res = await this.send(req, timeoutMs);
       statusCode = res.statusCode;
       this.metrics.upstream.inc({ route: cmd.route.route_id, status: String(statusCode) });
       if (statusCode >= 400) {
         const body = safeParse(await res.body.text());
         const code = adapter.errorCode(body);
-        const parsed: ParsedResponse = { providerRequestId: null, candidates: [], promptBlockReason: null, usage: { inputTokens: 0, cachedInputTokens: 0, outputTokensTotal: 0, reasoningTokens: 0 } };
+        const parsed = PROVIDER_ERROR_EVIDENCE;
         await this.finish(ctx, 'failed', `provider answered ${statusCode}${code ? ` ${code}` : ''}`, statusCode, parsed, 'stream_final_chunk');
         await this.reply(ctx, { kind: 'error', http_status: 502, code: 'upstream_error', message: `provider error ${statusCode}${code ? ` (${code})` : ''}`, ...this.counts(ctx, null) });
         return;
@@ -167,6 +161,18 @@ export class RunAttempt {
     const complete = parsed?.usage != null;
     await this.finish(ctx, complete ? 'succeeded' : 'usage_missing', complete ? 'stream finished with usage' : 'stream ended before its usage chunk', statusCode || null, parsed, 'stream_final_chunk');
     await this.reply(ctx, { kind: 'stream_end', seq, complete: complete && (sawDone || cmd.route.provider_kind === 'gemini-generate'), ...this.counts(ctx, parsed) });
+  }
+
+  /** One upstream call, bounded by what is left of the action's deadline. */
+  private send(req: UpstreamRequest, timeoutMs: number) {
+    return request(req.url, {
+      method: 'POST',
+      headers: req.headers,
+      body: JSON.stringify(req.body),
+      dispatcher: this.upstream,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    });
   }
 
   /** The usage chunk is forwarded only when the client asked for it (we always ask upstream). */

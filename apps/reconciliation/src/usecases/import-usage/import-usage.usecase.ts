@@ -1,3 +1,4 @@
+import { settledCostFields } from '@gateway/contracts';
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
@@ -137,13 +138,7 @@ export class ImportUsage {
         }),
         event_id: randomUUID(),
         price_revision: price.id,
-        cost_microusd: cost.total.toString(),
-        cost_microusd_by_category: {
-          input: cost.input.toString(),
-          cached_input: cost.cachedInput.toString(),
-          output: cost.output.toString(),
-          reasoning: cost.reasoning.toString(),
-        },
+        ...settledCostFields(cost),
         settled_at: now.toISOString(),
       };
       await this.outbox.append(tx, 'usageSettled', action.workloadId, event);

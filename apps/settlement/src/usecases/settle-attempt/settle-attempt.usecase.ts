@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { AttemptCompletedV1, ReconciliationRequiredV1, UsageSettledV1 } from '@gateway/contracts';
+import { AttemptCompletedV1, ReconciliationRequiredV1, settledCostFields, UsageSettledV1 } from '@gateway/contracts';
 import { CatalogRepository, OutboxRepository, ProcessedEventRepository, ReservationView, SettlementRepository, Tx } from '@gateway/db';
 import { attemptMachine, AttemptState, pendingOf, priceUsage, reservationMachine, ReservationState } from '@gateway/domain';
 import { handleOnce } from '@gateway/messaging';
@@ -116,13 +116,7 @@ export class SettleAttempt {
       ...sanitised(e),
       event_id: randomUUID(),
       price_revision: price.id,
-      cost_microusd: cost.total.toString(),
-      cost_microusd_by_category: {
-        input: cost.input.toString(),
-        cached_input: cost.cachedInput.toString(),
-        output: cost.output.toString(),
-        reasoning: cost.reasoning.toString(),
-      },
+      ...settledCostFields(cost),
       settled_at: now.toISOString(),
     };
     await this.outbox.append(tx, 'usageSettled', e.workload_id ?? 'unknown', settled);
