@@ -5,6 +5,8 @@ import { ActiveException, PriceRevision, RouteContract, WorkloadPolicy } from '.
 
 /** Read side of policy: workloads by key hash, routes with their current contract, prices. */
 export class CatalogRepository {
+  private readonly pricesById = new Map<string, PriceRevision>();
+
   constructor(private readonly db: Database) {}
 
   async workloadByKeyHash(keyHash: string): Promise<WorkloadPolicy | null> {
@@ -71,9 +73,16 @@ export class CatalogRepository {
     return p ? toPrice(p) : null;
   }
 
+  /** Price revisions are immutable (a change is a new revision), so they are cached for good. */
   async priceById(id: string): Promise<PriceRevision | null> {
+    const cached = this.pricesById.get(id);
+    if (cached) return cached;
     const p = await this.db.prisma.priceRevision.findUnique({ where: { id } });
-    return p ? toPrice(p) : null;
+    if (!p) return null;
+    const price = toPrice(p);
+    if (this.pricesById.size > 10_000) this.pricesById.clear();
+    this.pricesById.set(id, price);
+    return price;
   }
 
   async activeExceptions(workloadId: string, now: Date): Promise<ActiveException[]> {

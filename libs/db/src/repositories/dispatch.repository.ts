@@ -50,10 +50,10 @@ export class DispatchRepository {
     try {
       return await this.db.transaction(async (tx) => {
         // Row lock: the reconciliation sweeper may be expiring this very action.
-        await tx.$queryRaw`SELECT id FROM action WHERE id = ${input.actionId} FOR UPDATE`;
-        const action = await tx.action.findUnique({ where: { id: input.actionId } });
+        const [action] = await tx.$queryRaw<Array<{ status: string; dispatch_deadline_at: Date }>>`
+          SELECT status, dispatch_deadline_at FROM action WHERE id = ${input.actionId} FOR UPDATE`;
         if (!action) return { ok: false, reason: 'not_dispatchable' } as const;
-        if (action.dispatchDeadlineAt <= input.now) return { ok: false, reason: 'expired' } as const;
+        if (action.dispatch_deadline_at <= input.now) return { ok: false, reason: 'expired' } as const;
         const state = action.status as ActionState;
         if (state !== 'admitted' && state !== 'dispatched') return { ok: false, reason: 'not_dispatchable' } as const;
         await tx.dispatchClaim.create({

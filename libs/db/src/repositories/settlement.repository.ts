@@ -54,10 +54,9 @@ export class SettlementRepository {
 
   /** false when this attempt already has its ledger row (it settles once). */
   async insertLedger(tx: Tx, row: LedgerRow): Promise<boolean> {
-    const existing = await tx.ledgerEntry.findUnique({ where: { attemptId: row.attemptId }, select: { id: true } });
-    if (existing) return false;
-    await tx.ledgerEntry.create({ data: row });
-    return true;
+    // One statement: the unique attempt_id makes a second settlement of the same attempt a no-op.
+    const { count } = await tx.ledgerEntry.createMany({ data: [row], skipDuplicates: true });
+    return count === 1;
   }
 
   async openCase(tx: Tx, c: CaseRow): Promise<boolean> {
