@@ -1,0 +1,686 @@
+import type { Logger } from 'pino';
+import { AdmissionDecisionV1, DispatchCommandV1, DispatchReplyV1, TopicKey, Topics, admissionDecisionV1, dispatchCommandV1 } from '@gateway/contracts';
+import type {
+  ActiveException,
+  AdmissionRepository,
+  AdmitInput,
+  AdmitResult,
+  CatalogRepository,
+  PriceRevision,
+  RouteContract,
+  WorkloadPolicy,
+} from '@gateway/db';
+import { DenialCode, DomainError } from '@gateway/domain';
+import { ContentCipher, EncryptedBody, KafkaBus, ReplyRouter } from '@gateway/messaging';
+import { GatewayError, Metrics, ServiceConfig } from '@gateway/service-kit';
+import { AdmissionMetrics } from '../../admission.metrics';
+import { CatalogCache } from '../../catalog-cache';
+import { Clock } from '../../clock';
+import { AdmitRequestCommand, fromGeminiGenerate, fromOpenAiChat } from './admit-request.command';
+import { AdmitRequest, AdmittedAction, hashKey, IdempotentReplay } from './admit-request.usecase';
+
+const T0 = new Date('2026-03-17T10:20:30.000Z');
+const MONTH_START = new Date('2026-03-01T00:00:00.000Z');
+const HOUR_MS = 60 * 60 * 1000;
+
+const KEY = 'gw-key-wl-1';
+/** 23 UTF-8 bytes: ceil(23/3) + 4 per message + 3 = 15 input tokens for one message. */
+const PROMPT = 'the plum tree is secret';
+const INPUT_TOKENS = 15;
+
+/** $2 in, $8 out per MTok: 2 and 8 micro-USD per token. */
+const PRICE: PriceRevision = {
+  id: 'price-1',
+  inputPerMTokMicrousd: 2_000_000n,
+  cachedInputPerMTokMicrousd: 1_000_000n,
+  outputPerMTokMicrousd: 8_000_000n,
+  reasoningPerMTokMicrousd: 8_000_000n,
+};
+
+const WORKLOAD: WorkloadPolicy = {
+  id: 'wl-1',
+  team: 'search',
+  environment: 'prod',
+  defaultMaxCandidates: 1,
+  perCandidateOutputCeiling: 500,
+  budgetMicrousd: 10_000_000n,
+  budgetPeriod: 'month',
+  allowedAliases: ['approved-standard', 'gemini-standard', 'unverified-standard', 'unpriced-standard', 'ghost-alias'],
+  fallbackChain: [],
+  allowLength: false,
+  allowContentFilter: true,
+  deadlineMs: 30_000,
+  maxInFlight: 8,
+  tokensPerMinute: null,
+};
+
+function route(alias: string, routeId: string, change: Partial<RouteContract> = {}): RouteContract {
+  return {
+    routeId,
+    alias,
+    version: 3,
+    providerKind: 'openai-chat',
+    upstreamBaseUrl: 'https://upstream.example/v1',
+    upstreamModel: 'model-x',
+    candidateParam: 'n',
+    maxCandidates: 4,
+    outputCapParam: 'max_completion_tokens',
+    outputCapSemantics: 'per_candidate',
+    usageShape: 'openai',
+    streamingUsage: 'final_chunk',
+    gatewayVersion: '1.0.0',
+    clientLibraryVersion: '4.0.0',
+    verifiedAt: new Date(T0.getTime() - HOUR_MS),
+    verifiedBy: 'olga',
+    verificationTtlSeconds: 24 * 3600,
+    ...change,
+  };
+}
+
+const ROUTES: RouteContract[] = [
+  route('approved-standard', 'rt-openai'),
+  route('gemini-standard', 'rt-gemini', {
+    providerKind: 'gemini-generate',
+    candidateParam: 'candidateCount',
+    outputCapParam: 'maxOutputTokens',
+  }),
+  route('unverified-standard', 'rt-unverified', { verifiedAt: null, verifiedBy: null }),
+  route('unpriced-standard', 'rt-unpriced'),
+  // exists in the catalog, but wl-1 may not use it
+  route('other-team-route', 'rt-other'),
+];
+
+/** Workload-wide, up to 3 candidates of at most 200 output tokens each. */
+const EXCEPTION: ActiveException = {
+  id: 'ex-wide',
+  workloadId: 'wl-1',
+  routeId: null,
+  maxCandidates: 3,
+  perCandidateOutputCeiling: 200,
+  budgetMicrousd: 1_000_000n,
+  expiresAt: new Date(T0.getTime() + 24 * HOUR_MS),
+  status: 'active',
+  allowsStreaming: false,
+};
+
+/** The three catalog reads admission makes per request, from fixed in-memory tables. */
+class FakeCatalog {
+  readonly workloads = new Map<string, WorkloadPolicy>([[hashKey(KEY), WORKLOAD]]);
+  readonly routes = new Map<string, RouteContract>(ROUTES.map((r) => [r.alias, r]));
+  readonly prices = new Map<string, PriceRevision>([
+    ['rt-openai', PRICE],
+    ['rt-gemini', PRICE],
+    ['rt-unverified', PRICE],
+    ['rt-other', PRICE],
+  ]);
+  readonly keyLookups: string[] = [];
+
+  async workloadByKeyHash(keyHash: string): Promise<WorkloadPolicy | null> {
+    this.keyLookups.push(keyHash);
+    return this.workloads.get(keyHash) ?? null;
+  }
+
+  async routeByAlias(alias: string): Promise<RouteContract | null> {
+    return this.routes.get(alias) ?? null;
+  }
+
+  async priceAt(routeId: string, _at: Date): Promise<PriceRevision | null> {
+    return this.prices.get(routeId) ?? null;
+  }
+}
+
+class FakeExceptions {
+  exceptions: ActiveException[] = [];
+  readonly queries: Array<{ workloadId: string; now: Date }> = [];
+
+  async activeExceptions(workloadId: string, now: Date): Promise<ActiveException[]> {
+    this.queries.push({ workloadId, now });
+    return this.exceptions.filter((e) => e.workloadId === workloadId);
+  }
+}
+
+type Prior = { id: string; requestFingerprint: string; status: string };
+
+/** Records every admit/recordDenial; an allowed admit stores the action under its Idempotency-Key. */
+class FakeAdmissions {
+  nextResult: AdmitResult = { ok: true };
+  /** runs inside admit(), before the result is returned (e.g. a concurrent twin committing first) */
+  duringAdmit: (input: AdmitInput) => void = () => undefined;
+  readonly admitted: AdmitInput[] = [];
+  readonly denials: Array<{ key: string; event: AdmissionDecisionV1 }> = [];
+  readonly priors = new Map<string, Prior>();
+
+  async admit(input: AdmitInput): Promise<AdmitResult> {
+    this.admitted.push(input);
+    this.duringAdmit(input);
+    const result = this.nextResult;
+    if (result.ok && input.action.idempotencyKey) {
+      this.priors.set(`${input.action.workloadId}/${input.action.idempotencyKey}`, {
+        id: input.action.id,
+        requestFingerprint: input.action.requestFingerprint,
+        status: 'admitted',
+      });
+    }
+    return result;
+  }
+
+  async recordDenial(key: string, event: AdmissionDecisionV1): Promise<void> {
+    this.denials.push({ key, event });
+  }
+
+  async findByIdempotencyKey(workloadId: string, key: string): Promise<Prior | null> {
+    return this.priors.get(`${workloadId}/${key}`) ?? null;
+  }
+}
+
+class FakeBus {
+  readonly published: Array<{ topicKey: TopicKey; messages: Array<{ key: string; value: unknown }> }> = [];
+  /** what the reply router held at the moment of publishing */
+  readonly waitersAtPublish: number[] = [];
+  fail: Error | null = null;
+
+  constructor(private readonly replies: ReplyRouter) {}
+
+  async publish(topicKey: TopicKey, messages: Array<{ key: string; value: unknown }>): Promise<void> {
+    this.waitersAtPublish.push(this.replies.pending);
+    if (this.fail) throw this.fail;
+    // the real bus validates against the topic schema before sending
+    for (const m of messages) Topics[topicKey].schema.parse(m.value);
+    this.published.push({ topicKey, messages });
+  }
+}
+
+const CONFIG: ServiceConfig = {
+  serviceName: 'admission',
+  instanceId: 'adm-1',
+  databaseUrl: 'postgres://unused',
+  kafkaBrokers: [],
+  logLevel: 'silent',
+  host: '127.0.0.1',
+};
+
+const silentLogger = { info: () => undefined, warn: () => undefined, error: () => undefined } as unknown as Logger;
+
+function setup() {
+  const catalog = new FakeCatalog();
+  const exceptions = new FakeExceptions();
+  const admissions = new FakeAdmissions();
+  const replies = new ReplyRouter();
+  const bus = new FakeBus(replies);
+  const cipher = new ContentCipher(Buffer.alloc(32, 1));
+  const metrics = new AdmissionMetrics(new Metrics('test'));
+  const clock: Clock = { now: () => new Date(T0) };
+  const admit = new AdmitRequest(
+    catalog as unknown as CatalogCache,
+    exceptions as unknown as CatalogRepository,
+    admissions as unknown as AdmissionRepository,
+    bus as unknown as KafkaBus,
+    replies,
+    cipher,
+    metrics,
+    CONFIG,
+    silentLogger,
+    clock,
+  );
+  return { admit, catalog, exceptions, admissions, bus, replies, cipher, metrics };
+}
+
+function chat(change: Record<string, unknown> = {}, key: string | null = KEY, idem: string | null = null): AdmitRequestCommand {
+  return fromOpenAiChat({ model: 'approved-standard', messages: [{ role: 'user', content: PROMPT }], ...change }, key, idem);
+}
+
+function gemini(alias: string, generationConfig: Record<string, unknown> = {}, key: string | null = KEY): AdmitRequestCommand {
+  return fromGeminiGenerate({ contents: [{ role: 'user', parts: [{ text: PROMPT }] }], generationConfig }, alias, false, key, null);
+}
+
+async function rejectionOf(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected the promise to reject');
+}
+
+describe('AdmitRequest', () => {
+  describe('denials: a typed error, one sanitised deny event, no reservation', () => {
+    it.each<[string, DenialCode, (f: ReturnType<typeof setup>) => AdmitRequestCommand, Partial<AdmissionDecisionV1>]>([
+      ['a missing key', 'unauthorized', () => chat({}, null), { workload_id: null, route_id: null }],
+      ['an unknown key', 'unauthorized', () => chat({}, 'gw-key-nobody'), { workload_id: null, environment: null }],
+      ['an alias the workload may not use', 'unknown_route', () => chat({ model: 'other-team-route' }), { workload_id: 'wl-1', route_id: null }],
+      ['an alias the catalog does not know', 'unknown_route', () => chat({ model: 'nope' }), { workload_id: 'wl-1', environment: 'prod' }],
+      ['an allowed alias with no route behind it', 'unknown_route', () => chat({ model: 'ghost-alias' }), { workload_id: 'wl-1', route_id: null }],
+      ['a Gemini request to an OpenAI route', 'unknown_route', () => gemini('approved-standard'), { route_id: null }],
+      ['an OpenAI request to a Gemini route', 'unknown_route', () => chat({ model: 'gemini-standard' }), { route_id: null }],
+      ['n above the default maximum (no exception)', 'candidate_count_exceeds_policy', () => chat({ n: 5 }), { requested_candidate_count: 5, route_id: 'rt-openai' }],
+      ['candidateCount above the default maximum', 'candidate_count_exceeds_policy', () => gemini('gemini-standard', { candidateCount: 2 }), { requested_candidate_count: 2 }],
+      ['n above the exception maximum', 'candidate_count_exceeds_policy', (f) => ((f.exceptions.exceptions = [EXCEPTION]), chat({ n: 4 })), { requested_candidate_count: 4 }],
+      ['n = 0', 'invalid_request', () => chat({ n: 0 }), { requested_candidate_count: 0 }],
+      ['n = 1.5', 'invalid_request', () => chat({ n: 1.5 }), { requested_candidate_count: null }],
+      ['n = "2"', 'invalid_request', () => chat({ n: '2' }), { requested_candidate_count: null }],
+      ['n = true', 'invalid_request', () => chat({ n: true }), { requested_candidate_count: null }],
+      ['multi-candidate on an unverified contract, even with an exception', 'route_contract_unverified', (f) => ((f.exceptions.exceptions = [EXCEPTION]), chat({ model: 'unverified-standard', n: 2 })), { route_id: 'rt-unverified' }],
+      ['multi-candidate on a stale contract', 'route_contract_unverified', (f) => {
+        f.exceptions.exceptions = [EXCEPTION];
+        f.catalog.routes.set('approved-standard', route('approved-standard', 'rt-openai', { verifiedAt: new Date(T0.getTime() - 25 * HOUR_MS) }));
+        return chat({ n: 2 });
+      }, { route_id: 'rt-openai' }],
+      ['a route with no price in force', 'route_contract_unverified', () => chat({ model: 'unpriced-standard' }), { route_id: 'rt-unpriced' }],
+      ['streaming with two candidates under an exception that does not allow streams', 'candidate_count_exceeds_policy', (f) => ((f.exceptions.exceptions = [EXCEPTION]), chat({ n: 2, stream: true })), { stream_mode: 'sse' }],
+    ])('%s → %s', async (_what, code, build, eventFields) => {
+      const f = setup();
+      const err = await rejectionOf(f.admit.execute(build(f)));
+
+      expect(err).toBeInstanceOf(GatewayError);
+      expect(err).toMatchObject({ code });
+      expect(f.admissions.admitted).toHaveLength(0);
+      expect(f.bus.published).toHaveLength(0);
+      expect(f.admissions.denials).toHaveLength(1);
+      const { key, event } = f.admissions.denials[0];
+      expect(key).toBe(event.workload_id ?? 'unauthenticated');
+      expect(event).toMatchObject({ policy_result: 'deny', policy_reason: code, timestamp: T0.toISOString(), reserved_microusd: null, ...eventFields });
+      // the event fits the public topic's schema, carries the action id the client sees, and no content
+      expect(() => admissionDecisionV1.parse(event)).not.toThrow();
+      expect((err as GatewayError).headers['x-gateway-action-id']).toBe(event.action_id);
+      expect(JSON.stringify(event)).not.toContain(PROMPT);
+      expect(JSON.stringify(event)).not.toContain(KEY);
+    });
+
+    // BUG: admit-request.usecase.ts line 87 fills requested_candidate_count only once the count
+    // is decided; denials before that (unauthorized, unknown_route, no price) record null, which
+    // DESIGN §8 reserves for an omitted field, so finance reads "omitted" for n=3.
+    it.skip('BUG: an early denial still records the candidate count as sent', async () => {
+      const f = setup();
+      await rejectionOf(f.admit.execute(chat({ model: 'nope', n: 3 })));
+      expect(f.admissions.denials[0].event).toMatchObject({ policy_reason: 'unknown_route', requested_candidate_count: 3 });
+    });
+
+    it('hashes the key before looking it up, and never looks up a missing one', async () => {
+      const f = setup();
+      await rejectionOf(f.admit.execute(chat({}, null)));
+      expect(f.catalog.keyLookups).toEqual([]);
+      await rejectionOf(f.admit.execute(chat({}, 'gw-key-nobody')));
+      expect(f.catalog.keyLookups).toEqual([hashKey('gw-key-nobody')]);
+      expect(f.catalog.keyLookups[0]).toMatch(/^[0-9a-f]{64}$/);
+    });
+
+    it('names the offending field: model for routes, n / candidateCount for counts', async () => {
+      const f = setup();
+      await expect(f.admit.execute(chat({ model: 'nope' }))).rejects.toMatchObject({ param: 'model' });
+      await expect(f.admit.execute(chat({ n: 3 }))).rejects.toMatchObject({ param: 'n' });
+      await expect(f.admit.execute(gemini('gemini-standard', { candidateCount: 3 }))).rejects.toMatchObject({ param: 'candidateCount' });
+    });
+
+    it.each<[string, unknown, boolean]>([
+      ['omitted', undefined, false],
+      ['null', null, false],
+      ['equal to the default', 1, false],
+      ['a string', '2', false],
+      ['above the default', 2, true],
+    ])('reads exceptions (always fresh) only when n is above the default: n %s', async (_what, n, queried) => {
+      const f = setup();
+      await f.admit.execute(chat(n === undefined ? {} : { n })).catch(() => undefined);
+      expect(f.exceptions.queries).toEqual(queried ? [{ workloadId: 'wl-1', now: T0 }] : []);
+    });
+
+    it('budget_exhausted from the transaction: the reservation was attempted once, then a deny event', async () => {
+      const f = setup();
+      f.admissions.nextResult = { ok: false, code: 'budget_exhausted', scope: 'workload', remainingMicrousd: 12n };
+      const err = await rejectionOf(f.admit.execute(chat()));
+
+      expect(err).toBeInstanceOf(GatewayError);
+      expect(err).toMatchObject({ code: 'budget_exhausted' });
+      expect((err as GatewayError).message).toContain('12 micro-USD left');
+      expect((err as GatewayError).headers['retry-after']).toBeUndefined();
+      expect(f.admissions.admitted).toHaveLength(1);
+      expect(f.admissions.denials).toEqual([
+        { key: 'wl-1', event: expect.objectContaining({ policy_result: 'deny', policy_reason: 'budget_exhausted', effective_candidate_count: 1 }) },
+      ]);
+      // the deny event is a new event, not the allow event that rolled back
+      expect(f.admissions.denials[0].event.event_id).not.toBe(f.admissions.admitted[0].decisionEvent.event_id);
+      expect(f.bus.published).toHaveLength(0);
+    });
+
+    it('concurrency_limit_exceeded from the transaction carries Retry-After', async () => {
+      const f = setup();
+      f.admissions.nextResult = { ok: false, code: 'concurrency_limit_exceeded', inFlight: 8 };
+      const err = await rejectionOf(f.admit.execute(chat()));
+
+      expect(err).toBeInstanceOf(GatewayError);
+      expect(err).toMatchObject({ code: 'concurrency_limit_exceeded' });
+      expect((err as GatewayError).headers).toEqual({ 'x-gateway-action-id': f.admissions.admitted[0].action.id, 'retry-after': '1' });
+      expect(f.admissions.denials.map((d) => d.event.policy_reason)).toEqual(['concurrency_limit_exceeded']);
+    });
+
+    it('counts every decision by result and code', async () => {
+      const f = setup();
+      await rejectionOf(f.admit.execute(chat({}, null)));
+      await rejectionOf(f.admit.execute(chat({ n: 9 })));
+      await f.admit.execute(chat());
+      const metric = await f.metrics.decisions.get();
+      const byLabels = Object.fromEntries(metric.values.map((v) => [`${v.labels.result}/${v.labels.code}`, v.value]));
+      expect(byLabels).toEqual({ 'deny/unauthorized': 1, 'deny/candidate_count_exceeds_policy': 1, 'allow/ok': 1 });
+    });
+  });
+
+  describe('admitted', () => {
+    it('omitted n: effective 1, the workload ceiling, a monthly budget hold and an allow event', async () => {
+      const f = setup();
+      const admitted = await f.admit.execute(chat());
+
+      expect(f.admissions.admitted).toHaveLength(1);
+      const input = f.admissions.admitted[0];
+      // price(15 input tokens × 2) + 1 × 500 output tokens × 8
+      const reserved = 15n * 2n + 500n * 8n;
+      expect(input.reservation).toMatchObject({ reservedOutputTokens: 500, reservedMicrousd: reserved, priceRevisionId: 'price-1' });
+      expect(input.action).toMatchObject({
+        id: admitted.actionId,
+        workloadId: 'wl-1',
+        environment: 'prod',
+        routeId: 'rt-openai',
+        routeVersion: 3,
+        modelAlias: 'approved-standard',
+        apiKind: 'openai-chat',
+        streamMode: 'none',
+        requestedCandidates: null,
+        effectiveCandidates: 1,
+        outputCeiling: 500,
+        inputTokensEstimate: INPUT_TOKENS,
+        exceptionId: null,
+        idempotencyKey: null,
+        deadlineAt: new Date(T0.getTime() + 30_000),
+        dispatchDeadlineAt: new Date(T0.getTime() + 32_000),
+      });
+      expect(input.action.requestFingerprint).toMatch(/^[0-9a-f]{64}$/);
+      expect(input.now).toEqual(T0);
+      expect(input.workloadBudget).toEqual({ budgetMicrousd: 10_000_000n, periodStart: MONTH_START });
+      expect(input.exceptionBudget).toBeNull();
+      expect(input.concurrency).toEqual({ scope: 'workload', scopeId: 'wl-1', maxInFlight: 8 });
+
+      expect(admitted.headers).toEqual({
+        'x-gateway-action-id': admitted.actionId,
+        'x-gateway-requested-candidates': 'omitted',
+        'x-gateway-effective-candidates': '1',
+        'x-gateway-reserved-microusd': input.reservation.reservedMicrousd.toString(),
+      });
+      expect(admitted.headers['x-gateway-reserved-microusd']).toBe('4030');
+      expect(admitted.deadline).toEqual(new Date(T0.getTime() + 30_000));
+
+      const event = input.decisionEvent;
+      expect(event).toMatchObject({
+        action_id: admitted.actionId,
+        workload_id: 'wl-1',
+        environment: 'prod',
+        route_id: 'rt-openai',
+        route_version: 3,
+        model_alias: 'approved-standard',
+        requested_candidate_count: null,
+        effective_candidate_count: 1,
+        stream_mode: 'none',
+        policy_result: 'allow',
+        policy_reason: 'within_policy',
+        reserved_microusd: '4030',
+        exception_id: null,
+        timestamp: T0.toISOString(),
+      });
+      expect(() => admissionDecisionV1.parse(event)).not.toThrow();
+      expect(JSON.stringify(event)).not.toContain(PROMPT);
+      expect(f.admissions.denials).toHaveLength(0);
+      expect(f.exceptions.queries).toHaveLength(0);
+    });
+
+    it('builds the dispatch command: route target, ceiling, acceptance and the body as sent', async () => {
+      const f = setup();
+      const admitted = await f.admit.execute(chat({ max_tokens: 100, stream_options: { include_usage: true } }));
+      const command: DispatchCommandV1 = admitted.command;
+
+      expect(() => dispatchCommandV1.parse(command)).not.toThrow();
+      expect(command).toMatchObject({
+        action_id: admitted.actionId,
+        request_id: f.admissions.admitted[0].decisionEvent.request_id,
+        workload_id: 'wl-1',
+        environment: 'prod',
+        api_kind: 'openai-chat',
+        stream: false,
+        requested_candidates: null,
+        effective_candidates: 1,
+        output_ceiling: 100,
+        include_usage_for_client: true,
+        deadline: new Date(T0.getTime() + 30_000).toISOString(),
+        dispatch_deadline: new Date(T0.getTime() + 32_000).toISOString(),
+        acceptance: { allow_length: false, allow_content_filter: true },
+        route: {
+          route_id: 'rt-openai',
+          route_version: 3,
+          model_alias: 'approved-standard',
+          provider_kind: 'openai-chat',
+          base_url: 'https://upstream.example/v1',
+          upstream_model: 'model-x',
+          candidate_param: 'n',
+          output_cap_param: 'max_completion_tokens',
+          output_cap_semantics: 'per_candidate',
+          price_revision_id: 'price-1',
+        },
+      });
+      expect(command.request).toMatchObject({ model: 'approved-standard', messages: [{ role: 'user', content: PROMPT }], max_tokens: 100 });
+      // a smaller cap than policy shrinks the reservation: 15 × 2 + 100 × 8
+      expect(f.admissions.admitted[0].reservation.reservedMicrousd).toBe(830n);
+    });
+
+    it('a cap above policy is clamped to the workload ceiling', async () => {
+      const f = setup();
+      const admitted = await f.admit.execute(chat({ max_completion_tokens: 10_000 }));
+      expect(admitted.command.output_ceiling).toBe(500);
+      expect(f.admissions.admitted[0].reservation.reservedOutputTokens).toBe(500);
+    });
+
+    it('n = 2 within an active exception: exception ceiling and budget, within_exception', async () => {
+      const f = setup();
+      f.exceptions.exceptions = [EXCEPTION];
+      const admitted = await f.admit.execute(chat({ n: 2 }));
+
+      const input = f.admissions.admitted[0];
+      expect(f.exceptions.queries).toEqual([{ workloadId: 'wl-1', now: T0 }]);
+      expect(input.exceptionBudget).toEqual({ exceptionId: 'ex-wide', budgetMicrousd: 1_000_000n });
+      expect(input.workloadBudget).toEqual({ budgetMicrousd: 10_000_000n, periodStart: MONTH_START });
+      expect(input.action).toMatchObject({ requestedCandidates: 2, effectiveCandidates: 2, outputCeiling: 200, exceptionId: 'ex-wide' });
+      // per_candidate: 2 × 200 output tokens
+      expect(input.reservation).toMatchObject({ reservedOutputTokens: 400, reservedMicrousd: 15n * 2n + 400n * 8n });
+      expect(input.decisionEvent).toMatchObject({
+        policy_result: 'allow',
+        policy_reason: 'within_exception',
+        exception_id: 'ex-wide',
+        requested_candidate_count: 2,
+        effective_candidate_count: 2,
+        reserved_microusd: '3230',
+      });
+      expect(admitted.headers).toMatchObject({
+        'x-gateway-requested-candidates': '2',
+        'x-gateway-effective-candidates': '2',
+        'x-gateway-reserved-microusd': '3230',
+      });
+      expect(admitted.command).toMatchObject({ requested_candidates: 2, effective_candidates: 2, output_ceiling: 200 });
+    });
+
+    it('n = 1 sent explicitly is recorded as requested 1, no exception involved', async () => {
+      const f = setup();
+      f.exceptions.exceptions = [EXCEPTION];
+      const admitted = await f.admit.execute(chat({ n: 1 }));
+      expect(admitted.headers['x-gateway-requested-candidates']).toBe('1');
+      expect(f.admissions.admitted[0].exceptionBudget).toBeNull();
+      expect(f.admissions.admitted[0].action.outputCeiling).toBe(500);
+    });
+
+    it('a Gemini request on a Gemini route: candidateCount omitted → effective 1, usage always included', async () => {
+      const f = setup();
+      const admitted = await f.admit.execute(gemini('gemini-standard', { maxOutputTokens: 50 }));
+      expect(admitted.command).toMatchObject({
+        api_kind: 'gemini-generate',
+        requested_candidates: null,
+        effective_candidates: 1,
+        output_ceiling: 50,
+        include_usage_for_client: true,
+        route: { provider_kind: 'gemini-generate', candidate_param: 'candidateCount' },
+      });
+      expect(f.admissions.admitted[0].action).toMatchObject({ apiKind: 'gemini-generate', routeId: 'rt-gemini', inputTokensEstimate: INPUT_TOKENS });
+    });
+
+    it('a daily budget holds against the UTC day start', async () => {
+      const f = setup();
+      f.catalog.workloads.set(hashKey(KEY), { ...WORKLOAD, budgetPeriod: 'day' });
+      await f.admit.execute(chat());
+      expect(f.admissions.admitted[0].workloadBudget.periodStart).toEqual(new Date('2026-03-17T00:00:00.000Z'));
+    });
+  });
+
+  describe('dispatch()', () => {
+    const reply: DispatchReplyV1 = {
+      kind: 'response',
+      http_status: 200,
+      body: { choices: [] },
+      attempt_id: 'at-1',
+      provider_request_id: 'prov-1',
+      requested_candidates: null,
+      effective_candidates: 1,
+      returned_candidates: 1,
+      candidates: [],
+    };
+
+    it('publishes one encrypted command bound to the action id, after the reply waiter is registered', async () => {
+      const f = setup();
+      const admitted: AdmittedAction = await f.admit.execute(chat());
+      const got: DispatchReplyV1[] = [];
+      const stop = await f.admit.dispatch(admitted, (r) => got.push(r), () => got.push({ kind: 'stream_chunk', seq: -1, data: 'timeout' }));
+      try {
+        expect(f.bus.published).toHaveLength(1);
+        const { topicKey, messages } = f.bus.published[0];
+        expect(topicKey).toBe('dispatchCommands');
+        expect(messages).toHaveLength(1);
+        const [message] = messages;
+        expect(message.key).toBe(admitted.actionId);
+        expect(message.value).toMatchObject({
+          action_id: admitted.actionId,
+          reply_to: 'adm-1',
+          dispatch_deadline: admitted.command.dispatch_deadline,
+        });
+        expect(f.bus.waitersAtPublish).toEqual([1]);
+
+        const body = (message.value as { body: EncryptedBody }).body;
+        expect(body.alg).toBe('A256GCM');
+        expect(f.cipher.decrypt(body, admitted.actionId)).toEqual(admitted.command);
+        expect(() => f.cipher.decrypt(body, 'another-action')).toThrow();
+        expect(JSON.stringify(messages)).not.toContain(PROMPT);
+        expect(JSON.stringify(messages)).not.toContain('plum');
+
+        // the waiter registered before publishing receives the reply for this action
+        expect(f.replies.deliver(admitted.actionId, reply)).toBe(true);
+        expect(got).toEqual([reply]);
+      } finally {
+        stop();
+      }
+      expect(f.replies.pending).toBe(0);
+    });
+
+    it('times out at the action deadline (frozen clock + fake timers)', async () => {
+      jest.useFakeTimers();
+      try {
+        const f = setup();
+        const admitted = await f.admit.execute(chat());
+        let timedOut = false;
+        await f.admit.dispatch(admitted, () => undefined, () => (timedOut = true));
+        jest.advanceTimersByTime(29_999);
+        expect(timedOut).toBe(false);
+        jest.advanceTimersByTime(1);
+        expect(timedOut).toBe(true);
+        expect(f.replies.pending).toBe(0);
+      } finally {
+        jest.useRealTimers();
+      }
+    });
+
+    // BUG: admit-request.usecase.ts dispatch() registers the reply waiter, then awaits
+    // bus.publish; when publish rejects, the waiter (and its deadline timer) stays registered
+    // and onTimeout still fires at the deadline for an action that was never sent.
+    it.skip('BUG: a failed publish leaves no reply waiter behind', async () => {
+      const f = setup();
+      const admitted = await f.admit.execute(chat());
+      f.bus.fail = new Error('broker down');
+      let timedOut = 0;
+      try {
+        await expect(f.admit.dispatch(admitted, () => undefined, () => timedOut++)).rejects.toThrow('broker down');
+        expect(f.replies.pending).toBe(0);
+      } finally {
+        f.replies.cancel(admitted.actionId);
+      }
+      expect(timedOut).toBe(0);
+    });
+  });
+
+  describe('Idempotency-Key', () => {
+    it('same key + same body → IdempotentReplay carrying the first action id; nothing reserved twice', async () => {
+      const f = setup();
+      const first = await f.admit.execute(chat({}, KEY, 'idem-1'));
+      expect(f.admissions.admitted[0].action.idempotencyKey).toBe('idem-1');
+
+      const err = await rejectionOf(f.admit.execute(chat({}, KEY, 'idem-1')));
+      expect(err).toBeInstanceOf(IdempotentReplay);
+      expect((err as IdempotentReplay).actionId).toBe(first.actionId);
+      expect(f.admissions.admitted).toHaveLength(1);
+      expect(f.bus.published).toHaveLength(0);
+    });
+
+    it('same key + different body → idempotency_key_reused', async () => {
+      const f = setup();
+      await f.admit.execute(chat({}, KEY, 'idem-1'));
+      const err = await rejectionOf(f.admit.execute(chat({ max_tokens: 7 }, KEY, 'idem-1')));
+      expect(err).toBeInstanceOf(DomainError);
+      expect(err).toMatchObject({ code: 'idempotency_key_reused' });
+      expect(f.admissions.admitted).toHaveLength(1);
+    });
+
+    it('keys are per workload: another workload may reuse the same key', async () => {
+      const f = setup();
+      f.catalog.workloads.set(hashKey('gw-key-wl-2'), { ...WORKLOAD, id: 'wl-2' });
+      await f.admit.execute(chat({}, KEY, 'idem-1'));
+      await expect(f.admit.execute(chat({}, 'gw-key-wl-2', 'idem-1'))).resolves.toBeDefined();
+      expect(f.admissions.admitted.map((a) => a.action.workloadId)).toEqual(['wl-1', 'wl-2']);
+    });
+
+    it('losing the insert race to an identical twin replays the winner', async () => {
+      const f = setup();
+      f.admissions.nextResult = { ok: false, code: 'idempotency_conflict' };
+      f.admissions.duringAdmit = (input) =>
+        f.admissions.priors.set('wl-1/idem-1', { id: 'act-winner', requestFingerprint: input.action.requestFingerprint, status: 'admitted' });
+      const err = await rejectionOf(f.admit.execute(chat({}, KEY, 'idem-1')));
+      expect(err).toBeInstanceOf(IdempotentReplay);
+      expect((err as IdempotentReplay).actionId).toBe('act-winner');
+    });
+
+    it('losing the insert race to a different body → idempotency_key_reused', async () => {
+      const f = setup();
+      f.admissions.nextResult = { ok: false, code: 'idempotency_conflict' };
+      f.admissions.duringAdmit = () => f.admissions.priors.set('wl-1/idem-1', { id: 'act-winner', requestFingerprint: 'f'.repeat(64), status: 'admitted' });
+      await expect(f.admit.execute(chat({}, KEY, 'idem-1'))).rejects.toMatchObject({ code: 'idempotency_key_reused' });
+    });
+
+    // BUG: admit-request.usecase.ts replay() (line 202) and the idempotency_conflict branch
+    // (line 143) throw a bare DomainError: no deny event reaches gateway.admission.decisions.v1
+    // and the decisions counter is not incremented, although this is a refusal like the others.
+    it.skip('BUG: a reused Idempotency-Key is recorded as a deny decision like every other refusal', async () => {
+      const f = setup();
+      await f.admit.execute(chat({}, KEY, 'idem-1'));
+      const err = await rejectionOf(f.admit.execute(chat({ max_tokens: 7 }, KEY, 'idem-1')));
+      expect(err).toMatchObject({ code: 'idempotency_key_reused' });
+      expect(f.admissions.denials).toEqual([
+        { key: 'wl-1', event: expect.objectContaining({ policy_result: 'deny', policy_reason: 'idempotency_key_reused' }) },
+      ]);
+    });
+
+    it('the key is checked only after authentication and routing', async () => {
+      const f = setup();
+      await f.admit.execute(chat({}, KEY, 'idem-1'));
+      await expect(f.admit.execute(chat({}, 'gw-key-nobody', 'idem-1'))).rejects.toMatchObject({ code: 'unauthorized' });
+      await expect(f.admit.execute(chat({ model: 'nope' }, KEY, 'idem-1'))).rejects.toMatchObject({ code: 'unknown_route' });
+    });
+  });
+});
