@@ -162,10 +162,10 @@ describe('CatalogCache', () => {
     expect(catalog.loads).toHaveLength(2);
   });
 
-  // BUG: catalog-cache.ts line 17 reads Number(process.env.ADMISSION_CATALOG_TTL_MS ?? 1000);
+  // Regression test for a fixed bug: catalog-cache.ts line 17 reads Number(process.env.ADMISSION_CATALOG_TTL_MS ?? 1000);
   // an empty value (`ADMISSION_CATALOG_TTL_MS=` in an env file) is Number('') = 0, which silently
   // disables the cache instead of using the documented default.
-  it.skip('BUG: an empty ADMISSION_CATALOG_TTL_MS means the default, not "disabled"', async () => {
+  it('an empty ADMISSION_CATALOG_TTL_MS means the default, not "disabled"', async () => {
     const { catalog, cache } = setup('');
     await cache.workloadByKeyHash('h1');
     await cache.workloadByKeyHash('h1');

@@ -14,7 +14,8 @@ export class CatalogCache {
   private readonly ttlMs: number;
 
   constructor(private readonly catalog: CatalogRepository) {
-    const raw = Number(process.env.ADMISSION_CATALOG_TTL_MS ?? 1000);
+    const env = process.env.ADMISSION_CATALOG_TTL_MS;
+    const raw = env === undefined || env.trim() === '' ? 1000 : Number(env);
     this.ttlMs = Number.isFinite(raw) && raw >= 0 ? raw : 1000;
   }
 

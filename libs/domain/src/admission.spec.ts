@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { budgetPeriodStart, contractStatus, decideAdmission, AdmissionInput, ExceptionGrant } from './admission';
+import { budgetPeriodStart, contractStatus, decideAdmission, tokenWindow, AdmissionInput, ExceptionGrant } from './admission';
 
 const now = new Date('2026-11-30T12:00:00Z');
 const price = { id: 'p', inputPerMTokMicrousd: 1_000_000n, cachedInputPerMTokMicrousd: 500_000n, outputPerMTokMicrousd: 4_000_000n, reasoningPerMTokMicrousd: 4_000_000n };
@@ -91,5 +91,17 @@ describe('contractStatus and budget periods', () => {
   it('starts periods at UTC boundaries', () => {
     expect(budgetPeriodStart('month', now).toISOString()).toBe('2026-11-01T00:00:00.000Z');
     expect(budgetPeriodStart('day', now).toISOString()).toBe('2026-11-30T00:00:00.000Z');
+  });
+});
+
+describe('tokenWindow', () => {
+  it.each([
+    ['2026-11-30T12:00:00.000Z', '2026-11-30T12:00:00.000Z', 60],
+    ['2026-11-30T12:00:59.500Z', '2026-11-30T12:00:00.000Z', 1],
+    ['2026-11-30T12:07:15.000Z', '2026-11-30T12:07:00.000Z', 45],
+  ])('%s → window %s, retry after %is', (at, start, retry) => {
+    const w = tokenWindow(new Date(at));
+    expect(w.windowStart.toISOString()).toBe(start);
+    expect(w.retryAfterSeconds).toBe(retry);
   });
 });

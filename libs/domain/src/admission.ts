@@ -163,3 +163,9 @@ export function budgetPeriodStart(period: 'day' | 'month', now: Date): Date {
       return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
   }
 }
+
+/** Token-rate windows are whole UTC minutes; a refusal says when the next one starts. */
+export function tokenWindow(now: Date): { windowStart: Date; retryAfterSeconds: number } {
+  const start = Math.floor(now.getTime() / 60_000) * 60_000;
+  return { windowStart: new Date(start), retryAfterSeconds: Math.max(1, Math.ceil((start + 60_000 - now.getTime()) / 1000)) };
+}

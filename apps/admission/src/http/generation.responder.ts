@@ -45,7 +45,10 @@ export class GenerationResponder {
           if (r.kind === 'response' || r.kind === 'error') resolve(r);
         }, () => resolve('timeout'))
         .then((stop) => res.on('close', stop))
-        .catch(() => resolve('timeout'));
+        .catch((err: Error) => {
+          this.log.error({ action_id: admitted.actionId, error: err.message }, 'dispatch publish failed');
+          resolve({ kind: 'error', http_status: 502, code: 'upstream_error', message: `the request could not be dispatched (action ${admitted.actionId})`, attempt_id: null, provider_request_id: null, requested_candidates: null, effective_candidates: admitted.command.effective_candidates, returned_candidates: null, candidates: [] });
+        });
     });
     this.admitCleanup(admitted.actionId);
     if (reply !== 'timeout') this.cache.put(admitted.actionId, reply);
@@ -142,6 +145,8 @@ export class GenerationResponder {
         })
         .catch((err) => {
           this.log.error({ action_id: admitted.actionId, error: (err as Error).message }, 'dispatch publish failed');
+          if (opened) res.end();
+          else writeDenial(res.req, res, new DomainError('upstream_error', `the request could not be dispatched (action ${admitted.actionId}); its reservation is released after the dispatch deadline`));
           finish('publish_failed');
         });
       res.on('close', () => {

@@ -27,6 +27,8 @@ export interface AdmitInput {
   workloadBudget: { budgetMicrousd: bigint; periodStart: Date };
   exceptionBudget: { exceptionId: string; budgetMicrousd: bigint } | null;
   concurrency: { scope: 'workload'; scopeId: string; maxInFlight: number };
+  /** tokens per minute for the workload: input estimate + reserved output, counted at admission */
+  tokenRate: { scopeId: string; windowStart: Date; tokens: number; limit: number } | null;
   decisionEvent: AdmissionDecisionV1;
 }
 
@@ -34,6 +36,7 @@ export type AdmitResult =
   | { ok: true }
   | { ok: false; code: 'budget_exhausted'; scope: 'workload' | 'exception'; remainingMicrousd: bigint }
   | { ok: false; code: 'concurrency_limit_exceeded'; inFlight: number }
+  | { ok: false; code: 'token_quota_exceeded'; limit: number }
   | { ok: false; code: 'idempotency_conflict' };
 
 class Denied extends Error {
@@ -83,6 +86,7 @@ export class AdmissionRepository {
           },
         });
         await this.outbox.append(tx, 'admissionDecisions', a.workloadId, input.decisionEvent);
+        if (input.tokenRate) await this.takeTokens(tx, input.tokenRate);
         await this.takeConcurrencySlot(tx, input.concurrency);
         await this.hold(tx, 'workload', a.workloadId, input.workloadBudget.periodStart, input.workloadBudget.budgetMicrousd, input.reservation.reservedMicrousd);
         if (input.exceptionBudget) {
@@ -108,6 +112,18 @@ export class AdmissionRepository {
       select: { id: true, requestFingerprint: true, status: true },
     });
     return a;
+  }
+
+  private async takeTokens(tx: Tx, t: NonNullable<AdmitInput['tokenRate']>): Promise<void> {
+    await tx.$executeRaw`
+      INSERT INTO quota_counter (scope, scope_id, window_start, tokens, in_flight, updated_at)
+      VALUES ('workload_tokens_per_minute', ${t.scopeId}, ${t.windowStart}, 0, 0, now()) ON CONFLICT DO NOTHING`;
+    const rows = await tx.$queryRaw<Array<{ tokens: number }>>`
+      UPDATE quota_counter SET tokens = tokens + ${t.tokens}, updated_at = now()
+      WHERE scope = 'workload_tokens_per_minute' AND scope_id = ${t.scopeId} AND window_start = ${t.windowStart}
+        AND tokens + ${t.tokens} <= ${t.limit}
+      RETURNING tokens`;
+    if (rows.length === 0) throw new Denied({ ok: false, code: 'token_quota_exceeded', limit: t.limit });
   }
 
   private async takeConcurrencySlot(tx: Tx, c: AdmitInput['concurrency']): Promise<void> {

@@ -286,10 +286,10 @@ describe('AdmitRequest', () => {
       expect(JSON.stringify(event)).not.toContain(KEY);
     });
 
-    // BUG: admit-request.usecase.ts line 87 fills requested_candidate_count only once the count
+    // Regression test for a fixed bug: admit-request.usecase.ts line 87 fills requested_candidate_count only once the count
     // is decided; denials before that (unauthorized, unknown_route, no price) record null, which
     // DESIGN §8 reserves for an omitted field, so finance reads "omitted" for n=3.
-    it.skip('BUG: an early denial still records the candidate count as sent', async () => {
+    it('an early denial still records the candidate count as sent', async () => {
       const f = setup();
       await rejectionOf(f.admit.execute(chat({ model: 'nope', n: 3 })));
       expect(f.admissions.denials[0].event).toMatchObject({ policy_reason: 'unknown_route', requested_candidate_count: 3 });
@@ -598,10 +598,10 @@ describe('AdmitRequest', () => {
       }
     });
 
-    // BUG: admit-request.usecase.ts dispatch() registers the reply waiter, then awaits
+    // Regression test for a fixed bug: admit-request.usecase.ts dispatch() registers the reply waiter, then awaits
     // bus.publish; when publish rejects, the waiter (and its deadline timer) stays registered
     // and onTimeout still fires at the deadline for an action that was never sent.
-    it.skip('BUG: a failed publish leaves no reply waiter behind', async () => {
+    it('a failed publish leaves no reply waiter behind', async () => {
       const f = setup();
       const admitted = await f.admit.execute(chat());
       f.bus.fail = new Error('broker down');
@@ -663,10 +663,10 @@ describe('AdmitRequest', () => {
       await expect(f.admit.execute(chat({}, KEY, 'idem-1'))).rejects.toMatchObject({ code: 'idempotency_key_reused' });
     });
 
-    // BUG: admit-request.usecase.ts replay() (line 202) and the idempotency_conflict branch
+    // Regression test for a fixed bug: admit-request.usecase.ts replay() (line 202) and the idempotency_conflict branch
     // (line 143) throw a bare DomainError: no deny event reaches gateway.admission.decisions.v1
     // and the decisions counter is not incremented, although this is a refusal like the others.
-    it.skip('BUG: a reused Idempotency-Key is recorded as a deny decision like every other refusal', async () => {
+    it('a reused Idempotency-Key is recorded as a deny decision like every other refusal', async () => {
       const f = setup();
       await f.admit.execute(chat({}, KEY, 'idem-1'));
       const err = await rejectionOf(f.admit.execute(chat({ max_tokens: 7 }, KEY, 'idem-1')));

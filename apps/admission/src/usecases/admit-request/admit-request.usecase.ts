@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { AdmissionDecisionV1, DispatchCommandV1, DispatchReplyV1, ProviderKind, RouteTarget } from '@gateway/contracts';
 import { AdmissionRepository, CatalogRepository, RouteContract, WorkloadPolicy } from '@gateway/db';
 import { CatalogCache } from '../../catalog-cache';
-import { budgetPeriodStart, decideAdmission, DenialCode, DomainError, estimateInputTokens, fingerprint } from '@gateway/domain';
+import { budgetPeriodStart, decideAdmission, DenialCode, DomainError, estimateInputTokens, fingerprint, tokenWindow } from '@gateway/domain';
 import { ContentCipher, KafkaBus, ReplyRouter } from '@gateway/messaging';
 import { GatewayError, InjectConfig, InjectLogger, ServiceConfig } from '@gateway/service-kit';
 import { AdmitRequestCommand } from './admit-request.command';
@@ -61,12 +61,13 @@ export class AdmitRequest {
     const fingerprintHex = fingerprint({ kind: cmd.apiKind, alias: cmd.modelAlias, stream: cmd.stream, body: cmd.body });
     if (cmd.idempotencyKey) {
       const prior = await this.admissions.findByIdempotencyKey(workload.id, cmd.idempotencyKey);
-      if (prior) return this.replay(prior, fingerprintHex);
+      if (prior) return this.replay(base, workload, prior, fingerprintHex);
     }
 
     const price = await this.catalog.priceAt(route.routeId, now);
     if (!price) throw await this.deny(base, workload, 'route_contract_unverified', `route ${route.routeId} has no price revision in force`);
-    const fallbacks = await this.fallbackRoutes(workload, route);
+    // Fallback contracts only constrain multi-candidate requests (DESIGN §7).
+    const fallbacks = typeof cmd.requestedCandidates === 'number' && cmd.requestedCandidates > 1 ? await this.fallbackRoutes(workload, route) : [];
     // Exceptions only matter above the workload default, and are always read fresh.
     const wantsMore = typeof cmd.requestedCandidates === 'number' && cmd.requestedCandidates > workload.defaultMaxCandidates;
     const exceptions = wantsMore ? await this.exceptionsSource.activeExceptions(workload.id, now) : [];
@@ -84,11 +85,11 @@ export class AdmitRequest {
       inputTokensEstimate,
       price,
     });
-    base.requested_candidate_count = typeof cmd.requestedCandidates === 'number' && Number.isInteger(cmd.requestedCandidates) ? cmd.requestedCandidates : null;
     if (!decision.ok) throw await this.deny(base, workload, decision.code, decision.message, decision.param ?? undefined);
     base.effective_candidate_count = decision.effective;
 
     const deadline = new Date(now.getTime() + workload.deadlineMs);
+    const window = tokenWindow(now);
     const dispatchDeadline = new Date(deadline.getTime() + ADMISSION_DISPATCH_GRACE_MS);
     const result = await this.admissions.admit({
       now,
@@ -120,6 +121,10 @@ export class AdmitRequest {
       workloadBudget: { budgetMicrousd: workload.budgetMicrousd, periodStart: budgetPeriodStart(workload.budgetPeriod, now) },
       exceptionBudget: decision.exception ? { exceptionId: decision.exception.id, budgetMicrousd: decision.exception.budgetMicrousd } : null,
       concurrency: { scope: 'workload', scopeId: workload.id, maxInFlight: workload.maxInFlight },
+      tokenRate:
+        workload.tokensPerMinute === null
+          ? null
+          : { scopeId: workload.id, windowStart: window.windowStart, tokens: inputTokensEstimate + decision.reservedOutputTokens, limit: workload.tokensPerMinute },
       decisionEvent: {
         ...base,
         policy_result: 'allow',
@@ -133,13 +138,17 @@ export class AdmitRequest {
         case 'budget_exhausted':
           throw await this.deny(base, workload, 'budget_exhausted',
             `reserving ${decision.reservedMicrousd} micro-USD would exceed the ${result.scope} budget (${result.remainingMicrousd} micro-USD left); lower max_tokens or the candidate count, or ask for a larger budget`);
+        case 'token_quota_exceeded':
+          throw await this.deny(base, workload, 'token_quota_exceeded',
+            `workload ${workload.id} would exceed its ${result.limit} tokens per minute (this request reserves ${inputTokensEstimate + decision.reservedOutputTokens}); retry after ${window.retryAfterSeconds}s or lower max_tokens`,
+            undefined, { 'retry-after': String(window.retryAfterSeconds) });
         case 'concurrency_limit_exceeded':
           throw await this.deny(base, workload, 'concurrency_limit_exceeded',
             `workload ${workload.id} already has ${result.inFlight} requests in flight`, undefined, { 'retry-after': RETRY_AFTER_SECONDS });
         case 'idempotency_conflict': {
           const prior = cmd.idempotencyKey ? await this.admissions.findByIdempotencyKey(workload.id, cmd.idempotencyKey) : null;
-          if (prior) return this.replay(prior, fingerprintHex);
-          throw new DomainError('idempotency_key_reused', 'Idempotency-Key conflict; retry the request');
+          if (prior) return this.replay(base, workload, prior, fingerprintHex);
+          throw await this.deny(base, workload, 'idempotency_key_reused', 'Idempotency-Key conflict; retry the request');
         }
       }
     }
@@ -182,6 +191,16 @@ export class AdmitRequest {
    */
   async dispatch(admitted: AdmittedAction, onReply: (r: DispatchReplyV1) => void, onTimeout: () => void): Promise<() => void> {
     const stop = this.replies.listen(admitted.actionId, admitted.deadline, this.clock.now(), onReply, onTimeout);
+    try {
+      await this.publishCommand(admitted);
+    } catch (err) {
+      stop();
+      throw err;
+    }
+    return stop;
+  }
+
+  private async publishCommand(admitted: AdmittedAction): Promise<void> {
     await this.bus.publish('dispatchCommands', [
       {
         key: admitted.actionId,
@@ -194,12 +213,16 @@ export class AdmitRequest {
         },
       },
     ]);
-    return stop;
   }
 
-  private async replay(prior: { id: string; requestFingerprint: string; status: string }, fingerprintHex: string): Promise<never> {
+  private async replay(
+    base: AdmissionDecisionV1,
+    workload: WorkloadPolicy,
+    prior: { id: string; requestFingerprint: string; status: string },
+    fingerprintHex: string,
+  ): Promise<never> {
     if (prior.requestFingerprint !== fingerprintHex) {
-      throw new DomainError('idempotency_key_reused', 'this Idempotency-Key was already used with a different request body');
+      throw await this.deny(base, workload, 'idempotency_key_reused', 'this Idempotency-Key was already used with a different request body');
     }
     throw new IdempotentReplay(prior.id);
   }
@@ -230,8 +253,7 @@ export class AdmitRequest {
       policy_reason: code,
     });
     this.log.info({ action_id: base.action_id, workload_id: workload?.id ?? null, code }, 'admission denied');
-    const retry = code === 'token_quota_exceeded' || code === 'concurrency_limit_exceeded';
-    return new GatewayError(code, message, param, { 'x-gateway-action-id': base.action_id, ...(retry ? headers : headers) });
+    return new GatewayError(code, message, param, { 'x-gateway-action-id': base.action_id, ...headers });
   }
 
   private eventBase(cmd: AdmitRequestCommand, actionId: string, requestId: string, now: Date): AdmissionDecisionV1 {
@@ -248,7 +270,8 @@ export class AdmitRequest {
       route_version: null,
       model_alias: cmd.modelAlias,
       provider_request_id: null,
-      requested_candidate_count: null,
+      // as sent, when it is a valid count; null means omitted (or not a count at all)
+      requested_candidate_count: typeof cmd.requestedCandidates === 'number' && Number.isInteger(cmd.requestedCandidates) ? cmd.requestedCandidates : null,
       effective_candidate_count: null,
       returned_candidate_count: null,
       input_tokens: null,
