@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { AdmissionDecisionV1, DispatchCommandV1, DispatchReplyV1, ProviderKind, RouteTarget } from '@gateway/contracts';
 import { AdmissionRepository, CatalogRepository, RouteContract, WorkloadPolicy } from '@gateway/db';
 import { CatalogCache } from '../../catalog-cache';
-import { budgetPeriodStart, decideAdmission, DenialCode, DomainError, estimateInputTokens, fingerprint, tokenWindow } from '@gateway/domain';
+import { budgetPeriodStart, decideAdmission, DenialCode, estimateInputTokens, fingerprint, tokenWindow } from '@gateway/domain';
 import { ContentCipher, KafkaBus, ReplyRouter } from '@gateway/messaging';
 import { GatewayError, InjectConfig, InjectLogger, ServiceConfig } from '@gateway/service-kit';
 import { AdmitRequestCommand } from './admit-request.command';
