@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import { Topics } from '@gateway/contracts';
+import { actionStatus, settledAction } from './actions';
+import { eventually, openai, simLastSeq, simRequestsSince, stack, TopicReader, uid, withSeeder } from './support';
+
+/**
+ * What finance and operators see: Idempotency-Key replays, action visibility per workload, the
+ * ledger API, labelled exposure, and a case without usage resolved by a provider usage import or
+ * released by an operator with a reason.
+ */
+describe('ledger, exposure and reconciliation', () => {
+  const run = uid();
+  const ok = `l-ok-${run}`;
+  const nousage = `l-nousage-${run}`;
+  const workloadId = `l-wl-${run}`;
+  let key: string;
+  let otherKey: string;
+  let finance: string;
+  let operator: string;
+  let settled: TopicReader;
+  const settlement = process.env.E2E_SETTLEMENT_URL!;
+  const reconciliation = process.env.E2E_RECONCILIATION_URL!;
+
+  const get = async (url: string, token: string) => {
+    const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+    return { status: res.status, body: (await res.json()) as Record<string, any> };
+  };
+  const post = async (url: string, token: string, body: unknown) => {
+    const res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return { status: res.status, body: (await res.json()) as Record<string, any> };
+  };
+
+  beforeAll(async () => {
+    await withSeeder(async (seed) => {
+      await seed.route({ routeId: ok, alias: ok, providerKind: 'openai-chat', upstreamBaseUrl: stack.providerSim, upstreamModel: 'sim-gpt' });
+      await seed.route({ routeId: nousage, alias: nousage, providerKind: 'openai-chat', upstreamBaseUrl: stack.providerSim, upstreamModel: 'sim-gpt;no-usage' });
+      key = (await seed.workload({ id: workloadId, allowedAliases: [ok, nousage] })).key;
+      otherKey = (await seed.workload({ id: `l-other-${run}`, allowedAliases: [ok] })).key;
+      finance = await seed.operator(`fin-${run}`, ['finance']);
+      operator = await seed.operator(`ops-${run}`, ['operator']);
+    });
+    settled = new TopicReader([Topics.usageSettled.name]);
+    await settled.start();
+  });
+
+  afterAll(() => settled.stop());
+
+  it('Idempotency-Key: the same key and body return the first result without a second dispatch; another body → 409', async () => {
+    const idem = randomUUID();
+    const before = await simLastSeq();
+    const body = { model: ok, messages: [{ role: 'user' as const, content: 'idempotent please' }] };
+    const first = await openai(key).chat.completions.create(body, { headers: { 'Idempotency-Key': idem } }).withResponse();
+    const second = await openai(key).chat.completions.create(body, { headers: { 'Idempotency-Key': idem } }).withResponse();
+    expect(second.response.headers.get('x-gateway-action-id')).toBe(first.response.headers.get('x-gateway-action-id'));
+    expect(second.data.choices[0].message.content).toBe(first.data.choices[0].message.content);
+    expect(await simRequestsSince(before)).toHaveLength(1);
+    const res = await fetch(`${stack.admission}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': idem },
+      body: JSON.stringify({ ...body, messages: [{ role: 'user', content: 'a different body' }] }),
+    });
+    expect(res.status).toBe(409);
+    expect(((await res.json()) as any).error.code).toBe('idempotency_key_reused');
+  });
+
+  it('an action is visible to its own workload only; the ledger API shows its row to finance, not to app keys', async () => {
+    const { response } = await openai(key).chat.completions.create({ model: ok, messages: [{ role: 'user', content: 'ledger me' }] }).withResponse();
+    const actionId = response.headers.get('x-gateway-action-id')!;
+    const status = await settledAction(key, actionId);
+    expect((await fetch(`${stack.admission}/v1/actions/${actionId}`, { headers: { authorization: `Bearer ${otherKey}` } })).status).toBe(404);
+    expect((await fetch(`${stack.admission}/v1/actions/${randomUUID()}`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(404);
+
+    const ledger = await get(`${settlement}/ledger?action_id=${actionId}`, finance);
+    expect(ledger.status).toBe(200);
+    expect(ledger.body.entries).toHaveLength(1);
+    expect(ledger.body.entries[0]).toMatchObject({ action_id: actionId, attempt_role: 'primary', usage_source: 'provider_response', cost_microusd: status.money_microusd.settled });
+    expect((await get(`${settlement}/ledger?action_id=${actionId}`, key)).status).toBe(403);
+    expect((await get(`${settlement}/ledger?limit=0`, finance)).status).toBe(400);
+  });
+
+  it('exposure is reported as labelled settled / unresolved / pending figures, never one sum', async () => {
+    const exposure = await get(`${reconciliation}/exposure?workload_id=${workloadId}`, finance);
+    expect(exposure.status).toBe(200);
+    const account = exposure.body.accounts.find((a: any) => a.scope === 'workload');
+    expect(account).toBeDefined();
+    for (const f of ['settled_microusd', 'unresolved_microusd', 'pending_microusd', 'budget_microusd']) expect(account[f]).toMatch(/^\d+$/);
+    expect(BigInt(account.settled_microusd)).toBeGreaterThan(0n);
+  });
+
+  it('usage missing → an open case; importing the provider usage settles it with usage_source provider_export', async () => {
+    const { response } = await openai(key).chat.completions.create({ model: nousage, messages: [{ role: 'user', content: 'no usage here' }] }).withResponse();
+    const actionId = response.headers.get('x-gateway-action-id')!;
+    const status = await eventually(async () => {
+      const s = await actionStatus(key, actionId);
+      return s.open_reconciliation_cases.length ? s : undefined;
+    }, { what: 'case opened' });
+    const caseId = status.open_reconciliation_cases[0].case_id;
+    const cases = await get(`${reconciliation}/cases?workload_id=${workloadId}`, operator);
+    expect(cases.body.cases.map((c: any) => c.case_id ?? c.id)).toContain(caseId);
+
+    const bad = await post(`${reconciliation}/cases/${caseId}/import-usage`, operator, { provider_request_id: status.attempts[0].provider_request_id, input_tokens: 10 });
+    expect(bad.status).toBe(400);
+    const imported = await post(`${reconciliation}/cases/${caseId}/import-usage`, operator, {
+      provider_request_id: status.attempts[0].provider_request_id,
+      input_tokens: 10,
+      cached_input_tokens: 0,
+      output_tokens_total: 12,
+      reasoning_tokens: 0,
+    });
+    expect(imported.status).toBeLessThan(300);
+    const event = await settled.waitFor<Record<string, any>>((m) => m.action_id === actionId, 'usage.settled from the import');
+    expect(event).toMatchObject({ usage_source: 'provider_export', input_tokens: 10, output_tokens_total: 12 });
+    const after = await actionStatus(key, actionId);
+    expect(after.open_reconciliation_cases).toHaveLength(0);
+    expect(after.money_microusd.unresolved).toBe('0');
+    expect(after.money_microusd.settled).toBe(event.cost_microusd);
+  });
+
+  it('an operator can release an unresolved case only with a reason; nothing is recorded as zero usage', async () => {
+    const { response } = await openai(key).chat.completions.create({ model: nousage, messages: [{ role: 'user', content: 'release me' }] }).withResponse();
+    const actionId = response.headers.get('x-gateway-action-id')!;
+    const status = await eventually(async () => {
+      const s = await actionStatus(key, actionId);
+      return s.open_reconciliation_cases.length ? s : undefined;
+    }, { what: 'case opened' });
+    const caseId = status.open_reconciliation_cases[0].case_id;
+    expect((await post(`${reconciliation}/cases/${caseId}/release`, operator, {})).status).toBe(400);
+    expect((await post(`${reconciliation}/cases/${caseId}/release`, finance, { reason: 'provider confirmed no charge' })).status).toBe(403);
+    const released = await post(`${reconciliation}/cases/${caseId}/release`, operator, { reason: 'provider confirmed no charge' });
+    expect(released.status).toBeLessThan(300);
+    const after = await actionStatus(key, actionId);
+    expect(after.open_reconciliation_cases).toHaveLength(0);
+    expect(after.money_microusd.unresolved).toBe('0');
+    expect(after.reservation_status).toBe('released');
+    const ledger = await get(`${settlement}/ledger?action_id=${actionId}`, finance);
+    expect(ledger.body.entries).toHaveLength(0);
+  });
+});
