@@ -12,6 +12,7 @@ import {
   exceptionMachine,
   reservationMachine,
   reservationResolved,
+  transitionGuard,
 } from './state-machines';
 
 type AnyMachine = Machine<string, string>;
@@ -261,4 +262,33 @@ describe('exception transitions and approval', () => {
       expect(effectiveExceptionStatus({ status, expiresAt }, now)).toBe(expected);
     },
   );
+});
+
+describe('transitionGuard', () => {
+  it.each([
+    [attemptMachine, 'succeed', ['in_flight'], 'succeeded'],
+    [attemptMachine, 'settle', ['succeeded', 'failed', 'cancelled', 'usage_missing', 'reconciliation_required'], 'settled'],
+    [actionMachine, 'answer', ['dispatched'], 'answered'],
+    [actionMachine, 'fail', ['admitted', 'dispatched'], 'failed'],
+    [actionMachine, 'dispatch', ['admitted'], 'dispatched'],
+  ] as const)('%s %s', (machine, event, from, to) => {
+    const g = transitionGuard(machine as never, event as never);
+    expect([...g.from].sort()).toEqual([...from].sort());
+    expect(g.to).toBe(to);
+  });
+
+  it('agrees with transition() for every state and event of every machine', () => {
+    for (const m of [actionMachine, attemptMachine, reservationMachine, exceptionMachine] as Array<Machine<string, string>>) {
+      for (const e of m.events) {
+        let guard: { from: string[]; to: string } | null = null;
+        try {
+          guard = transitionGuard(m, e);
+        } catch {
+          continue; // events whose target depends on the start state are not guardable
+        }
+        for (const s of m.states) expect(guard.from.includes(s)).toBe(m.can(s, e));
+        for (const s of guard.from) expect(m.transition(s, e)).toBe(guard.to);
+      }
+    }
+  });
 });

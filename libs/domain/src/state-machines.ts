@@ -61,6 +61,18 @@ export function defineMachine<S extends string, E extends string>(
   };
 }
 
+/**
+ * For a compare-and-set in storage (`UPDATE … SET status = to WHERE status = ANY(from)`): the
+ * states an event may leave from, and the one state it leads to. Throws when the event leads to
+ * different states depending on where it starts, since one conditional update cannot express that.
+ */
+export function transitionGuard<S extends string, E extends string>(machine: Machine<S, E>, event: E): { from: S[]; to: S } {
+  const from = machine.states.filter((s) => machine.can(s, event));
+  const targets = [...new Set(from.map((s) => machine.transition(s, event)))];
+  if (targets.length !== 1) throw new InvalidTransitionError(machine.name, from.join('|') || '(none)', event);
+  return { from, to: targets[0] };
+}
+
 // ---------------------------------------------------------------------------------------
 // Action: one application call as seen by the gateway, from receipt to a final answer.
 

@@ -1,6 +1,6 @@
-import type { AttemptCompletedV1 } from '@gateway/contracts';
-import { actionMachine, ActionState, attemptMachine, AttemptState } from '@gateway/domain';
-import { Database, isUniqueViolation } from '../database';
+import { AttemptCompletedV1, Topics } from '@gateway/contracts';
+import { actionMachine, ActionState, attemptMachine, AttemptState, InvalidTransitionError, transitionGuard } from '@gateway/domain';
+import { Database } from '../database';
 import { OutboxRepository } from './outbox.repository';
 
 export interface ClaimInput {
@@ -43,98 +43,98 @@ export class DispatchRepository {
   ) {}
 
   /**
-   * Takes the single-use right to send this attempt upstream. A redelivered command, a second
-   * dispatcher or an expired command gets `ok: false` and sends nothing.
+   * Takes the single-use right to send this attempt upstream, in one statement: the action row is
+   * locked (the reconciliation sweeper may be expiring it), the claim's primary key makes a second
+   * claim a no-op, and the attempt and the action's transition are written only when the claim
+   * was taken. A redelivered command, a second dispatcher or an expired command sends nothing.
    */
   async claim(input: ClaimInput): Promise<ClaimResult> {
-    try {
-      return await this.db.transaction(async (tx) => {
-        // Row lock: the reconciliation sweeper may be expiring this very action.
-        const [action] = await tx.$queryRaw<Array<{ status: string; dispatch_deadline_at: Date }>>`
-          SELECT status, dispatch_deadline_at FROM action WHERE id = ${input.actionId} FOR UPDATE`;
-        if (!action) return { ok: false, reason: 'not_dispatchable' } as const;
-        if (action.dispatch_deadline_at <= input.now) return { ok: false, reason: 'expired' } as const;
-        const state = action.status as ActionState;
-        if (state !== 'admitted' && state !== 'dispatched') return { ok: false, reason: 'not_dispatchable' } as const;
-        await tx.dispatchClaim.create({
-          data: { actionId: input.actionId, attemptNo: input.attemptNo, claimedBy: input.claimedBy, claimedAt: input.now },
-        });
-        await tx.attempt.create({
-          data: {
-            id: input.attemptId,
-            actionId: input.actionId,
-            attemptNo: input.attemptNo,
-            role: input.role,
-            routeId: input.routeId,
-            routeVersion: input.routeVersion,
-            status: attemptMachine.transition('claimed', 'start'),
-            statusReason: 'sent upstream',
-            effectiveCandidates: input.effectiveCandidates,
-            startedAt: input.now,
-            updatedAt: input.now,
-          },
-        });
-        if (state === 'admitted') {
-          await tx.action.update({
-            where: { id: input.actionId },
-            data: { status: actionMachine.transition(state, 'dispatch'), statusReason: 'dispatched', updatedAt: input.now },
-          });
-        }
-        return { ok: true } as const;
-      });
-    } catch (err) {
-      if (isUniqueViolation(err)) return { ok: false, reason: 'already_claimed' };
-      throw err;
-    }
+    const dispatch = transitionGuard(actionMachine, 'dispatch');
+    // Further attempts (hedge, retry, fallback) of an already dispatched action may be claimed too.
+    const claimable: string[] = [...dispatch.from, dispatch.to];
+    const attemptStatus = attemptMachine.transition('claimed', 'start');
+    const rows = await this.db.prisma.$queryRaw<Array<{ status: string | null; expired: boolean | null; claimed: bigint }>>`
+      WITH a AS (
+        SELECT id, status, dispatch_deadline_at <= ${input.now} AS expired FROM action WHERE id = ${input.actionId} FOR UPDATE
+      ),
+      c AS (
+        INSERT INTO dispatch_claim (action_id, attempt_no, claimed_by, claimed_at)
+        SELECT id, ${input.attemptNo}::int, ${input.claimedBy}, ${input.now} FROM a WHERE NOT a.expired AND a.status = ANY(${claimable}::text[])
+        ON CONFLICT DO NOTHING
+        RETURNING action_id
+      ),
+      t AS (
+        INSERT INTO attempt (id, action_id, attempt_no, role, route_id, route_version, status, status_reason, effective_candidates, started_at, updated_at)
+        SELECT ${input.attemptId}, action_id, ${input.attemptNo}::int, ${input.role}, ${input.routeId}, ${input.routeVersion}::int,
+               ${attemptStatus}, 'sent upstream', ${input.effectiveCandidates}::int, ${input.now}, ${input.now}
+        FROM c
+        RETURNING id
+      ),
+      u AS (
+        UPDATE action SET status = ${dispatch.to}, status_reason = 'dispatched', updated_at = ${input.now}
+        WHERE id IN (SELECT action_id FROM c) AND status = ANY(${dispatch.from}::text[])
+        RETURNING id
+      )
+      SELECT (SELECT status FROM a) AS status, (SELECT expired FROM a) AS expired, (SELECT count(*) FROM t) AS claimed`;
+    const r = rows[0];
+    if (r.status === null) return { ok: false, reason: 'not_dispatchable' };
+    if (r.expired) return { ok: false, reason: 'expired' };
+    if (!claimable.includes(r.status)) return { ok: false, reason: 'not_dispatchable' };
+    if (Number(r.claimed) === 0) return { ok: false, reason: 'already_claimed' };
+    return { ok: true };
   }
 
-  /** Records an attempt's end and its sanitised event in one transaction. */
+  /**
+   * Records an attempt's end and its sanitised event in one transaction of a single statement:
+   * both transitions are compare-and-set on the states libs/domain allows, the in-flight slot is
+   * released when the action ends, and the outbox row is written with them.
+   */
   async complete(o: AttemptOutcome): Promise<void> {
+    const attemptEvent = o.status === 'succeeded' ? 'succeed' : o.status === 'failed' ? 'fail' : o.status === 'cancelled' ? 'cancel' : 'cut';
+    const attemptGuard = transitionGuard(attemptMachine, attemptEvent);
+    const actionGuard = o.finishAction
+      ? transitionGuard(actionMachine, o.finishAction.status === 'answered' ? 'answer' : o.finishAction.status === 'failed' ? 'fail' : 'expire')
+      : null;
+    const event = Topics.attemptCompleted.schema.parse(o.event);
+    const key = o.event.workload_id ?? o.actionId;
+    const finishing = o.finishAction !== null;
     await this.db.transaction(async (tx) => {
-      const attempt = await tx.attempt.findUniqueOrThrow({ where: { id: o.attemptId } });
-      const event = o.status === 'succeeded' ? 'succeed' : o.status === 'failed' ? 'fail' : o.status === 'cancelled' ? 'cancel' : 'cut';
-      await tx.attempt.update({
-        where: { id: o.attemptId },
-        data: {
-          status: attemptMachine.transition(attempt.status as AttemptState, event),
-          statusReason: o.statusReason,
-          providerRequestId: o.providerRequestId,
-          httpStatus: o.httpStatus,
-          returnedCandidates: o.returnedCandidates,
-          candidateOutcomes: o.candidateOutcomes,
-          promptBlockReason: o.promptBlockReason,
-          inputTokens: o.usage?.inputTokens ?? null,
-          cachedInputTokens: o.usage?.cachedInputTokens ?? null,
-          outputTokensTotal: o.usage?.outputTokensTotal ?? null,
-          reasoningTokens: o.usage?.reasoningTokens ?? null,
-          usageSource: o.usageSource,
-          endedAt: o.now,
-          updatedAt: o.now,
-        },
-      });
-      if (o.finishAction) {
-        const action = await tx.action.findUniqueOrThrow({ where: { id: o.actionId } });
-        const next = actionMachine.transition(
-          action.status as ActionState,
-          o.finishAction.status === 'answered' ? 'answer' : o.finishAction.status === 'failed' ? 'fail' : 'expire',
-        );
-        await tx.action.update({
-          where: { id: o.actionId },
-          data: {
-            status: next,
-            statusReason: o.finishAction.reason,
-            returnedCandidates: o.finishAction.returnedCandidates,
-            updatedAt: o.now,
-          },
-        });
-      }
-      await this.outbox.append(tx, 'attemptCompleted', o.event.workload_id ?? o.actionId, o.event);
-      if (o.finishAction) {
-        // The workload's hot counter row last: its lock is held only until the commit.
-        await tx.$executeRaw`
+      const rows = await tx.$queryRaw<Array<{ attempt: bigint; action: bigint; outbox_id: bigint }>>`
+        WITH at AS (
+          UPDATE attempt SET status = ${attemptGuard.to}, status_reason = ${o.statusReason}, provider_request_id = ${o.providerRequestId},
+            http_status = ${o.httpStatus}::int, returned_candidates = ${o.returnedCandidates}::int,
+            candidate_outcomes = ${JSON.stringify(o.candidateOutcomes)}::jsonb, prompt_block_reason = ${o.promptBlockReason},
+            input_tokens = ${o.usage?.inputTokens ?? null}::int, cached_input_tokens = ${o.usage?.cachedInputTokens ?? null}::int,
+            output_tokens_total = ${o.usage?.outputTokensTotal ?? null}::int, reasoning_tokens = ${o.usage?.reasoningTokens ?? null}::int,
+            usage_source = ${o.usageSource}, ended_at = ${o.now}, updated_at = ${o.now}
+          WHERE id = ${o.attemptId} AND status = ANY(${attemptGuard.from}::text[])
+          RETURNING id
+        ),
+        ac AS (
+          UPDATE action SET status = ${actionGuard?.to ?? ''}, status_reason = ${o.finishAction?.reason ?? ''},
+            returned_candidates = ${o.finishAction?.returnedCandidates ?? null}::int, updated_at = ${o.now}
+          WHERE ${finishing} AND id = ${o.actionId} AND EXISTS (SELECT 1 FROM at)
+            AND status = ANY(${actionGuard?.from ?? []}::text[])
+          RETURNING id
+        ),
+        slot AS (
           UPDATE quota_counter SET in_flight = GREATEST(in_flight - 1, 0), updated_at = now()
-          WHERE scope = 'workload' AND scope_id = ${o.finishAction.workloadId} AND window_start = ${new Date(0)}`;
-      }
+          WHERE scope = 'workload' AND scope_id = ${o.finishAction?.workloadId ?? ''} AND window_start = ${NO_WINDOW}
+            AND EXISTS (SELECT 1 FROM ac)
+          RETURNING 1
+        ),
+        ob AS (
+          INSERT INTO outbox_message (event_id, topic, key, payload)
+          SELECT ${event.event_id}, ${Topics.attemptCompleted.name}, ${key}, ${JSON.stringify(event)}::jsonb FROM at
+          RETURNING id
+        )
+        SELECT (SELECT count(*) FROM at) AS attempt, (SELECT count(*) FROM ac) AS action, (SELECT id FROM ob) AS outbox_id`;
+      const r = rows[0];
+      if (Number(r.attempt) !== 1) throw new InvalidTransitionError('attempt', 'not ' + attemptGuard.from.join('|'), attemptEvent);
+      if (finishing && Number(r.action) !== 1) throw new InvalidTransitionError('action', 'not ' + (actionGuard?.from.join('|') ?? ''), 'finish');
+      this.outbox.committed(tx, { id: r.outbox_id, topic: Topics.attemptCompleted.name, key, payload: event });
     });
   }
 }
+
+const NO_WINDOW = new Date(0);

@@ -30,6 +30,11 @@ export class OutboxRepository implements OutboxStore {
       INSERT INTO outbox_message (event_id, topic, key, payload)
       VALUES (${value.event_id ?? randomUUID()}, ${spec.name}, ${key}, ${JSON.stringify(value)}::jsonb)
       RETURNING id`;
+    this.committed(tx, { id: rows[0].id, topic: spec.name, key, payload: value });
+  }
+
+  /** Registers a row written by another statement of `tx`, to be handed to listeners after commit. */
+  committed(tx: Tx, row: OutboxRow): void {
     let committed = this.pendingByTx.get(tx);
     if (!committed) {
       const list: OutboxRow[] = [];
@@ -39,7 +44,7 @@ export class OutboxRepository implements OutboxStore {
         for (const l of this.listeners) l(list);
       });
     }
-    committed.push({ id: rows[0].id, topic: spec.name, key, payload: value });
+    committed.push(row);
   }
 
   async markPublished(ids: bigint[]): Promise<void> {
