@@ -65,17 +65,19 @@ export async function lockReservationOf(tx: Tx, actionId: string): Promise<Reser
  */
 export async function applyHoldMovement(tx: Tx, r: ReservationView, m: HoldMovement): Promise<void> {
   await tx.$executeRaw`
-    UPDATE reservation SET
-      settled_microusd = settled_microusd + ${m.toSettledMicrousd},
-      unresolved_microusd = unresolved_microusd + ${m.toUnresolvedMicrousd} - ${m.fromUnresolvedMicrousd},
-      released_microusd = released_microusd + ${m.toReleasedMicrousd},
-      status = ${m.status}, status_reason = ${m.reason}, updated_at = ${m.now}
-    WHERE id = ${r.id}`;
-  await tx.$executeRaw`
+    WITH res AS (
+      UPDATE reservation SET
+        settled_microusd = settled_microusd + ${m.toSettledMicrousd},
+        unresolved_microusd = unresolved_microusd + ${m.toUnresolvedMicrousd} - ${m.fromUnresolvedMicrousd},
+        released_microusd = released_microusd + ${m.toReleasedMicrousd},
+        status = ${m.status}, status_reason = ${m.reason}, updated_at = ${m.now}
+      WHERE id = ${r.id}
+      RETURNING id
+    )
     UPDATE budget_account SET
       pending_microusd = pending_microusd - ${m.fromPendingMicrousd},
       settled_microusd = settled_microusd + ${m.toSettledMicrousd},
       unresolved_microusd = unresolved_microusd + ${m.toUnresolvedMicrousd} - ${m.fromUnresolvedMicrousd},
       updated_at = now()
-    WHERE id = ANY(${r.accountIds}::text[])`;
+    WHERE id = ANY(${r.accountIds}::text[]) AND EXISTS (SELECT 1 FROM res)`;
 }

@@ -1,3 +1,4 @@
+import { attemptMachine, InvalidTransitionError, transitionGuard } from '@gateway/domain';
 import { Tx } from '../database';
 import { applyHoldMovement, HoldMovement, lockReservationOf, ReservationView } from './reservation-holds';
 
@@ -71,20 +72,20 @@ export class SettlementRepository {
     return true;
   }
 
-  async setAttemptStatus(tx: Tx, attemptId: string, status: string, reason: string, now: Date): Promise<void> {
-    await tx.attempt.update({ where: { id: attemptId }, data: { status, statusReason: reason, updatedAt: now } });
-  }
-
-  async attemptStatus(tx: Tx, attemptId: string): Promise<string | null> {
-    const a = await tx.attempt.findUnique({ where: { id: attemptId }, select: { status: true } });
-    return a?.status ?? null;
+  /** Compare-and-set on the states libs/domain allows for `event`; throws when the attempt is elsewhere. */
+  async transitionAttempt(tx: Tx, attemptId: string, event: 'settle' | 'require_reconciliation', reason: string, now: Date): Promise<void> {
+    const guard = transitionGuard(attemptMachine, event);
+    const updated = await tx.$executeRaw`
+      UPDATE attempt SET status = ${guard.to}, status_reason = ${reason}, updated_at = ${now}
+      WHERE id = ${attemptId} AND status = ANY(${guard.from}::text[])`;
+    if (updated !== 1) throw new InvalidTransitionError('attempt', `${attemptId} not in ${guard.from.join('|')}`, event);
   }
 
   /** Attempts of the action that have not reached a resolved state (settled or under reconciliation). */
   async unresolvedAttemptCount(tx: Tx, actionId: string): Promise<number> {
-    return tx.attempt.count({
-      where: { actionId, status: { notIn: ['settled', 'reconciliation_required'] } },
-    });
+    const [row] = await tx.$queryRaw<Array<{ n: bigint }>>`
+      SELECT count(*) AS n FROM attempt WHERE action_id = ${actionId} AND status NOT IN ('settled', 'reconciliation_required')`;
+    return Number(row.n);
   }
 
   moveReservation(tx: Tx, r: ReservationView, m: ReservationMovement): Promise<void> {

@@ -10,7 +10,7 @@ import type {
   ReservationView,
   SettlementRepository,
 } from '@gateway/db';
-import type { PriceRevision } from '@gateway/domain';
+import { attemptMachine, AttemptState, PriceRevision } from '@gateway/domain';
 import { SettleAttempt } from './settle-attempt.usecase';
 
 const NOW = new Date('2026-04-01T09:00:00.000Z');
@@ -96,11 +96,9 @@ function harness(opts: { reservation?: boolean; attemptStatus?: string; price?: 
       s.cases.push(c);
       return true;
     },
-    async setAttemptStatus(_tx: unknown, attemptId: string, status: string): Promise<void> {
-      s.attempts.set(attemptId, status);
-    },
-    async attemptStatus(_tx: unknown, attemptId: string): Promise<string | null> {
-      return s.attempts.get(attemptId) ?? null;
+    async transitionAttempt(_tx: unknown, attemptId: string, event: 'settle' | 'require_reconciliation'): Promise<void> {
+      // the real repository is a compare-and-set on the states the domain machine allows
+      s.attempts.set(attemptId, attemptMachine.transition(s.attempts.get(attemptId) as AttemptState, event));
     },
     async unresolvedAttemptCount(): Promise<number> {
       return [...s.attempts.values()].filter((st) => st !== 'settled' && st !== 'reconciliation_required').length;

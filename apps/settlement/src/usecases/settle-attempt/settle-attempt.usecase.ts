@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { AttemptCompletedV1, ReconciliationRequiredV1, settledCostFields, UsageSettledV1 } from '@gateway/contracts';
-import { CatalogRepository, OutboxRepository, ProcessedEventRepository, ReservationView, SettlementRepository, Tx } from '@gateway/db';
-import { attemptMachine, AttemptState, pendingOf, priceUsage, reservationMachine, ReservationState } from '@gateway/domain';
+import { CatalogRepository, HoldMovement, OutboxRepository, ProcessedEventRepository, ReservationView, SettlementRepository, Tx } from '@gateway/db';
+import { pendingOf, priceUsage, reservationMachine, ReservationState } from '@gateway/domain';
 import { handleOnce } from '@gateway/messaging';
 import { InjectLogger } from '@gateway/service-kit';
 
@@ -35,29 +35,35 @@ export class SettleAttempt {
       const returnedInResponse = e.candidates.length;
       const hasUsage = e.input_tokens !== null && e.output_tokens_total !== null;
       const excess = returnedInResponse > (e.effective_candidate_count ?? 0);
-      let outcome: SettleOutcome;
+      let plan: Plan;
       if (hasUsage && !excess) {
-        outcome = await this.settle(tx, e, reservation, now);
+        plan = await this.settle(tx, e, reservation, now);
       } else {
         const reason = excess
           ? 'returned_exceeds_effective'
           : e.stream_mode === 'sse'
             ? 'stream_ended_before_usage'
             : 'usage_missing';
-        outcome = await this.requireReconciliation(tx, e, reservation, reason, now);
+        plan = await this.requireReconciliation(tx, e, reservation, reason, now);
       }
       if (e.outcome === 'succeeded' && this.silentShortfall(e)) {
         await this.openCase(tx, e, 'candidate_shortfall_unexplained', 0n, now, { effective: e.effective_candidate_count, returned: e.returned_candidate_count });
       }
-      if (e.action_final) await this.releaseIfDone(tx, e.action_id, now);
-      return outcome;
+      // When no attempt of the action can still bring usage, the rest of the hold is released in
+      // the same movement (one write to the reservation and its budget accounts).
+      let movement = plan.movement;
+      if (e.action_final && (await this.settlement.unresolvedAttemptCount(tx, e.action_id)) === 0) {
+        movement = withRelease(reservation, movement, now);
+      }
+      if (movement) await this.settlement.moveReservation(tx, reservation, movement);
+      return plan.outcome;
     });
     if (result.duplicate) return 'duplicate';
     this.log.info({ action_id: e.action_id, attempt_id: e.attempt_id, outcome: result.result }, 'attempt settled');
     return result.result;
   }
 
-  private async settle(tx: Tx, e: AttemptCompletedV1, r: ReservationView, now: Date): Promise<SettleOutcome> {
+  private async settle(tx: Tx, e: AttemptCompletedV1, r: ReservationView, now: Date): Promise<Plan> {
     const price = await this.catalog.priceById(r.priceRevisionId);
     if (!price) throw new Error(`price revision ${r.priceRevisionId} missing`);
     const cost = priceUsage(
@@ -99,11 +105,10 @@ export class SettleAttempt {
       costMicrousd: cost.total,
       settledAt: now,
     });
-    if (!inserted) return 'duplicate';
-    await this.transitionAttempt(tx, e.attempt_id, 'settle', 'settled from provider-reported usage', now);
-    const fromPending = min(cost.total, pendingOf(r));
-    await this.settlement.moveReservation(tx, r, {
-      fromPendingMicrousd: fromPending,
+    if (!inserted) return { outcome: 'duplicate', movement: null };
+    await this.settlement.transitionAttempt(tx, e.attempt_id, 'settle', 'settled from provider-reported usage', now);
+    const movement: HoldMovement = {
+      fromPendingMicrousd: min(cost.total, pendingOf(r)),
       toSettledMicrousd: cost.total,
       toUnresolvedMicrousd: 0n,
       fromUnresolvedMicrousd: 0n,
@@ -111,7 +116,7 @@ export class SettleAttempt {
       status: r.status,
       reason: `attempt ${e.attempt_no} settled`,
       now,
-    });
+    };
     const settled: UsageSettledV1 = {
       ...sanitised(e),
       event_id: randomUUID(),
@@ -120,10 +125,10 @@ export class SettleAttempt {
       settled_at: now.toISOString(),
     };
     await this.outbox.append(tx, 'usageSettled', e.workload_id ?? 'unknown', settled);
-    return 'settled';
+    return { outcome: 'settled', movement };
   }
 
-  private async requireReconciliation(tx: Tx, e: AttemptCompletedV1, r: ReservationView, reason: string, now: Date): Promise<SettleOutcome> {
+  private async requireReconciliation(tx: Tx, e: AttemptCompletedV1, r: ReservationView, reason: string, now: Date): Promise<Plan> {
     const exposure = pendingOf(r);
     const opened = await this.openCase(tx, e, reason, exposure, now, {
       outcome: e.outcome,
@@ -131,38 +136,21 @@ export class SettleAttempt {
       effective: e.effective_candidate_count,
       returned_in_response: e.candidates.length,
     });
-    if (!opened) return 'duplicate';
-    await this.transitionAttempt(tx, e.attempt_id, 'require_reconciliation', reason, now);
-    await this.settlement.moveReservation(tx, r, {
-      fromPendingMicrousd: exposure,
-      toSettledMicrousd: 0n,
-      toUnresolvedMicrousd: exposure,
-      fromUnresolvedMicrousd: 0n,
-      toReleasedMicrousd: 0n,
-      status: r.status === 'pending' ? reservationMachine.transition('pending', 'mark_unresolved') : r.status,
-      reason: `attempt ${e.attempt_no}: ${reason}`,
-      now,
-    });
-    return 'reconciliation_required';
-  }
-
-  /** When no attempt of the action can still bring usage, the rest of the hold is released. */
-  private async releaseIfDone(tx: Tx, actionId: string, now: Date): Promise<void> {
-    if ((await this.settlement.unresolvedAttemptCount(tx, actionId)) > 0) return;
-    const r = await this.settlement.lockReservation(tx, actionId);
-    if (!r) return;
-    const rest = pendingOf(r);
-    const status: ReservationState = r.status === 'pending' && r.unresolvedMicrousd === 0n ? reservationMachine.transition('pending', 'settle') : r.status;
-    await this.settlement.moveReservation(tx, r, {
-      fromPendingMicrousd: rest,
-      toSettledMicrousd: 0n,
-      toUnresolvedMicrousd: 0n,
-      fromUnresolvedMicrousd: 0n,
-      toReleasedMicrousd: rest,
-      status,
-      reason: status === 'settled' ? 'all attempts settled; unused hold released' : 'unused hold released; unresolved exposure kept',
-      now,
-    });
+    if (!opened) return { outcome: 'duplicate', movement: null };
+    await this.settlement.transitionAttempt(tx, e.attempt_id, 'require_reconciliation', reason, now);
+    return {
+      outcome: 'reconciliation_required',
+      movement: {
+        fromPendingMicrousd: exposure,
+        toSettledMicrousd: 0n,
+        toUnresolvedMicrousd: exposure,
+        fromUnresolvedMicrousd: 0n,
+        toReleasedMicrousd: 0n,
+        status: r.status === 'pending' ? reservationMachine.transition('pending', 'mark_unresolved') : r.status,
+        reason: `attempt ${e.attempt_no}: ${reason}`,
+        now,
+      },
+    };
   }
 
   private async openCase(tx: Tx, e: AttemptCompletedV1, reason: string, exposure: bigint, now: Date, details: Record<string, unknown>): Promise<boolean> {
@@ -189,18 +177,50 @@ export class SettleAttempt {
     return true;
   }
 
-  private async transitionAttempt(tx: Tx, attemptId: string, event: 'settle' | 'require_reconciliation', reason: string, now: Date): Promise<void> {
-    const current = (await this.settlement.attemptStatus(tx, attemptId)) as AttemptState | null;
-    if (!current) throw new Error(`attempt ${attemptId} not found`);
-    await this.settlement.setAttemptStatus(tx, attemptId, attemptMachine.transition(current, event), reason, now);
-  }
-
   private silentShortfall(e: AttemptCompletedV1): boolean {
     const effective = e.effective_candidate_count ?? 0;
     // Only a filter or a block explains missing candidates (same rule as libs/domain's candidateShortfall).
     const explained = e.candidates.some((c) => c.outcome === 'filtered') || e.prompt_block_reason !== null;
     return e.candidates.length < effective && !explained;
   }
+}
+
+interface Plan {
+  outcome: SettleOutcome;
+  movement: HoldMovement | null;
+}
+
+/**
+ * Adds the release of whatever is still pending to `movement` (or makes it the whole movement):
+ * the reservation ends settled when nothing is unresolved, and keeps its unresolved exposure
+ * otherwise.
+ */
+function withRelease(r: ReservationView, movement: HoldMovement | null, now: Date): HoldMovement {
+  const base: HoldMovement = movement ?? {
+    fromPendingMicrousd: 0n,
+    toSettledMicrousd: 0n,
+    toUnresolvedMicrousd: 0n,
+    fromUnresolvedMicrousd: 0n,
+    toReleasedMicrousd: 0n,
+    status: r.status,
+    reason: '',
+    now,
+  };
+  const rest = pendingOf(r) - base.fromPendingMicrousd;
+  const release = rest > 0n ? rest : 0n;
+  const unresolvedAfter = r.unresolvedMicrousd + base.toUnresolvedMicrousd - base.fromUnresolvedMicrousd;
+  const status: ReservationState =
+    base.status === 'pending' && unresolvedAfter === 0n ? reservationMachine.transition('pending', 'settle') : base.status;
+  return {
+    ...base,
+    fromPendingMicrousd: base.fromPendingMicrousd + release,
+    toReleasedMicrousd: base.toReleasedMicrousd + release,
+    status,
+    reason:
+      status === 'settled'
+        ? `${base.reason ? `${base.reason}; ` : ''}all attempts settled; unused hold released`
+        : `${base.reason ? `${base.reason}; ` : ''}unused hold released; unresolved exposure kept`,
+  };
 }
 
 function min(a: bigint, b: bigint): bigint {
