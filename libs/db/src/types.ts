@@ -53,3 +53,38 @@ export interface ActiveException {
 }
 
 export type { PriceRevision };
+
+/** The workload row's policy fields as the read model (the row type is Prisma's; it stays here). */
+export function toWorkloadPolicy(w: {
+  id: string;
+  team: string;
+  environment: string;
+  defaultMaxCandidates: number;
+  perCandidateOutputCeiling: number;
+  budgetMicrousd: bigint;
+  budgetPeriod: string;
+  allowedAliases: string[];
+  fallbackChain: string[];
+  allowLength: boolean;
+  allowContentFilter: boolean;
+  deadlineMs: number;
+  maxInFlight: number;
+  tokensPerMinute: number | null;
+}): WorkloadPolicy {
+  return {
+    id: w.id,
+    team: w.team,
+    environment: w.environment,
+    defaultMaxCandidates: w.defaultMaxCandidates,
+    perCandidateOutputCeiling: w.perCandidateOutputCeiling,
+    budgetMicrousd: w.budgetMicrousd,
+    budgetPeriod: w.budgetPeriod === 'day' ? 'day' : 'month',
+    allowedAliases: w.allowedAliases,
+    fallbackChain: w.fallbackChain,
+    allowLength: w.allowLength,
+    allowContentFilter: w.allowContentFilter,
+    deadlineMs: w.deadlineMs,
+    maxInFlight: w.maxInFlight,
+    tokensPerMinute: w.tokensPerMinute,
+  };
+}

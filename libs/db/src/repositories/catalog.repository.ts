@@ -1,7 +1,7 @@
 import type { ProviderKind } from '@gateway/contracts';
 import type { ExceptionStatus, OutputCapSemantics } from '@gateway/domain';
 import { Database } from '../database';
-import { ActiveException, PriceRevision, RouteContract, WorkloadPolicy } from '../types';
+import { ActiveException, PriceRevision, RouteContract, toWorkloadPolicy, WorkloadPolicy } from '../types';
 
 /** Read side of policy: workloads by key hash, routes with their current contract, prices. */
 export class CatalogRepository {
@@ -12,23 +12,7 @@ export class CatalogRepository {
   async workloadByKeyHash(keyHash: string): Promise<WorkloadPolicy | null> {
     const key = await this.db.prisma.apiKey.findUnique({ where: { keyHash }, include: { workload: true } });
     if (!key || key.revokedAt) return null;
-    const w = key.workload;
-    return {
-      id: w.id,
-      team: w.team,
-      environment: w.environment,
-      defaultMaxCandidates: w.defaultMaxCandidates,
-      perCandidateOutputCeiling: w.perCandidateOutputCeiling,
-      budgetMicrousd: w.budgetMicrousd,
-      budgetPeriod: w.budgetPeriod === 'day' ? 'day' : 'month',
-      allowedAliases: w.allowedAliases,
-      fallbackChain: w.fallbackChain,
-      allowLength: w.allowLength,
-      allowContentFilter: w.allowContentFilter,
-      deadlineMs: w.deadlineMs,
-      maxInFlight: w.maxInFlight,
-      tokensPerMinute: w.tokensPerMinute,
-    };
+    return toWorkloadPolicy(key.workload);
   }
 
   async routeByAlias(alias: string): Promise<RouteContract | null> {

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { PolicyChangedV1 } from '@gateway/contracts';
 import { Database, isUniqueViolation, Tx } from '../database';
 import { OutboxRepository } from './outbox.repository';
+import { toWorkloadPolicy, WorkloadPolicy } from '../types';
 
-export interface RouteContractInput {
-  routeId: string;
-  alias: string;
+/** The fields that define a route contract version (any change makes a new, unverified version). */
+export interface ContractFields {
   providerKind: string;
   upstreamBaseUrl: string;
   upstreamModel: string;
@@ -18,25 +18,18 @@ export interface RouteContractInput {
   gatewayVersion: string;
   clientLibraryVersion: string;
   verificationTtlSeconds: number;
+}
+
+export interface RouteContractInput extends ContractFields {
+  routeId: string;
+  alias: string;
   actor: string;
   reason: string;
 }
 
-export interface WorkloadInput {
-  id: string;
-  team: string;
-  environment: string;
-  defaultMaxCandidates: number;
-  perCandidateOutputCeiling: number;
-  budgetMicrousd: bigint;
+/** A workload's policy as an operator sets it, with who changed it and why. */
+export interface WorkloadInput extends Omit<WorkloadPolicy, 'budgetPeriod'> {
   budgetPeriod: 'day' | 'month';
-  allowedAliases: string[];
-  fallbackChain: string[];
-  allowLength: boolean;
-  allowContentFilter: boolean;
-  deadlineMs: number;
-  maxInFlight: number;
-  tokensPerMinute: number | null;
   actor: string;
   reason: string;
 }
@@ -54,21 +47,9 @@ export interface PriceInput {
 }
 
 /** One immutable contract version, as the policy API shows it. */
-export interface RouteContractVersionView {
+export interface RouteContractVersionView extends ContractFields {
   routeId: string;
   version: number;
-  providerKind: string;
-  upstreamBaseUrl: string;
-  upstreamModel: string;
-  candidateParam: string | null;
-  maxCandidates: number;
-  outputCapParam: string;
-  outputCapSemantics: string | null;
-  usageShape: string;
-  streamingUsage: string;
-  gatewayVersion: string;
-  clientLibraryVersion: string;
-  verificationTtlSeconds: number;
   verifiedAt: Date | null;
   verifiedBy: string | null;
   verificationNotes: unknown;
@@ -232,20 +213,7 @@ export class PolicyRepository {
     const w = await this.db.prisma.workload.findUnique({ where: { id }, include: { apiKeys: { orderBy: { createdAt: 'asc' } } } });
     if (!w) return null;
     return {
-      id: w.id,
-      team: w.team,
-      environment: w.environment,
-      defaultMaxCandidates: w.defaultMaxCandidates,
-      perCandidateOutputCeiling: w.perCandidateOutputCeiling,
-      budgetMicrousd: w.budgetMicrousd,
-      budgetPeriod: w.budgetPeriod === 'day' ? 'day' : 'month',
-      allowedAliases: w.allowedAliases,
-      fallbackChain: w.fallbackChain,
-      allowLength: w.allowLength,
-      allowContentFilter: w.allowContentFilter,
-      deadlineMs: w.deadlineMs,
-      maxInFlight: w.maxInFlight,
-      tokensPerMinute: w.tokensPerMinute,
+      ...toWorkloadPolicy(w),
       createdAt: w.createdAt,
       updatedAt: w.updatedAt,
       updatedBy: w.updatedBy,
