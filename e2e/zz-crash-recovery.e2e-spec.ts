@@ -16,6 +16,7 @@ describe('crash recovery: dispatch killed mid-attempt', () => {
   const slow = `crash-slow-${run}`;
   const fast = `crash-fast-${run}`;
   let key: string;
+  let afterKey: string;
   const dispatchPid = Number(process.env.E2E_DISPATCH_PID);
   const dispatchPort = Number(process.env.DISPATCH_PORT ?? 13002);
 
@@ -23,6 +24,9 @@ describe('crash recovery: dispatch killed mid-attempt', () => {
     key = await withSeeder(async (seed) => {
       await seed.route({ routeId: slow, alias: slow, providerKind: 'openai-chat', upstreamBaseUrl: stack.providerSim, upstreamModel: 'sim-gpt;latency=3000' });
       await seed.route({ routeId: fast, alias: fast, providerKind: 'openai-chat', upstreamBaseUrl: stack.providerSim, upstreamModel: 'sim-gpt' });
+      // The replacement joins the consumer group only after the killed member's session times
+      // out, so the request after the crash gets a roomier deadline.
+      afterKey = (await seed.workload({ id: `crash-after-${run}`, allowedAliases: [fast], deadlineMs: 30000 })).key;
       return (await seed.workload({ id: `crash-${run}`, allowedAliases: [slow, fast], deadlineMs: 4000 })).key;
     });
   });
@@ -73,7 +77,7 @@ describe('crash recovery: dispatch killed mid-attempt', () => {
     expect(sent).toHaveLength(1);
 
     // The replacement serves new work.
-    const ok = await client.chat.completions.create({ model: fast, messages: [{ role: 'user', content: 'after the crash' }] });
+    const ok = await openai(afterKey).withOptions({ maxRetries: 0 }).chat.completions.create({ model: fast, messages: [{ role: 'user', content: 'after the crash' }] });
     expect(ok.choices).toHaveLength(1);
   });
 });
