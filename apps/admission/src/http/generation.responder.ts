@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { DispatchReplyV1 } from '@gateway/contracts';
@@ -7,7 +7,6 @@ import { GatewayError, InjectLogger, writeDenial } from '@gateway/service-kit';
 import { AdmitRequestCommand } from '../usecases/admit-request/admit-request.command';
 import { AdmitRequest, AdmittedAction, IdempotentReplay } from '../usecases/admit-request/admit-request.usecase';
 import { AdmissionMetrics } from '../admission.metrics';
-import { Clock, CLOCK } from '../clock';
 import { ReplyCache } from './reply-cache';
 
 /**
@@ -21,7 +20,6 @@ export class GenerationResponder {
     private readonly cache: ReplyCache,
     private readonly metrics: AdmissionMetrics,
     @InjectLogger() private readonly log: Logger,
-    @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
   async serve(build: () => AdmitRequestCommand, req: Request, res: Response): Promise<void> {
@@ -39,18 +37,24 @@ export class GenerationResponder {
   }
 
   private async whole(admitted: AdmittedAction, res: Response): Promise<string> {
-    const reply = await new Promise<DispatchReplyV1 | 'timeout'>((resolve) => {
+    const reply = await new Promise<DispatchReplyV1 | 'timeout' | 'client_gone'>((resolve) => {
       void this.admit
         .dispatch(admitted, (r) => {
           if (r.kind === 'response' || r.kind === 'error') resolve(r);
         }, () => resolve('timeout'))
-        .then((stop) => res.on('close', stop))
+        .then((stop) =>
+          res.on('close', () => {
+            // The client left before the answer: stop waiting (dispatch and settlement carry on).
+            stop();
+            resolve('client_gone');
+          }),
+        )
         .catch((err: Error) => {
           this.log.error({ action_id: admitted.actionId, error: err.message }, 'dispatch publish failed');
           resolve({ kind: 'error', http_status: 502, code: 'upstream_error', message: `the request could not be dispatched (action ${admitted.actionId})`, attempt_id: null, provider_request_id: null, requested_candidates: null, effective_candidates: admitted.command.effective_candidates, returned_candidates: null, candidates: [] });
         });
     });
-    this.admitCleanup(admitted.actionId);
+    if (reply === 'client_gone') return 'client_disconnected';
     if (reply !== 'timeout') this.cache.put(admitted.actionId, reply);
     return this.writeReply(admitted.actionId, admitted.headers, reply, res);
   }
@@ -96,7 +100,6 @@ export class GenerationResponder {
       let stop: () => void = () => undefined;
       const finish = (outcome: string) => {
         stop();
-        this.admitCleanup(admitted.actionId);
         resolve(outcome);
       };
       const writeInOrder = () => {
@@ -178,10 +181,5 @@ export class GenerationResponder {
     this.log.error({ error: (err as Error)?.name, message: (err as Error)?.message }, 'admission failed');
     if (!res.headersSent) res.status(500).json({ error: { message: 'internal error', type: 'api_error', code: 'internal_error', param: null } });
     return 'internal_error';
-  }
-
-  private admitCleanup(_actionId: string): void {
-    // waiters are removed by ReplyRouter on delivery/timeout; nothing else is held per action
-    void this.clock;
   }
 }

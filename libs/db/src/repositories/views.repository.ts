@@ -47,14 +47,20 @@ export class ViewsRepository {
   constructor(private readonly db: Database) {}
 
   async action(actionId: string): Promise<ActionStatusView | null> {
-    const a = await this.db.prisma.action.findUnique({
-      where: { id: actionId },
-      include: { reservation: true, attempts: { orderBy: { attemptNo: 'asc' } } },
-    });
+    // One snapshot: the action, its reservation, ledger rows and cases never disagree in a view.
+    const [a, ledger, cases] = await this.db.prisma.$transaction(
+      [
+        this.db.prisma.action.findUnique({
+          where: { id: actionId },
+          include: { reservation: true, attempts: { orderBy: { attemptNo: 'asc' } } },
+        }),
+        this.db.prisma.ledgerEntry.findMany({ where: { actionId } }),
+        this.db.prisma.reconciliationCase.findMany({ where: { actionId, status: 'open' } }),
+      ],
+      { isolationLevel: 'RepeatableRead' },
+    );
     if (!a) return null;
-    const ledger = await this.db.prisma.ledgerEntry.findMany({ where: { actionId } });
     const cost = new Map(ledger.map((l) => [l.attemptId, l.costMicrousd]));
-    const cases = await this.db.prisma.reconciliationCase.findMany({ where: { actionId, status: 'open' } });
     return {
       actionId: a.id,
       workloadId: a.workloadId,
