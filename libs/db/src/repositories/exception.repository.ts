@@ -33,19 +33,8 @@ export interface ExceptionEventView {
   at: Date;
 }
 
-export interface NewException {
-  id: string;
-  workloadId: string;
-  routeId: string | null;
-  owner: string;
-  maxCandidates: number;
-  perCandidateOutputCeiling: number;
-  budgetMicrousd: bigint;
-  allowsStreaming: boolean;
-  expiresAt: Date;
-  justification: string;
-  requestedBy: string;
-}
+/** What a request for an exception stores; status and times are set by the repository. */
+export type NewException = Omit<ExceptionView, 'status' | 'requestedAt' | 'updatedAt'>;
 
 /**
  * A compare-and-set move: it applies only while the stored status is still `from` and the expiry
