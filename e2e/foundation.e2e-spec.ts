@@ -1,3 +1,4 @@
+import { GoogleGenAI } from '@google/genai';
 import OpenAI, { APIError } from 'openai';
 import { Topics } from '@gateway/contracts';
 import { Database } from '@gateway/db';
@@ -10,6 +11,7 @@ import { databaseDump, eventually, openai, serviceLogs, simLastSeq, simRequestsS
 describe('foundation: one request through every service', () => {
   const run = uid();
   const alias = `e2e-std-${run}`;
+  const geminiAlias = `e2e-gem-${run}`;
   const workloadId = `e2e-found-${run}`;
   const canary = `CANARY-${run}-${uid()}`;
   let key: string;
@@ -19,7 +21,8 @@ describe('foundation: one request through every service', () => {
   beforeAll(async () => {
     key = await withSeeder(async (seed) => {
       await seed.route({ routeId: alias, alias, providerKind: 'openai-chat', upstreamBaseUrl: stack.providerSim, upstreamModel: 'sim-gpt' });
-      return (await seed.workload({ id: workloadId, allowedAliases: [alias] })).key;
+      await seed.route({ routeId: geminiAlias, alias: geminiAlias, providerKind: 'gemini-generate', upstreamBaseUrl: stack.providerSim, upstreamModel: 'gemini-sim' });
+      return (await seed.workload({ id: workloadId, allowedAliases: [alias, geminiAlias] })).key;
     });
     client = openai(key);
     settledReader = new TopicReader([Topics.usageSettled.name]);
@@ -96,6 +99,16 @@ describe('foundation: one request through every service', () => {
   });
 
   it('(d) the canary prompt appears nowhere but the encrypted dispatch command/reply', async () => {
+    // The canary also travels a stream and the Gemini dialect, so every content path is covered.
+    const stream = await client.chat.completions.create({ model: alias, stream: true, messages: [{ role: 'user', content: `Stream this. ${canary}` }] });
+    for await (const _chunk of stream) {
+      // drain
+    }
+    const ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: stack.admission } });
+    await ai.models.generateContent({ model: geminiAlias, contents: `Gemini this. ${canary}` });
+    for await (const _chunk of await ai.models.generateContentStream({ model: geminiAlias, contents: `Gemini stream. ${canary}` })) {
+      // drain
+    }
     const everything = new TopicReader(Object.values(Topics).map((t) => t.name));
     await everything.start();
     try {
