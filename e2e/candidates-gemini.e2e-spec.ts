@@ -100,6 +100,7 @@ describe('candidate-count policy (@google/genai SDK)', () => {
     const status = await settledAction(oneKey, id);
     expect(status.returned_candidate_count).toBe(0);
     expect(status.attempts[0].prompt_block_reason).toBe('SAFETY');
+    expect(status.attempts[0].candidates).toEqual([{ index: 0, outcome: 'blocked', finish_reason: null }]);
     const event = await settled.waitFor<Record<string, any>>((m) => m.action_id === id, 'usage.settled');
     expect(event.input_tokens).toBe(resp.usageMetadata!.promptTokenCount);
     expect(event.output_tokens_total).toBe(0);
@@ -112,6 +113,10 @@ describe('candidate-count policy (@google/genai SDK)', () => {
     const status = await settledAction(threeKey, id);
     expect(status.returned_candidate_count).toBe(1);
     expect(status.effective_candidate_count).toBe(2);
+    expect(status.attempts[0].candidates).toEqual([
+      { index: 0, outcome: 'ok', finish_reason: 'STOP' },
+      { index: 1, outcome: 'missing', finish_reason: null },
+    ]);
     expect(status.open_reconciliation_cases.map((c: any) => c.reason)).toContain('candidate_shortfall_unexplained');
     await recon.waitFor<Record<string, any>>((m) => m.action_id === id && m.reason === 'candidate_shortfall_unexplained', 'reconciliation.required event');
     const metrics = await (await fetch(`http://127.0.0.1:${process.env.DISPATCH_PORT ?? 13002}/metrics`)).text();

@@ -71,10 +71,15 @@ export const reconciliationRequiredV1 = sanitisedFields.extend({
 });
 export type ReconciliationRequiredV1 = z.infer<typeof reconciliationRequiredV1>;
 
+/** Outcomes of candidates that were requested but are absent from the response. */
+export const ABSENT_CANDIDATE_OUTCOMES = ['missing', 'blocked'] as const;
+
 export const candidateOutcome = z.object({
   index: z.number().int().nonnegative(),
   finish_reason: z.string().nullable(),
-  outcome: z.enum(['ok', 'filtered', 'truncated', 'empty']),
+  /** ok | filtered | truncated | empty for candidates in the response; missing or blocked (prompt
+   *  refused) for requested indexes the response did not contain */
+  outcome: z.enum(['ok', 'filtered', 'truncated', 'empty', 'missing', 'blocked']),
 });
 
 /** Internal: one upstream attempt has ended (or been cut); settlement prices it. */

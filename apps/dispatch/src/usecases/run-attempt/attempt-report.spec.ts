@@ -122,9 +122,28 @@ describe('buildAttemptEvent', () => {
         { index: 2, finish_reason: null, outcome: 'empty' },
       ],
     },
-    { name: 'blocked prompt', kind: 'gemini-generate' as const, candidates: [], returned: 0, outcomes: [] },
-  ])('returned counts only candidates with content; per-candidate outcomes: $name', ({ kind, candidates, returned, outcomes }) => {
-    const e = event(command({}, kind), parsed(candidates));
+    {
+      name: 'blocked prompt: every requested index is recorded as blocked',
+      kind: 'gemini-generate' as const,
+      candidates: [],
+      block: 'SAFETY',
+      returned: 0,
+      outcomes: [0, 1, 2].map((index) => ({ index, finish_reason: null, outcome: 'blocked' })),
+    },
+    {
+      name: 'silent shortfall: absent indexes are recorded as missing',
+      kind: 'gemini-generate' as const,
+      candidates: [cand(0, 'STOP')],
+      returned: 1,
+      outcomes: [
+        { index: 0, finish_reason: 'STOP', outcome: 'ok' },
+        { index: 1, finish_reason: null, outcome: 'missing' },
+        { index: 2, finish_reason: null, outcome: 'missing' },
+      ],
+    },
+  ])('returned counts only candidates with content; per-candidate outcomes: $name', ({ kind, candidates, returned, outcomes, ...row }) => {
+    const block = 'block' in row ? (row.block as string) : null;
+    const e = event(command({}, kind), parsed(candidates, { promptBlockReason: block }));
     expect(e.returned_candidate_count).toBe(returned);
     expect(e.candidates).toEqual(outcomes);
   });
@@ -258,8 +277,8 @@ describe('shortfallOf', () => {
   it("keeps each candidate's raw finish reason beside its outcome, matched by index", () => {
     const s = shortfallOf(command({ effective_candidates: 2 }), parsed([cand(1, 'RECITATION', false), cand(0, 'STOP')]));
     expect(s.perCandidate).toEqual([
-      { index: 1, finish_reason: 'RECITATION', outcome: 'filtered' },
       { index: 0, finish_reason: 'STOP', outcome: 'ok' },
+      { index: 1, finish_reason: 'RECITATION', outcome: 'filtered' },
     ]);
   });
 

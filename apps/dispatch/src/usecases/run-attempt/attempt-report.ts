@@ -1,4 +1,6 @@
 import type { AttemptCompletedV1, DispatchCommandV1 } from '@gateway/contracts';
+
+type CandidateOutcomeV1 = AttemptCompletedV1['candidates'][number];
 import { candidateShortfall, NormalisedCandidate } from '@gateway/domain';
 import type { ParsedResponse } from '@gateway/providers';
 
@@ -66,10 +68,17 @@ export function shortfallOf(cmd: DispatchCommandV1, parsed: ParsedResponse) {
     promptBlockReason: parsed.promptBlockReason,
     providerKind: cmd.route.provider_kind,
   });
-  const perCandidate = s.perCandidate.map((c) => ({
+  const present: CandidateOutcomeV1[] = s.perCandidate.map((c) => ({
     index: c.index,
     finish_reason: parsed.candidates.find((p) => p.index === c.index)?.finishReason ?? null,
     outcome: c.outcome,
   }));
+  // Requested indexes the response lacks are recorded too: blocked with the prompt, or missing.
+  const seen = new Set(present.map((c) => c.index));
+  const absent: CandidateOutcomeV1[] = [];
+  for (let index = 0; index < cmd.effective_candidates; index++) {
+    if (!seen.has(index)) absent.push({ index, finish_reason: null, outcome: s.blocked ? 'blocked' : 'missing' });
+  }
+  const perCandidate = [...present, ...absent].sort((a, b) => a.index - b.index);
   return { ...s, perCandidate, returnedWithContent: parsed.candidates.filter((c) => c.hasContent).length };
 }

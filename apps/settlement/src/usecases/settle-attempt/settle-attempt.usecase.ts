@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { AttemptCompletedV1, ReconciliationRequiredV1, settledCostFields, UsageSettledV1 } from '@gateway/contracts';
+import { ABSENT_CANDIDATE_OUTCOMES, AttemptCompletedV1, ReconciliationRequiredV1, settledCostFields, UsageSettledV1 } from '@gateway/contracts';
 import { CatalogRepository, HoldMovement, OutboxRepository, ProcessedEventRepository, ReservationView, SettlementRepository, Tx } from '@gateway/db';
 import { pendingOf, priceUsage, reservationMachine, ReservationState } from '@gateway/domain';
 import { handleOnce } from '@gateway/messaging';
@@ -32,7 +32,7 @@ export class SettleAttempt {
     const result = await handleOnce(this.processed, CONSUMER, e.event_id, async (tx) => {
       const reservation = await this.settlement.lockReservation(tx, e.action_id);
       if (!reservation) return 'no_reservation' as const;
-      const returnedInResponse = e.candidates.length;
+      const returnedInResponse = inResponse(e);
       const hasUsage = e.input_tokens !== null && e.output_tokens_total !== null;
       const excess = returnedInResponse > (e.effective_candidate_count ?? 0);
       let plan: Plan;
@@ -134,7 +134,7 @@ export class SettleAttempt {
       outcome: e.outcome,
       http_status: e.http_status,
       effective: e.effective_candidate_count,
-      returned_in_response: e.candidates.length,
+      returned_in_response: inResponse(e),
     });
     if (!opened) return { outcome: 'duplicate', movement: null };
     await this.settlement.transitionAttempt(tx, e.attempt_id, 'require_reconciliation', reason, now);
@@ -181,7 +181,7 @@ export class SettleAttempt {
     const effective = e.effective_candidate_count ?? 0;
     // Only a filter or a block explains missing candidates (same rule as libs/domain's candidateShortfall).
     const explained = e.candidates.some((c) => c.outcome === 'filtered') || e.prompt_block_reason !== null;
-    return e.candidates.length < effective && !explained;
+    return inResponse(e) < effective && !explained;
   }
 }
 
@@ -221,6 +221,11 @@ function withRelease(r: ReservationView, movement: HoldMovement | null, now: Dat
         ? `${base.reason ? `${base.reason}; ` : ''}all attempts settled; unused hold released`
         : `${base.reason ? `${base.reason}; ` : ''}unused hold released; unresolved exposure kept`,
   };
+}
+
+/** Candidates the response actually contained (absent ones are listed as missing or blocked). */
+function inResponse(e: AttemptCompletedV1): number {
+  return e.candidates.filter((c) => !(ABSENT_CANDIDATE_OUTCOMES as readonly string[]).includes(c.outcome)).length;
 }
 
 function min(a: bigint, b: bigint): bigint {
