@@ -8,8 +8,11 @@ export async function actionStatus(key: string, actionId: string): Promise<Recor
 
 /** Waits until settlement has resolved the action's reservation. */
 export function settledAction(key: string, actionId: string): Promise<Record<string, any>> {
-  return eventually(async () => {
-    const s = await actionStatus(key, actionId);
-    return s.reservation_status === 'settled' ? s : undefined;
-  }, { what: `action ${actionId} settled` });
+  return eventually(
+    async () => {
+      const s = await actionStatus(key, actionId);
+      return s.reservation_status === 'settled' ? s : undefined;
+    },
+    { what: `action ${actionId} settled` },
+  );
 }

@@ -17,7 +17,8 @@ describe('candidate-count policy (@google/genai SDK)', () => {
   let recon: TopicReader;
 
   const ai = (key: string) => new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: stack.admission } });
-  const headerOf = (resp: { sdkHttpResponse?: { headers?: Record<string, string> } }, name: string) => resp.sdkHttpResponse?.headers?.[name];
+  const headerOf = (resp: { sdkHttpResponse?: { headers?: Record<string, string> } }, name: string) =>
+    resp.sdkHttpResponse?.headers?.[name];
 
   beforeAll(async () => {
     const routes: Array<[string, string]> = [
@@ -30,12 +31,24 @@ describe('candidate-count policy (@google/genai SDK)', () => {
     ];
     await withSeeder(async (seed) => {
       for (const [name, model] of routes) {
-        await seed.route({ routeId: r(name), alias: r(name), providerKind: 'gemini-generate', upstreamBaseUrl: stack.providerSim, upstreamModel: model });
+        await seed.route({
+          routeId: r(name),
+          alias: r(name),
+          providerKind: 'gemini-generate',
+          upstreamBaseUrl: stack.providerSim,
+          upstreamModel: model,
+        });
       }
       const aliases = routes.map(([n]) => r(n));
       oneKey = (await seed.workload({ id: r('g-one'), allowedAliases: aliases })).key;
       threeKey = (await seed.workload({ id: r('g-three'), allowedAliases: aliases })).key;
-      await seed.approvedException({ workloadId: r('g-three'), maxCandidates: 3, perCandidateOutputCeiling: 64, budgetMicrousd: 5_000_000n, expiresAt: new Date(Date.now() + 86400_000) });
+      await seed.approvedException({
+        workloadId: r('g-three'),
+        maxCandidates: 3,
+        perCandidateOutputCeiling: 64,
+        budgetMicrousd: 5_000_000n,
+        expiresAt: new Date(Date.now() + 86400_000),
+      });
     });
     settled = new TopicReader([Topics.usageSettled.name]);
     recon = new TopicReader([Topics.reconciliationRequired.name]);
@@ -68,7 +81,9 @@ describe('candidate-count policy (@google/genai SDK)', () => {
 
   it('candidateCount over the workload maximum → 400 with the stable code in error.status, nothing dispatched', async () => {
     const before = await simLastSeq();
-    const err = (await ai(oneKey).models.generateContent({ model: r('gm'), contents: contents(), config: { candidateCount: 2 } }).catch((e) => e)) as ApiError;
+    const err = (await ai(oneKey)
+      .models.generateContent({ model: r('gm'), contents: contents(), config: { candidateCount: 2 } })
+      .catch((e) => e)) as ApiError;
     expect(err).toBeInstanceOf(ApiError);
     expect(err.status).toBe(400);
     expect(JSON.parse(err.message).error.status).toBe('candidate_count_exceeds_policy');
@@ -118,14 +133,21 @@ describe('candidate-count policy (@google/genai SDK)', () => {
       { index: 1, outcome: 'missing', finish_reason: null },
     ]);
     expect(status.open_reconciliation_cases.map((c: any) => c.reason)).toContain('candidate_shortfall_unexplained');
-    await recon.waitFor<Record<string, any>>((m) => m.action_id === id && m.reason === 'candidate_shortfall_unexplained', 'reconciliation.required event');
+    await recon.waitFor<Record<string, any>>(
+      (m) => m.action_id === id && m.reason === 'candidate_shortfall_unexplained',
+      'reconciliation.required event',
+    );
     const metrics = await (await fetch(`http://127.0.0.1:${process.env.DISPATCH_PORT ?? 13002}/metrics`)).text();
-    expect(metrics).toMatch(new RegExp(`gateway_route_contract_failures_total\\{[^}]*route="${r('gm-serve1')}"[^}]*kind="silent_shortfall"[^}]*\\} [1-9]`));
+    expect(metrics).toMatch(
+      new RegExp(`gateway_route_contract_failures_total\\{[^}]*route="${r('gm-serve1')}"[^}]*kind="silent_shortfall"[^}]*\\} [1-9]`),
+    );
   });
 
   it('400 INVALID_ARGUMENT for candidateCount > 1: not retried, reservation released', async () => {
     const before = await simLastSeq();
-    const err = (await ai(threeKey).models.generateContent({ model: r('gm-rejectn'), contents: contents(), config: { candidateCount: 2 } }).catch((e) => e)) as ApiError;
+    const err = (await ai(threeKey)
+      .models.generateContent({ model: r('gm-rejectn'), contents: contents(), config: { candidateCount: 2 } })
+      .catch((e) => e)) as ApiError;
     expect(err).toBeInstanceOf(ApiError);
     expect(err.status).toBe(502);
     const body = JSON.parse(err.message);
@@ -133,7 +155,9 @@ describe('candidate-count policy (@google/genai SDK)', () => {
     expect(body.error.message).toMatch(/INVALID_ARGUMENT/);
     expect(await simRequestsSince(before)).toHaveLength(1);
     const actionId = await eventually(async () => {
-      const all = await withSeeder((_s, db) => db.prisma.action.findMany({ where: { workloadId: r('g-three'), routeId: r('gm-rejectn') }, select: { id: true } }));
+      const all = await withSeeder((_s, db) =>
+        db.prisma.action.findMany({ where: { workloadId: r('g-three'), routeId: r('gm-rejectn') }, select: { id: true } }),
+      );
       return all[0]?.id;
     });
     const status = await settledAction(threeKey, actionId);
@@ -162,10 +186,13 @@ describe('candidate-count policy (@google/genai SDK)', () => {
       for await (const chunk of cut) cutId = cutId ?? headerOf(chunk, 'x-gateway-action-id');
     })().catch(() => undefined);
     expect(cutId).toBeDefined();
-    const status = await eventually(async () => {
-      const s = await actionStatus(oneKey, cutId!);
-      return s.reservation_status !== 'pending' ? s : undefined;
-    }, { what: 'cut stream recorded' });
+    const status = await eventually(
+      async () => {
+        const s = await actionStatus(oneKey, cutId!);
+        return s.reservation_status !== 'pending' ? s : undefined;
+      },
+      { what: 'cut stream recorded' },
+    );
     expect(status.open_reconciliation_cases.map((c: any) => c.reason)).toEqual(['stream_ended_before_usage']);
     expect(status.money_microusd.unresolved).toBe(status.money_microusd.reserved);
   });

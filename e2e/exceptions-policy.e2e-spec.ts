@@ -94,7 +94,9 @@ describe('exceptions through the policy API', () => {
   });
 
   it('n=2 is refused before any exception exists', async () => {
-    const err = (await openai(appKey).chat.completions.create({ model: routeId, n: 2, messages: [{ role: 'user', content: 'two' }] }).catch((e) => e)) as APIError;
+    const err = (await openai(appKey)
+      .chat.completions.create({ model: routeId, n: 2, messages: [{ role: 'user', content: 'two' }] })
+      .catch((e) => e)) as APIError;
     expect(err.status).toBe(400);
     expect(err.code).toBe('candidate_count_exceeds_policy');
   });
@@ -127,7 +129,9 @@ describe('exceptions through the policy API', () => {
 
   it('the app gets two candidates within the exception, capped at its ceiling', async () => {
     const before = await simLastSeq();
-    const { data, response } = await openai(appKey).chat.completions.create({ model: routeId, n: 2, messages: [{ role: 'user', content: 'two drafts' }] }).withResponse();
+    const { data, response } = await openai(appKey)
+      .chat.completions.create({ model: routeId, n: 2, messages: [{ role: 'user', content: 'two drafts' }] })
+      .withResponse();
     expect(data.choices).toHaveLength(2);
     expect(response.headers.get('x-gateway-effective-candidates')).toBe('2');
     expect((await simRequestsSince(before))[0]).toMatchObject({ candidateCount: 2, maxTokens: 64 });
@@ -137,7 +141,9 @@ describe('exceptions through the policy API', () => {
     const revoked = await call('POST', `/exceptions/${exceptionId}/revoke`, operator, { reason: 'eval finished' });
     expect(revoked).toMatchObject({ ok: true });
     const before = await simLastSeq();
-    const err = (await openai(appKey).chat.completions.create({ model: routeId, n: 2, messages: [{ role: 'user', content: 'two' }] }).catch((e) => e)) as APIError;
+    const err = (await openai(appKey)
+      .chat.completions.create({ model: routeId, n: 2, messages: [{ role: 'user', content: 'two' }] })
+      .catch((e) => e)) as APIError;
     expect(err.status).toBe(400);
     expect(err.code).toBe('candidate_count_exceeds_policy');
     expect(await simRequestsSince(before)).toHaveLength(0);

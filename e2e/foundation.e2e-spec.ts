@@ -2,7 +2,18 @@ import { GoogleGenAI } from '@google/genai';
 import OpenAI, { APIError } from 'openai';
 import { Topics } from '@gateway/contracts';
 import { Database } from '@gateway/db';
-import { databaseDump, eventually, openai, serviceLogs, simLastSeq, simRequestsSince, stack, TopicReader, uid, withSeeder } from './support';
+import {
+  databaseDump,
+  eventually,
+  openai,
+  serviceLogs,
+  simLastSeq,
+  simRequestsSince,
+  stack,
+  TopicReader,
+  uid,
+  withSeeder,
+} from './support';
 
 /**
  * Issue 2's walking skeleton, through the official openai SDK: one request travels admission →
@@ -20,8 +31,20 @@ describe('foundation: one request through every service', () => {
 
   beforeAll(async () => {
     key = await withSeeder(async (seed) => {
-      await seed.route({ routeId: alias, alias, providerKind: 'openai-chat', upstreamBaseUrl: stack.providerSim, upstreamModel: 'sim-gpt' });
-      await seed.route({ routeId: geminiAlias, alias: geminiAlias, providerKind: 'gemini-generate', upstreamBaseUrl: stack.providerSim, upstreamModel: 'gemini-sim' });
+      await seed.route({
+        routeId: alias,
+        alias,
+        providerKind: 'openai-chat',
+        upstreamBaseUrl: stack.providerSim,
+        upstreamModel: 'sim-gpt',
+      });
+      await seed.route({
+        routeId: geminiAlias,
+        alias: geminiAlias,
+        providerKind: 'gemini-generate',
+        upstreamBaseUrl: stack.providerSim,
+        upstreamModel: 'gemini-sim',
+      });
       return (await seed.workload({ id: workloadId, allowedAliases: [alias, geminiAlias] })).key;
     });
     client = openai(key);
@@ -90,7 +113,9 @@ describe('foundation: one request through every service', () => {
     expect(Object.values(byCat).reduce((a, b) => a + BigInt(b), 0n)).toBe(BigInt(String(msg.cost_microusd)));
     expect(settledReader.messages.find((m) => m.value.includes(actionId))?.key).toBe(workloadId);
 
-    const status = (await (await fetch(`${stack.admission}/v1/actions/${actionId}`, { headers: { authorization: `Bearer ${key}` } })).json()) as Record<string, any>;
+    const status = (await (
+      await fetch(`${stack.admission}/v1/actions/${actionId}`, { headers: { authorization: `Bearer ${key}` } })
+    ).json()) as Record<string, any>;
     expect(status.reservation_status).toBe('settled');
     expect(status.money_microusd.settled).toBe(String(msg.cost_microusd));
     expect(BigInt(status.money_microusd.reserved)).toBe(BigInt(status.money_microusd.settled) + BigInt(status.money_microusd.released));
@@ -100,7 +125,11 @@ describe('foundation: one request through every service', () => {
 
   it('(d) the canary prompt appears nowhere but the encrypted dispatch command/reply', async () => {
     // The canary also travels a stream and the Gemini dialect, so every content path is covered.
-    const stream = await client.chat.completions.create({ model: alias, stream: true, messages: [{ role: 'user', content: `Stream this. ${canary}` }] });
+    const stream = await client.chat.completions.create({
+      model: alias,
+      stream: true,
+      messages: [{ role: 'user', content: `Stream this. ${canary}` }],
+    });
     for await (const _chunk of stream) {
       // drain
     }
@@ -112,11 +141,15 @@ describe('foundation: one request through every service', () => {
     const everything = new TopicReader(Object.values(Topics).map((t) => t.name));
     await everything.start();
     try {
-      await eventually(() => (everything.messages.some((m) => m.value.includes(actionId)) ? true : undefined), { what: 'topic messages for the action' });
+      await eventually(() => (everything.messages.some((m) => m.value.includes(actionId)) ? true : undefined), {
+        what: 'topic messages for the action',
+      });
       // Wait until the content-bearing topics show the action too, so the check below is not vacuous.
       const contentTopics = new TopicReader([Topics.dispatchCommands.name, Topics.dispatchReplies.name]);
       await contentTopics.start();
-      await eventually(() => (contentTopics.messages.filter((m) => m.key === actionId).length >= 2 ? true : undefined), { what: 'dispatch command and reply' });
+      await eventually(() => (contentTopics.messages.filter((m) => m.key === actionId).length >= 2 ? true : undefined), {
+        what: 'dispatch command and reply',
+      });
       expect(contentTopics.messages.some((m) => m.value.includes(canary))).toBe(false);
       await contentTopics.stop();
       expect(everything.messages.some((m) => m.value.includes(canary))).toBe(false);
@@ -154,7 +187,12 @@ describe('foundation: one request through every service', () => {
       ['n: "2"', () => post(ok({ n: '2' })), 400, 'invalid_request'],
       ['missing auth', () => post(ok({}), { authorization: '' }), 401, 'unauthorized'],
       ['unknown key', () => post(ok({}), { authorization: 'Bearer gw_nope' }), 401, 'unauthorized'],
-      ['unknown model', () => post(JSON.stringify({ model: 'no-such-alias', messages: [{ role: 'user', content: 'hi' }] })), 404, 'unknown_route'],
+      [
+        'unknown model',
+        () => post(JSON.stringify({ model: 'no-such-alias', messages: [{ role: 'user', content: 'hi' }] })),
+        404,
+        'unknown_route',
+      ],
     ])('%s', async (_name, send, status, code) => {
       const before = await simLastSeq();
       const res = await send();

@@ -26,14 +26,30 @@ describe('ledger, exposure and reconciliation', () => {
     return { status: res.status, body: (await res.json()) as Record<string, any> };
   };
   const post = async (url: string, token: string, body: unknown) => {
-    const res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     return { status: res.status, body: (await res.json()) as Record<string, any> };
   };
 
   beforeAll(async () => {
     await withSeeder(async (seed) => {
-      await seed.route({ routeId: ok, alias: ok, providerKind: 'openai-chat', upstreamBaseUrl: stack.providerSim, upstreamModel: 'sim-gpt' });
-      await seed.route({ routeId: nousage, alias: nousage, providerKind: 'openai-chat', upstreamBaseUrl: stack.providerSim, upstreamModel: 'sim-gpt;no-usage' });
+      await seed.route({
+        routeId: ok,
+        alias: ok,
+        providerKind: 'openai-chat',
+        upstreamBaseUrl: stack.providerSim,
+        upstreamModel: 'sim-gpt',
+      });
+      await seed.route({
+        routeId: nousage,
+        alias: nousage,
+        providerKind: 'openai-chat',
+        upstreamBaseUrl: stack.providerSim,
+        upstreamModel: 'sim-gpt;no-usage',
+      });
       key = (await seed.workload({ id: workloadId, allowedAliases: [ok, nousage] })).key;
       otherKey = (await seed.workload({ id: `l-other-${run}`, allowedAliases: [ok] })).key;
       finance = await seed.operator(`fin-${run}`, ['finance']);
@@ -49,8 +65,12 @@ describe('ledger, exposure and reconciliation', () => {
     const idem = randomUUID();
     const before = await simLastSeq();
     const body = { model: ok, messages: [{ role: 'user' as const, content: 'idempotent please' }] };
-    const first = await openai(key).chat.completions.create(body, { headers: { 'Idempotency-Key': idem } }).withResponse();
-    const second = await openai(key).chat.completions.create(body, { headers: { 'Idempotency-Key': idem } }).withResponse();
+    const first = await openai(key)
+      .chat.completions.create(body, { headers: { 'Idempotency-Key': idem } })
+      .withResponse();
+    const second = await openai(key)
+      .chat.completions.create(body, { headers: { 'Idempotency-Key': idem } })
+      .withResponse();
     expect(second.response.headers.get('x-gateway-action-id')).toBe(first.response.headers.get('x-gateway-action-id'));
     expect(second.data.choices[0].message.content).toBe(first.data.choices[0].message.content);
     expect(await simRequestsSince(before)).toHaveLength(1);
@@ -64,16 +84,27 @@ describe('ledger, exposure and reconciliation', () => {
   });
 
   it('an action is visible to its own workload only; the ledger API shows its row to finance, not to app keys', async () => {
-    const { response } = await openai(key).chat.completions.create({ model: ok, messages: [{ role: 'user', content: 'ledger me' }] }).withResponse();
+    const { response } = await openai(key)
+      .chat.completions.create({ model: ok, messages: [{ role: 'user', content: 'ledger me' }] })
+      .withResponse();
     const actionId = response.headers.get('x-gateway-action-id')!;
     const status = await settledAction(key, actionId);
-    expect((await fetch(`${stack.admission}/v1/actions/${actionId}`, { headers: { authorization: `Bearer ${otherKey}` } })).status).toBe(404);
-    expect((await fetch(`${stack.admission}/v1/actions/${randomUUID()}`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(404);
+    expect((await fetch(`${stack.admission}/v1/actions/${actionId}`, { headers: { authorization: `Bearer ${otherKey}` } })).status).toBe(
+      404,
+    );
+    expect((await fetch(`${stack.admission}/v1/actions/${randomUUID()}`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(
+      404,
+    );
 
     const ledger = await get(`${settlement}/ledger?action_id=${actionId}`, finance);
     expect(ledger.status).toBe(200);
     expect(ledger.body.entries).toHaveLength(1);
-    expect(ledger.body.entries[0]).toMatchObject({ action_id: actionId, attempt_role: 'primary', usage_source: 'provider_response', cost_microusd: status.money_microusd.settled });
+    expect(ledger.body.entries[0]).toMatchObject({
+      action_id: actionId,
+      attempt_role: 'primary',
+      usage_source: 'provider_response',
+      cost_microusd: status.money_microusd.settled,
+    });
     expect((await get(`${settlement}/ledger?action_id=${actionId}`, key)).status).toBe(403);
     expect((await get(`${settlement}/ledger?limit=0`, finance)).status).toBe(400);
   });
@@ -88,17 +119,25 @@ describe('ledger, exposure and reconciliation', () => {
   });
 
   it('usage missing → an open case; importing the provider usage settles it with usage_source provider_export', async () => {
-    const { response } = await openai(key).chat.completions.create({ model: nousage, messages: [{ role: 'user', content: 'no usage here' }] }).withResponse();
+    const { response } = await openai(key)
+      .chat.completions.create({ model: nousage, messages: [{ role: 'user', content: 'no usage here' }] })
+      .withResponse();
     const actionId = response.headers.get('x-gateway-action-id')!;
-    const status = await eventually(async () => {
-      const s = await actionStatus(key, actionId);
-      return s.open_reconciliation_cases.length ? s : undefined;
-    }, { what: 'case opened' });
+    const status = await eventually(
+      async () => {
+        const s = await actionStatus(key, actionId);
+        return s.open_reconciliation_cases.length ? s : undefined;
+      },
+      { what: 'case opened' },
+    );
     const caseId = status.open_reconciliation_cases[0].case_id;
     const cases = await get(`${reconciliation}/cases?workload_id=${workloadId}`, operator);
     expect(cases.body.cases.map((c: any) => c.case_id ?? c.id)).toContain(caseId);
 
-    const bad = await post(`${reconciliation}/cases/${caseId}/import-usage`, operator, { provider_request_id: status.attempts[0].provider_request_id, input_tokens: 10 });
+    const bad = await post(`${reconciliation}/cases/${caseId}/import-usage`, operator, {
+      provider_request_id: status.attempts[0].provider_request_id,
+      input_tokens: 10,
+    });
     expect(bad.status).toBe(400);
     const imported = await post(`${reconciliation}/cases/${caseId}/import-usage`, operator, {
       provider_request_id: status.attempts[0].provider_request_id,
@@ -117,12 +156,17 @@ describe('ledger, exposure and reconciliation', () => {
   });
 
   it('an operator can release an unresolved case only with a reason; nothing is recorded as zero usage', async () => {
-    const { response } = await openai(key).chat.completions.create({ model: nousage, messages: [{ role: 'user', content: 'release me' }] }).withResponse();
+    const { response } = await openai(key)
+      .chat.completions.create({ model: nousage, messages: [{ role: 'user', content: 'release me' }] })
+      .withResponse();
     const actionId = response.headers.get('x-gateway-action-id')!;
-    const status = await eventually(async () => {
-      const s = await actionStatus(key, actionId);
-      return s.open_reconciliation_cases.length ? s : undefined;
-    }, { what: 'case opened' });
+    const status = await eventually(
+      async () => {
+        const s = await actionStatus(key, actionId);
+        return s.open_reconciliation_cases.length ? s : undefined;
+      },
+      { what: 'case opened' },
+    );
     const caseId = status.open_reconciliation_cases[0].case_id;
     expect((await post(`${reconciliation}/cases/${caseId}/release`, operator, {})).status).toBe(400);
     expect((await post(`${reconciliation}/cases/${caseId}/release`, finance, { reason: 'provider confirmed no charge' })).status).toBe(403);

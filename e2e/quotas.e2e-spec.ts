@@ -15,9 +15,22 @@ describe('token quota and concurrency ceiling', () => {
 
   beforeAll(async () => {
     await withSeeder(async (seed) => {
-      await seed.route({ routeId: fast, alias: fast, providerKind: 'openai-chat', upstreamBaseUrl: stack.providerSim, upstreamModel: 'sim-gpt' });
-      await seed.route({ routeId: slow, alias: slow, providerKind: 'openai-chat', upstreamBaseUrl: stack.providerSim, upstreamModel: 'sim-gpt;latency=1500' });
-      tpmKey = (await seed.workload({ id: `q-tpm-${run}`, allowedAliases: [fast], perCandidateOutputCeiling: 256, tokensPerMinute: 400 })).key;
+      await seed.route({
+        routeId: fast,
+        alias: fast,
+        providerKind: 'openai-chat',
+        upstreamBaseUrl: stack.providerSim,
+        upstreamModel: 'sim-gpt',
+      });
+      await seed.route({
+        routeId: slow,
+        alias: slow,
+        providerKind: 'openai-chat',
+        upstreamBaseUrl: stack.providerSim,
+        upstreamModel: 'sim-gpt;latency=1500',
+      });
+      tpmKey = (await seed.workload({ id: `q-tpm-${run}`, allowedAliases: [fast], perCandidateOutputCeiling: 256, tokensPerMinute: 400 }))
+        .key;
       oneAtATimeKey = (await seed.workload({ id: `q-one-${run}`, allowedAliases: [slow], maxInFlight: 1 })).key;
     });
   });
@@ -29,7 +42,9 @@ describe('token quota and concurrency ceiling', () => {
     const first = await client(tpmKey).chat.completions.create({ model: fast, messages: [{ role: 'user', content: 'first' }] });
     expect(first.choices).toHaveLength(1);
     const before = await simLastSeq();
-    const err = (await client(tpmKey).chat.completions.create({ model: fast, messages: [{ role: 'user', content: 'second' }] }).catch((e) => e)) as APIError;
+    const err = (await client(tpmKey)
+      .chat.completions.create({ model: fast, messages: [{ role: 'user', content: 'second' }] })
+      .catch((e) => e)) as APIError;
     expect(err.status).toBe(429);
     expect(err.code).toBe('token_quota_exceeded');
     expect(Number(err.headers?.get('retry-after'))).toBeGreaterThanOrEqual(1);
@@ -42,7 +57,9 @@ describe('token quota and concurrency ceiling', () => {
     const slowOne = c.chat.completions.create({ model: slow, messages: [{ role: 'user', content: 'slow' }] });
     // Give the first request time to be admitted before the second arrives.
     await new Promise((r) => setTimeout(r, 300));
-    const err = (await c.chat.completions.create({ model: slow, messages: [{ role: 'user', content: 'again' }] }).catch((e) => e)) as APIError;
+    const err = (await c.chat.completions
+      .create({ model: slow, messages: [{ role: 'user', content: 'again' }] })
+      .catch((e) => e)) as APIError;
     expect(err.status).toBe(429);
     expect(err.code).toBe('concurrency_limit_exceeded');
     expect(err.headers?.get('retry-after')).toBe('1');

@@ -28,9 +28,29 @@ export function openai(key: string): OpenAI {
   return new OpenAI({ apiKey: key, baseURL: `${stack.admission}/v1` });
 }
 
-export async function simRequestsSince(seq: number): Promise<Array<{ seq: number; model: string; candidateCount: number | null; maxTokens: number | null; stream: boolean; directives: string[]; status: number }>> {
+export async function simRequestsSince(seq: number): Promise<
+  Array<{
+    seq: number;
+    model: string;
+    candidateCount: number | null;
+    maxTokens: number | null;
+    stream: boolean;
+    directives: string[];
+    status: number;
+  }>
+> {
   const res = await fetch(`${stack.providerSim}/_sim/requests?since=${seq}`);
-  const body = (await res.json()) as { requests: Array<{ seq: number; model: string; candidateCount: number | null; maxTokens: number | null; stream: boolean; directives: string[]; status: number }> };
+  const body = (await res.json()) as {
+    requests: Array<{
+      seq: number;
+      model: string;
+      candidateCount: number | null;
+      maxTokens: number | null;
+      stream: boolean;
+      directives: string[];
+      status: number;
+    }>;
+  };
   return body.requests;
 }
 

@@ -22,8 +22,20 @@ describe('crash recovery: dispatch killed mid-attempt', () => {
 
   beforeAll(async () => {
     key = await withSeeder(async (seed) => {
-      await seed.route({ routeId: slow, alias: slow, providerKind: 'openai-chat', upstreamBaseUrl: stack.providerSim, upstreamModel: 'sim-gpt;latency=3000' });
-      await seed.route({ routeId: fast, alias: fast, providerKind: 'openai-chat', upstreamBaseUrl: stack.providerSim, upstreamModel: 'sim-gpt' });
+      await seed.route({
+        routeId: slow,
+        alias: slow,
+        providerKind: 'openai-chat',
+        upstreamBaseUrl: stack.providerSim,
+        upstreamModel: 'sim-gpt;latency=3000',
+      });
+      await seed.route({
+        routeId: fast,
+        alias: fast,
+        providerKind: 'openai-chat',
+        upstreamBaseUrl: stack.providerSim,
+        upstreamModel: 'sim-gpt',
+      });
       // The replacement joins the consumer group only after the killed member's session times
       // out, so the request after the crash gets a roomier deadline.
       afterKey = (await seed.workload({ id: `crash-after-${run}`, allowedAliases: [fast], deadlineMs: 30000 })).key;
@@ -35,26 +47,38 @@ describe('crash recovery: dispatch killed mid-attempt', () => {
     expect(dispatchPid).toBeGreaterThan(0);
     const before = await simLastSeq();
     const client = openai(key).withOptions({ maxRetries: 0 });
-    const pending = client.chat.completions.create({ model: slow, messages: [{ role: 'user', content: 'slow one' }] }).catch((e: unknown) => e);
+    const pending = client.chat.completions
+      .create({ model: slow, messages: [{ role: 'user', content: 'slow one' }] })
+      .catch((e: unknown) => e);
 
     // Wait until the attempt is in flight upstream, then kill the dispatcher without warning.
-    const actionId = await eventually(async () => {
-      const rows = await withSeeder((_s, db) =>
-        db.prisma.attempt.findMany({ where: { routeId: slow, status: 'in_flight' }, select: { actionId: true } }),
-      );
-      return rows[0]?.actionId;
-    }, { what: 'attempt in flight' });
+    const actionId = await eventually(
+      async () => {
+        const rows = await withSeeder((_s, db) =>
+          db.prisma.attempt.findMany({ where: { routeId: slow, status: 'in_flight' }, select: { actionId: true } }),
+        );
+        return rows[0]?.actionId;
+      },
+      { what: 'attempt in flight' },
+    );
     process.kill(dispatchPid, 'SIGKILL');
 
     const replacement = spawn(process.execPath, ['-r', '@swc-node/register', 'apps/dispatch/src/main.ts'], {
       cwd: path.resolve(__dirname, '..'),
       env: process.env,
-      stdio: ['ignore', fs.openSync(path.join(stack.logDir, 'dispatch-replacement.log'), 'a'), fs.openSync(path.join(stack.logDir, 'dispatch-replacement.log'), 'a')],
+      stdio: [
+        'ignore',
+        fs.openSync(path.join(stack.logDir, 'dispatch-replacement.log'), 'a'),
+        fs.openSync(path.join(stack.logDir, 'dispatch-replacement.log'), 'a'),
+      ],
       detached: true,
     });
     replacement.unref();
     fs.writeFileSync(path.join(stack.logDir, 'dispatch.replacement.pid'), String(replacement.pid));
-    await eventually(async () => ((await fetch(`http://127.0.0.1:${dispatchPort}/health`)).ok ? true : undefined), { timeoutMs: 45000, what: 'replacement dispatch healthy' });
+    await eventually(async () => ((await fetch(`http://127.0.0.1:${dispatchPort}/health`)).ok ? true : undefined), {
+      timeoutMs: 45000,
+      what: 'replacement dispatch healthy',
+    });
 
     const err = (await pending) as APIError;
     expect(err).toBeInstanceOf(APIError);
@@ -62,10 +86,13 @@ describe('crash recovery: dispatch killed mid-attempt', () => {
     expect(err.code).toBe('deadline_exceeded');
 
     // Reconciliation finds the orphaned attempt: exposure held as unresolved, a case opened.
-    const status = await eventually(async () => {
-      const s = await actionStatus(key, actionId);
-      return s.open_reconciliation_cases.length > 0 ? s : undefined;
-    }, { timeoutMs: 30000, what: 'orphaned attempt reconciled' });
+    const status = await eventually(
+      async () => {
+        const s = await actionStatus(key, actionId);
+        return s.open_reconciliation_cases.length > 0 ? s : undefined;
+      },
+      { timeoutMs: 30000, what: 'orphaned attempt reconciled' },
+    );
     expect(status.open_reconciliation_cases.map((c: any) => c.reason)).toEqual(['orphaned_attempt']);
     expect(status.reservation_status).toBe('unresolved');
     expect(status.money_microusd.unresolved).toBe(status.money_microusd.reserved);
@@ -77,7 +104,9 @@ describe('crash recovery: dispatch killed mid-attempt', () => {
     expect(sent).toHaveLength(1);
 
     // The replacement serves new work.
-    const ok = await openai(afterKey).withOptions({ maxRetries: 0 }).chat.completions.create({ model: fast, messages: [{ role: 'user', content: 'after the crash' }] });
+    const ok = await openai(afterKey)
+      .withOptions({ maxRetries: 0 })
+      .chat.completions.create({ model: fast, messages: [{ role: 'user', content: 'after the crash' }] });
     expect(ok.choices).toHaveLength(1);
   });
 });

@@ -45,7 +45,10 @@ const CFG = {
   kafkaPort: num('BENCH_KAFKA_PORT', 14092),
   drainTimeoutMs: 20_000,
   gatewayWorkloads: Math.round(num('BENCH_GATEWAY_WORKLOADS', 1)),
-  services: (process.env.BENCH_SERVICES || 'provider-sim,admission,dispatch,settlement').split(',').map((s) => s.trim()).filter(Boolean),
+  services: (process.env.BENCH_SERVICES || 'provider-sim,admission,dispatch,settlement')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
 };
 
 const PORTS = {
@@ -61,7 +64,8 @@ const SIM = `http://127.0.0.1:${PORTS.PROVIDER_SIM_PORT}`;
 const ALIAS = 'bench';
 const UPSTREAM_MODEL = `sim-gpt;latency=${CFG.latencyMs}`;
 // Gateway load goes to one workload per phase, or is spread over BENCH_GATEWAY_WORKLOADS of them.
-const workloadsFor = (name) => (CFG.gatewayWorkloads === 1 ? [name] : Array.from({ length: CFG.gatewayWorkloads }, (_, i) => `${name}-${i + 1}`));
+const workloadsFor = (name) =>
+  CFG.gatewayWorkloads === 1 ? [name] : Array.from({ length: CFG.gatewayWorkloads }, (_, i) => `${name}-${i + 1}`);
 const WORKLOADS = { warmup: ['bench-warmup'], rate: workloadsFor('bench-rate'), saturation: workloadsFor('bench-saturation') };
 const LOG_DIR = path.join(ROOT, '.local', 'bench-logs');
 const RESULT_FILE = path.join(ROOT, '.local', 'bench-result.json');
@@ -104,7 +108,14 @@ async function main() {
   const allWorkloads = Object.values(WORKLOADS).flat();
   log(`seeding route '${ALIAS}' → ${UPSTREAM_MODEL} and ${allWorkloads.length} workloads`);
   const seeded = JSON.parse(
-    (await runTs('bench/seed-bench.ts', { ...env, BENCH_ALIAS: ALIAS, BENCH_UPSTREAM_MODEL: UPSTREAM_MODEL, BENCH_WORKLOADS: allWorkloads.join(',') }))
+    (
+      await runTs('bench/seed-bench.ts', {
+        ...env,
+        BENCH_ALIAS: ALIAS,
+        BENCH_UPSTREAM_MODEL: UPSTREAM_MODEL,
+        BENCH_WORKLOADS: allWorkloads.join(','),
+      })
+    )
       .trim()
       .split('\n')
       .pop(),
@@ -149,8 +160,18 @@ async function main() {
   await resetSim();
 
   const phases = [
-    { name: 'rate', label: `fixed rate ${CFG.rate} req/s`, workloads: WORKLOADS.rate, opts: { lanes: CFG.rateLanes, overallRate: CFG.rate } },
-    { name: 'saturation', label: `saturation ${CFG.connections} conns`, workloads: WORKLOADS.saturation, opts: { connections: CFG.connections } },
+    {
+      name: 'rate',
+      label: `fixed rate ${CFG.rate} req/s`,
+      workloads: WORKLOADS.rate,
+      opts: { lanes: CFG.rateLanes, overallRate: CFG.rate },
+    },
+    {
+      name: 'saturation',
+      label: `saturation ${CFG.connections} conns`,
+      workloads: WORKLOADS.saturation,
+      opts: { connections: CFG.connections },
+    },
   ];
   const runs = {};
   const loadavgBefore = os.loadavg().map((l) => round(l, 2));
@@ -186,7 +207,13 @@ async function main() {
 
   const result = {
     finishedAt: new Date().toISOString(),
-    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? null, node: process.version, loadavgBefore, loadavgAfter: os.loadavg().map((l) => round(l, 2)) },
+    machine: {
+      cpus: os.cpus().length,
+      model: os.cpus()[0]?.model ?? null,
+      node: process.version,
+      loadavgBefore,
+      loadavgAfter: os.loadavg().map((l) => round(l, 2)),
+    },
     config: { ...CFG, upstreamModel: UPSTREAM_MODEL, logLevel: env.LOG_LEVEL, prompt: PROMPT },
     runs,
     comparison,
@@ -200,7 +227,9 @@ async function main() {
   report(result, phases);
   log(`wrote ${path.relative(ROOT, RESULT_FILE)}; total ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
-  const failures = Object.values(runs).flatMap((p) => Object.values(p)).filter((r) => r.non2xx + r.errors + r.timeouts > 0);
+  const failures = Object.values(runs)
+    .flatMap((p) => Object.values(p))
+    .filter((r) => r.non2xx + r.errors + r.timeouts > 0);
   await shutdown(failures.length > 0 ? 1 : 0);
 }
 
@@ -250,7 +279,8 @@ async function load(request, { connections = 1, overallRate, lanes = 0, duration
   };
   const results = (await Promise.all(Array.from({ length: laneCount }, (_, i) => runLane(i)))).filter(Boolean);
   latencies.sort((a, b) => a - b);
-  const pct = (p) => (latencies.length ? round(latencies[Math.min(latencies.length - 1, Math.ceil((p / 100) * latencies.length) - 1)], 1) : null);
+  const pct = (p) =>
+    latencies.length ? round(latencies[Math.min(latencies.length - 1, Math.ceil((p / 100) * latencies.length) - 1)], 1) : null;
   const ok = Object.entries(statusCodes).reduce((n, [code, c]) => (Number(code) >= 200 && Number(code) < 300 ? n + c : n), 0);
   const completed = Object.values(statusCodes).reduce((a, b) => a + b, 0);
   const durationS = results.length ? results.reduce((a, r) => a + r.duration, 0) / results.length : duration;
@@ -265,7 +295,10 @@ async function load(request, { connections = 1, overallRate, lanes = 0, duration
     timeouts: results.reduce((a, r) => a + r.timeouts, 0),
     statusCodes,
     // Σ over lanes of 2xx/lane duration: the steady rate, not diluted by the staggered start.
-    okPerSec: round(results.reduce((a, r) => a + r['2xx'] / r.duration, 0), 1),
+    okPerSec: round(
+      results.reduce((a, r) => a + r['2xx'] / r.duration, 0),
+      1,
+    ),
     p50Ms: pct(50),
     p90Ms: pct(90),
     p99Ms: pct(99),
@@ -319,7 +352,14 @@ async function waitForSettlement(pool, loadEnded, runs, phases) {
   for (const phase of phases) {
     const r = await count(phase.workloads);
     const g = runs[phase.name].gateway;
-    out.byPhase[phase.name] = { workloads: phase.workloads.length, responses: g.completed, ok: g.ok, actions: r.actions, attempts: r.attempts, ledgerRows: r.ledger };
+    out.byPhase[phase.name] = {
+      workloads: phase.workloads.length,
+      responses: g.completed,
+      ok: g.ok,
+      actions: r.actions,
+      attempts: r.attempts,
+      ledgerRows: r.ledger,
+    };
   }
   return out;
 }
@@ -357,7 +397,8 @@ async function scrapeMetrics() {
   try {
     const text = await (await fetch(`${ADMISSION}/metrics`)).text();
     const lines = text.split('\n').filter((l) => l.startsWith('gateway_admission_request_seconds_'));
-    const pick = (suffix) => lines.filter((l) => l.startsWith(`gateway_admission_request_seconds_${suffix}`) && l.includes('outcome="answered"'));
+    const pick = (suffix) =>
+      lines.filter((l) => l.startsWith(`gateway_admission_request_seconds_${suffix}`) && l.includes('outcome="answered"'));
     const count = Number(pick('count')[0]?.split(' ').pop() ?? NaN);
     const sum = Number(pick('sum')[0]?.split(' ').pop() ?? NaN);
     const buckets = pick('bucket').map((l) => ({ le: /le="([^"]+)"/.exec(l)?.[1], count: Number(l.split(' ').pop()) }));
@@ -390,7 +431,8 @@ function pgWaitSampler(pool) {
         );
         samples += 1;
         for (const r of rows) {
-          const what = r.state === 'idle in transaction' ? 'idle in transaction' : r.wait_event_type ? `${r.wait_event_type}:${r.wait_event}` : 'CPU';
+          const what =
+            r.state === 'idle in transaction' ? 'idle in transaction' : r.wait_event_type ? `${r.wait_event_type}:${r.wait_event}` : 'CPU';
           const stmt = statementLabel(r.query);
           const key = `${what}|${stmt}`;
           counts.set(key, (counts.get(key) ?? 0) + 1);
@@ -459,7 +501,9 @@ function cpuProbe({ services, kafka, pool, pgUrl }) {
       for (const c of services.children) s[c.service.name] = ticks(c.child.pid);
       if (kafka.pid) s.kafka = ticks(kafka.pid);
       if (pgLocal) {
-        const { rows } = await pool.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`);
+        const { rows } = await pool.query(
+          `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+        );
         s.postgresBackends = Object.fromEntries(rows.map((r) => [r.pid, ticks(r.pid)]));
       }
       const self = process.cpuUsage();
@@ -492,8 +536,12 @@ function report(result, phases) {
       rows.push([phase.label, name, r.connections, r.okPerSec, r.p50Ms, r.p99Ms, r.maxMs, r.ok, r.non2xx, r.errors + r.timeouts]);
     }
   }
-  console.log(`\nGateway vs direct provider-sim (${UPSTREAM_MODEL}), ${CFG.durationS} s per run, gateway load on ${CFG.gatewayWorkloads} workload(s), ${result.machine.cpus} CPUs shared by everything`);
-  console.log(`load average (1/5/15 min) before the runs ${result.machine.loadavgBefore.join(' ')}, after ${result.machine.loadavgAfter.join(' ')}\n`);
+  console.log(
+    `\nGateway vs direct provider-sim (${UPSTREAM_MODEL}), ${CFG.durationS} s per run, gateway load on ${CFG.gatewayWorkloads} workload(s), ${result.machine.cpus} CPUs shared by everything`,
+  );
+  console.log(
+    `load average (1/5/15 min) before the runs ${result.machine.loadavgBefore.join(' ')}, after ${result.machine.loadavgAfter.join(' ')}\n`,
+  );
   console.log(table(rows));
 
   const cmp = [['phase', 'added p50 ms', 'added p99 ms', 'throughput gateway/baseline']];
@@ -504,7 +552,9 @@ function report(result, phases) {
   console.log('\n' + table(cmp, 1));
   for (const [name, r] of Object.entries(result.runs.rate ?? {})) {
     if (r.okPerSec < 0.9 * CFG.rate) {
-      console.log(`note: ${name} answered ${r.okPerSec} of the offered ${CFG.rate} req/s; each lane waits for its answer, so above its capacity the fixed-rate phase turns into a closed loop of ${r.connections} connections (try BENCH_RATE lower)`);
+      console.log(
+        `note: ${name} answered ${r.okPerSec} of the offered ${CFG.rate} req/s; each lane waits for its answer, so above its capacity the fixed-rate phase turns into a closed loop of ${r.connections} connections (try BENCH_RATE lower)`,
+      );
     }
   }
 
@@ -512,7 +562,8 @@ function report(result, phases) {
   if (cpuNames.length > 0) {
     const cpuRows = [['CPU cores used', ...cpuNames]];
     for (const phase of phases) {
-      for (const [name, r] of Object.entries(result.runs[phase.name])) cpuRows.push([`${phase.name}/${name}`, ...cpuNames.map((n) => r.cpuCores[n] ?? '')]);
+      for (const [name, r] of Object.entries(result.runs[phase.name]))
+        cpuRows.push([`${phase.name}/${name}`, ...cpuNames.map((n) => r.cpuCores[n] ?? '')]);
     }
     console.log('\n' + table(cpuRows, 1));
   }
@@ -549,7 +600,11 @@ function report(result, phases) {
       ? `settlement caught up: every admitted action had its ledger row ${result.settlement.drainMs} ms after the load stopped`
       : `settlement did NOT catch up within ${CFG.drainTimeoutMs} ms of the load stopping`,
   );
-  const bad = phases.flatMap((p) => Object.entries(result.runs[p.name]).filter(([, r]) => r.non2xx + r.errors + r.timeouts > 0).map(([n, r]) => `${p.name}/${n}: ${JSON.stringify(r.statusCodes)} errors=${r.errors} timeouts=${r.timeouts}`));
+  const bad = phases.flatMap((p) =>
+    Object.entries(result.runs[p.name])
+      .filter(([, r]) => r.non2xx + r.errors + r.timeouts > 0)
+      .map(([n, r]) => `${p.name}/${n}: ${JSON.stringify(r.statusCodes)} errors=${r.errors} timeouts=${r.timeouts}`),
+  );
   console.log(bad.length === 0 ? 'every response was 2xx' : `NOT every response was 2xx:\n  ${bad.join('\n  ')}`);
   console.log();
 }

@@ -70,15 +70,7 @@ export async function ensureKafkaJars({ log = silent } = {}) {
   fs.mkdirSync(LOCAL, { recursive: true });
   const tmp = fs.mkdtempSync(path.join(LOCAL, 'libs-tmp-'));
   try {
-    await run('mvn', [
-      '-q',
-      '-B',
-      '-f',
-      POM,
-      'dependency:copy-dependencies',
-      `-DoutputDirectory=${tmp}`,
-      '-DincludeScope=runtime',
-    ]);
+    await run('mvn', ['-q', '-B', '-f', POM, 'dependency:copy-dependencies', `-DoutputDirectory=${tmp}`, '-DincludeScope=runtime']);
     fs.writeFileSync(path.join(tmp, MARKER), `${hash}\n`);
     // Another process may have finished first; its copy is just as good.
     if (!present()) {
@@ -101,13 +93,9 @@ function run(cmd, args) {
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
-    child.on('error', (err) =>
-      reject(new Error(`could not run ${cmd} (${err.message}); is it installed and on PATH?`)),
-    );
+    child.on('error', (err) => reject(new Error(`could not run ${cmd} (${err.message}); is it installed and on PATH?`)));
     child.on('exit', (code) =>
-      code === 0
-        ? resolve(out)
-        : reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}\n${out.slice(-4000)}`)),
+      code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}\n${out.slice(-4000)}`)),
     );
   });
 }
@@ -197,24 +185,11 @@ export async function startKafka({
     log(`formatting ${path.relative(ROOT, logsDir)} (cluster id ${clusterId})`);
     const res = spawnSync(
       JAVA,
-      [
-        ...JVM_FLAGS,
-        ...cds.useFlags,
-        '-cp',
-        cp,
-        'kafka.tools.StorageTool',
-        'format',
-        '--config',
-        config,
-        '--cluster-id',
-        clusterId,
-      ],
+      [...JVM_FLAGS, ...cds.useFlags, '-cp', cp, 'kafka.tools.StorageTool', 'format', '--config', config, '--cluster-id', clusterId],
       { cwd: ROOT, encoding: 'utf8' },
     );
     if (res.status !== 0) {
-      throw new Error(
-        `kafka storage format failed (${res.error ?? `exit ${res.status}`}):\n${res.stdout}${res.stderr}`,
-      );
+      throw new Error(`kafka storage format failed (${res.error ?? `exit ${res.status}`}):\n${res.stdout}${res.stderr}`);
     }
   }
 
@@ -273,9 +248,7 @@ export async function startKafka({
     if ((await portAnswers(port)) && (await answers(brokers, 2000, { groupCoordinator: true }))) break;
     if (Date.now() > deadline) {
       await stop();
-      throw new Error(
-        `Kafka broker did not become ready within ${READY_TIMEOUT_MS / 1000}s. Tail of ${logFile}:\n${tail(logFile)}`,
-      );
+      throw new Error(`Kafka broker did not become ready within ${READY_TIMEOUT_MS / 1000}s. Tail of ${logFile}:\n${tail(logFile)}`);
     }
     await sleep(100);
   }

@@ -66,10 +66,7 @@ export async function recreateDatabase(url) {
     if (Number(rows[0].server_version_num) >= 130000) {
       await client.query(`DROP DATABASE IF EXISTS ${ident} WITH (FORCE)`);
     } else {
-      await client.query(
-        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
-        [name],
-      );
+      await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
       await client.query(`DROP DATABASE IF EXISTS ${ident}`);
     }
     await createDatabase(client, name);

@@ -36,8 +36,14 @@ export async function startServices({ env, logDir, echo = false, timeoutMs = 90_
       stdio: ['ignore', echo ? 'pipe' : out, echo ? 'pipe' : out],
     });
     if (echo) {
-      child.stdout.on('data', (d) => { fs.writeSync(out, d); process.stdout.write(d); });
-      child.stderr.on('data', (d) => { fs.writeSync(out, d); process.stderr.write(d); });
+      child.stdout.on('data', (d) => {
+        fs.writeSync(out, d);
+        process.stdout.write(d);
+      });
+      child.stderr.on('data', (d) => {
+        fs.writeSync(out, d);
+        process.stderr.write(d);
+      });
     }
     children.push({ service: s, child, exited: null });
     child.on('exit', (code, signal) => {
@@ -75,7 +81,9 @@ async function waitHealthy(entry, port, timeoutMs, logDir) {
   }
   const log = path.join(logDir, `${entry.service.name}.log`);
   const tail = fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').slice(-30).join('\n') : '';
-  throw new Error(`${entry.service.name} did not become healthy at ${url}${entry.exited ? ` (exited ${JSON.stringify(entry.exited)})` : ''}\n${tail}`);
+  throw new Error(
+    `${entry.service.name} did not become healthy at ${url}${entry.exited ? ` (exited ${JSON.stringify(entry.exited)})` : ''}\n${tail}`,
+  );
 }
 
 export function sleep(ms) {

@@ -22,11 +22,15 @@ function jest(config, env) {
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.rmSync(out, { force: true });
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'node_modules/jest/bin/jest.js'), '-c', config, '--json', `--outputFile=${out}`, '--passWithNoTests=false'], {
-      cwd: ROOT,
-      env,
-      stdio: 'inherit',
-    });
+    const child = spawn(
+      process.execPath,
+      [path.join(ROOT, 'node_modules/jest/bin/jest.js'), '-c', config, '--json', `--outputFile=${out}`, '--passWithNoTests=false'],
+      {
+        cwd: ROOT,
+        env,
+        stdio: 'inherit',
+      },
+    );
     child.on('exit', (code) => {
       if (fs.existsSync(out)) {
         const r = JSON.parse(fs.readFileSync(out, 'utf8'));

@@ -136,7 +136,14 @@ describe('CatalogCache', () => {
     await cache.routeByAlias('std');
     await cache.priceAt('rt-std', new Date(T0));
     await cache.priceAt('rt-std', new Date(T0));
-    expect(catalog.loads).toEqual(['key:h1', 'key:h1', 'route:std', 'route:std', `price:rt-std@${new Date(T0).toISOString()}`, `price:rt-std@${new Date(T0).toISOString()}`]);
+    expect(catalog.loads).toEqual([
+      'key:h1',
+      'key:h1',
+      'route:std',
+      'route:std',
+      `price:rt-std@${new Date(T0).toISOString()}`,
+      `price:rt-std@${new Date(T0).toISOString()}`,
+    ]);
   });
 
   it('keeps the three kinds of entry apart, one entry per key hash, alias and route', async () => {

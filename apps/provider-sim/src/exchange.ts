@@ -27,7 +27,10 @@ export interface ErrorDetail {
 }
 
 export class InvalidRequest extends Error {
-  constructor(message: string, readonly detail: ErrorDetail = {}) {
+  constructor(
+    message: string,
+    readonly detail: ErrorDetail = {},
+  ) {
     super(message);
   }
 }
@@ -94,8 +97,7 @@ export async function handleProviderRequest(
     entry.durationMs = Date.now() - started;
     ctx.requestsTotal.inc({ endpoint: adapter.endpoint, scenario, status: String(entry.status) });
   });
-  const fail = (status: number, message: string, detail?: ErrorDetail) =>
-    sendJson(res, status, adapter.errorBody(status, message, detail));
+  const fail = (status: number, message: string, detail?: ErrorDetail) => sendJson(res, status, adapter.errorBody(status, message, detail));
 
   let raw: Buffer;
   try {
@@ -145,7 +147,16 @@ export async function handleProviderRequest(
   }
 
   await adapter.respond({
-    ctx, req, res, url, body, parsed, resolved, fingerprint, entry, fail,
+    ctx,
+    req,
+    res,
+    url,
+    body,
+    parsed,
+    resolved,
+    fingerprint,
+    entry,
+    fail,
     id: ctx.nextId(),
     signal: abort.signal,
     cut: () => {
@@ -156,7 +167,13 @@ export async function handleProviderRequest(
 }
 
 /** Sends a streamed body: headers, optional `ttft` pause, content, then the tail (or a cut). */
-export async function sendStream(ex: Exchange, contentType: string, content: string, tail: string, headers: Record<string, string> = {}): Promise<void> {
+export async function sendStream(
+  ex: Exchange,
+  contentType: string,
+  content: string,
+  tail: string,
+  headers: Record<string, string> = {},
+): Promise<void> {
   const { res, resolved } = ex;
   if (res.destroyed) return;
   res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-cache', ...headers });
@@ -169,7 +186,13 @@ export async function sendStream(ex: Exchange, contentType: string, content: str
 }
 
 /** Optional integer field in [1, max]; throws InvalidRequest otherwise. */
-export function optionalCount(value: unknown, param: string, message: string, code: string | null = null, max = Number.MAX_SAFE_INTEGER): number | null {
+export function optionalCount(
+  value: unknown,
+  param: string,
+  message: string,
+  code: string | null = null,
+  max = Number.MAX_SAFE_INTEGER,
+): number | null {
   if (value === undefined || value === null) return null;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > max) throw new InvalidRequest(message, { param, code });
   return value;

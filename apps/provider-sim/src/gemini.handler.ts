@@ -1,6 +1,14 @@
 // POST /v1beta/models/{model}:generateContent and :streamGenerateContent (SSE with ?alt=sse, else a JSON array).
 import { sendJson, sse } from './http';
-import { InvalidRequest, MAX_CANDIDATES, optionalCount, sendStream, type ErrorDetail, type Exchange, type ProviderAdapter } from './exchange';
+import {
+  InvalidRequest,
+  MAX_CANDIDATES,
+  optionalCount,
+  sendStream,
+  type ErrorDetail,
+  type Exchange,
+  type ProviderAdapter,
+} from './exchange';
 import { interleave, planResponse, type SimCandidate, type SimFinish, type SimPlan } from './simulate';
 import type { SimScript } from './script';
 import { estimatePromptTokens } from './text';
@@ -13,9 +21,18 @@ const WORDS_PER_CHUNK = 5;
 const FINISH: Record<SimFinish, string> = { stop: 'STOP', length: 'MAX_TOKENS', filter: 'SAFETY' };
 
 const STATUS: Record<number, string> = {
-  400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 409: 'ABORTED',
-  413: 'INVALID_ARGUMENT', 429: 'RESOURCE_EXHAUSTED', 499: 'CANCELLED', 500: 'INTERNAL', 501: 'UNIMPLEMENTED',
-  503: 'UNAVAILABLE', 504: 'DEADLINE_EXCEEDED',
+  400: 'INVALID_ARGUMENT',
+  401: 'UNAUTHENTICATED',
+  403: 'PERMISSION_DENIED',
+  404: 'NOT_FOUND',
+  409: 'ABORTED',
+  413: 'INVALID_ARGUMENT',
+  429: 'RESOURCE_EXHAUSTED',
+  499: 'CANCELLED',
+  500: 'INTERNAL',
+  501: 'UNIMPLEMENTED',
+  503: 'UNAVAILABLE',
+  504: 'DEADLINE_EXCEEDED',
 };
 
 const SAFETY_BLOCKED = [
@@ -88,7 +105,13 @@ function adapter(stream: boolean): ProviderAdapter {
       if (b.systemInstruction) lengths.push(textChars(b.systemInstruction));
       return {
         modelSpec: modelFromPath(url),
-        asked: optionalCount(config.candidateCount, 'candidateCount', `* GenerationConfig.candidateCount: must be between 1 and ${MAX_CANDIDATES}`, null, MAX_CANDIDATES),
+        asked: optionalCount(
+          config.candidateCount,
+          'candidateCount',
+          `* GenerationConfig.candidateCount: must be between 1 and ${MAX_CANDIDATES}`,
+          null,
+          MAX_CANDIDATES,
+        ),
         cap: optionalCount(config.maxOutputTokens, 'maxOutputTokens', '* GenerationConfig.maxOutputTokens: must be a positive integer'),
         stream,
         promptTokens: estimatePromptTokens(lengths),
@@ -99,7 +122,10 @@ function adapter(stream: boolean): ProviderAdapter {
       const { script, model } = ex.resolved;
       const { parsed } = ex;
       if (script.rejectN && (parsed.asked ?? 1) > 1) {
-        return ex.fail(400, `* GenerationConfig.candidateCount: multiple candidates are not supported by ${model}; candidateCount must be 1 (got ${parsed.asked}).`);
+        return ex.fail(
+          400,
+          `* GenerationConfig.candidateCount: multiple candidates are not supported by ${model}; candidateCount must be 1 (got ${parsed.asked}).`,
+        );
       }
       const meta = { modelVersion: model, responseId: `simresp${ex.id}` };
       const sseMode = ex.url.searchParams.get('alt') === 'sse';
@@ -111,7 +137,12 @@ function adapter(stream: boolean): ProviderAdapter {
           ...meta,
         };
         if (!stream) return sendJson(ex.res, 200, blocked);
-        return sendStream(ex, sseMode ? 'text/event-stream' : 'application/json', sseMode ? sse(blocked) : `[${JSON.stringify(blocked)}]`, '');
+        return sendStream(
+          ex,
+          sseMode ? 'text/event-stream' : 'application/json',
+          sseMode ? sse(blocked) : `[${JSON.stringify(blocked)}]`,
+          '',
+        );
       }
 
       const plan = planResponse({ ...parsed, seed: ex.ctx.seed, fingerprint: ex.fingerprint, script });
@@ -121,7 +152,9 @@ function adapter(stream: boolean): ProviderAdapter {
         return sendJson(ex.res, 200, { candidates, ...usage, ...meta });
       }
 
-      const chunks = interleave(plan.candidates.map((c) => pieces(c).map((p) => ({ candidates: [candidate(c, p.text, p.last)], ...meta }))));
+      const chunks = interleave(
+        plan.candidates.map((c) => pieces(c).map((p) => ({ candidates: [candidate(c, p.text, p.last)], ...meta }))),
+      );
       const final = script.noUsage ? null : { ...usage, ...meta };
       if (sseMode) {
         return sendStream(ex, 'text/event-stream', chunks.map(sse).join(''), final ? sse(final) : '');

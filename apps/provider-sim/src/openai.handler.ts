@@ -1,6 +1,14 @@
 // POST /v1/chat/completions in the OpenAI chat-completions shape.
 import { sendJson, sse } from './http';
-import { InvalidRequest, MAX_CANDIDATES, optionalCount, sendStream, type ErrorDetail, type Exchange, type ProviderAdapter } from './exchange';
+import {
+  InvalidRequest,
+  MAX_CANDIDATES,
+  optionalCount,
+  sendStream,
+  type ErrorDetail,
+  type Exchange,
+  type ProviderAdapter,
+} from './exchange';
 import { interleave, planResponse, type SimCandidate, type SimFinish, type SimPlan } from './simulate';
 import { estimatePromptTokens } from './text';
 
@@ -63,10 +71,22 @@ export const openAiChat: ProviderAdapter = {
     if (!body || typeof body !== 'object' || Array.isArray(body)) throw new InvalidRequest('The request body must be a JSON object.');
     const b = body as Record<string, unknown>;
     if (typeof b.model !== 'string' || !b.model) throw new InvalidRequest('you must provide a model parameter', { param: 'model' });
-    if (!Array.isArray(b.messages)) throw new InvalidRequest("Missing required parameter: 'messages'.", { param: 'messages', code: 'missing_required_parameter' });
-    const asked = optionalCount(b.n, 'n', `Invalid 'n': expected an integer between 1 and ${MAX_CANDIDATES}.`, 'invalid_value', MAX_CANDIDATES);
+    if (!Array.isArray(b.messages))
+      throw new InvalidRequest("Missing required parameter: 'messages'.", { param: 'messages', code: 'missing_required_parameter' });
+    const asked = optionalCount(
+      b.n,
+      'n',
+      `Invalid 'n': expected an integer between 1 and ${MAX_CANDIDATES}.`,
+      'invalid_value',
+      MAX_CANDIDATES,
+    );
     const maxTokens = optionalCount(b.max_tokens, 'max_tokens', "Invalid 'max_tokens': expected an integer >= 1.", 'invalid_value');
-    const maxCompletion = optionalCount(b.max_completion_tokens, 'max_completion_tokens', "Invalid 'max_completion_tokens': expected an integer >= 1.", 'invalid_value');
+    const maxCompletion = optionalCount(
+      b.max_completion_tokens,
+      'max_completion_tokens',
+      "Invalid 'max_completion_tokens': expected an integer >= 1.",
+      'invalid_value',
+    );
     return {
       modelSpec: b.model,
       asked,
@@ -91,15 +111,20 @@ export const openAiChat: ProviderAdapter = {
     const headers = { 'x-request-id': `req_sim_${ex.id}` };
 
     if (!parsed.stream) {
-      return sendJson(ex.res, 200, {
-        id,
-        object: 'chat.completion',
-        created,
-        model,
-        choices: plan.candidates.map(choice),
-        ...(script.noUsage ? {} : { usage: openAiUsage(plan) }),
-        system_fingerprint: 'fp_sim',
-      }, headers);
+      return sendJson(
+        ex.res,
+        200,
+        {
+          id,
+          object: 'chat.completion',
+          created,
+          model,
+          choices: plan.candidates.map(choice),
+          ...(script.noUsage ? {} : { usage: openAiUsage(plan) }),
+          system_fingerprint: 'fp_sim',
+        },
+        headers,
+      );
     }
 
     const includeUsage = ex.body.stream_options?.include_usage === true;

@@ -63,7 +63,17 @@ function int(name: string, value: string, min = 0, max = Number.MAX_SAFE_INTEGER
 
 /** Builds a typed script from a raw directive map. */
 export function toScript(raw: Raw): SimScript {
-  const s: SimScript = { filter: [], block: false, noUsage: false, cutStream: false, extra: 0, rejectN: false, reasoning: 0, cached: 0, failFirst: 0 };
+  const s: SimScript = {
+    filter: [],
+    block: false,
+    noUsage: false,
+    cutStream: false,
+    extra: 0,
+    rejectN: false,
+    reasoning: 0,
+    cached: 0,
+    failFirst: 0,
+  };
   for (const [name, v] of raw) {
     const value = v ?? '';
     switch (name) {
@@ -75,19 +85,45 @@ export function toScript(raw: Raw): SimScript {
         s.latency = { min, max };
         break;
       }
-      case 'ttft': s.ttft = int(name, value); break;
-      case 'serve': s.serve = int(name, value); break;
-      case 'filter': s.filter = value.split(',').map((i) => int(name, i.trim())); break;
-      case 'extra': s.extra = int(name, value, 0, 128); break;
-      case 'reasoning': s.reasoning = int(name, value); break;
-      case 'cached': s.cached = int(name, value); break;
-      case 'words': s.words = int(name, value, 0, 10_000); break;
-      case 'status': s.status = int(name, value, 400, 599); break;
-      case 'fail-first': s.failFirst = int(name, value); break;
-      case 'block': s.block = true; break;
-      case 'no-usage': s.noUsage = true; break;
-      case 'cut-stream': s.cutStream = true; break;
-      case 'reject-n': s.rejectN = true; break;
+      case 'ttft':
+        s.ttft = int(name, value);
+        break;
+      case 'serve':
+        s.serve = int(name, value);
+        break;
+      case 'filter':
+        s.filter = value.split(',').map((i) => int(name, i.trim()));
+        break;
+      case 'extra':
+        s.extra = int(name, value, 0, 128);
+        break;
+      case 'reasoning':
+        s.reasoning = int(name, value);
+        break;
+      case 'cached':
+        s.cached = int(name, value);
+        break;
+      case 'words':
+        s.words = int(name, value, 0, 10_000);
+        break;
+      case 'status':
+        s.status = int(name, value, 400, 599);
+        break;
+      case 'fail-first':
+        s.failFirst = int(name, value);
+        break;
+      case 'block':
+        s.block = true;
+        break;
+      case 'no-usage':
+        s.noUsage = true;
+        break;
+      case 'cut-stream':
+        s.cutStream = true;
+        break;
+      case 'reject-n':
+        s.rejectN = true;
+        break;
     }
   }
   return s;

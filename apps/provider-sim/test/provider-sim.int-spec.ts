@@ -104,7 +104,10 @@ describe('OpenAI chat completions', () => {
   });
 
   it('omits the usage chunk unless include_usage, and with no-usage', async () => {
-    for (const [model, include] of [['sim-gpt', false], ['sim-gpt;no-usage', true]] as const) {
+    for (const [model, include] of [
+      ['sim-gpt', false],
+      ['sim-gpt;no-usage', true],
+    ] as const) {
       const stream = await openai.chat.completions.create({ model, messages, stream: true, stream_options: { include_usage: include } });
       for await (const chunk of stream) expect(chunk.usage ?? null).toBeNull();
     }
@@ -136,7 +139,13 @@ describe('OpenAI chat completions', () => {
   });
 
   it('maps block, reject-n, status and unknown directives to OpenAI-shaped errors', async () => {
-    const err = (p: Promise<unknown>) => p.then(() => { throw new Error('expected failure'); }, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+    const err = (p: Promise<unknown>) =>
+      p.then(
+        () => {
+          throw new Error('expected failure');
+        },
+        (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
+      );
 
     const blocked = await err(openai.chat.completions.create({ model: 'sim-gpt;block', messages }));
     expect(blocked).toBeInstanceOf(OpenAI.BadRequestError);
@@ -208,7 +217,11 @@ describe('OpenAI chat completions', () => {
       { signal: streamAbort.signal },
     );
     streamAbort.abort();
-    await expect((async () => { for await (const _ of stream); })()).resolves.toBeUndefined(); // SDK swallows user aborts
+    await expect(
+      (async () => {
+        for await (const _ of stream);
+      })(),
+    ).resolves.toBeUndefined(); // SDK swallows user aborts
     await waitFor(() => sim.requests()[1]?.aborted === true);
     expect(sim.requests()[1]).toMatchObject({ status: 200, stream: true });
     expect(sim.requests()[1].durationMs!).toBeLessThan(2000);
@@ -271,7 +284,11 @@ describe('Gemini generateContent', () => {
   });
 
   it('serve=1 silently drops candidates; no-usage drops usageMetadata', async () => {
-    const res = await gemini.models.generateContent({ model: 'gemini-sim;serve=1;no-usage', contents: 'hi', config: { candidateCount: 3 } });
+    const res = await gemini.models.generateContent({
+      model: 'gemini-sim;serve=1;no-usage',
+      contents: 'hi',
+      config: { candidateCount: 3 },
+    });
     expect(res.candidates).toHaveLength(1);
     expect(res.usageMetadata).toBeUndefined();
   });
@@ -317,7 +334,11 @@ describe('Gemini generateContent', () => {
     expect(text.map((t) => t.split(' ').length)).toEqual([12, 12]);
 
     // Gemini's stream flag lives in the path, so the body (and thus the text) matches the unary call
-    const plain = await gemini.models.generateContent({ model: 'gemini-sim;words=12;reasoning=2', contents: 'hi', config: { candidateCount: 2 } });
+    const plain = await gemini.models.generateContent({
+      model: 'gemini-sim;words=12;reasoning=2',
+      contents: 'hi',
+      config: { candidateCount: 2 },
+    });
     expect(plain.candidates!.map((c) => c.content!.parts![0].text)).toEqual(text);
   });
 
@@ -381,7 +402,8 @@ describe('control endpoints', () => {
   });
 
   it('answers malformed JSON with a provider-shaped 400 and keeps running', async () => {
-    const post = (path: string) => fetch(sim.url + path, { method: 'POST', body: '{"model":', headers: { 'content-type': 'application/json' } });
+    const post = (path: string) =>
+      fetch(sim.url + path, { method: 'POST', body: '{"model":', headers: { 'content-type': 'application/json' } });
     const oa = await post('/v1/chat/completions');
     expect(oa.status).toBe(400);
     expect(((await oa.json()) as { error: { type: string } }).error.type).toBe('invalid_request_error');

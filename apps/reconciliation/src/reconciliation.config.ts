@@ -25,7 +25,9 @@ const schema = z.object({
 });
 
 export function sweepConfigFromEnv(env: NodeJS.ProcessEnv = process.env): SweepConfig {
-  const present = Object.fromEntries(Object.entries(env).filter(([k, v]) => k.startsWith('RECONCILIATION_') && v !== undefined && v !== ''));
+  const present = Object.fromEntries(
+    Object.entries(env).filter(([k, v]) => k.startsWith('RECONCILIATION_') && v !== undefined && v !== ''),
+  );
   const parsed = schema.parse(present);
   return {
     intervalMs: parsed.RECONCILIATION_SWEEP_MS,

@@ -2,11 +2,7 @@ import { assertNever } from '@gateway/domain';
 
 /** Why a case operation was refused; stable codes for the operator API. */
 export type ReconciliationErrorCode =
-  | 'case_not_found'
-  | 'case_already_resolved'
-  | 'attempt_already_settled'
-  | 'case_not_resolvable'
-  | 'provider_request_mismatch';
+  'case_not_found' | 'case_already_resolved' | 'attempt_already_settled' | 'case_not_resolvable' | 'provider_request_mismatch';
 
 export class ReconciliationError extends Error {
   constructor(

@@ -23,7 +23,10 @@ import type { ActionState, AttemptState, PriceRevision } from '@gateway/domain';
 
 interface State {
   actions: Map<string, ReconciliationActionView>;
-  attempts: Map<string, ReconciliationAttemptView & { usageSource: string | null; statusReason: string; tokens: Omit<AttemptEvidence, 'usageSource'> }>;
+  attempts: Map<
+    string,
+    ReconciliationAttemptView & { usageSource: string | null; statusReason: string; tokens: Omit<AttemptEvidence, 'usageSource'> }
+  >;
   reservations: Map<string, ReservationView & { statusReason: string }>;
   accounts: Map<string, BudgetAccountView>;
   cases: Map<string, ReconciliationCaseView>;
@@ -63,7 +66,15 @@ export class InMemoryReconciliationStore implements ReconciliationStore {
   }
 
   /** An admitted action with its reservation held on the given accounts (pending added to them). */
-  addAdmitted(input: { actionId: string; workloadId?: string; reservedMicrousd: bigint; accountIds: string[]; deadlineAt: Date; dispatchDeadlineAt: Date; status?: ActionState }): void {
+  addAdmitted(input: {
+    actionId: string;
+    workloadId?: string;
+    reservedMicrousd: bigint;
+    accountIds: string[];
+    deadlineAt: Date;
+    dispatchDeadlineAt: Date;
+    status?: ActionState;
+  }): void {
     const workloadId = input.workloadId ?? 'wl-1';
     this.s.actions.set(input.actionId, {
       id: input.actionId,
@@ -95,7 +106,13 @@ export class InMemoryReconciliationStore implements ReconciliationStore {
     this.s.inFlight.set(workloadId, (this.s.inFlight.get(workloadId) ?? 0) + 1);
   }
 
-  addAttempt(input: { attemptId: string; actionId: string; attemptNo?: number; status?: AttemptState; role?: ReconciliationAttemptView['role'] }): void {
+  addAttempt(input: {
+    attemptId: string;
+    actionId: string;
+    attemptNo?: number;
+    status?: AttemptState;
+    role?: ReconciliationAttemptView['role'];
+  }): void {
     this.s.attempts.set(input.attemptId, {
       id: input.attemptId,
       actionId: input.actionId,
@@ -117,7 +134,14 @@ export class InMemoryReconciliationStore implements ReconciliationStore {
   }
 
   addCase(c: Omit<ReconciliationCaseView, 'status' | 'resolvedAt' | 'resolvedBy' | 'resolution' | 'workloadId'>): void {
-    this.s.cases.set(c.id, { ...c, workloadId: this.s.actions.get(c.actionId)?.workloadId ?? null, status: 'open', resolvedAt: null, resolvedBy: null, resolution: null });
+    this.s.cases.set(c.id, {
+      ...c,
+      workloadId: this.s.actions.get(c.actionId)?.workloadId ?? null,
+      status: 'open',
+      resolvedAt: null,
+      resolvedBy: null,
+      resolution: null,
+    });
   }
 
   // ------------------------------------------------------------------ ReconciliationStore
@@ -133,11 +157,16 @@ export class InMemoryReconciliationStore implements ReconciliationStore {
   }
 
   async admittedPastDispatchDeadline(cutoff: Date, limit: number): Promise<string[]> {
-    return [...this.s.actions.values()].filter((a) => a.status === 'admitted' && a.dispatchDeadlineAt < cutoff).slice(0, limit).map((a) => a.id);
+    return [...this.s.actions.values()]
+      .filter((a) => a.status === 'admitted' && a.dispatchDeadlineAt < cutoff)
+      .slice(0, limit)
+      .map((a) => a.id);
   }
 
   async actionsWithInFlightAttemptsPastDeadline(cutoff: Date, limit: number): Promise<string[]> {
-    const ids = [...this.s.attempts.values()].filter((t) => t.status === 'in_flight' && this.s.actions.get(t.actionId)!.deadlineAt < cutoff).map((t) => t.actionId);
+    const ids = [...this.s.attempts.values()]
+      .filter((t) => t.status === 'in_flight' && this.s.actions.get(t.actionId)!.deadlineAt < cutoff)
+      .map((t) => t.actionId);
     return [...new Set(ids)].slice(0, limit);
   }
 
@@ -149,7 +178,10 @@ export class InMemoryReconciliationStore implements ReconciliationStore {
   async lockOrphanedAttempts(_tx: Tx, actionId: string, cutoff: Date): Promise<ReconciliationAttemptView[]> {
     const action = this.s.actions.get(actionId);
     if (!action || !(action.deadlineAt < cutoff)) return [];
-    return [...this.s.attempts.values()].filter((t) => t.actionId === actionId && t.status === 'in_flight').sort((a, b) => a.attemptNo - b.attemptNo).map((t) => ({ ...t }));
+    return [...this.s.attempts.values()]
+      .filter((t) => t.actionId === actionId && t.status === 'in_flight')
+      .sort((a, b) => a.attemptNo - b.attemptNo)
+      .map((t) => ({ ...t }));
   }
 
   async lockAction(_tx: Tx, actionId: string): Promise<ReconciliationActionView | null> {
@@ -172,14 +204,23 @@ export class InMemoryReconciliationStore implements ReconciliationStore {
   }
 
   async attemptsAwaitingSettlement(_tx: Tx, actionId: string): Promise<number> {
-    return [...this.s.attempts.values()].filter((t) => t.actionId === actionId && t.status !== 'settled' && t.status !== 'reconciliation_required').length;
+    return [...this.s.attempts.values()].filter(
+      (t) => t.actionId === actionId && t.status !== 'settled' && t.status !== 'reconciliation_required',
+    ).length;
   }
 
   async setActionStatus(_tx: Tx, actionId: string, status: ActionState): Promise<void> {
     this.s.actions.get(actionId)!.status = status;
   }
 
-  async setAttemptStatus(_tx: Tx, attemptId: string, status: AttemptState, reason: string, _now: Date, evidence?: AttemptEvidence): Promise<void> {
+  async setAttemptStatus(
+    _tx: Tx,
+    attemptId: string,
+    status: AttemptState,
+    reason: string,
+    _now: Date,
+    evidence?: AttemptEvidence,
+  ): Promise<void> {
     const t = this.s.attempts.get(attemptId)!;
     t.status = status;
     t.statusReason = reason;
@@ -223,11 +264,19 @@ export class InMemoryReconciliationStore implements ReconciliationStore {
 
   async resolveCase(_tx: Tx, caseId: string, r: CaseResolution): Promise<void> {
     const c = this.s.cases.get(caseId)!;
-    Object.assign(c, { status: 'resolved', resolution: r.resolution, resolvedBy: r.resolvedBy, resolvedAt: r.resolvedAt, details: { ...c.details, ...r.details } });
+    Object.assign(c, {
+      status: 'resolved',
+      resolution: r.resolution,
+      resolvedBy: r.resolvedBy,
+      resolvedAt: r.resolvedAt,
+      details: { ...c.details, ...r.details },
+    });
   }
 
   async openExposureOnAction(_tx: Tx, actionId: string, exceptCaseId: string): Promise<bigint> {
-    return [...this.s.cases.values()].filter((c) => c.actionId === actionId && c.status === 'open' && c.id !== exceptCaseId).reduce((sum, c) => sum + c.exposureMicrousd, 0n);
+    return [...this.s.cases.values()]
+      .filter((c) => c.actionId === actionId && c.status === 'open' && c.id !== exceptCaseId)
+      .reduce((sum, c) => sum + c.exposureMicrousd, 0n);
   }
 
   async insertLedger(_tx: Tx, row: LedgerRow): Promise<boolean> {
@@ -268,4 +317,6 @@ export const PRICE: PriceRevision = {
   reasoningPerMTokMicrousd: 10_000_000n,
 };
 
-export const catalogWith = (price: PriceRevision | null = PRICE) => ({ priceById: async (id: string) => (price && price.id === id ? price : null) });
+export const catalogWith = (price: PriceRevision | null = PRICE) => ({
+  priceById: async (id: string) => (price && price.id === id ? price : null),
+});

@@ -66,7 +66,13 @@ beforeAll(async () => {
   await migrate(url);
   db = new Database(url);
   const seed = new Seeder(db);
-  await seed.route({ routeId, alias: `alias-${routeId}`, providerKind: 'openai-chat', upstreamBaseUrl: 'http://127.0.0.1:1', upstreamModel: 'gpt-test' });
+  await seed.route({
+    routeId,
+    alias: `alias-${routeId}`,
+    providerKind: 'openai-chat',
+    upstreamBaseUrl: 'http://127.0.0.1:1',
+    upstreamModel: 'gpt-test',
+  });
   operatorToken = await seed.operator('ops-anna', ['operator']);
   financeToken = await seed.operator('fin-bob', ['finance']);
 
@@ -112,14 +118,27 @@ interface Scenario {
 }
 
 /** What admission's transaction leaves behind: budget account hold, in-flight slot, action, reservation. */
-async function admitted(opts: { reservedMicrousd: bigint; deadlineAt: Date; dispatchDeadlineAt: Date; workloadId?: string; budgetMicrousd?: bigint }): Promise<Scenario> {
+async function admitted(opts: {
+  reservedMicrousd: bigint;
+  deadlineAt: Date;
+  dispatchDeadlineAt: Date;
+  workloadId?: string;
+  budgetMicrousd?: bigint;
+}): Promise<Scenario> {
   const workloadId = opts.workloadId ?? `wl-${randomUUID()}`;
   const actionId = randomUUID();
   const accountId = budgetAccountId('workload', workloadId, PERIOD);
   const now = new Date();
   await db.prisma.budgetAccount.upsert({
     where: { id: accountId },
-    create: { id: accountId, scope: 'workload', scopeId: workloadId, periodStart: PERIOD, budgetMicrousd: opts.budgetMicrousd ?? 1_000_000n, pendingMicrousd: opts.reservedMicrousd },
+    create: {
+      id: accountId,
+      scope: 'workload',
+      scopeId: workloadId,
+      periodStart: PERIOD,
+      budgetMicrousd: opts.budgetMicrousd ?? 1_000_000n,
+      pendingMicrousd: opts.reservedMicrousd,
+    },
     update: { pendingMicrousd: { increment: opts.reservedMicrousd } },
   });
   await db.prisma.quotaCounter.upsert({
@@ -173,14 +192,30 @@ async function inFlightAttempt(s: Scenario): Promise<string> {
   const now = new Date();
   await db.prisma.dispatchClaim.create({ data: { actionId: s.actionId, attemptNo: 1, claimedBy: 'dispatch-dead', claimedAt: now } });
   await db.prisma.attempt.create({
-    data: { id: attemptId, actionId: s.actionId, attemptNo: 1, role: 'primary', routeId, routeVersion: 1, status: 'in_flight', statusReason: 'sent upstream', effectiveCandidates: 1, startedAt: now, updatedAt: now },
+    data: {
+      id: attemptId,
+      actionId: s.actionId,
+      attemptNo: 1,
+      role: 'primary',
+      routeId,
+      routeVersion: 1,
+      status: 'in_flight',
+      statusReason: 'sent upstream',
+      effectiveCandidates: 1,
+      startedAt: now,
+      updatedAt: now,
+    },
   });
   await db.prisma.action.update({ where: { id: s.actionId }, data: { status: 'dispatched' } });
   return attemptId;
 }
 
 async function orphanedCase(reservedMicrousd: bigint): Promise<Scenario & { attemptId: string; caseId: string }> {
-  const s = await admitted({ reservedMicrousd, deadlineAt: new Date(Date.now() - 2 * MIN), dispatchDeadlineAt: new Date(Date.now() - 3 * MIN) });
+  const s = await admitted({
+    reservedMicrousd,
+    deadlineAt: new Date(Date.now() - 2 * MIN),
+    dispatchDeadlineAt: new Date(Date.now() - 3 * MIN),
+  });
   const attemptId = await inFlightAttempt(s);
   await sweeper().execute(new Date());
   const c = await db.prisma.reconciliationCase.findFirstOrThrow({ where: { attemptId } });
@@ -200,12 +235,19 @@ afterAll(async () => {
 
 const account = (id: string) => db.prisma.budgetAccount.findUniqueOrThrow({ where: { id } });
 const inFlight = async (workloadId: string) =>
-  (await db.prisma.quotaCounter.findUniqueOrThrow({ where: { scope_scopeId_windowStart: { scope: 'workload', scopeId: workloadId, windowStart: new Date(0) } } })).inFlight;
+  (
+    await db.prisma.quotaCounter.findUniqueOrThrow({
+      where: { scope_scopeId_windowStart: { scope: 'workload', scopeId: workloadId, windowStart: new Date(0) } },
+    })
+  ).inFlight;
 
 async function http(method: 'GET' | 'POST', path: string, token: string | null, body?: unknown): Promise<{ status: number; body: any }> {
   const res = await fetch(`${service.url}${path}`, {
     method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
     body: body !== undefined ? JSON.stringify(body) : undefined,
   });
   return { status: res.status, body: await res.json() };
@@ -215,7 +257,11 @@ async function http(method: 'GET' | 'POST', path: string, token: string | null, 
 
 describe('sweeper: admitted actions past their dispatch deadline', () => {
   it('two concurrent sweeps void the reservation exactly once and budget pending returns to 0', async () => {
-    const s = await admitted({ reservedMicrousd: 5_000n, deadlineAt: new Date(Date.now() - MIN), dispatchDeadlineAt: new Date(Date.now() - MIN) });
+    const s = await admitted({
+      reservedMicrousd: 5_000n,
+      deadlineAt: new Date(Date.now() - MIN),
+      dispatchDeadlineAt: new Date(Date.now() - MIN),
+    });
     expect((await account(s.accountId)).pendingMicrousd).toBe(5_000n);
 
     const now = new Date();
@@ -223,7 +269,11 @@ describe('sweeper: admitted actions past their dispatch deadline', () => {
 
     expect(reports.flatMap((r) => r.voidedActionIds).filter((id) => id === s.actionId)).toEqual([s.actionId]);
     const acct = await account(s.accountId);
-    expect({ pending: acct.pendingMicrousd, unresolved: acct.unresolvedMicrousd, settled: acct.settledMicrousd }).toEqual({ pending: 0n, unresolved: 0n, settled: 0n });
+    expect({ pending: acct.pendingMicrousd, unresolved: acct.unresolvedMicrousd, settled: acct.settledMicrousd }).toEqual({
+      pending: 0n,
+      unresolved: 0n,
+      settled: 0n,
+    });
     const r = await db.prisma.reservation.findUniqueOrThrow({ where: { actionId: s.actionId } });
     expect(r).toMatchObject({ status: 'voided', releasedMicrousd: 5_000n, settledMicrousd: 0n, unresolvedMicrousd: 0n });
     expect((await db.prisma.action.findUniqueOrThrow({ where: { id: s.actionId } })).status).toBe('expired');
@@ -234,7 +284,8 @@ describe('sweeper: admitted actions past their dispatch deadline', () => {
     const workloadId = `wl-${randomUUID()}`;
     const past = new Date(Date.now() - MIN);
     const scenarios: Scenario[] = [];
-    for (let i = 0; i < 15; i++) scenarios.push(await admitted({ workloadId, reservedMicrousd: 1_000n + BigInt(i), deadlineAt: past, dispatchDeadlineAt: past }));
+    for (let i = 0; i < 15; i++)
+      scenarios.push(await admitted({ workloadId, reservedMicrousd: 1_000n + BigInt(i), deadlineAt: past, dispatchDeadlineAt: past }));
     const now = new Date();
     const reports = await Promise.all([sweeper().execute(now), sweeper().execute(now), sweeper().execute(now)]);
     const voided = reports.flatMap((r) => r.voidedActionIds).filter((id) => scenarios.some((s) => s.actionId === id));
@@ -244,7 +295,11 @@ describe('sweeper: admitted actions past their dispatch deadline', () => {
   });
 
   it('leaves an action whose dispatch deadline has not passed', async () => {
-    const s = await admitted({ reservedMicrousd: 700n, deadlineAt: new Date(Date.now() + MIN), dispatchDeadlineAt: new Date(Date.now() + MIN) });
+    const s = await admitted({
+      reservedMicrousd: 700n,
+      deadlineAt: new Date(Date.now() + MIN),
+      dispatchDeadlineAt: new Date(Date.now() + MIN),
+    });
     await sweeper().execute(new Date());
     expect((await db.prisma.reservation.findUniqueOrThrow({ where: { actionId: s.actionId } })).status).toBe('pending');
     expect((await account(s.accountId)).pendingMicrousd).toBe(700n);
@@ -253,7 +308,11 @@ describe('sweeper: admitted actions past their dispatch deadline', () => {
 
 describe('sweeper: attempts orphaned in flight', () => {
   it('opens an orphaned_attempt case with the pending hold as unresolved exposure and publishes reconciliation.required', async () => {
-    const s = await admitted({ reservedMicrousd: 9_000n, deadlineAt: new Date(Date.now() - 2 * MIN), dispatchDeadlineAt: new Date(Date.now() - 3 * MIN) });
+    const s = await admitted({
+      reservedMicrousd: 9_000n,
+      deadlineAt: new Date(Date.now() - 2 * MIN),
+      dispatchDeadlineAt: new Date(Date.now() - 3 * MIN),
+    });
     const attemptId = await inFlightAttempt(s);
 
     const reports = await Promise.all([sweeper().execute(new Date()), sweeper().execute(new Date())]);
@@ -263,18 +322,40 @@ describe('sweeper: attempts orphaned in flight', () => {
     expect(cases).toHaveLength(1);
     expect(cases[0]).toMatchObject({ reason: 'orphaned_attempt', status: 'open', exposureMicrousd: 9_000n });
     const acct = await account(s.accountId);
-    expect({ pending: acct.pendingMicrousd, unresolved: acct.unresolvedMicrousd, settled: acct.settledMicrousd }).toEqual({ pending: 0n, unresolved: 9_000n, settled: 0n });
-    expect(await db.prisma.reservation.findUniqueOrThrow({ where: { actionId: s.actionId } })).toMatchObject({ status: 'unresolved', unresolvedMicrousd: 9_000n });
-    expect(await db.prisma.attempt.findUniqueOrThrow({ where: { id: attemptId } })).toMatchObject({ status: 'reconciliation_required', inputTokens: null, outputTokensTotal: null });
+    expect({ pending: acct.pendingMicrousd, unresolved: acct.unresolvedMicrousd, settled: acct.settledMicrousd }).toEqual({
+      pending: 0n,
+      unresolved: 9_000n,
+      settled: 0n,
+    });
+    expect(await db.prisma.reservation.findUniqueOrThrow({ where: { actionId: s.actionId } })).toMatchObject({
+      status: 'unresolved',
+      unresolvedMicrousd: 9_000n,
+    });
+    expect(await db.prisma.attempt.findUniqueOrThrow({ where: { id: attemptId } })).toMatchObject({
+      status: 'reconciliation_required',
+      inputTokens: null,
+      outputTokensTotal: null,
+    });
     expect((await db.prisma.action.findUniqueOrThrow({ where: { id: s.actionId } })).status).toBe('failed');
     expect(await inFlight(s.workloadId)).toBe(0);
 
     const event = await eventually(() => required.find((e) => e.case_id === cases[0].id), { what: 'reconciliation.required on Kafka' });
-    expect(event).toMatchObject({ reason: 'orphaned_attempt', exposure_microusd: '9000', workload_id: s.workloadId, attempt_id: attemptId, input_tokens: null, usage_source: null });
+    expect(event).toMatchObject({
+      reason: 'orphaned_attempt',
+      exposure_microusd: '9000',
+      workload_id: s.workloadId,
+      attempt_id: attemptId,
+      input_tokens: null,
+      usage_source: null,
+    });
   });
 
   it('leaves an in-flight attempt alone within the grace period after its deadline', async () => {
-    const s = await admitted({ reservedMicrousd: 900n, deadlineAt: new Date(Date.now() - 10_000), dispatchDeadlineAt: new Date(Date.now() - 20_000) });
+    const s = await admitted({
+      reservedMicrousd: 900n,
+      deadlineAt: new Date(Date.now() - 10_000),
+      dispatchDeadlineAt: new Date(Date.now() - 20_000),
+    });
     const attemptId = await inFlightAttempt(s);
     await sweeper().execute(new Date());
     expect((await db.prisma.attempt.findUniqueOrThrow({ where: { id: attemptId } })).status).toBe('in_flight');
@@ -289,29 +370,79 @@ describe('HTTP: cases, usage import, operator release, exposure', () => {
     const res = await http('GET', `/cases?status=open&workload_id=${o.workloadId}`, financeToken);
     expect(res.status).toBe(200);
     expect(res.body.cases).toEqual([
-      expect.objectContaining({ case_id: o.caseId, action_id: o.actionId, attempt_id: o.attemptId, workload_id: o.workloadId, reason: 'orphaned_attempt', status: 'open', exposure_microusd: '4000' }),
+      expect.objectContaining({
+        case_id: o.caseId,
+        action_id: o.actionId,
+        attempt_id: o.attemptId,
+        workload_id: o.workloadId,
+        reason: 'orphaned_attempt',
+        status: 'open',
+        exposure_microusd: '4000',
+      }),
     ]);
     expect((await http('GET', '/cases?status=closed', financeToken)).body.error.code).toBe('invalid_request');
   });
 
   it('import-usage settles the attempt at the reservation price, releases the rest and publishes usage.settled', async () => {
     const o = await orphanedCase(20_000n);
-    const evidence = { provider_request_id: `chatcmpl-${randomUUID()}`, input_tokens: 1000, cached_input_tokens: 200, output_tokens_total: 300, reasoning_tokens: 100 };
+    const evidence = {
+      provider_request_id: `chatcmpl-${randomUUID()}`,
+      input_tokens: 1000,
+      cached_input_tokens: 200,
+      output_tokens_total: 300,
+      reasoning_tokens: 100,
+    };
 
     const res = await http('POST', `/cases/${o.caseId}/import-usage`, financeToken, evidence);
 
     // $2.50/$1.25/$10/$10 per MTok: 800 input 2000 + 200 cached 250 + 200 output 2000 + 100 reasoning 1000
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ case_id: o.caseId, cost_microusd: '5250', settled_microusd: '5250', released_microusd: '14750', overrun_microusd: '0', price_revision: priceId, reservation_status: 'settled' });
+    expect(res.body).toMatchObject({
+      case_id: o.caseId,
+      cost_microusd: '5250',
+      settled_microusd: '5250',
+      released_microusd: '14750',
+      overrun_microusd: '0',
+      price_revision: priceId,
+      reservation_status: 'settled',
+    });
     const acct = await account(o.accountId);
-    expect({ pending: acct.pendingMicrousd, unresolved: acct.unresolvedMicrousd, settled: acct.settledMicrousd }).toEqual({ pending: 0n, unresolved: 0n, settled: 5_250n });
-    expect(await db.prisma.ledgerEntry.findUniqueOrThrow({ where: { attemptId: o.attemptId } })).toMatchObject({ usageSource: 'provider_export', costMicrousd: 5_250n, priceRevisionId: priceId, inputTokens: 1000, outputTokensTotal: 300 });
-    expect(await db.prisma.reservation.findUniqueOrThrow({ where: { actionId: o.actionId } })).toMatchObject({ status: 'settled', settledMicrousd: 5_250n, unresolvedMicrousd: 0n, releasedMicrousd: 14_750n });
-    expect(await db.prisma.reconciliationCase.findUniqueOrThrow({ where: { id: o.caseId } })).toMatchObject({ status: 'resolved', resolvedBy: 'fin-bob' });
-    expect(await db.prisma.attempt.findUniqueOrThrow({ where: { id: o.attemptId } })).toMatchObject({ status: 'settled', usageSource: 'provider_export', inputTokens: 1000 });
+    expect({ pending: acct.pendingMicrousd, unresolved: acct.unresolvedMicrousd, settled: acct.settledMicrousd }).toEqual({
+      pending: 0n,
+      unresolved: 0n,
+      settled: 5_250n,
+    });
+    expect(await db.prisma.ledgerEntry.findUniqueOrThrow({ where: { attemptId: o.attemptId } })).toMatchObject({
+      usageSource: 'provider_export',
+      costMicrousd: 5_250n,
+      priceRevisionId: priceId,
+      inputTokens: 1000,
+      outputTokensTotal: 300,
+    });
+    expect(await db.prisma.reservation.findUniqueOrThrow({ where: { actionId: o.actionId } })).toMatchObject({
+      status: 'settled',
+      settledMicrousd: 5_250n,
+      unresolvedMicrousd: 0n,
+      releasedMicrousd: 14_750n,
+    });
+    expect(await db.prisma.reconciliationCase.findUniqueOrThrow({ where: { id: o.caseId } })).toMatchObject({
+      status: 'resolved',
+      resolvedBy: 'fin-bob',
+    });
+    expect(await db.prisma.attempt.findUniqueOrThrow({ where: { id: o.attemptId } })).toMatchObject({
+      status: 'settled',
+      usageSource: 'provider_export',
+      inputTokens: 1000,
+    });
 
     const event = await eventually(() => settled.find((e) => e.attempt_id === o.attemptId), { what: 'usage.settled on Kafka' });
-    expect(event).toMatchObject({ usage_source: 'provider_export', cost_microusd: '5250', provider_request_id: evidence.provider_request_id, total_tokens: 1300, workload_id: o.workloadId });
+    expect(event).toMatchObject({
+      usage_source: 'provider_export',
+      cost_microusd: '5250',
+      provider_request_id: evidence.provider_request_id,
+      total_tokens: 1300,
+      workload_id: o.workloadId,
+    });
 
     const again = await http('POST', `/cases/${o.caseId}/import-usage`, financeToken, evidence);
     expect(again.status).toBe(409);
@@ -321,10 +452,25 @@ describe('HTTP: cases, usage import, operator release, exposure', () => {
 
   it('import-usage rejects incomplete evidence: a missing count is not zero', async () => {
     const o = await orphanedCase(1_000n);
-    const res = await http('POST', `/cases/${o.caseId}/import-usage`, operatorToken, { provider_request_id: 'x', input_tokens: 10, cached_input_tokens: 0, output_tokens_total: 5 });
+    const res = await http('POST', `/cases/${o.caseId}/import-usage`, operatorToken, {
+      provider_request_id: 'x',
+      input_tokens: 10,
+      cached_input_tokens: 0,
+      output_tokens_total: 5,
+    });
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'reasoning_tokens' });
-    expect((await http('POST', `/cases/${randomUUID()}/import-usage`, operatorToken, { provider_request_id: 'x', input_tokens: 1, cached_input_tokens: 0, output_tokens_total: 1, reasoning_tokens: 0 })).status).toBe(404);
+    expect(
+      (
+        await http('POST', `/cases/${randomUUID()}/import-usage`, operatorToken, {
+          provider_request_id: 'x',
+          input_tokens: 1,
+          cached_input_tokens: 0,
+          output_tokens_total: 1,
+          reasoning_tokens: 0,
+        })
+      ).status,
+    ).toBe(404);
   });
 
   it('operator release requires the operator role and a reason, then releases the unresolved exposure', async () => {
@@ -339,23 +485,50 @@ describe('HTTP: cases, usage import, operator release, exposure', () => {
 
     const res = await http('POST', `/cases/${o.caseId}/release`, operatorToken, { reason: 'provider dashboard shows no such request' });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ case_id: o.caseId, usage_source: 'operator', released_microusd: '6000', resolved_by: 'ops-anna', reservation_status: 'released' });
+    expect(res.body).toMatchObject({
+      case_id: o.caseId,
+      usage_source: 'operator',
+      released_microusd: '6000',
+      resolved_by: 'ops-anna',
+      reservation_status: 'released',
+    });
     const acct = await account(o.accountId);
-    expect({ pending: acct.pendingMicrousd, unresolved: acct.unresolvedMicrousd, settled: acct.settledMicrousd }).toEqual({ pending: 0n, unresolved: 0n, settled: 0n });
+    expect({ pending: acct.pendingMicrousd, unresolved: acct.unresolvedMicrousd, settled: acct.settledMicrousd }).toEqual({
+      pending: 0n,
+      unresolved: 0n,
+      settled: 0n,
+    });
     expect(await db.prisma.reconciliationCase.findUniqueOrThrow({ where: { id: o.caseId } })).toMatchObject({
       status: 'resolved',
       resolvedBy: 'ops-anna',
       resolution: 'provider dashboard shows no such request',
     });
-    expect(await db.prisma.attempt.findUniqueOrThrow({ where: { id: o.attemptId } })).toMatchObject({ status: 'settled', usageSource: 'operator', inputTokens: null });
+    expect(await db.prisma.attempt.findUniqueOrThrow({ where: { id: o.attemptId } })).toMatchObject({
+      status: 'settled',
+      usageSource: 'operator',
+      inputTokens: null,
+    });
     expect(await db.prisma.ledgerEntry.count({ where: { attemptId: o.attemptId } })).toBe(0);
-    expect((await http('POST', `/cases/${o.caseId}/release`, operatorToken, { reason: 'twice' })).body.error.code).toBe('case_already_resolved');
+    expect((await http('POST', `/cases/${o.caseId}/release`, operatorToken, { reason: 'twice' })).body.error.code).toBe(
+      'case_already_resolved',
+    );
   });
 
   it('exposure shows settled, unresolved and pending per account as separate integer strings', async () => {
     const workloadId = `wl-${randomUUID()}`;
-    const open = await admitted({ workloadId, reservedMicrousd: 3_000n, deadlineAt: new Date(Date.now() + MIN), dispatchDeadlineAt: new Date(Date.now() + MIN), budgetMicrousd: 50_000n });
-    const orphan = await admitted({ workloadId, reservedMicrousd: 2_000n, deadlineAt: new Date(Date.now() - 2 * MIN), dispatchDeadlineAt: new Date(Date.now() - 3 * MIN) });
+    const open = await admitted({
+      workloadId,
+      reservedMicrousd: 3_000n,
+      deadlineAt: new Date(Date.now() + MIN),
+      dispatchDeadlineAt: new Date(Date.now() + MIN),
+      budgetMicrousd: 50_000n,
+    });
+    const orphan = await admitted({
+      workloadId,
+      reservedMicrousd: 2_000n,
+      deadlineAt: new Date(Date.now() - 2 * MIN),
+      dispatchDeadlineAt: new Date(Date.now() - 3 * MIN),
+    });
     await inFlightAttempt(orphan);
     await sweeper().execute(new Date());
 

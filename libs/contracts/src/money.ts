@@ -1,7 +1,10 @@
 import type { UsageCost } from '@gateway/domain';
 
 /** The settled-usage cost fields as finance reads them: integer micro-USD as decimal strings. */
-export function settledCostFields(cost: UsageCost): { cost_microusd: string; cost_microusd_by_category: { input: string; cached_input: string; output: string; reasoning: string } } {
+export function settledCostFields(cost: UsageCost): {
+  cost_microusd: string;
+  cost_microusd_by_category: { input: string; cached_input: string; output: string; reasoning: string };
+} {
   return {
     cost_microusd: cost.total.toString(),
     cost_microusd_by_category: {

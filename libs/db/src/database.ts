@@ -12,7 +12,10 @@ export type Tx = Prisma.TransactionClient;
 export class Database {
   readonly prisma: PrismaClient;
 
-  constructor(readonly url: string, opts: { poolMax?: number } = {}) {
+  constructor(
+    readonly url: string,
+    opts: { poolMax?: number } = {},
+  ) {
     const adapter = new PrismaPg({ connectionString: url, max: opts.poolMax ?? 10 });
     this.prisma = new PrismaClient({ adapter });
   }

@@ -20,18 +20,52 @@ describe('admission holds under concurrency', () => {
     const actionId = randomUUID();
     const now = new Date();
     const event: AdmissionDecisionV1 = {
-      event_id: randomUUID(), timestamp: now.toISOString(), request_id: randomUUID(), action_id: actionId, attempt_id: null, attempt_role: null,
-      workload_id: workloadId, environment: 'test', route_id: 'r', route_version: 1, model_alias: 'r', provider_request_id: null,
-      requested_candidate_count: null, effective_candidate_count: 1, returned_candidate_count: null, input_tokens: null, output_tokens_total: null,
-      total_tokens: null, stream_mode: 'none', usage_source: null, quota_scope: 'workload', policy_result: 'allow', policy_reason: 'within_policy',
-      reserved_microusd: '1000', exception_id: null,
+      event_id: randomUUID(),
+      timestamp: now.toISOString(),
+      request_id: randomUUID(),
+      action_id: actionId,
+      attempt_id: null,
+      attempt_role: null,
+      workload_id: workloadId,
+      environment: 'test',
+      route_id: 'r',
+      route_version: 1,
+      model_alias: 'r',
+      provider_request_id: null,
+      requested_candidate_count: null,
+      effective_candidate_count: 1,
+      returned_candidate_count: null,
+      input_tokens: null,
+      output_tokens_total: null,
+      total_tokens: null,
+      stream_mode: 'none',
+      usage_source: null,
+      quota_scope: 'workload',
+      policy_result: 'allow',
+      policy_reason: 'within_policy',
+      reserved_microusd: '1000',
+      exception_id: null,
     };
     return {
       now,
       action: {
-        id: actionId, workloadId, environment: 'test', routeId: 'r', routeVersion: 1, modelAlias: 'r', apiKind: 'openai-chat', streamMode: 'none',
-        requestedCandidates: null, effectiveCandidates: 1, outputCeiling: 100, inputTokensEstimate: 10, exceptionId: null, idempotencyKey: null,
-        requestFingerprint: 'f', deadlineAt: new Date(now.getTime() + 10000), dispatchDeadlineAt: new Date(now.getTime() + 12000),
+        id: actionId,
+        workloadId,
+        environment: 'test',
+        routeId: 'r',
+        routeVersion: 1,
+        modelAlias: 'r',
+        apiKind: 'openai-chat',
+        streamMode: 'none',
+        requestedCandidates: null,
+        effectiveCandidates: 1,
+        outputCeiling: 100,
+        inputTokensEstimate: 10,
+        exceptionId: null,
+        idempotencyKey: null,
+        requestFingerprint: 'f',
+        deadlineAt: new Date(now.getTime() + 10000),
+        dispatchDeadlineAt: new Date(now.getTime() + 12000),
       },
       reservation: { id: randomUUID(), reservedOutputTokens: 100, reservedMicrousd: 1000n, priceRevisionId: 'p' },
       workloadBudget: { budgetMicrousd: 10_500n, periodStart },
@@ -62,7 +96,9 @@ describe('admission holds under concurrency', () => {
 
   it('the in-flight ceiling holds under a race, and a refused request consumes no budget', async () => {
     const wl = `race-slots-${randomUUID()}`;
-    const results = await Promise.all(Array.from({ length: 20 }, () => repo.admit(input(wl, { concurrency: { scope: 'workload', scopeId: wl, maxInFlight: 3 } }))));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => repo.admit(input(wl, { concurrency: { scope: 'workload', scopeId: wl, maxInFlight: 3 } }))),
+    );
     expect(results.filter((r) => r.ok)).toHaveLength(3);
     expect(results.filter((r) => !r.ok).every((r) => !r.ok && r.code === 'concurrency_limit_exceeded')).toBe(true);
     expect((await account(wl)).pendingMicrousd).toBe(3000n);

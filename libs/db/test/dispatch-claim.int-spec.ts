@@ -21,16 +21,42 @@ describe('dispatch claims and completion', () => {
     const now = new Date();
     await db.prisma.action.create({
       data: {
-        id, workloadId: `claim-${id}`, environment: 'test', routeId: 'r', routeVersion: 1, modelAlias: 'r', apiKind: 'openai-chat', streamMode: 'none',
-        requestedCandidates: null, effectiveCandidates: 1, outputCeiling: 10, inputTokensEstimate: 5, requestFingerprint: 'f', status, statusReason: 'test',
-        deadlineAt: dispatchDeadline, dispatchDeadlineAt: dispatchDeadline, createdAt: now, updatedAt: now,
+        id,
+        workloadId: `claim-${id}`,
+        environment: 'test',
+        routeId: 'r',
+        routeVersion: 1,
+        modelAlias: 'r',
+        apiKind: 'openai-chat',
+        streamMode: 'none',
+        requestedCandidates: null,
+        effectiveCandidates: 1,
+        outputCeiling: 10,
+        inputTokensEstimate: 5,
+        requestFingerprint: 'f',
+        status,
+        statusReason: 'test',
+        deadlineAt: dispatchDeadline,
+        dispatchDeadlineAt: dispatchDeadline,
+        createdAt: now,
+        updatedAt: now,
       },
     });
     return id;
   }
 
   const claim = (actionId: string, claimedBy: string, now = new Date()) =>
-    repo.claim({ actionId, attemptId: randomUUID(), attemptNo: 1, role: 'primary', routeId: 'r', routeVersion: 1, effectiveCandidates: 1, claimedBy, now });
+    repo.claim({
+      actionId,
+      attemptId: randomUUID(),
+      attemptNo: 1,
+      role: 'primary',
+      routeId: 'r',
+      routeVersion: 1,
+      effectiveCandidates: 1,
+      claimedBy,
+      now,
+    });
 
   it('of 12 racing dispatchers exactly one claims the attempt; the action becomes dispatched once', async () => {
     const actionId = await admittedAction(new Date(Date.now() + 60_000));
@@ -55,19 +81,68 @@ describe('dispatch claims and completion', () => {
     const actionId = await admittedAction(new Date(Date.now() + 60_000));
     const attemptId = randomUUID();
     const now = new Date();
-    expect(await repo.claim({ actionId, attemptId, attemptNo: 1, role: 'primary', routeId: 'r', routeVersion: 1, effectiveCandidates: 1, claimedBy: 'd', now })).toEqual({ ok: true });
+    expect(
+      await repo.claim({
+        actionId,
+        attemptId,
+        attemptNo: 1,
+        role: 'primary',
+        routeId: 'r',
+        routeVersion: 1,
+        effectiveCandidates: 1,
+        claimedBy: 'd',
+        now,
+      }),
+    ).toEqual({ ok: true });
     const event = (): AttemptCompletedV1 => ({
-      event_id: randomUUID(), timestamp: now.toISOString(), request_id: randomUUID(), action_id: actionId, attempt_id: attemptId, attempt_no: 1,
-      attempt_role: 'primary', workload_id: `claim-${actionId}`, environment: 'test', route_id: 'r', route_version: 1, model_alias: 'r',
-      provider_request_id: 'req-1', requested_candidate_count: null, effective_candidate_count: 1, returned_candidate_count: 1, input_tokens: 5,
-      output_tokens_total: 7, total_tokens: 12, cached_input_tokens: 0, reasoning_tokens: 0, output_includes_reasoning: true, stream_mode: 'none',
-      usage_source: 'provider_response', quota_scope: 'workload', policy_result: null, policy_reason: null, outcome: 'succeeded', http_status: 200,
-      candidates: [{ index: 0, finish_reason: 'stop', outcome: 'ok' }], prompt_block_reason: null, attempts_total: 1, action_final: true,
+      event_id: randomUUID(),
+      timestamp: now.toISOString(),
+      request_id: randomUUID(),
+      action_id: actionId,
+      attempt_id: attemptId,
+      attempt_no: 1,
+      attempt_role: 'primary',
+      workload_id: `claim-${actionId}`,
+      environment: 'test',
+      route_id: 'r',
+      route_version: 1,
+      model_alias: 'r',
+      provider_request_id: 'req-1',
+      requested_candidate_count: null,
+      effective_candidate_count: 1,
+      returned_candidate_count: 1,
+      input_tokens: 5,
+      output_tokens_total: 7,
+      total_tokens: 12,
+      cached_input_tokens: 0,
+      reasoning_tokens: 0,
+      output_includes_reasoning: true,
+      stream_mode: 'none',
+      usage_source: 'provider_response',
+      quota_scope: 'workload',
+      policy_result: null,
+      policy_reason: null,
+      outcome: 'succeeded',
+      http_status: 200,
+      candidates: [{ index: 0, finish_reason: 'stop', outcome: 'ok' }],
+      prompt_block_reason: null,
+      attempts_total: 1,
+      action_final: true,
     });
     const outcome = (e: AttemptCompletedV1) => ({
-      attemptId, actionId, status: 'succeeded' as const, statusReason: 'answered', providerRequestId: 'req-1', httpStatus: 200, returnedCandidates: 1,
-      candidateOutcomes: e.candidates, promptBlockReason: null, usage: { inputTokens: 5, cachedInputTokens: 0, outputTokensTotal: 7, reasoningTokens: 0 },
-      usageSource: 'provider_response' as const, now, event: e,
+      attemptId,
+      actionId,
+      status: 'succeeded' as const,
+      statusReason: 'answered',
+      providerRequestId: 'req-1',
+      httpStatus: 200,
+      returnedCandidates: 1,
+      candidateOutcomes: e.candidates,
+      promptBlockReason: null,
+      usage: { inputTokens: 5, cachedInputTokens: 0, outputTokensTotal: 7, reasoningTokens: 0 },
+      usageSource: 'provider_response' as const,
+      now,
+      event: e,
       finishAction: { status: 'answered' as const, reason: 'answered', returnedCandidates: 1, workloadId: `claim-${actionId}` },
     });
     const first = event();

@@ -12,7 +12,14 @@ const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',');
 const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 function policyEvent(entityId: string): PolicyChangedV1 {
-  return { event_id: randomUUID(), timestamp: new Date().toISOString(), entity: 'workload', entity_id: entityId, change: 'test', actor: 'int-spec' };
+  return {
+    event_id: randomUUID(),
+    timestamp: new Date().toISOString(),
+    entity: 'workload',
+    entity_id: entityId,
+    change: 'test',
+    actor: 'int-spec',
+  };
 }
 
 async function until<T>(probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15000): Promise<T> {
@@ -135,8 +142,20 @@ describe('outbox, relay, idempotent consumer, reply correlation', () => {
     const actionId = randomUUID();
     const now = new Date();
     const waiting = router.awaitReply(actionId, new Date(now.getTime() + 10000), now);
-    const reply = { kind: 'response' as const, http_status: 200, body: { ok: true }, attempt_id: null, provider_request_id: null, requested_candidates: null, effective_candidates: 1, returned_candidates: 1, candidates: [] };
-    await bus.publish('dispatchReplies', [{ key: actionId, value: { event_id: randomUUID(), action_id: actionId, reply_to: instance, body: cipher.encrypt(reply, actionId) } }]);
+    const reply = {
+      kind: 'response' as const,
+      http_status: 200,
+      body: { ok: true },
+      attempt_id: null,
+      provider_request_id: null,
+      requested_candidates: null,
+      effective_candidates: 1,
+      returned_candidates: 1,
+      candidates: [],
+    };
+    await bus.publish('dispatchReplies', [
+      { key: actionId, value: { event_id: randomUUID(), action_id: actionId, reply_to: instance, body: cipher.encrypt(reply, actionId) } },
+    ]);
     await expect(waiting).resolves.toEqual(reply);
     expect(Topics.dispatchReplies.contentBearing).toBe(true);
   });

@@ -12,13 +12,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
-import {
-  DEFAULT_MIGRATIONS_DIR,
-  migrate,
-  MIGRATIONS_TABLE,
-  MigrationError,
-  readMigrationsDir,
-} from '../src/migrations/migrate';
+import { DEFAULT_MIGRATIONS_DIR, migrate, MIGRATIONS_TABLE, MigrationError, readMigrationsDir } from '../src/migrations/migrate';
 import { type DmmfField, type DmmfModel, loadDmmf } from './prisma-dmmf';
 
 const SERVER_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
@@ -147,7 +141,9 @@ function expectedColumn(f: DmmfField): ExpectedColumn {
       scalar = { data_type: 'timestamp with time zone', udt_name: 'timestamptz', datetime_precision: 3 };
       break;
     default:
-      throw new Error(`${f.name}: no Postgres mapping for ${f.type}${native ? ` @db.${native}` : ''} in this test; extend expectedColumn()`);
+      throw new Error(
+        `${f.name}: no Postgres mapping for ${f.type}${native ? ` @db.${native}` : ''} in this test; extend expectedColumn()`,
+      );
   }
   if (f.isList) {
     // Prisma renders scalar lists as nullable arrays (`TEXT[]`, no NOT NULL) although the field is not optional.
@@ -199,17 +195,40 @@ describe('migrate() on an empty database', () => {
     expect(cols).toEqual([
       { column_name: 'id', data_type: 'character varying', character_maximum_length: 36, is_nullable: 'NO', column_default: null },
       { column_name: 'checksum', data_type: 'character varying', character_maximum_length: 64, is_nullable: 'NO', column_default: null },
-      { column_name: 'finished_at', data_type: 'timestamp with time zone', character_maximum_length: null, is_nullable: 'YES', column_default: null },
-      { column_name: 'migration_name', data_type: 'character varying', character_maximum_length: 255, is_nullable: 'NO', column_default: null },
+      {
+        column_name: 'finished_at',
+        data_type: 'timestamp with time zone',
+        character_maximum_length: null,
+        is_nullable: 'YES',
+        column_default: null,
+      },
+      {
+        column_name: 'migration_name',
+        data_type: 'character varying',
+        character_maximum_length: 255,
+        is_nullable: 'NO',
+        column_default: null,
+      },
       { column_name: 'logs', data_type: 'text', character_maximum_length: null, is_nullable: 'YES', column_default: null },
-      { column_name: 'rolled_back_at', data_type: 'timestamp with time zone', character_maximum_length: null, is_nullable: 'YES', column_default: null },
-      { column_name: 'started_at', data_type: 'timestamp with time zone', character_maximum_length: null, is_nullable: 'NO', column_default: 'now()' },
+      {
+        column_name: 'rolled_back_at',
+        data_type: 'timestamp with time zone',
+        character_maximum_length: null,
+        is_nullable: 'YES',
+        column_default: null,
+      },
+      {
+        column_name: 'started_at',
+        data_type: 'timestamp with time zone',
+        character_maximum_length: null,
+        is_nullable: 'NO',
+        column_default: 'now()',
+      },
       { column_name: 'applied_steps_count', data_type: 'integer', character_maximum_length: null, is_nullable: 'NO', column_default: '0' },
     ]);
-    const pk = await q<{ conname: string }>(
-      `SELECT conname FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'p'`,
-      [MIGRATIONS_TABLE],
-    );
+    const pk = await q<{ conname: string }>(`SELECT conname FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'p'`, [
+      MIGRATIONS_TABLE,
+    ]);
     expect(pk).toEqual([{ conname: '_prisma_migrations_pkey' }]);
   });
 
@@ -323,7 +342,14 @@ describe('the migrated database matches prisma/schema.prisma', () => {
     });
 
     it('has the foreign keys of the model’s relations, and no others', async () => {
-      const fks = await q<{ name: string; ref_table: string; columns: string[]; ref_columns: string[]; on_delete: string; on_update: string }>(
+      const fks = await q<{
+        name: string;
+        ref_table: string;
+        columns: string[];
+        ref_columns: string[];
+        on_delete: string;
+        on_update: string;
+      }>(
         `SELECT c.conname AS name, rt.relname AS ref_table, c.confdeltype AS on_delete, c.confupdtype AS on_update,
                 (SELECT array_agg(a.attname::text ORDER BY k.ord) FROM unnest(c.conkey) WITH ORDINALITY AS k(attnum, ord)
                    JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum) AS columns,
@@ -369,9 +395,7 @@ describe('migrate() behaves like prisma migrate deploy', () => {
     const db = await createDatabase('tamper');
     await migrate(db);
     const [first] = await historyRows(db);
-    await withClient(db, (c) =>
-      c.query(`UPDATE ${MIGRATIONS_TABLE} SET checksum = $1 WHERE id = $2`, ['0'.repeat(64), first.id]),
-    );
+    await withClient(db, (c) => c.query(`UPDATE ${MIGRATIONS_TABLE} SET checksum = $1 WHERE id = $2`, ['0'.repeat(64), first.id]));
     await expect(migrate(db)).rejects.toMatchObject({ code: 'CHECKSUM_MISMATCH', migrationName: first.migration_name });
 
     // Likewise when the file is edited after it was applied.

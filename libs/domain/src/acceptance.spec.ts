@@ -83,10 +83,7 @@ const cand = (index: number, finishReason: string | null, hasContent = true): No
   finishReason,
   hasContent,
 });
-const resp = (
-  candidates: NormalisedCandidate[],
-  extra: Partial<NormalisedResponse> = {},
-): NormalisedResponse => ({
+const resp = (candidates: NormalisedCandidate[], extra: Partial<NormalisedResponse> = {}): NormalisedResponse => ({
   providerKind: 'openai-chat',
   candidates,
   promptBlockReason: null,
@@ -94,26 +91,9 @@ const resp = (
 });
 
 describe('accept', () => {
-  it.each<
-    [
-      string,
-      NormalisedResponse,
-      Partial<AcceptanceOptions>,
-      { valid: boolean; reason: string; validCandidateIndexes: number[] },
-    ]
-  >([
-    [
-      'single good candidate',
-      resp([cand(0, 'stop')]),
-      {},
-      { valid: true, reason: 'ok', validCandidateIndexes: [0] },
-    ],
-    [
-      'tool calls count as success',
-      resp([cand(0, 'tool_calls')]),
-      {},
-      { valid: true, reason: 'ok', validCandidateIndexes: [0] },
-    ],
+  it.each<[string, NormalisedResponse, Partial<AcceptanceOptions>, { valid: boolean; reason: string; validCandidateIndexes: number[] }]>([
+    ['single good candidate', resp([cand(0, 'stop')]), {}, { valid: true, reason: 'ok', validCandidateIndexes: [0] }],
+    ['tool calls count as success', resp([cand(0, 'tool_calls')]), {}, { valid: true, reason: 'ok', validCandidateIndexes: [0] }],
     ['no candidates', resp([]), {}, { valid: false, reason: 'no_candidates', validCandidateIndexes: [] }],
     [
       'prompt blocked',
@@ -133,12 +113,7 @@ describe('accept', () => {
       {},
       { valid: false, reason: 'finish_reason_not_allowed', validCandidateIndexes: [] },
     ],
-    [
-      'truncated allowed',
-      resp([cand(0, 'length')]),
-      { allowLength: true },
-      { valid: true, reason: 'ok', validCandidateIndexes: [0] },
-    ],
+    ['truncated allowed', resp([cand(0, 'length')]), { allowLength: true }, { valid: true, reason: 'ok', validCandidateIndexes: [0] }],
     [
       'filtered not allowed',
       resp([cand(0, 'content_filter')]),
@@ -151,12 +126,7 @@ describe('accept', () => {
       { allowContentFilter: true },
       { valid: true, reason: 'ok', validCandidateIndexes: [0] },
     ],
-    [
-      'missing finish reason',
-      resp([cand(0, null)]),
-      {},
-      { valid: false, reason: 'finish_reason_not_allowed', validCandidateIndexes: [] },
-    ],
+    ['missing finish reason', resp([cand(0, null)]), {}, { valid: false, reason: 'finish_reason_not_allowed', validCandidateIndexes: [] }],
     [
       'looks beyond candidates[0]',
       resp([cand(0, 'content_filter', false), cand(1, 'stop'), cand(2, 'length'), cand(3, 'stop')]),
@@ -175,12 +145,7 @@ describe('accept', () => {
       {},
       { valid: true, reason: 'ok', validCandidateIndexes: [1] },
     ],
-    [
-      'at the deadline is in time',
-      resp([cand(0, 'stop')]),
-      { receivedAt: t1 },
-      { valid: true, reason: 'ok', validCandidateIndexes: [0] },
-    ],
+    ['at the deadline is in time', resp([cand(0, 'stop')]), { receivedAt: t1 }, { valid: true, reason: 'ok', validCandidateIndexes: [0] }],
     [
       'after the deadline',
       resp([cand(0, 'stop')]),
@@ -193,9 +158,7 @@ describe('accept', () => {
 
   const candArb = fc.record({
     index: fc.nat(16),
-    finishReason: fc.option(
-      fc.constantFrom('stop', 'length', 'content_filter', 'tool_calls', 'function_call', 'weird'),
-    ),
+    finishReason: fc.option(fc.constantFrom('stop', 'length', 'content_filter', 'tool_calls', 'function_call', 'weird')),
     hasContent: fc.boolean(),
   });
 
@@ -214,21 +177,12 @@ describe('accept', () => {
           );
           const allowed = (c: NormalisedCandidate) => {
             const r = normaliseFinishReason('openai-chat', c.finishReason);
-            return (
-              r === 'stop' ||
-              r === 'tool_calls' ||
-              (r === 'length' && allowLength) ||
-              (r === 'content_filter' && allowContentFilter)
-            );
+            return r === 'stop' || r === 'tool_calls' || (r === 'length' && allowLength) || (r === 'content_filter' && allowContentFilter);
           };
-          const expectedValid =
-            lateByMs <= 0 && promptBlockReason === null && candidates.some((c) => c.hasContent && allowed(c));
+          const expectedValid = lateByMs <= 0 && promptBlockReason === null && candidates.some((c) => c.hasContent && allowed(c));
           expect(a.valid).toBe(expectedValid);
           expect(a.reason === 'ok').toBe(a.valid);
-          if (a.valid)
-            expect(a.validCandidateIndexes).toEqual(
-              candidates.filter((c) => c.hasContent && allowed(c)).map((c) => c.index),
-            );
+          if (a.valid) expect(a.validCandidateIndexes).toEqual(candidates.filter((c) => c.hasContent && allowed(c)).map((c) => c.index));
           else expect(a.validCandidateIndexes).toEqual([]);
         },
       ),
@@ -238,9 +192,7 @@ describe('accept', () => {
   it('property: shuffling candidates never changes validity', () => {
     fc.assert(
       fc.property(
-        fc
-          .array(candArb, { maxLength: 8 })
-          .chain((cs) => fc.tuple(fc.constant(cs), fc.shuffledSubarray(cs, { minLength: cs.length }))),
+        fc.array(candArb, { maxLength: 8 }).chain((cs) => fc.tuple(fc.constant(cs), fc.shuffledSubarray(cs, { minLength: cs.length }))),
         ([cs, shuffled]) => {
           expect(accept(resp(shuffled), opts).valid).toBe(accept(resp(cs), opts).valid);
         },
@@ -250,42 +202,40 @@ describe('accept', () => {
 });
 
 describe('candidateShortfall', () => {
-  it.each<[string, Parameters<typeof candidateShortfall>[0], Partial<ReturnType<typeof candidateShortfall>>]>(
+  it.each<[string, Parameters<typeof candidateShortfall>[0], Partial<ReturnType<typeof candidateShortfall>>]>([
     [
-      [
-        'exact',
-        { effective: 2, returned: [cand(0, 'stop'), cand(1, 'stop')], promptBlockReason: null },
-        {
-          returnedCount: 2,
-          missingCount: 0,
-          excessCount: 0,
-          unexplainedShortfall: false,
-          excess: false,
-          blocked: false,
-        },
-      ],
-      [
-        'unexplained shortfall',
-        { effective: 3, returned: [cand(0, 'stop')], promptBlockReason: null },
-        { returnedCount: 1, missingCount: 2, unexplainedShortfall: true, excess: false },
-      ],
-      [
-        'shortfall explained by a filtered candidate',
-        { effective: 3, returned: [cand(0, 'stop'), cand(1, 'SAFETY', false)], promptBlockReason: null },
-        { missingCount: 1, unexplainedShortfall: false },
-      ],
-      [
-        'shortfall explained by a prompt block',
-        { effective: 2, returned: [], promptBlockReason: 'PROHIBITED_CONTENT' },
-        { returnedCount: 0, missingCount: 2, blocked: true, unexplainedShortfall: false },
-      ],
-      [
-        'excess',
-        { effective: 1, returned: [cand(0, 'stop'), cand(1, 'stop')], promptBlockReason: null },
-        { excessCount: 1, excess: true, missingCount: 0 },
-      ],
+      'exact',
+      { effective: 2, returned: [cand(0, 'stop'), cand(1, 'stop')], promptBlockReason: null },
+      {
+        returnedCount: 2,
+        missingCount: 0,
+        excessCount: 0,
+        unexplainedShortfall: false,
+        excess: false,
+        blocked: false,
+      },
     ],
-  )('%s', (_label, input, expected) => {
+    [
+      'unexplained shortfall',
+      { effective: 3, returned: [cand(0, 'stop')], promptBlockReason: null },
+      { returnedCount: 1, missingCount: 2, unexplainedShortfall: true, excess: false },
+    ],
+    [
+      'shortfall explained by a filtered candidate',
+      { effective: 3, returned: [cand(0, 'stop'), cand(1, 'SAFETY', false)], promptBlockReason: null },
+      { missingCount: 1, unexplainedShortfall: false },
+    ],
+    [
+      'shortfall explained by a prompt block',
+      { effective: 2, returned: [], promptBlockReason: 'PROHIBITED_CONTENT' },
+      { returnedCount: 0, missingCount: 2, blocked: true, unexplainedShortfall: false },
+    ],
+    [
+      'excess',
+      { effective: 1, returned: [cand(0, 'stop'), cand(1, 'stop')], promptBlockReason: null },
+      { excessCount: 1, excess: true, missingCount: 0 },
+    ],
+  ])('%s', (_label, input, expected) => {
     expect(candidateShortfall(input)).toMatchObject(expected);
   });
 
@@ -312,9 +262,7 @@ describe('candidateShortfall', () => {
   });
 
   it('throws on a non-positive effective count', () => {
-    expect(() => candidateShortfall({ effective: 0, returned: [], promptBlockReason: null })).toThrow(
-      RangeError,
-    );
+    expect(() => candidateShortfall({ effective: 0, returned: [], promptBlockReason: null })).toThrow(RangeError);
   });
 
   it('property: counts reconcile with effective', () => {

@@ -23,13 +23,7 @@ export type NormalisedResponse = {
   promptBlockReason: string | null;
 };
 
-const CANONICAL: ReadonlySet<string> = new Set<FinishReason>([
-  'stop',
-  'length',
-  'content_filter',
-  'tool_calls',
-  'other',
-]);
+const CANONICAL: ReadonlySet<string> = new Set<FinishReason>(['stop', 'length', 'content_filter', 'tool_calls', 'other']);
 
 const OPENAI: Readonly<Record<string, FinishReason>> = {
   stop: 'stop',
@@ -70,10 +64,7 @@ const own = (table: Readonly<Record<string, FinishReason>>, key: string): Finish
  * pass through unchanged, so normalising twice is harmless. null/empty means the
  * provider did not report one (e.g. a stream cut before the final chunk).
  */
-export function normaliseFinishReason(
-  providerKind: ProviderKind,
-  raw: string | null | undefined,
-): FinishReason | null {
+export function normaliseFinishReason(providerKind: ProviderKind, raw: string | null | undefined): FinishReason | null {
   if (raw === null || raw === undefined || raw === '') return null;
   if (CANONICAL.has(raw)) return raw as FinishReason;
   switch (providerKind) {
@@ -97,8 +88,7 @@ export function normaliseAnyFinishReason(raw: string | null | undefined): Finish
   return own(GEMINI, raw) ?? own(OPENAI, raw) ?? own(OPENAI_COMPATIBLE_EXTRA, raw) ?? 'other';
 }
 
-export type AcceptanceReason =
-  'ok' | 'no_candidates' | 'prompt_blocked' | 'no_content' | 'finish_reason_not_allowed' | 'after_deadline';
+export type AcceptanceReason = 'ok' | 'no_candidates' | 'prompt_blocked' | 'no_content' | 'finish_reason_not_allowed' | 'after_deadline';
 
 export type AcceptanceOptions = {
   allowLength: boolean;
@@ -144,10 +134,7 @@ export function accept(resp: NormalisedResponse, opts: AcceptanceOptions): Accep
   if (resp.candidates.length === 0) return invalid('no_candidates');
 
   const validCandidateIndexes = resp.candidates
-    .filter(
-      (c) =>
-        c.hasContent && finishReasonAllowed(normaliseFinishReason(resp.providerKind, c.finishReason), opts),
-    )
+    .filter((c) => c.hasContent && finishReasonAllowed(normaliseFinishReason(resp.providerKind, c.finishReason), opts))
     .map((c) => c.index);
   if (validCandidateIndexes.length > 0) return { valid: true, reason: 'ok', validCandidateIndexes };
 
@@ -156,10 +143,7 @@ export function accept(resp: NormalisedResponse, opts: AcceptanceOptions): Accep
 
 export type CandidateOutcome = 'ok' | 'filtered' | 'truncated' | 'empty';
 
-export function candidateOutcome(
-  candidate: NormalisedCandidate,
-  providerKind?: ProviderKind,
-): CandidateOutcome {
+export function candidateOutcome(candidate: NormalisedCandidate, providerKind?: ProviderKind): CandidateOutcome {
   const reason = providerKind
     ? normaliseFinishReason(providerKind, candidate.finishReason)
     : normaliseAnyFinishReason(candidate.finishReason);

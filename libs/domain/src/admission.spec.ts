@@ -2,9 +2,30 @@ import fc from 'fast-check';
 import { budgetPeriodStart, contractStatus, decideAdmission, tokenWindow, AdmissionInput, ExceptionGrant } from './admission';
 
 const now = new Date('2026-11-30T12:00:00Z');
-const price = { id: 'p', inputPerMTokMicrousd: 1_000_000n, cachedInputPerMTokMicrousd: 500_000n, outputPerMTokMicrousd: 4_000_000n, reasoningPerMTokMicrousd: 4_000_000n };
-const verified = { routeId: 'r1', candidateParam: 'n', maxCandidates: 8, outputCapSemantics: 'per_candidate' as const, verifiedAt: new Date('2026-11-29T00:00:00Z'), verificationTtlSeconds: 30 * 86400 };
-const grant: ExceptionGrant = { id: 'e1', routeId: null, maxCandidates: 2, perCandidateOutputCeiling: 200, budgetMicrousd: 1_000_000n, expiresAt: new Date('2026-12-07T00:00:00Z'), status: 'active' };
+const price = {
+  id: 'p',
+  inputPerMTokMicrousd: 1_000_000n,
+  cachedInputPerMTokMicrousd: 500_000n,
+  outputPerMTokMicrousd: 4_000_000n,
+  reasoningPerMTokMicrousd: 4_000_000n,
+};
+const verified = {
+  routeId: 'r1',
+  candidateParam: 'n',
+  maxCandidates: 8,
+  outputCapSemantics: 'per_candidate' as const,
+  verifiedAt: new Date('2026-11-29T00:00:00Z'),
+  verificationTtlSeconds: 30 * 86400,
+};
+const grant: ExceptionGrant = {
+  id: 'e1',
+  routeId: null,
+  maxCandidates: 2,
+  perCandidateOutputCeiling: 200,
+  budgetMicrousd: 1_000_000n,
+  expiresAt: new Date('2026-12-07T00:00:00Z'),
+  status: 'active',
+};
 
 function input(over: Partial<AdmissionInput> = {}): AdmissionInput {
   return {
@@ -33,22 +54,60 @@ describe('decideAdmission', () => {
     ['"2" is invalid', { requestedCandidates: '2' }, { ok: false, code: 'invalid_request' }],
     ['2 within exception', { requestedCandidates: 2, exceptions: [grant] }, { ok: true, effective: 2 }],
     ['4 over exception max', { requestedCandidates: 4, exceptions: [grant] }, { ok: false, code: 'candidate_count_exceeds_policy' }],
-    ['expired exception', { requestedCandidates: 2, exceptions: [{ ...grant, expiresAt: now }] }, { ok: false, code: 'candidate_count_exceeds_policy' }],
-    ['revoked exception', { requestedCandidates: 2, exceptions: [{ ...grant, status: 'revoked' }] }, { ok: false, code: 'candidate_count_exceeds_policy' }],
-    ['other route exception', { requestedCandidates: 2, exceptions: [{ ...grant, routeId: 'r2' }] }, { ok: false, code: 'candidate_count_exceeds_policy' }],
-    ['unverified contract', { requestedCandidates: 2, exceptions: [grant], route: { ...verified, verifiedAt: null } }, { ok: false, code: 'route_contract_unverified' }],
-    ['stale contract', { requestedCandidates: 2, exceptions: [grant], route: { ...verified, verificationTtlSeconds: 60 } }, { ok: false, code: 'route_contract_unverified' }],
-    ['undocumented cap semantics', { requestedCandidates: 2, exceptions: [grant], route: { ...verified, outputCapSemantics: null } }, { ok: false, code: 'route_contract_unverified' }],
-    ['multi-candidate stream without permission', { requestedCandidates: 2, exceptions: [grant], stream: true }, { ok: false, code: 'candidate_count_exceeds_policy' }],
-    ['multi-candidate stream with permission', { requestedCandidates: 2, exceptions: [{ ...grant, allowsStreaming: true }], stream: true }, { ok: true, effective: 2 }],
-    ['unverified contract is fine for one candidate', { route: { ...verified, verifiedAt: null, candidateParam: null, outputCapSemantics: null } }, { ok: true, effective: 1 }],
+    [
+      'expired exception',
+      { requestedCandidates: 2, exceptions: [{ ...grant, expiresAt: now }] },
+      { ok: false, code: 'candidate_count_exceeds_policy' },
+    ],
+    [
+      'revoked exception',
+      { requestedCandidates: 2, exceptions: [{ ...grant, status: 'revoked' }] },
+      { ok: false, code: 'candidate_count_exceeds_policy' },
+    ],
+    [
+      'other route exception',
+      { requestedCandidates: 2, exceptions: [{ ...grant, routeId: 'r2' }] },
+      { ok: false, code: 'candidate_count_exceeds_policy' },
+    ],
+    [
+      'unverified contract',
+      { requestedCandidates: 2, exceptions: [grant], route: { ...verified, verifiedAt: null } },
+      { ok: false, code: 'route_contract_unverified' },
+    ],
+    [
+      'stale contract',
+      { requestedCandidates: 2, exceptions: [grant], route: { ...verified, verificationTtlSeconds: 60 } },
+      { ok: false, code: 'route_contract_unverified' },
+    ],
+    [
+      'undocumented cap semantics',
+      { requestedCandidates: 2, exceptions: [grant], route: { ...verified, outputCapSemantics: null } },
+      { ok: false, code: 'route_contract_unverified' },
+    ],
+    [
+      'multi-candidate stream without permission',
+      { requestedCandidates: 2, exceptions: [grant], stream: true },
+      { ok: false, code: 'candidate_count_exceeds_policy' },
+    ],
+    [
+      'multi-candidate stream with permission',
+      { requestedCandidates: 2, exceptions: [{ ...grant, allowsStreaming: true }], stream: true },
+      { ok: true, effective: 2 },
+    ],
+    [
+      'unverified contract is fine for one candidate',
+      { route: { ...verified, verifiedAt: null, candidateParam: null, outputCapSemantics: null } },
+      { ok: true, effective: 1 },
+    ],
   ])('%s', (_name, over, expected) => {
     expect(decideAdmission(input(over as Partial<AdmissionInput>))).toMatchObject(expected);
   });
 
   it('reserves effective × ceiling for per-candidate caps and the ceiling alone for shared caps', () => {
     const per = decideAdmission(input({ requestedCandidates: 2, exceptions: [grant] }));
-    const shared = decideAdmission(input({ requestedCandidates: 2, exceptions: [grant], route: { ...verified, outputCapSemantics: 'shared' } }));
+    const shared = decideAdmission(
+      input({ requestedCandidates: 2, exceptions: [grant], route: { ...verified, outputCapSemantics: 'shared' } }),
+    );
     expect(per).toMatchObject({ ok: true, outputCeiling: 200, reservedOutputTokens: 400 });
     expect(shared).toMatchObject({ ok: true, outputCeiling: 200, reservedOutputTokens: 200 });
     if (per.ok && shared.ok) expect(per.reservedMicrousd).toBeGreaterThan(shared.reservedMicrousd);
@@ -60,7 +119,9 @@ describe('decideAdmission', () => {
   });
 
   it('disables fallback when a fallback route cannot honour multi-candidate', () => {
-    const d = decideAdmission(input({ requestedCandidates: 2, exceptions: [grant], fallbackRoutes: [{ ...verified, routeId: 'r2', verifiedAt: null }] }));
+    const d = decideAdmission(
+      input({ requestedCandidates: 2, exceptions: [grant], fallbackRoutes: [{ ...verified, routeId: 'r2', verifiedAt: null }] }),
+    );
     expect(d).toMatchObject({ ok: true, fallbackRouteIds: [] });
     const d1 = decideAdmission(input({ fallbackRoutes: [{ ...verified, routeId: 'r2', verifiedAt: null }] }));
     expect(d1).toMatchObject({ ok: true, fallbackRouteIds: ['r2'] });
@@ -68,15 +129,26 @@ describe('decideAdmission', () => {
 
   it('never admits more candidates than approved (property)', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 1, max: 8 }), fc.option(fc.integer({ min: -3, max: 12 }), { nil: undefined }), (workloadMax, exMax, requested) => {
-        const d = decideAdmission(input({ workload: { defaultMaxCandidates: workloadMax, perCandidateOutputCeiling: 100 }, exceptions: [{ ...grant, maxCandidates: exMax }], requestedCandidates: requested }));
-        if (d.ok) {
-          expect(d.effective).toBeLessThanOrEqual(Math.max(workloadMax, exMax));
-          expect(d.effective).toBeGreaterThanOrEqual(1);
-          expect(d.reservedOutputTokens).toBe(d.effective * d.outputCeiling);
-        }
-        if (requested === undefined) expect(d.ok && d.effective === 1).toBe(true);
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 8 }),
+        fc.integer({ min: 1, max: 8 }),
+        fc.option(fc.integer({ min: -3, max: 12 }), { nil: undefined }),
+        (workloadMax, exMax, requested) => {
+          const d = decideAdmission(
+            input({
+              workload: { defaultMaxCandidates: workloadMax, perCandidateOutputCeiling: 100 },
+              exceptions: [{ ...grant, maxCandidates: exMax }],
+              requestedCandidates: requested,
+            }),
+          );
+          if (d.ok) {
+            expect(d.effective).toBeLessThanOrEqual(Math.max(workloadMax, exMax));
+            expect(d.effective).toBeGreaterThanOrEqual(1);
+            expect(d.reservedOutputTokens).toBe(d.effective * d.outputCeiling);
+          }
+          if (requested === undefined) expect(d.ok && d.effective === 1).toBe(true);
+        },
+      ),
     );
   });
 });

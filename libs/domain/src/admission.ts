@@ -29,10 +29,7 @@ export function contractStatus(c: Pick<ContractFacts, 'verifiedAt' | 'verificati
 /** Multi-candidate needs a current contract that documents both the parameter and the cap. */
 export function contractAllowsMultiCandidate(c: ContractFacts, effective: number, now: Date): boolean {
   return (
-    contractStatus(c, now) === 'verified' &&
-    c.candidateParam !== null &&
-    c.outputCapSemantics !== null &&
-    effective <= c.maxCandidates
+    contractStatus(c, now) === 'verified' && c.candidateParam !== null && c.outputCapSemantics !== null && effective <= c.maxCandidates
   );
 }
 
@@ -83,7 +80,8 @@ export function decideAdmission(input: AdmissionInput): AdmissionDecision {
     (e) => e.status === 'active' && e.expiresAt.getTime() > now.getTime() && (e.routeId === null || e.routeId === route.routeId),
   );
   // The widest applicable grant decides; ties prefer a route-specific one.
-  const best = [...applicable].sort((a, b) => b.maxCandidates - a.maxCandidates || Number(b.routeId !== null) - Number(a.routeId !== null))[0] ?? null;
+  const best =
+    [...applicable].sort((a, b) => b.maxCandidates - a.maxCandidates || Number(b.routeId !== null) - Number(a.routeId !== null))[0] ?? null;
   const approved = approvedMaxCandidates({
     workloadDefaultMax: input.workload.defaultMaxCandidates,
     exception: best,

@@ -79,15 +79,11 @@ describe('normaliseCandidateCount', () => {
 
   it('property: integers >= 1 are accepted iff within the approved max', () => {
     fc.assert(
-      fc.property(
-        fc.integer({ min: 1, max: 1_000 }),
-        fc.integer({ min: 1, max: 64 }),
-        (requested, approvedMax) => {
-          const r = normaliseCandidateCount({ requested, approvedMax });
-          if (requested <= approvedMax) expect(r).toEqual({ ok: true, requested, effective: requested });
-          else expect(r).toMatchObject({ ok: false, code: 'candidate_count_exceeds_policy' });
-        },
-      ),
+      fc.property(fc.integer({ min: 1, max: 1_000 }), fc.integer({ min: 1, max: 64 }), (requested, approvedMax) => {
+        const r = normaliseCandidateCount({ requested, approvedMax });
+        if (requested <= approvedMax) expect(r).toEqual({ ok: true, requested, effective: requested });
+        else expect(r).toMatchObject({ ok: false, code: 'candidate_count_exceeds_policy' });
+      }),
     );
   });
 });
@@ -119,9 +115,7 @@ describe('approvedMaxCandidates', () => {
       fc.property(
         fc.integer({ min: 1, max: 32 }),
         fc.integer({ min: 0, max: 64 }),
-        fc.constantFrom('requested', 'active', 'approved', 'rejected', 'revoked', 'expired') as fc.Arbitrary<
-          CandidateException['status']
-        >,
+        fc.constantFrom('requested', 'active', 'approved', 'rejected', 'revoked', 'expired') as fc.Arbitrary<CandidateException['status']>,
         fc.integer({ min: -10_000, max: 10_000 }),
         fc.constantFrom(null, 'r1', 'r2'),
         (workloadDefaultMax, maxCandidates, status, offsetMs, routeId) => {

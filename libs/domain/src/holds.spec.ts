@@ -33,7 +33,14 @@ describe('pendingOf', () => {
 describe('planVoid', () => {
   it('releases the whole pending hold and voids the reservation', () => {
     const m = planVoid(hold());
-    expect(m).toEqual({ fromPendingMicrousd: 1000n, toUnresolvedMicrousd: 0n, fromUnresolvedMicrousd: 0n, toSettledMicrousd: 0n, toReleasedMicrousd: 1000n, status: 'voided' });
+    expect(m).toEqual({
+      fromPendingMicrousd: 1000n,
+      toUnresolvedMicrousd: 0n,
+      fromUnresolvedMicrousd: 0n,
+      toSettledMicrousd: 0n,
+      toReleasedMicrousd: 1000n,
+      status: 'voided',
+    });
     expect(pendingOf(apply(hold(), m))).toBe(0n);
   });
 
@@ -46,7 +53,13 @@ describe('planOrphans', () => {
   it('moves the pending hold to unresolved exposure and marks the reservation unresolved', () => {
     const { movement, exposuresMicrousd } = planOrphans(hold({ settledMicrousd: 100n }), 1);
     expect(exposuresMicrousd).toEqual([900n]);
-    expect(movement).toMatchObject({ fromPendingMicrousd: 900n, toUnresolvedMicrousd: 900n, toReleasedMicrousd: 0n, toSettledMicrousd: 0n, status: 'unresolved' });
+    expect(movement).toMatchObject({
+      fromPendingMicrousd: 900n,
+      toUnresolvedMicrousd: 900n,
+      toReleasedMicrousd: 0n,
+      toSettledMicrousd: 0n,
+      status: 'unresolved',
+    });
   });
 
   it('shares the hold between several orphans of one action, remainder to the first', () => {
@@ -54,7 +67,10 @@ describe('planOrphans', () => {
   });
 
   it('keeps an already unresolved reservation unresolved', () => {
-    expect(planOrphans(hold({ status: 'unresolved', unresolvedMicrousd: 400n }), 1).movement).toMatchObject({ toUnresolvedMicrousd: 600n, status: 'unresolved' });
+    expect(planOrphans(hold({ status: 'unresolved', unresolvedMicrousd: 400n }), 1).movement).toMatchObject({
+      toUnresolvedMicrousd: 600n,
+      status: 'unresolved',
+    });
   });
 
   it('leaves a resolved reservation alone (nothing pending, the case still opens with zero exposure)', () => {
@@ -79,8 +95,20 @@ describe('planCaseResolution', () => {
   const unresolved = hold({ status: 'unresolved', unresolvedMicrousd: 1000n });
 
   it('evidence below the exposure: settles the cost, releases the rest, reservation settled', () => {
-    const p = planCaseResolution(unresolved, { caseExposureMicrousd: 1000n, costMicrousd: 260n, actionDone: true, otherOpenExposureMicrousd: 0n });
-    expect(p.movement).toEqual({ fromPendingMicrousd: 0n, toUnresolvedMicrousd: 0n, fromUnresolvedMicrousd: 1000n, toSettledMicrousd: 260n, toReleasedMicrousd: 740n, status: 'settled' });
+    const p = planCaseResolution(unresolved, {
+      caseExposureMicrousd: 1000n,
+      costMicrousd: 260n,
+      actionDone: true,
+      otherOpenExposureMicrousd: 0n,
+    });
+    expect(p.movement).toEqual({
+      fromPendingMicrousd: 0n,
+      toUnresolvedMicrousd: 0n,
+      fromUnresolvedMicrousd: 1000n,
+      toSettledMicrousd: 260n,
+      toReleasedMicrousd: 740n,
+      status: 'settled',
+    });
     expect(p.overrunMicrousd).toBe(0n);
     const after = apply(unresolved, p.movement);
     expect(after.unresolvedMicrousd).toBe(0n);
@@ -88,14 +116,30 @@ describe('planCaseResolution', () => {
   });
 
   it('operator release: everything held is released, reservation released, nothing settled', () => {
-    const p = planCaseResolution(unresolved, { caseExposureMicrousd: 1000n, costMicrousd: null, actionDone: true, otherOpenExposureMicrousd: 0n });
-    expect(p.movement).toMatchObject({ fromUnresolvedMicrousd: 1000n, toSettledMicrousd: 0n, toReleasedMicrousd: 1000n, status: 'released' });
+    const p = planCaseResolution(unresolved, {
+      caseExposureMicrousd: 1000n,
+      costMicrousd: null,
+      actionDone: true,
+      otherOpenExposureMicrousd: 0n,
+    });
+    expect(p.movement).toMatchObject({
+      fromUnresolvedMicrousd: 1000n,
+      toSettledMicrousd: 0n,
+      toReleasedMicrousd: 1000n,
+      status: 'released',
+    });
   });
 
   it('evidence above the exposure takes from pending first, then records an overrun', () => {
     const h = hold({ status: 'unresolved', reservedMicrousd: 1000n, unresolvedMicrousd: 600n });
     const p = planCaseResolution(h, { caseExposureMicrousd: 600n, costMicrousd: 1200n, actionDone: true, otherOpenExposureMicrousd: 0n });
-    expect(p.movement).toMatchObject({ fromPendingMicrousd: 400n, fromUnresolvedMicrousd: 600n, toSettledMicrousd: 1200n, toReleasedMicrousd: 0n, status: 'settled' });
+    expect(p.movement).toMatchObject({
+      fromPendingMicrousd: 400n,
+      fromUnresolvedMicrousd: 600n,
+      toSettledMicrousd: 1200n,
+      toReleasedMicrousd: 0n,
+      status: 'settled',
+    });
     expect(p.overrunMicrousd).toBe(200n);
   });
 
@@ -120,7 +164,14 @@ describe('planCaseResolution', () => {
   it('a zero-exposure case on a settled reservation moves nothing', () => {
     const h = hold({ status: 'settled', settledMicrousd: 400n, releasedMicrousd: 600n });
     const p = planCaseResolution(h, { caseExposureMicrousd: 0n, costMicrousd: null, actionDone: true, otherOpenExposureMicrousd: 0n });
-    expect(p.movement).toEqual({ fromPendingMicrousd: 0n, toUnresolvedMicrousd: 0n, fromUnresolvedMicrousd: 0n, toSettledMicrousd: 0n, toReleasedMicrousd: 0n, status: 'settled' });
+    expect(p.movement).toEqual({
+      fromPendingMicrousd: 0n,
+      toUnresolvedMicrousd: 0n,
+      fromUnresolvedMicrousd: 0n,
+      toSettledMicrousd: 0n,
+      toReleasedMicrousd: 0n,
+      status: 'settled',
+    });
   });
 
   it('property: never releases more than was held, and settled + unresolved + released never exceed reserved + overrun', () => {
@@ -134,11 +185,18 @@ describe('planCaseResolution', () => {
         (reserved, unresolvedRaw, exposure, cost, done) => {
           const unresolvedAmt = unresolvedRaw > reserved ? reserved : unresolvedRaw;
           const h = hold({ status: 'unresolved', reservedMicrousd: reserved, unresolvedMicrousd: unresolvedAmt });
-          const p = planCaseResolution(h, { caseExposureMicrousd: exposure, costMicrousd: cost, actionDone: done, otherOpenExposureMicrousd: 0n });
+          const p = planCaseResolution(h, {
+            caseExposureMicrousd: exposure,
+            costMicrousd: cost,
+            actionDone: done,
+            otherOpenExposureMicrousd: 0n,
+          });
           const after = apply(h, p.movement);
           expect(after.unresolvedMicrousd).toBeGreaterThanOrEqual(0n);
           expect(p.movement.fromPendingMicrousd).toBeLessThanOrEqual(pendingOf(h));
-          expect(after.settledMicrousd + after.unresolvedMicrousd + after.releasedMicrousd).toBeLessThanOrEqual(reserved + p.overrunMicrousd);
+          expect(after.settledMicrousd + after.unresolvedMicrousd + after.releasedMicrousd).toBeLessThanOrEqual(
+            reserved + p.overrunMicrousd,
+          );
           expect(p.movement.toSettledMicrousd).toBe(cost ?? 0n);
         },
       ),

@@ -20,11 +20,7 @@ export function canonicalJson(value: unknown): string {
 }
 
 function write(value: unknown, ancestors: Set<object>): string | undefined {
-  if (
-    value !== null &&
-    typeof value === 'object' &&
-    typeof (value as { toJSON?: unknown }).toJSON === 'function'
-  ) {
+  if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
     value = (value as { toJSON: () => unknown }).toJSON();
   }
   switch (typeof value) {

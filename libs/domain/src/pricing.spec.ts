@@ -64,13 +64,7 @@ describe('costOfTokensMicrousd', () => {
 });
 
 describe('priceUsage', () => {
-  it.each<
-    [
-      string,
-      Partial<Usage>,
-      { input: bigint; cachedInput: bigint; output: bigint; reasoning: bigint; total: bigint },
-    ]
-  >([
+  it.each<[string, Partial<Usage>, { input: bigint; cachedInput: bigint; output: bigint; reasoning: bigint; total: bigint }]>([
     ['nothing', {}, { input: 0n, cachedInput: 0n, output: 0n, reasoning: 0n, total: 0n }],
     [
       'plain input and output',
@@ -113,9 +107,7 @@ describe('priceUsage', () => {
   });
 
   it('allows separate reasoning to exceed visible output', () => {
-    expect(() =>
-      priceUsage(usage({ outputTokens: 1, reasoningTokens: 9, outputIncludesReasoning: false }), price),
-    ).not.toThrow();
+    expect(() => priceUsage(usage({ outputTokens: 1, reasoningTokens: 9, outputIncludesReasoning: false }), price)).not.toThrow();
   });
 
   it('throws on a negative price', () => {
@@ -139,10 +131,7 @@ describe('priceUsage', () => {
   // relations intact (a cached token is also an input token; included reasoning is also output).
   const moreOf: Array<[string, (u: Usage) => Usage]> = [
     ['uncached input', (u) => ({ ...u, inputTokens: u.inputTokens + 1 })],
-    [
-      'cached input',
-      (u) => ({ ...u, inputTokens: u.inputTokens + 1, cachedInputTokens: u.cachedInputTokens + 1 }),
-    ],
+    ['cached input', (u) => ({ ...u, inputTokens: u.inputTokens + 1, cachedInputTokens: u.cachedInputTokens + 1 })],
     ['visible output', (u) => ({ ...u, outputTokens: u.outputTokens + 1 })],
     [
       'reasoning',
@@ -173,8 +162,7 @@ describe('priceUsage', () => {
           outputPerMTokMicrousd: rate,
           reasoningPerMTokMicrousd: rate,
         };
-        const billedTokens =
-          u.inputTokens + u.outputTokens + (u.outputIncludesReasoning ? 0 : u.reasoningTokens);
+        const billedTokens = u.inputTokens + u.outputTokens + (u.outputIncludesReasoning ? 0 : u.reasoningTokens);
         const single = costOfTokensMicrousd(billedTokens, rate);
         const total = priceUsage(u, flat).total;
         // Four categories each round up by < 1 micro-USD.

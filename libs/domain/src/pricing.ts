@@ -59,14 +59,11 @@ export function assertUsage(usage: Usage): void {
   assertNonNegativeInteger(usage.outputTokens, 'outputTokens');
   assertNonNegativeInteger(usage.reasoningTokens, 'reasoningTokens');
   if (usage.cachedInputTokens > usage.inputTokens) {
-    throw new RangeError(
-      `cachedInputTokens (${usage.cachedInputTokens}) cannot exceed inputTokens (${usage.inputTokens})`,
-    );
+    throw new RangeError(`cachedInputTokens (${usage.cachedInputTokens}) cannot exceed inputTokens (${usage.inputTokens})`);
   }
   if (usage.outputIncludesReasoning && usage.reasoningTokens > usage.outputTokens) {
     throw new RangeError(
-      `reasoningTokens (${usage.reasoningTokens}) cannot exceed outputTokens (${usage.outputTokens}) ` +
-        'when output includes reasoning',
+      `reasoningTokens (${usage.reasoningTokens}) cannot exceed outputTokens (${usage.outputTokens}) ` + 'when output includes reasoning',
     );
   }
 }
@@ -79,9 +76,7 @@ export function priceUsage(usage: Usage, price: PriceRevision): UsageCost {
   assertUsage(usage);
   assertPriceRevision(price);
   const uncachedInputTokens = usage.inputTokens - usage.cachedInputTokens;
-  const visibleOutputTokens = usage.outputIncludesReasoning
-    ? usage.outputTokens - usage.reasoningTokens
-    : usage.outputTokens;
+  const visibleOutputTokens = usage.outputIncludesReasoning ? usage.outputTokens - usage.reasoningTokens : usage.outputTokens;
 
   const input = costOfTokensMicrousd(uncachedInputTokens, price.inputPerMTokMicrousd);
   const cachedInput = costOfTokensMicrousd(usage.cachedInputTokens, price.cachedInputPerMTokMicrousd);
@@ -97,11 +92,7 @@ const maxBigint = (a: bigint, b: bigint): bigint => (a > b ? a : b);
  * token may turn out to be reasoning, and any input token may be billed uncached. The
  * input rate takes max(input, cached) only to stay an upper bound under an odd price list.
  */
-export function estimateCostMicrousd(
-  inputTokens: number,
-  outputTokens: number,
-  price: PriceRevision,
-): bigint {
+export function estimateCostMicrousd(inputTokens: number, outputTokens: number, price: PriceRevision): bigint {
   assertNonNegativeInteger(inputTokens, 'inputTokens');
   assertNonNegativeInteger(outputTokens, 'outputTokens');
   assertPriceRevision(price);

@@ -1,13 +1,6 @@
 import fc from 'fast-check';
 import { PriceRevision } from './pricing';
-import {
-  OutputCapSemantics,
-  checkBudget,
-  computeReservation,
-  estimateInputTokens,
-  outputCeiling,
-  settleReservation,
-} from './reservation';
+import { OutputCapSemantics, checkBudget, computeReservation, estimateInputTokens, outputCeiling, settleReservation } from './reservation';
 
 const price: PriceRevision = {
   id: 'p1',
@@ -32,20 +25,17 @@ describe('computeReservation', () => {
     [1_000, 4, 500, 'per_candidate', 2_000, 2_500n + 20_000n],
     [1_000, 4, 500, 'shared', 500, 2_500n + 5_000n],
     [0, 1, 1, 'shared', 1, 10n],
-  ])(
-    'input %i, n=%i, ceiling %i, %s -> %i tokens, %p',
-    (inputTokensEstimate, n, ceiling, semantics, tokens, micros) => {
-      expect(
-        computeReservation({
-          inputTokensEstimate,
-          effectiveCandidates: n,
-          perCandidateOutputCeiling: ceiling,
-          semantics,
-          price,
-        }),
-      ).toEqual({ reservedOutputTokens: tokens, reservedMicrousd: micros });
-    },
-  );
+  ])('input %i, n=%i, ceiling %i, %s -> %i tokens, %p', (inputTokensEstimate, n, ceiling, semantics, tokens, micros) => {
+    expect(
+      computeReservation({
+        inputTokensEstimate,
+        effectiveCandidates: n,
+        perCandidateOutputCeiling: ceiling,
+        semantics,
+        price,
+      }),
+    ).toEqual({ reservedOutputTokens: tokens, reservedMicrousd: micros });
+  });
 
   it.each([
     [{ effectiveCandidates: 0 }],
@@ -85,23 +75,19 @@ describe('computeReservation', () => {
 
   it('property: monotonic in effective candidates, and per_candidate scales linearly in tokens', () => {
     fc.assert(
-      fc.property(
-        reservationArgs,
-        fc.constantFrom<OutputCapSemantics>('per_candidate', 'shared'),
-        (a, semantics) => {
-          const one = computeReservation({ ...a, semantics });
-          const more = computeReservation({
-            ...a,
-            semantics,
-            effectiveCandidates: a.effectiveCandidates + 1,
-          });
-          expect(more.reservedMicrousd >= one.reservedMicrousd).toBe(true);
-          expect(more.reservedOutputTokens).toBeGreaterThanOrEqual(one.reservedOutputTokens);
-          if (semantics === 'per_candidate') {
-            expect(one.reservedOutputTokens).toBe(a.effectiveCandidates * a.perCandidateOutputCeiling);
-          }
-        },
-      ),
+      fc.property(reservationArgs, fc.constantFrom<OutputCapSemantics>('per_candidate', 'shared'), (a, semantics) => {
+        const one = computeReservation({ ...a, semantics });
+        const more = computeReservation({
+          ...a,
+          semantics,
+          effectiveCandidates: a.effectiveCandidates + 1,
+        });
+        expect(more.reservedMicrousd >= one.reservedMicrousd).toBe(true);
+        expect(more.reservedOutputTokens).toBeGreaterThanOrEqual(one.reservedOutputTokens);
+        if (semantics === 'per_candidate') {
+          expect(one.reservedOutputTokens).toBe(a.effectiveCandidates * a.perCandidateOutputCeiling);
+        }
+      }),
     );
   });
 
@@ -140,16 +126,12 @@ describe('outputCeiling', () => {
 
   it('property: result is within [1, policyCeiling] and never above what was asked (when asked ≥ 1)', () => {
     fc.assert(
-      fc.property(
-        fc.option(fc.integer({ min: -10, max: 1_000_000 })),
-        fc.integer({ min: 1, max: 500_000 }),
-        (requested, policyCeiling) => {
-          const c = outputCeiling({ requested, policyCeiling });
-          expect(c).toBeGreaterThanOrEqual(1);
-          expect(c).toBeLessThanOrEqual(policyCeiling);
-          if (requested !== null && requested >= 1) expect(c).toBeLessThanOrEqual(requested);
-        },
-      ),
+      fc.property(fc.option(fc.integer({ min: -10, max: 1_000_000 })), fc.integer({ min: 1, max: 500_000 }), (requested, policyCeiling) => {
+        const c = outputCeiling({ requested, policyCeiling });
+        expect(c).toBeGreaterThanOrEqual(1);
+        expect(c).toBeLessThanOrEqual(policyCeiling);
+        if (requested !== null && requested >= 1) expect(c).toBeLessThanOrEqual(requested);
+      }),
     );
   });
 });
@@ -173,19 +155,14 @@ describe('estimateInputTokens', () => {
 
   it('property: deterministic, monotonic in text and messages, and at least one token per 3 bytes', () => {
     fc.assert(
-      fc.property(
-        fc.array(fc.string({ unit: 'grapheme' })),
-        fc.string(),
-        fc.nat(100),
-        (texts, extra, messages) => {
-          const base = estimateInputTokens(texts, messages);
-          expect(estimateInputTokens([...texts], messages)).toBe(base);
-          expect(estimateInputTokens([...texts, extra], messages)).toBeGreaterThanOrEqual(base);
-          expect(estimateInputTokens(texts, messages + 1)).toBe(base + 4);
-          const bytes = texts.reduce((n, t) => n + Buffer.byteLength(t, 'utf8'), 0);
-          expect(base * 3).toBeGreaterThanOrEqual(bytes);
-        },
-      ),
+      fc.property(fc.array(fc.string({ unit: 'grapheme' })), fc.string(), fc.nat(100), (texts, extra, messages) => {
+        const base = estimateInputTokens(texts, messages);
+        expect(estimateInputTokens([...texts], messages)).toBe(base);
+        expect(estimateInputTokens([...texts, extra], messages)).toBeGreaterThanOrEqual(base);
+        expect(estimateInputTokens(texts, messages + 1)).toBe(base + 4);
+        const bytes = texts.reduce((n, t) => n + Buffer.byteLength(t, 'utf8'), 0);
+        expect(base * 3).toBeGreaterThanOrEqual(bytes);
+      }),
     );
   });
 });
@@ -223,28 +200,21 @@ describe('checkBudget', () => {
         expect(r.ok).toBe(sum <= budget);
         if (r.ok) expect(r.remainingAfterMicrousd).toBe(budget - sum);
         // Denied means the request did not fit, or the budget is already overrun (remaining clamps to 0).
-        else
-          expect(
-            r.remainingMicrousd >= 0n && (r.remainingMicrousd < request || r.remainingMicrousd === 0n),
-          ).toBe(true);
+        else expect(r.remainingMicrousd >= 0n && (r.remainingMicrousd < request || r.remainingMicrousd === 0n)).toBe(true);
       }),
     );
   });
 
   it('property: admitting sequentially never overspends', () => {
     fc.assert(
-      fc.property(
-        micro,
-        fc.array(fc.bigInt({ min: 0n, max: 10n ** 9n }), { maxLength: 50 }),
-        (budget, requests) => {
-          let pending = 0n;
-          for (const request of requests) {
-            const r = checkBudget(b(budget, pending, 0n, 0n, request));
-            if (r.ok) pending += request;
-          }
-          expect(pending <= budget).toBe(true);
-        },
-      ),
+      fc.property(micro, fc.array(fc.bigInt({ min: 0n, max: 10n ** 9n }), { maxLength: 50 }), (budget, requests) => {
+        let pending = 0n;
+        for (const request of requests) {
+          const r = checkBudget(b(budget, pending, 0n, 0n, request));
+          if (r.ok) pending += request;
+        }
+        expect(pending <= budget).toBe(true);
+      }),
     );
   });
 });

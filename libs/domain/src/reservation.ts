@@ -42,11 +42,7 @@ export function computeReservation(input: {
   semantics: OutputCapSemantics;
   price: PriceRevision;
 }): { reservedOutputTokens: number; reservedMicrousd: bigint } {
-  const outputTokens = reservedOutputTokens(
-    input.effectiveCandidates,
-    input.perCandidateOutputCeiling,
-    input.semantics,
-  );
+  const outputTokens = reservedOutputTokens(input.effectiveCandidates, input.perCandidateOutputCeiling, input.semantics);
   // The prompt is billed once however many candidates are generated from it.
   const reservedMicrousd = estimateCostMicrousd(input.inputTokensEstimate, outputTokens, input.price);
   return { reservedOutputTokens: outputTokens, reservedMicrousd };
@@ -81,15 +77,10 @@ export function estimateInputTokens(texts: readonly string[], messageCount: numb
   assertNonNegativeInteger(messageCount, 'messageCount');
   let bytes = 0;
   for (const text of texts) bytes += Buffer.byteLength(text, 'utf8');
-  return (
-    Math.ceil(bytes / UTF8_BYTES_PER_TOKEN_ESTIMATE) +
-    TOKENS_PER_MESSAGE_OVERHEAD * messageCount +
-    TOKENS_REPLY_PRIMING
-  );
+  return Math.ceil(bytes / UTF8_BYTES_PER_TOKEN_ESTIMATE) + TOKENS_PER_MESSAGE_OVERHEAD * messageCount + TOKENS_REPLY_PRIMING;
 }
 
-export type BudgetCheck =
-  { ok: true; remainingAfterMicrousd: bigint } | { ok: false; remainingMicrousd: bigint };
+export type BudgetCheck = { ok: true; remainingAfterMicrousd: bigint } | { ok: false; remainingMicrousd: bigint };
 
 /**
  * Admission rule: pending + unresolved + settled + request ≤ budget. Unresolved holds

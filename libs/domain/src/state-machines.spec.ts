@@ -256,12 +256,9 @@ describe('exception transitions and approval', () => {
     ['revoked', before, 'revoked'],
     ['rejected', expiresAt, 'rejected'],
     ['expired', before, 'expired'],
-  ] as Array<[ExceptionStatus, Date, ExceptionStatus]>)(
-    'effective status of %s at %s is %s',
-    (status, now, expected) => {
-      expect(effectiveExceptionStatus({ status, expiresAt }, now)).toBe(expected);
-    },
-  );
+  ] as Array<[ExceptionStatus, Date, ExceptionStatus]>)('effective status of %s at %s is %s', (status, now, expected) => {
+    expect(effectiveExceptionStatus({ status, expiresAt }, now)).toBe(expected);
+  });
 });
 
 describe('transitionGuard', () => {

@@ -33,8 +33,7 @@ export function defineMachine<S extends string, E extends string>(
   // Own-property lookups only: a state or event named like an Object.prototype member
   // ('constructor', 'toString') must not resolve to something inherited.
   const has = (o: object, k: string) => Object.prototype.hasOwnProperty.call(o, k);
-  const edges = (from: S): Partial<Record<E, S>> | undefined =>
-    has(transitions, from) ? transitions[from] : undefined;
+  const edges = (from: S): Partial<Record<E, S>> | undefined => (has(transitions, from) ? transitions[from] : undefined);
 
   const states = Object.keys(transitions) as S[];
   const events = [...new Set(states.flatMap((s) => Object.keys(transitions[s]) as E[]))];
@@ -76,8 +75,7 @@ export function transitionGuard<S extends string, E extends string>(machine: Mac
 // ---------------------------------------------------------------------------------------
 // Action: one application call as seen by the gateway, from receipt to a final answer.
 
-export type ActionState =
-  'received' | 'admitted' | 'denied' | 'dispatched' | 'answered' | 'failed' | 'expired';
+export type ActionState = 'received' | 'admitted' | 'denied' | 'dispatched' | 'answered' | 'failed' | 'expired';
 export type ActionEvent = 'admit' | 'deny' | 'dispatch' | 'answer' | 'fail' | 'expire';
 
 export const actionMachine = defineMachine<ActionState, ActionEvent>('action', {
@@ -95,16 +93,8 @@ export const actionMachine = defineMachine<ActionState, ActionEvent>('action', {
 // `settled`, possibly via reconciliation, because money was (or may have been) spent.
 
 export type AttemptState =
-  | 'claimed'
-  | 'in_flight'
-  | 'succeeded'
-  | 'failed'
-  | 'cancelled'
-  | 'usage_missing'
-  | 'reconciliation_required'
-  | 'settled';
-export type AttemptEvent =
-  'start' | 'succeed' | 'fail' | 'cancel' | 'cut' | 'settle' | 'require_reconciliation';
+  'claimed' | 'in_flight' | 'succeeded' | 'failed' | 'cancelled' | 'usage_missing' | 'reconciliation_required' | 'settled';
+export type AttemptEvent = 'start' | 'succeed' | 'fail' | 'cancel' | 'cut' | 'settle' | 'require_reconciliation';
 
 export const attemptMachine = defineMachine<AttemptState, AttemptEvent>('attempt', {
   claimed: { start: 'in_flight' },
@@ -184,10 +174,7 @@ export function canApprove(input: {
  * Status as of `now`. Expiry is a time fact that a sweeper records later, so readers must
  * not trust a stored `active` (or a still-open `requested`) past `expiresAt`.
  */
-export function effectiveExceptionStatus(
-  exception: { status: ExceptionStatus; expiresAt: Date },
-  now: Date,
-): ExceptionStatus {
+export function effectiveExceptionStatus(exception: { status: ExceptionStatus; expiresAt: Date }, now: Date): ExceptionStatus {
   const past = now.getTime() >= exception.expiresAt.getTime();
   switch (exception.status) {
     case 'active':

@@ -12,10 +12,13 @@ export class ReplyRouter {
 
   /** Registers before the command is published, so an instant reply is never missed. */
   listen(actionId: string, deadline: Date, now: Date, listener: ReplyListener, onTimeout: () => void): () => void {
-    const timer = setTimeout(() => {
-      this.waiters.delete(actionId);
-      onTimeout();
-    }, Math.max(0, deadline.getTime() - now.getTime()));
+    const timer = setTimeout(
+      () => {
+        this.waiters.delete(actionId);
+        onTimeout();
+      },
+      Math.max(0, deadline.getTime() - now.getTime()),
+    );
     this.waiters.set(actionId, { listener, timer });
     return () => this.cancel(actionId);
   }

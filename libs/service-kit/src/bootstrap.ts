@@ -62,11 +62,6 @@ export async function startHttpService(module: Type<unknown> | DynamicModule, op
 }
 
 export function buildOpenApi(app: INestApplication, opts: { title: string; description: string }): OpenAPIObject {
-  const config = new DocumentBuilder()
-    .setTitle(opts.title)
-    .setDescription(opts.description)
-    .setVersion('1')
-    .addBearerAuth()
-    .build();
+  const config = new DocumentBuilder().setTitle(opts.title).setDescription(opts.description).setVersion('1').addBearerAuth().build();
   return SwaggerModule.createDocument(app, config);
 }

@@ -23,7 +23,9 @@ export function loadConfig(serviceName: string, env: NodeJS.ProcessEnv = process
   return {
     serviceName,
     databaseUrl: parsed.DATABASE_URL,
-    kafkaBrokers: parsed.KAFKA_BROKERS.split(',').map((b) => b.trim()).filter(Boolean),
+    kafkaBrokers: parsed.KAFKA_BROKERS.split(',')
+      .map((b) => b.trim())
+      .filter(Boolean),
     instanceId: parsed.GATEWAY_INSTANCE_ID ?? `${serviceName}-${process.pid}`,
     logLevel: parsed.LOG_LEVEL,
     host: parsed.HOST,

@@ -94,7 +94,19 @@ export class CoreModule {
         OperatorAuth,
         CoreLifecycle,
       ],
-      exports: [CatalogRepository, PolicyRepository, OperatorAuth, SERVICE_CONFIG, LOGGER, Metrics, Database, KafkaBus, OutboxRepository, ProcessedEventRepository, OutboxRelay],
+      exports: [
+        CatalogRepository,
+        PolicyRepository,
+        OperatorAuth,
+        SERVICE_CONFIG,
+        LOGGER,
+        Metrics,
+        Database,
+        KafkaBus,
+        OutboxRepository,
+        ProcessedEventRepository,
+        OutboxRelay,
+      ],
     };
   }
 }

@@ -42,7 +42,12 @@ export function writeDenial(req: Request, res: Response, err: DomainError, extra
         message: err.message,
         status: err.code,
         details: [
-          { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: err.code, domain: 'llm-gateway', metadata: { grpc_status: GEMINI_STATUS[status] ?? 'UNKNOWN' } },
+          {
+            '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+            reason: err.code,
+            domain: 'llm-gateway',
+            metadata: { grpc_status: GEMINI_STATUS[status] ?? 'UNKNOWN' },
+          },
         ],
       },
     });
@@ -70,7 +75,18 @@ export class GatewayExceptionFilter implements ExceptionFilter {
     if (exception instanceof DomainError) return writeDenial(req, res, exception);
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
-      const code = status === 404 ? 'not_found' : status === 401 ? 'unauthorized' : status === 403 ? 'forbidden' : status === 413 ? 'payload_too_large' : status < 500 ? 'invalid_request' : 'internal_error';
+      const code =
+        status === 404
+          ? 'not_found'
+          : status === 401
+            ? 'unauthorized'
+            : status === 403
+              ? 'forbidden'
+              : status === 413
+                ? 'payload_too_large'
+                : status < 500
+                  ? 'invalid_request'
+                  : 'internal_error';
       const message = typeof exception.getResponse() === 'string' ? String(exception.getResponse()) : exception.message;
       res.status(status).json({ error: { message, type: status < 500 ? 'invalid_request_error' : 'api_error', code, param: null } });
       return;

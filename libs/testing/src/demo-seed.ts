@@ -6,12 +6,30 @@ export async function seedDemo(databaseUrl: string, providerSimUrl: string, demo
   const db = new Database(databaseUrl);
   try {
     const seed = new Seeder(db);
-    await seed.route({ routeId: 'approved-standard', alias: 'approved-standard', providerKind: 'openai-chat', upstreamBaseUrl: providerSimUrl, upstreamModel: 'sim-gpt' });
-    await seed.route({ routeId: 'gemini-flash', alias: 'gemini-flash', providerKind: 'gemini-generate', upstreamBaseUrl: providerSimUrl, upstreamModel: 'gemini-sim' });
+    await seed.route({
+      routeId: 'approved-standard',
+      alias: 'approved-standard',
+      providerKind: 'openai-chat',
+      upstreamBaseUrl: providerSimUrl,
+      upstreamModel: 'sim-gpt',
+    });
+    await seed.route({
+      routeId: 'gemini-flash',
+      alias: 'gemini-flash',
+      providerKind: 'gemini-generate',
+      upstreamBaseUrl: providerSimUrl,
+      upstreamModel: 'gemini-sim',
+    });
     const support = await seed.workload({ id: 'support-draft', allowedAliases: ['approved-standard', 'gemini-flash'] });
     const supportKey = demoKey ? await seed.key('support-draft', demoKey).catch(() => demoKey) : support.key;
-    const evalRerank = await seed.workload({ id: 'eval-rerank', allowedAliases: ['approved-standard', 'gemini-flash'], perCandidateOutputCeiling: 256 });
-    const existing = await db.prisma.candidateException.findFirst({ where: { workloadId: 'eval-rerank', status: 'active', expiresAt: { gt: new Date() } } });
+    const evalRerank = await seed.workload({
+      id: 'eval-rerank',
+      allowedAliases: ['approved-standard', 'gemini-flash'],
+      perCandidateOutputCeiling: 256,
+    });
+    const existing = await db.prisma.candidateException.findFirst({
+      where: { workloadId: 'eval-rerank', status: 'active', expiresAt: { gt: new Date() } },
+    });
     if (!existing) {
       await seed.approvedException({
         workloadId: 'eval-rerank',

@@ -1,5 +1,8 @@
 /** Polls `probe` until it returns a value (not undefined) or the timeout passes: never a bare sleep. */
-export async function eventually<T>(probe: () => Promise<T | undefined> | T | undefined, opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<T> {
+export async function eventually<T>(
+  probe: () => Promise<T | undefined> | T | undefined,
+  opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+): Promise<T> {
   const deadline = Date.now() + (opts.timeoutMs ?? 15000);
   let lastError: unknown;
   for (;;) {

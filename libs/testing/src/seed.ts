@@ -20,7 +20,11 @@ export class Seeder {
     this.policy = new PolicyRepository(db, new OutboxRepository(db));
   }
 
-  async route(input: Partial<RouteContractInput> & Pick<RouteContractInput, 'routeId' | 'alias' | 'providerKind' | 'upstreamBaseUrl' | 'upstreamModel'>, opts: { verified?: boolean; verifiedAt?: Date; price?: Partial<Prices> } = {}): Promise<void> {
+  async route(
+    input: Partial<RouteContractInput> &
+      Pick<RouteContractInput, 'routeId' | 'alias' | 'providerKind' | 'upstreamBaseUrl' | 'upstreamModel'>,
+    opts: { verified?: boolean; verifiedAt?: Date; price?: Partial<Prices> } = {},
+  ): Promise<void> {
     const now = new Date();
     const gemini = input.providerKind === 'gemini-generate';
     const { version } = await this.policy.putRouteContract(
@@ -84,7 +88,10 @@ export class Seeder {
   }
 
   async key(workloadId: string, key = newWorkloadKey()): Promise<string> {
-    await this.policy.addApiKey({ id: randomUUID(), workloadId, keyHash: sha256(key), keyPrefix: key.slice(0, 7), actor: 'seed' }, new Date());
+    await this.policy.addApiKey(
+      { id: randomUUID(), workloadId, keyHash: sha256(key), keyPrefix: key.slice(0, 7), actor: 'seed' },
+      new Date(),
+    );
     return key;
   }
 
@@ -94,7 +101,17 @@ export class Seeder {
   }
 
   /** An approved exception, written directly (tests of the approval flow use the policy API). */
-  async approvedException(input: { workloadId: string; routeId?: string | null; maxCandidates: number; perCandidateOutputCeiling: number; budgetMicrousd: bigint; expiresAt: Date; allowsStreaming?: boolean; requestedBy?: string; approvedBy?: string }): Promise<string> {
+  async approvedException(input: {
+    workloadId: string;
+    routeId?: string | null;
+    maxCandidates: number;
+    perCandidateOutputCeiling: number;
+    budgetMicrousd: bigint;
+    expiresAt: Date;
+    allowsStreaming?: boolean;
+    requestedBy?: string;
+    approvedBy?: string;
+  }): Promise<string> {
     const id = randomUUID();
     const now = new Date();
     await this.db.prisma.candidateException.create({
@@ -115,8 +132,24 @@ export class Seeder {
         updatedAt: now,
         events: {
           create: [
-            { id: randomUUID(), event: 'request', fromStatus: null, toStatus: 'requested', actor: input.requestedBy ?? 'seed-operator', reason: 'seeded', at: now },
-            { id: randomUUID(), event: 'approve', fromStatus: 'requested', toStatus: 'active', actor: input.approvedBy ?? 'seed-approver', reason: 'seeded', at: now },
+            {
+              id: randomUUID(),
+              event: 'request',
+              fromStatus: null,
+              toStatus: 'requested',
+              actor: input.requestedBy ?? 'seed-operator',
+              reason: 'seeded',
+              at: now,
+            },
+            {
+              id: randomUUID(),
+              event: 'approve',
+              fromStatus: 'requested',
+              toStatus: 'active',
+              actor: input.approvedBy ?? 'seed-approver',
+              reason: 'seeded',
+              at: now,
+            },
           ],
         },
       },

@@ -14,7 +14,20 @@ export class ChatCompletionsController {
   @Post()
   @ApiOperation({ summary: 'OpenAI-compatible chat completions (n omitted → 1; over-policy n is refused before dispatch)' })
   @ApiHeader({ name: 'Idempotency-Key', required: false })
-  @ApiBody({ schema: { type: 'object', required: ['model', 'messages'], properties: { model: { type: 'string' }, messages: { type: 'array', items: { type: 'object' } }, n: { type: 'integer', minimum: 1 }, max_tokens: { type: 'integer' }, max_completion_tokens: { type: 'integer' }, stream: { type: 'boolean' } } } })
+  @ApiBody({
+    schema: {
+      type: 'object',
+      required: ['model', 'messages'],
+      properties: {
+        model: { type: 'string' },
+        messages: { type: 'array', items: { type: 'object' } },
+        n: { type: 'integer', minimum: 1 },
+        max_tokens: { type: 'integer' },
+        max_completion_tokens: { type: 'integer' },
+        stream: { type: 'boolean' },
+      },
+    },
+  })
   @ApiResponse({ status: 200, description: 'provider-shaped response with x-gateway-* headers' })
   @ApiResponse({ status: 400, description: 'candidate_count_exceeds_policy | invalid_request' })
   create(@Req() req: Request, @Res() res: Response, @Headers('idempotency-key') idem?: string): Promise<void> {

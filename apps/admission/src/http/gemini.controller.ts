@@ -16,15 +16,24 @@ export class GeminiController {
   @ApiParam({ name: 'modelAndMethod', example: 'gemini-flash:generateContent' })
   @ApiHeader({ name: 'x-goog-api-key', required: true })
   @ApiBody({ schema: { type: 'object', required: ['contents'] } })
-  generate(@Param('modelAndMethod') modelAndMethod: string, @Req() req: Request, @Res() res: Response, @Headers('idempotency-key') idem?: string): Promise<void> {
-    return this.responder.serve(() => {
-      const sep = modelAndMethod.lastIndexOf(':');
-      const model = sep > 0 ? modelAndMethod.slice(0, sep) : '';
-      const method = sep > 0 ? modelAndMethod.slice(sep + 1) : '';
-      if (method !== 'generateContent' && method !== 'streamGenerateContent') {
-        throw new DomainError('invalid_request', `unsupported method '${method}'; use generateContent or streamGenerateContent`);
-      }
-      return fromGeminiGenerate(req.body, model, method === 'streamGenerateContent', googApiKey(req), idem ?? null);
-    }, req, res);
+  generate(
+    @Param('modelAndMethod') modelAndMethod: string,
+    @Req() req: Request,
+    @Res() res: Response,
+    @Headers('idempotency-key') idem?: string,
+  ): Promise<void> {
+    return this.responder.serve(
+      () => {
+        const sep = modelAndMethod.lastIndexOf(':');
+        const model = sep > 0 ? modelAndMethod.slice(0, sep) : '';
+        const method = sep > 0 ? modelAndMethod.slice(sep + 1) : '';
+        if (method !== 'generateContent' && method !== 'streamGenerateContent') {
+          throw new DomainError('invalid_request', `unsupported method '${method}'; use generateContent or streamGenerateContent`);
+        }
+        return fromGeminiGenerate(req.body, model, method === 'streamGenerateContent', googApiKey(req), idem ?? null);
+      },
+      req,
+      res,
+    );
   }
 }

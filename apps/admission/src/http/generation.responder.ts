@@ -39,9 +39,13 @@ export class GenerationResponder {
   private async whole(admitted: AdmittedAction, res: Response): Promise<string> {
     const reply = await new Promise<DispatchReplyV1 | 'timeout' | 'client_gone'>((resolve) => {
       void this.admit
-        .dispatch(admitted, (r) => {
-          if (r.kind === 'response' || r.kind === 'error') resolve(r);
-        }, () => resolve('timeout'))
+        .dispatch(
+          admitted,
+          (r) => {
+            if (r.kind === 'response' || r.kind === 'error') resolve(r);
+          },
+          () => resolve('timeout'),
+        )
         .then((stop) =>
           res.on('close', () => {
             // The client left before the answer: stop waiting (dispatch and settlement carry on).
@@ -51,7 +55,18 @@ export class GenerationResponder {
         )
         .catch((err: Error) => {
           this.log.error({ action_id: admitted.actionId, error: err.message }, 'dispatch publish failed');
-          resolve({ kind: 'error', http_status: 502, code: 'upstream_error', message: `the request could not be dispatched (action ${admitted.actionId})`, attempt_id: null, provider_request_id: null, requested_candidates: null, effective_candidates: admitted.command.effective_candidates, returned_candidates: null, candidates: [] });
+          resolve({
+            kind: 'error',
+            http_status: 502,
+            code: 'upstream_error',
+            message: `the request could not be dispatched (action ${admitted.actionId})`,
+            attempt_id: null,
+            provider_request_id: null,
+            requested_candidates: null,
+            effective_candidates: admitted.command.effective_candidates,
+            returned_candidates: null,
+            candidates: [],
+          });
         });
     });
     if (reply === 'client_gone') return 'client_disconnected';
@@ -72,7 +87,8 @@ export class GenerationResponder {
     }
     if (reply.kind === 'error') {
       res.setHeader('x-gateway-returned-candidates', String(reply.returned_candidates ?? 0));
-      const code = reply.code === 'deadline_exceeded' ? 'deadline_exceeded' : reply.code === 'invalid_request' ? 'invalid_request' : 'upstream_error';
+      const code =
+        reply.code === 'deadline_exceeded' ? 'deadline_exceeded' : reply.code === 'invalid_request' ? 'invalid_request' : 'upstream_error';
       // A route that refuses what its contract promised will refuse again: retrying only spends.
       if (reply.code === 'upstream_contract_failure') res.setHeader('x-should-retry', 'false');
       writeDenial(res.req, res, new DomainError(code, reply.message));
@@ -149,7 +165,15 @@ export class GenerationResponder {
         .catch((err) => {
           this.log.error({ action_id: admitted.actionId, error: (err as Error).message }, 'dispatch publish failed');
           if (opened) res.end();
-          else writeDenial(res.req, res, new DomainError('upstream_error', `the request could not be dispatched (action ${admitted.actionId}); its reservation is released after the dispatch deadline`));
+          else
+            writeDenial(
+              res.req,
+              res,
+              new DomainError(
+                'upstream_error',
+                `the request could not be dispatched (action ${admitted.actionId}); its reservation is released after the dispatch deadline`,
+              ),
+            );
           finish('publish_failed');
         });
       res.on('close', () => {
@@ -166,8 +190,14 @@ export class GenerationResponder {
         res.setHeader('x-gateway-idempotent-replay', 'true');
         return this.writeReply(err.actionId, { 'x-gateway-action-id': err.actionId }, cached, res);
       }
-      writeDenial(req, res, new DomainError('idempotency_key_reused',
-        `this Idempotency-Key already created action ${err.actionId}; its result is no longer held, see GET /v1/actions/${err.actionId}`));
+      writeDenial(
+        req,
+        res,
+        new DomainError(
+          'idempotency_key_reused',
+          `this Idempotency-Key already created action ${err.actionId}; its result is no longer held, see GET /v1/actions/${err.actionId}`,
+        ),
+      );
       return 'idempotency_replay';
     }
     if (err instanceof GatewayError) {
@@ -179,7 +209,8 @@ export class GenerationResponder {
       return err.code;
     }
     this.log.error({ error: (err as Error)?.name, message: (err as Error)?.message }, 'admission failed');
-    if (!res.headersSent) res.status(500).json({ error: { message: 'internal error', type: 'api_error', code: 'internal_error', param: null } });
+    if (!res.headersSent)
+      res.status(500).json({ error: { message: 'internal error', type: 'api_error', code: 'internal_error', param: null } });
     return 'internal_error';
   }
 }

@@ -23,12 +23,19 @@ export class CasesController {
   ) {}
 
   @Get()
-  @ApiOperation({ summary: 'Reconciliation cases, newest first (sanitised: ids, reasons, counts, integer micro-USD strings). Roles: operator, finance' })
+  @ApiOperation({
+    summary: 'Reconciliation cases, newest first (sanitised: ids, reasons, counts, integer micro-USD strings). Roles: operator, finance',
+  })
   @ApiQuery({ name: 'status', required: false, enum: ['open', 'resolved', 'all'], description: 'default open' })
   @ApiQuery({ name: 'workload_id', required: false })
   @ApiQuery({ name: 'limit', required: false, description: '1 to 1000, default 100' })
   @ApiOkResponse({ schema: { type: 'object', properties: { cases: { type: 'array', items: caseSchema } } } })
-  async list(@Req() req: Request, @Query('status') status?: string, @Query('workload_id') workloadId?: string, @Query('limit') limit?: string) {
+  async list(
+    @Req() req: Request,
+    @Query('status') status?: string,
+    @Query('workload_id') workloadId?: string,
+    @Query('limit') limit?: string,
+  ) {
     await this.auth.require(req, ['operator', 'finance']);
     return this.listCases.execute({ status, workload_id: workloadId, limit });
   }
@@ -36,7 +43,8 @@ export class CasesController {
   @Post(':id/import-usage')
   @HttpCode(200)
   @ApiOperation({
-    summary: "Settle the case's attempt from provider usage evidence (usage_source provider_export), priced with the reservation's price revision. Roles: operator, finance",
+    summary:
+      "Settle the case's attempt from provider usage evidence (usage_source provider_export), priced with the reservation's price revision. Roles: operator, finance",
   })
   @ApiParam({ name: 'id', description: 'case id' })
   @ApiBody({ schema: schemaOf(importUsageBody) })
@@ -47,7 +55,10 @@ export class CasesController {
 
   @Post(':id/release')
   @HttpCode(200)
-  @ApiOperation({ summary: "Release the case's unresolved exposure without usage evidence (usage_source operator); the reason is required. Role: operator" })
+  @ApiOperation({
+    summary:
+      "Release the case's unresolved exposure without usage evidence (usage_source operator); the reason is required. Role: operator",
+  })
   @ApiParam({ name: 'id', description: 'case id' })
   @ApiBody({ schema: schemaOf(releaseCaseBody) })
   async release(@Req() req: Request, @Param('id') id: string, @Body() body: unknown) {

@@ -15,8 +15,15 @@ export class ExposureController {
   ) {}
 
   @Get()
-  @ApiOperation({ summary: 'Per budget account: settled, unresolved and pending micro-USD as separate labelled integers, never summed. Roles: operator, finance' })
-  @ApiQuery({ name: 'workload_id', required: false, description: "the workload's accounts and those of its exceptions; all accounts when omitted" })
+  @ApiOperation({
+    summary:
+      'Per budget account: settled, unresolved and pending micro-USD as separate labelled integers, never summed. Roles: operator, finance',
+  })
+  @ApiQuery({
+    name: 'workload_id',
+    required: false,
+    description: "the workload's accounts and those of its exceptions; all accounts when omitted",
+  })
   @ApiOkResponse({ schema: exposureSchema })
   async get(@Req() req: Request, @Query('workload_id') workloadId?: string) {
     await this.auth.require(req, ['operator', 'finance']);

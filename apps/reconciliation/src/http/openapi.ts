@@ -18,7 +18,8 @@ export const caseSchema: SchemaObject = {
     workload_id: { type: 'string', nullable: true },
     reason: {
       type: 'string',
-      description: 'usage_missing, stream_ended_before_usage, returned_exceeds_effective, candidate_shortfall_unexplained or orphaned_attempt',
+      description:
+        'usage_missing, stream_ended_before_usage, returned_exceeds_effective, candidate_shortfall_unexplained or orphaned_attempt',
     },
     status: { type: 'string', enum: ['open', 'resolved'] },
     provider_request_id: { type: 'string', nullable: true },
@@ -46,7 +47,10 @@ export const exposureSchema: SchemaObject = {
           scope_id: { type: 'string' },
           period_start: { type: 'string', format: 'date-time' },
           settled_microusd: { ...microusd, description: 'priced from usage evidence' },
-          unresolved_microusd: { ...microusd, description: 'held until evidence or an operator resolves it; may or may not have been billed' },
+          unresolved_microusd: {
+            ...microusd,
+            description: 'held until evidence or an operator resolves it; may or may not have been billed',
+          },
           pending_microusd: { ...microusd, description: 'worst-case holds of actions still running' },
           budget_microusd: microusd,
           updated_at: { type: 'string', format: 'date-time' },

@@ -7,6 +7,8 @@ import { ReconciliationError, reconciliationErrorStatus } from '../reconciliatio
 export class ReconciliationErrorFilter implements ExceptionFilter {
   catch(err: ReconciliationError, host: ArgumentsHost): void {
     const res = host.switchToHttp().getResponse<Response>();
-    res.status(reconciliationErrorStatus(err.code)).json({ error: { message: err.message, type: 'invalid_request_error', code: err.code, param: null } });
+    res
+      .status(reconciliationErrorStatus(err.code))
+      .json({ error: { message: err.message, type: 'invalid_request_error', code: err.code, param: null } });
   }
 }

@@ -1,4 +1,11 @@
-import type { ReconciliationActionView, ReconciliationAttemptView, ReconciliationCaseView, ReconciliationStore, ReservationView, Tx } from '@gateway/db';
+import type {
+  ReconciliationActionView,
+  ReconciliationAttemptView,
+  ReconciliationCaseView,
+  ReconciliationStore,
+  ReservationView,
+  Tx,
+} from '@gateway/db';
 import { actionMachine } from '@gateway/domain';
 import { CaseResolutionPlan, planCaseResolution } from '@gateway/domain';
 import { ReconciliationError } from '../reconciliation.errors';
@@ -19,7 +26,10 @@ export async function lockOpenCase(store: ReconciliationStore, tx: Tx, caseId: s
   const c = await store.lockCase(tx, caseId);
   if (!c) throw new ReconciliationError('case_not_found', `reconciliation case ${caseId} does not exist`);
   if (c.status !== 'open') {
-    throw new ReconciliationError('case_already_resolved', `case ${caseId} was already resolved${c.resolvedBy ? ` by ${c.resolvedBy}` : ''}`);
+    throw new ReconciliationError(
+      'case_already_resolved',
+      `case ${caseId} was already resolved${c.resolvedBy ? ` by ${c.resolvedBy}` : ''}`,
+    );
   }
   const reservation = await store.lockReservation(tx, c.actionId);
   const action = await store.lockAction(tx, c.actionId);

@@ -18,7 +18,12 @@ export class LedgerController {
   @ApiQuery({ name: 'workload_id', required: false })
   @ApiQuery({ name: 'action_id', required: false })
   @ApiQuery({ name: 'limit', required: false })
-  async list(@Req() req: Request, @Query('workload_id') workloadId?: string, @Query('action_id') actionId?: string, @Query('limit') limit?: string) {
+  async list(
+    @Req() req: Request,
+    @Query('workload_id') workloadId?: string,
+    @Query('action_id') actionId?: string,
+    @Query('limit') limit?: string,
+  ) {
     await this.auth.require(req, ['finance', 'operator']);
     return this.ledger.execute({ workloadId: workloadId ?? null, actionId: actionId ?? null, limit: limit ? Number(limit) : 100 });
   }

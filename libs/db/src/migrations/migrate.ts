@@ -331,10 +331,11 @@ function describePgError(err: unknown): string {
 async function applyMigration(client: Client, m: LocalMigration): Promise<void> {
   const id = randomUUID();
   // Recorded outside the migration's transaction so that a failure stays visible (P3009).
-  await client.query(
-    `INSERT INTO ${MIGRATIONS_TABLE} (id, checksum, started_at, migration_name) VALUES ($1, $2, now(), $3)`,
-    [id, m.checksum, m.name],
-  );
+  await client.query(`INSERT INTO ${MIGRATIONS_TABLE} (id, checksum, started_at, migration_name) VALUES ($1, $2, now(), $3)`, [
+    id,
+    m.checksum,
+    m.name,
+  ]);
   try {
     await client.query('BEGIN');
     // Simple-query protocol (no parameters): the whole multi-statement script in one round trip.

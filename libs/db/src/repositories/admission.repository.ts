@@ -65,13 +65,20 @@ export class AdmissionRepository {
     try {
       await this.db.transaction(async (tx) => {
         const outcome = await this.reserveInOneStatement(tx, input);
-        if (outcome.slot === 0) throw new Denied({ ok: false, code: 'concurrency_limit_exceeded', inFlight: input.concurrency.maxInFlight });
+        if (outcome.slot === 0)
+          throw new Denied({ ok: false, code: 'concurrency_limit_exceeded', inFlight: input.concurrency.maxInFlight });
         if (outcome.tokens === 0) throw new Denied({ ok: false, code: 'token_quota_exceeded', limit: input.tokenRate?.limit ?? 0 });
-        if (outcome.workloadBudget === 0) throw new Denied(await this.budgetDenial(tx, 'workload', input.action.workloadId, input.workloadBudget.periodStart));
+        if (outcome.workloadBudget === 0)
+          throw new Denied(await this.budgetDenial(tx, 'workload', input.action.workloadId, input.workloadBudget.periodStart));
         if (outcome.exceptionBudget === 0 && input.exceptionBudget) {
           throw new Denied(await this.budgetDenial(tx, 'exception', input.exceptionBudget.exceptionId, EXCEPTION_PERIOD));
         }
-        this.outbox.committed(tx, { id: outcome.outboxId!, topic: Topics.admissionDecisions.name, key: input.action.workloadId, payload: input.decisionEvent });
+        this.outbox.committed(tx, {
+          id: outcome.outboxId!,
+          topic: Topics.admissionDecisions.name,
+          key: input.action.workloadId,
+          payload: input.decisionEvent,
+        });
       });
       return { ok: true };
     } catch (err) {
@@ -172,7 +179,12 @@ export class AdmissionRepository {
   }
 
   /** Read inside the same transaction: its pool connection is the one holding the row. */
-  private async budgetDenial(tx: Tx, scope: 'workload' | 'exception', scopeId: string, periodStart: Date): Promise<Exclude<AdmitResult, { ok: true }>> {
+  private async budgetDenial(
+    tx: Tx,
+    scope: 'workload' | 'exception',
+    scopeId: string,
+    periodStart: Date,
+  ): Promise<Exclude<AdmitResult, { ok: true }>> {
     const acct = await tx.budgetAccount.findUnique({ where: { scope_scopeId_periodStart: { scope, scopeId, periodStart } } });
     const used = acct ? acct.pendingMicrousd + acct.unresolvedMicrousd + acct.settledMicrousd : 0n;
     const remaining = acct ? acct.budgetMicrousd - used : 0n;

@@ -25,7 +25,9 @@ export class CatalogRepository {
     if (!route) return null;
     const v =
       route.versions.find((x) => x.version === route.currentVersion) ??
-      (await this.db.prisma.routeContractVersion.findUnique({ where: { routeId_version: { routeId: route.id, version: route.currentVersion } } }));
+      (await this.db.prisma.routeContractVersion.findUnique({
+        where: { routeId_version: { routeId: route.id, version: route.currentVersion } },
+      }));
     if (!v) return null;
     return {
       routeId: route.id,

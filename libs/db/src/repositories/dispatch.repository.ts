@@ -32,7 +32,12 @@ export interface AttemptOutcome {
   now: Date;
   event: AttemptCompletedV1;
   /** set when this attempt decides the action (answered or failed) */
-  finishAction: { status: Extract<ActionState, 'answered' | 'failed' | 'expired'>; reason: string; returnedCandidates: number | null; workloadId: string } | null;
+  finishAction: {
+    status: Extract<ActionState, 'answered' | 'failed' | 'expired'>;
+    reason: string;
+    returnedCandidates: number | null;
+    workloadId: string;
+  } | null;
 }
 
 /** Dispatch's state: single-use claims, attempt lifecycle, action completion. */
@@ -90,10 +95,14 @@ export class DispatchRepository {
    * released when the action ends, and the outbox row is written with them.
    */
   async complete(o: AttemptOutcome): Promise<void> {
-    const attemptEvent = o.status === 'succeeded' ? 'succeed' : o.status === 'failed' ? 'fail' : o.status === 'cancelled' ? 'cancel' : 'cut';
+    const attemptEvent =
+      o.status === 'succeeded' ? 'succeed' : o.status === 'failed' ? 'fail' : o.status === 'cancelled' ? 'cancel' : 'cut';
     const attemptGuard = transitionGuard(attemptMachine, attemptEvent);
     const actionGuard = o.finishAction
-      ? transitionGuard(actionMachine, o.finishAction.status === 'answered' ? 'answer' : o.finishAction.status === 'failed' ? 'fail' : 'expire')
+      ? transitionGuard(
+          actionMachine,
+          o.finishAction.status === 'answered' ? 'answer' : o.finishAction.status === 'failed' ? 'fail' : 'expire',
+        )
       : null;
     const event = Topics.attemptCompleted.schema.parse(o.event);
     const key = o.event.workload_id ?? o.actionId;
@@ -131,7 +140,8 @@ export class DispatchRepository {
         SELECT (SELECT count(*) FROM at) AS attempt, (SELECT count(*) FROM ac) AS action, (SELECT id FROM ob) AS outbox_id`;
       const r = rows[0];
       if (Number(r.attempt) !== 1) throw new InvalidTransitionError('attempt', 'not ' + attemptGuard.from.join('|'), attemptEvent);
-      if (finishing && Number(r.action) !== 1) throw new InvalidTransitionError('action', 'not ' + (actionGuard?.from.join('|') ?? ''), 'finish');
+      if (finishing && Number(r.action) !== 1)
+        throw new InvalidTransitionError('action', 'not ' + (actionGuard?.from.join('|') ?? ''), 'finish');
       this.outbox.committed(tx, { id: r.outbox_id, topic: Topics.attemptCompleted.name, key, payload: event });
     });
   }

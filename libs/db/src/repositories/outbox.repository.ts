@@ -49,7 +49,8 @@ export class OutboxRepository implements OutboxStore {
 
   async markPublished(ids: bigint[]): Promise<void> {
     if (ids.length === 0) return;
-    await this.db.prisma.$executeRaw`UPDATE outbox_message SET published_at = now() WHERE id = ANY(${ids}::bigint[]) AND published_at IS NULL`;
+    await this.db.prisma
+      .$executeRaw`UPDATE outbox_message SET published_at = now() WHERE id = ANY(${ids}::bigint[]) AND published_at IS NULL`;
   }
 
   /** The sweep: rows older than `sweepAfterMs` that are still unpublished, claimed with SKIP LOCKED. */

@@ -154,7 +154,13 @@ export class PolicyRepository {
    * Records a verification on `version` only while it is still the route's current version
    * (the route row is locked, so a concurrent contract change cannot slip in between).
    */
-  async verifyCurrentVersion(routeId: string, version: number, actor: string, notes: Record<string, unknown>, now: Date): Promise<VerifyVersionResult> {
+  async verifyCurrentVersion(
+    routeId: string,
+    version: number,
+    actor: string,
+    notes: Record<string, unknown>,
+    now: Date,
+  ): Promise<VerifyVersionResult> {
     return this.db.transaction(async (tx) => {
       const route = await lockRoute(tx, routeId);
       if (!route) return 'not_found';
@@ -179,7 +185,10 @@ export class PolicyRepository {
   async routeById(routeId: string): Promise<RouteView | null> {
     const r = await this.db.prisma.route.findUnique({
       where: { id: routeId },
-      include: { versions: { orderBy: { version: 'desc' } }, priceRevisions: { orderBy: [{ effectiveFrom: 'desc' }, { createdAt: 'desc' }] } },
+      include: {
+        versions: { orderBy: { version: 'desc' } },
+        priceRevisions: { orderBy: [{ effectiveFrom: 'desc' }, { createdAt: 'desc' }] },
+      },
     });
     return r ? toRouteView(r) : null;
   }
@@ -192,7 +201,10 @@ export class PolicyRepository {
   async listRoutes(): Promise<RouteView[]> {
     const rows = await this.db.prisma.route.findMany({
       orderBy: { alias: 'asc' },
-      include: { versions: { orderBy: { version: 'desc' } }, priceRevisions: { orderBy: [{ effectiveFrom: 'desc' }, { createdAt: 'desc' }] } },
+      include: {
+        versions: { orderBy: { version: 'desc' } },
+        priceRevisions: { orderBy: [{ effectiveFrom: 'desc' }, { createdAt: 'desc' }] },
+      },
     });
     return rows.map(toRouteView);
   }
@@ -243,7 +255,14 @@ export class PolicyRepository {
       const existing = await tx.apiKey.findUnique({ where: { keyHash: input.keyHash } });
       if (existing) return;
       await tx.apiKey.create({
-        data: { id: input.id, workloadId: input.workloadId, keyHash: input.keyHash, keyPrefix: input.keyPrefix, createdAt: now, createdBy: input.actor },
+        data: {
+          id: input.id,
+          workloadId: input.workloadId,
+          keyHash: input.keyHash,
+          keyPrefix: input.keyPrefix,
+          createdAt: now,
+          createdBy: input.actor,
+        },
       });
       await this.changed(tx, 'api_key', input.id, 'issued', input.actor, now);
     });
@@ -310,7 +329,14 @@ export class PolicyRepository {
     return { version };
   }
 
-  private async changed(tx: Tx, entity: PolicyChangedV1['entity'], entityId: string, change: string, actor: string, now: Date): Promise<void> {
+  private async changed(
+    tx: Tx,
+    entity: PolicyChangedV1['entity'],
+    entityId: string,
+    change: string,
+    actor: string,
+    now: Date,
+  ): Promise<void> {
     await this.outbox.append(tx, 'policyChanged', entityId, {
       event_id: randomUUID(),
       timestamp: now.toISOString(),
@@ -357,7 +383,14 @@ function toKeyView(k: ApiKeyView): ApiKeyView {
   };
 }
 
-function toRouteView(r: { id: string; alias: string; currentVersion: number; createdAt: Date; versions: RouteContractVersionView[]; priceRevisions: PriceRevisionView[] }): RouteView {
+function toRouteView(r: {
+  id: string;
+  alias: string;
+  currentVersion: number;
+  createdAt: Date;
+  versions: RouteContractVersionView[];
+  priceRevisions: PriceRevisionView[];
+}): RouteView {
   return {
     id: r.id,
     alias: r.alias,

@@ -216,7 +216,14 @@ export class ReconciliationRepository implements ReconciliationStore {
     await tx.action.update({ where: { id: actionId }, data: { status, statusReason: reason, updatedAt: now } });
   }
 
-  async setAttemptStatus(tx: Tx, attemptId: string, status: AttemptState, reason: string, now: Date, evidence?: AttemptEvidence): Promise<void> {
+  async setAttemptStatus(
+    tx: Tx,
+    attemptId: string,
+    status: AttemptState,
+    reason: string,
+    now: Date,
+    evidence?: AttemptEvidence,
+  ): Promise<void> {
     await tx.attempt.update({
       where: { id: attemptId },
       data: {
@@ -307,17 +314,19 @@ export class ReconciliationRepository implements ReconciliationStore {
       ? Prisma.sql`WHERE (b.scope = 'workload' AND b.scope_id = ${workloadId})
           OR (b.scope = 'exception' AND b.scope_id IN (SELECT id FROM candidate_exception WHERE workload_id = ${workloadId}))`
       : Prisma.empty;
-    const rows = await this.db.prisma.$queryRaw<Array<{
-      id: string;
-      scope: string;
-      scope_id: string;
-      period_start: Date;
-      budget_microusd: bigint;
-      pending_microusd: bigint;
-      unresolved_microusd: bigint;
-      settled_microusd: bigint;
-      updated_at: Date;
-    }>>`
+    const rows = await this.db.prisma.$queryRaw<
+      Array<{
+        id: string;
+        scope: string;
+        scope_id: string;
+        period_start: Date;
+        budget_microusd: bigint;
+        pending_microusd: bigint;
+        unresolved_microusd: bigint;
+        settled_microusd: bigint;
+        updated_at: Date;
+      }>
+    >`
       SELECT b.id, b.scope, b.scope_id, b.period_start, b.budget_microusd, b.pending_microusd,
              b.unresolved_microusd, b.settled_microusd, b.updated_at
       FROM budget_account b ${where}

@@ -24,9 +24,7 @@ export interface AdmitRequestCommand {
 }
 
 const content = z.union([z.string(), z.array(z.record(z.string(), z.unknown())), z.null()]);
-const chatMessage = z
-  .object({ role: z.string().min(1), content: content.optional() })
-  .passthrough();
+const chatMessage = z.object({ role: z.string().min(1), content: content.optional() }).passthrough();
 const positiveInt = z.number().int().min(1);
 
 /** OpenAI chat-completions body: the fields the gateway reads are typed strictly. */
@@ -69,7 +67,10 @@ const geminiPart = z.object({ text: z.string().optional() }).passthrough();
 export const geminiGenerateBody = z
   .object({
     contents: z.array(z.object({ role: z.string().optional(), parts: z.array(geminiPart) }).passthrough()).min(1),
-    systemInstruction: z.object({ parts: z.array(geminiPart) }).passthrough().optional(),
+    systemInstruction: z
+      .object({ parts: z.array(geminiPart) })
+      .passthrough()
+      .optional(),
     generationConfig: z
       .object({ candidateCount: z.unknown().optional(), maxOutputTokens: positiveInt.optional() })
       .passthrough()
@@ -114,5 +115,9 @@ function collectTexts(c: unknown, out: string[]): void {
 function invalid(error: z.ZodError): DomainError {
   const issue = error.issues[0];
   const path = issue?.path.join('.') || null;
-  return new DomainError('invalid_request', `invalid request body${path ? ` at ${path}` : ''}: ${issue?.message ?? 'malformed'}`, path ?? undefined);
+  return new DomainError(
+    'invalid_request',
+    `invalid request body${path ? ` at ${path}` : ''}: ${issue?.message ?? 'malformed'}`,
+    path ?? undefined,
+  );
 }

@@ -1,5 +1,13 @@
 import type { Logger } from 'pino';
-import { AdmissionDecisionV1, DispatchCommandV1, DispatchReplyV1, TopicKey, Topics, admissionDecisionV1, dispatchCommandV1 } from '@gateway/contracts';
+import {
+  AdmissionDecisionV1,
+  DispatchCommandV1,
+  DispatchReplyV1,
+  TopicKey,
+  Topics,
+  admissionDecisionV1,
+  dispatchCommandV1,
+} from '@gateway/contracts';
 import type {
   ActiveException,
   AdmissionRepository,
@@ -247,26 +255,74 @@ describe('AdmitRequest', () => {
     it.each<[string, DenialCode, (f: ReturnType<typeof setup>) => AdmitRequestCommand, Partial<AdmissionDecisionV1>]>([
       ['a missing key', 'unauthorized', () => chat({}, null), { workload_id: null, route_id: null }],
       ['an unknown key', 'unauthorized', () => chat({}, 'gw-key-nobody'), { workload_id: null, environment: null }],
-      ['an alias the workload may not use', 'unknown_route', () => chat({ model: 'other-team-route' }), { workload_id: 'wl-1', route_id: null }],
+      [
+        'an alias the workload may not use',
+        'unknown_route',
+        () => chat({ model: 'other-team-route' }),
+        { workload_id: 'wl-1', route_id: null },
+      ],
       ['an alias the catalog does not know', 'unknown_route', () => chat({ model: 'nope' }), { workload_id: 'wl-1', environment: 'prod' }],
-      ['an allowed alias with no route behind it', 'unknown_route', () => chat({ model: 'ghost-alias' }), { workload_id: 'wl-1', route_id: null }],
+      [
+        'an allowed alias with no route behind it',
+        'unknown_route',
+        () => chat({ model: 'ghost-alias' }),
+        { workload_id: 'wl-1', route_id: null },
+      ],
       ['a Gemini request to an OpenAI route', 'unknown_route', () => gemini('approved-standard'), { route_id: null }],
       ['an OpenAI request to a Gemini route', 'unknown_route', () => chat({ model: 'gemini-standard' }), { route_id: null }],
-      ['n above the default maximum (no exception)', 'candidate_count_exceeds_policy', () => chat({ n: 5 }), { requested_candidate_count: 5, route_id: 'rt-openai' }],
-      ['candidateCount above the default maximum', 'candidate_count_exceeds_policy', () => gemini('gemini-standard', { candidateCount: 2 }), { requested_candidate_count: 2 }],
-      ['n above the exception maximum', 'candidate_count_exceeds_policy', (f) => ((f.exceptions.exceptions = [EXCEPTION]), chat({ n: 4 })), { requested_candidate_count: 4 }],
+      [
+        'n above the default maximum (no exception)',
+        'candidate_count_exceeds_policy',
+        () => chat({ n: 5 }),
+        { requested_candidate_count: 5, route_id: 'rt-openai' },
+      ],
+      [
+        'candidateCount above the default maximum',
+        'candidate_count_exceeds_policy',
+        () => gemini('gemini-standard', { candidateCount: 2 }),
+        { requested_candidate_count: 2 },
+      ],
+      [
+        'n above the exception maximum',
+        'candidate_count_exceeds_policy',
+        (f) => ((f.exceptions.exceptions = [EXCEPTION]), chat({ n: 4 })),
+        { requested_candidate_count: 4 },
+      ],
       ['n = 0', 'invalid_request', () => chat({ n: 0 }), { requested_candidate_count: 0 }],
       ['n = 1.5', 'invalid_request', () => chat({ n: 1.5 }), { requested_candidate_count: null }],
       ['n = "2"', 'invalid_request', () => chat({ n: '2' }), { requested_candidate_count: null }],
       ['n = true', 'invalid_request', () => chat({ n: true }), { requested_candidate_count: null }],
-      ['multi-candidate on an unverified contract, even with an exception', 'route_contract_unverified', (f) => ((f.exceptions.exceptions = [EXCEPTION]), chat({ model: 'unverified-standard', n: 2 })), { route_id: 'rt-unverified' }],
-      ['multi-candidate on a stale contract', 'route_contract_unverified', (f) => {
-        f.exceptions.exceptions = [EXCEPTION];
-        f.catalog.routes.set('approved-standard', route('approved-standard', 'rt-openai', { verifiedAt: new Date(T0.getTime() - 25 * HOUR_MS) }));
-        return chat({ n: 2 });
-      }, { route_id: 'rt-openai' }],
-      ['a route with no price in force', 'route_contract_unverified', () => chat({ model: 'unpriced-standard' }), { route_id: 'rt-unpriced' }],
-      ['streaming with two candidates under an exception that does not allow streams', 'candidate_count_exceeds_policy', (f) => ((f.exceptions.exceptions = [EXCEPTION]), chat({ n: 2, stream: true })), { stream_mode: 'sse' }],
+      [
+        'multi-candidate on an unverified contract, even with an exception',
+        'route_contract_unverified',
+        (f) => ((f.exceptions.exceptions = [EXCEPTION]), chat({ model: 'unverified-standard', n: 2 })),
+        { route_id: 'rt-unverified' },
+      ],
+      [
+        'multi-candidate on a stale contract',
+        'route_contract_unverified',
+        (f) => {
+          f.exceptions.exceptions = [EXCEPTION];
+          f.catalog.routes.set(
+            'approved-standard',
+            route('approved-standard', 'rt-openai', { verifiedAt: new Date(T0.getTime() - 25 * HOUR_MS) }),
+          );
+          return chat({ n: 2 });
+        },
+        { route_id: 'rt-openai' },
+      ],
+      [
+        'a route with no price in force',
+        'route_contract_unverified',
+        () => chat({ model: 'unpriced-standard' }),
+        { route_id: 'rt-unpriced' },
+      ],
+      [
+        'streaming with two candidates under an exception that does not allow streams',
+        'candidate_count_exceeds_policy',
+        (f) => ((f.exceptions.exceptions = [EXCEPTION]), chat({ n: 2, stream: true })),
+        { stream_mode: 'sse' },
+      ],
     ])('%s → %s', async (_what, code, build, eventFields) => {
       const f = setup();
       const err = await rejectionOf(f.admit.execute(build(f)));
@@ -278,7 +334,13 @@ describe('AdmitRequest', () => {
       expect(f.admissions.denials).toHaveLength(1);
       const { key, event } = f.admissions.denials[0];
       expect(key).toBe(event.workload_id ?? 'unauthenticated');
-      expect(event).toMatchObject({ policy_result: 'deny', policy_reason: code, timestamp: T0.toISOString(), reserved_microusd: null, ...eventFields });
+      expect(event).toMatchObject({
+        policy_result: 'deny',
+        policy_reason: code,
+        timestamp: T0.toISOString(),
+        reserved_microusd: null,
+        ...eventFields,
+      });
       // the event fits the public topic's schema, carries the action id the client sees, and no content
       expect(() => admissionDecisionV1.parse(event)).not.toThrow();
       expect((err as GatewayError).headers['x-gateway-action-id']).toBe(event.action_id);
@@ -334,7 +396,10 @@ describe('AdmitRequest', () => {
       expect((err as GatewayError).headers['retry-after']).toBeUndefined();
       expect(f.admissions.admitted).toHaveLength(1);
       expect(f.admissions.denials).toEqual([
-        { key: 'wl-1', event: expect.objectContaining({ policy_result: 'deny', policy_reason: 'budget_exhausted', effective_candidate_count: 1 }) },
+        {
+          key: 'wl-1',
+          event: expect.objectContaining({ policy_result: 'deny', policy_reason: 'budget_exhausted', effective_candidate_count: 1 }),
+        },
       ]);
       // the deny event is a new event, not the allow event that rolled back
       expect(f.admissions.denials[0].event.event_id).not.toBe(f.admissions.admitted[0].decisionEvent.event_id);
@@ -522,7 +587,11 @@ describe('AdmitRequest', () => {
         include_usage_for_client: true,
         route: { provider_kind: 'gemini-generate', candidate_param: 'candidateCount' },
       });
-      expect(f.admissions.admitted[0].action).toMatchObject({ apiKind: 'gemini-generate', routeId: 'rt-gemini', inputTokensEstimate: INPUT_TOKENS });
+      expect(f.admissions.admitted[0].action).toMatchObject({
+        apiKind: 'gemini-generate',
+        routeId: 'rt-gemini',
+        inputTokensEstimate: INPUT_TOKENS,
+      });
     });
 
     it('a daily budget holds against the UTC day start', async () => {
@@ -550,7 +619,11 @@ describe('AdmitRequest', () => {
       const f = setup();
       const admitted: AdmittedAction = await f.admit.execute(chat());
       const got: DispatchReplyV1[] = [];
-      const stop = await f.admit.dispatch(admitted, (r) => got.push(r), () => got.push({ kind: 'stream_chunk', seq: -1, data: 'timeout' }));
+      const stop = await f.admit.dispatch(
+        admitted,
+        (r) => got.push(r),
+        () => got.push({ kind: 'stream_chunk', seq: -1, data: 'timeout' }),
+      );
       try {
         expect(f.bus.published).toHaveLength(1);
         const { topicKey, messages } = f.bus.published[0];
@@ -587,7 +660,11 @@ describe('AdmitRequest', () => {
         const f = setup();
         const admitted = await f.admit.execute(chat());
         let timedOut = false;
-        await f.admit.dispatch(admitted, () => undefined, () => (timedOut = true));
+        await f.admit.dispatch(
+          admitted,
+          () => undefined,
+          () => (timedOut = true),
+        );
         jest.advanceTimersByTime(29_999);
         expect(timedOut).toBe(false);
         jest.advanceTimersByTime(1);
@@ -607,7 +684,13 @@ describe('AdmitRequest', () => {
       f.bus.fail = new Error('broker down');
       let timedOut = 0;
       try {
-        await expect(f.admit.dispatch(admitted, () => undefined, () => timedOut++)).rejects.toThrow('broker down');
+        await expect(
+          f.admit.dispatch(
+            admitted,
+            () => undefined,
+            () => timedOut++,
+          ),
+        ).rejects.toThrow('broker down');
         expect(f.replies.pending).toBe(0);
       } finally {
         f.replies.cancel(admitted.actionId);
@@ -650,7 +733,11 @@ describe('AdmitRequest', () => {
       const f = setup();
       f.admissions.nextResult = { ok: false, code: 'idempotency_conflict' };
       f.admissions.duringAdmit = (input) =>
-        f.admissions.priors.set('wl-1/idem-1', { id: 'act-winner', requestFingerprint: input.action.requestFingerprint, status: 'admitted' });
+        f.admissions.priors.set('wl-1/idem-1', {
+          id: 'act-winner',
+          requestFingerprint: input.action.requestFingerprint,
+          status: 'admitted',
+        });
       const err = await rejectionOf(f.admit.execute(chat({}, KEY, 'idem-1')));
       expect(err).toBeInstanceOf(IdempotentReplay);
       expect((err as IdempotentReplay).actionId).toBe('act-winner');
@@ -659,7 +746,8 @@ describe('AdmitRequest', () => {
     it('losing the insert race to a different body → idempotency_key_reused', async () => {
       const f = setup();
       f.admissions.nextResult = { ok: false, code: 'idempotency_conflict' };
-      f.admissions.duringAdmit = () => f.admissions.priors.set('wl-1/idem-1', { id: 'act-winner', requestFingerprint: 'f'.repeat(64), status: 'admitted' });
+      f.admissions.duringAdmit = () =>
+        f.admissions.priors.set('wl-1/idem-1', { id: 'act-winner', requestFingerprint: 'f'.repeat(64), status: 'admitted' });
       await expect(f.admit.execute(chat({}, KEY, 'idem-1'))).rejects.toMatchObject({ code: 'idempotency_key_reused' });
     });
 

@@ -53,7 +53,13 @@ export class AdmitRequest {
 
     const route = workload.allowedAliases.includes(cmd.modelAlias) ? await this.catalog.routeByAlias(cmd.modelAlias) : null;
     if (!route || !dialectServes(cmd.apiKind, route.providerKind)) {
-      throw await this.deny(base, workload, 'unknown_route', `model alias '${cmd.modelAlias}' is not mapped for workload ${workload.id}`, 'model');
+      throw await this.deny(
+        base,
+        workload,
+        'unknown_route',
+        `model alias '${cmd.modelAlias}' is not mapped for workload ${workload.id}`,
+        'model',
+      );
     }
     base.route_id = route.routeId;
     base.route_version = route.version;
@@ -67,7 +73,8 @@ export class AdmitRequest {
     const price = await this.catalog.priceAt(route.routeId, now);
     if (!price) throw await this.deny(base, workload, 'route_contract_unverified', `route ${route.routeId} has no price revision in force`);
     // Fallback contracts only constrain multi-candidate requests (DESIGN §7).
-    const fallbacks = typeof cmd.requestedCandidates === 'number' && cmd.requestedCandidates > 1 ? await this.fallbackRoutes(workload, route) : [];
+    const fallbacks =
+      typeof cmd.requestedCandidates === 'number' && cmd.requestedCandidates > 1 ? await this.fallbackRoutes(workload, route) : [];
     // Exceptions only matter above the workload default, and are always read fresh.
     const wantsMore = typeof cmd.requestedCandidates === 'number' && cmd.requestedCandidates > workload.defaultMaxCandidates;
     const exceptions = wantsMore ? await this.exceptionsSource.activeExceptions(workload.id, now) : [];
@@ -119,12 +126,19 @@ export class AdmitRequest {
         priceRevisionId: price.id,
       },
       workloadBudget: { budgetMicrousd: workload.budgetMicrousd, periodStart: budgetPeriodStart(workload.budgetPeriod, now) },
-      exceptionBudget: decision.exception ? { exceptionId: decision.exception.id, budgetMicrousd: decision.exception.budgetMicrousd } : null,
+      exceptionBudget: decision.exception
+        ? { exceptionId: decision.exception.id, budgetMicrousd: decision.exception.budgetMicrousd }
+        : null,
       concurrency: { scope: 'workload', scopeId: workload.id, maxInFlight: workload.maxInFlight },
       tokenRate:
         workload.tokensPerMinute === null
           ? null
-          : { scopeId: workload.id, windowStart: window.windowStart, tokens: inputTokensEstimate + decision.reservedOutputTokens, limit: workload.tokensPerMinute },
+          : {
+              scopeId: workload.id,
+              windowStart: window.windowStart,
+              tokens: inputTokensEstimate + decision.reservedOutputTokens,
+              limit: workload.tokensPerMinute,
+            },
       decisionEvent: {
         ...base,
         policy_result: 'allow',
@@ -136,15 +150,30 @@ export class AdmitRequest {
     if (!result.ok) {
       switch (result.code) {
         case 'budget_exhausted':
-          throw await this.deny(base, workload, 'budget_exhausted',
-            `reserving ${decision.reservedMicrousd} micro-USD would exceed the ${result.scope} budget (${result.remainingMicrousd} micro-USD left); lower max_tokens or the candidate count, or ask for a larger budget`);
+          throw await this.deny(
+            base,
+            workload,
+            'budget_exhausted',
+            `reserving ${decision.reservedMicrousd} micro-USD would exceed the ${result.scope} budget (${result.remainingMicrousd} micro-USD left); lower max_tokens or the candidate count, or ask for a larger budget`,
+          );
         case 'token_quota_exceeded':
-          throw await this.deny(base, workload, 'token_quota_exceeded',
+          throw await this.deny(
+            base,
+            workload,
+            'token_quota_exceeded',
             `workload ${workload.id} would exceed its ${result.limit} tokens per minute (this request reserves ${inputTokensEstimate + decision.reservedOutputTokens}); retry after ${window.retryAfterSeconds}s or lower max_tokens`,
-            undefined, { 'retry-after': String(window.retryAfterSeconds) });
+            undefined,
+            { 'retry-after': String(window.retryAfterSeconds) },
+          );
         case 'concurrency_limit_exceeded':
-          throw await this.deny(base, workload, 'concurrency_limit_exceeded',
-            `workload ${workload.id} already has ${result.inFlight} requests in flight`, undefined, { 'retry-after': RETRY_AFTER_SECONDS });
+          throw await this.deny(
+            base,
+            workload,
+            'concurrency_limit_exceeded',
+            `workload ${workload.id} already has ${result.inFlight} requests in flight`,
+            undefined,
+            { 'retry-after': RETRY_AFTER_SECONDS },
+          );
         case 'idempotency_conflict': {
           const prior = cmd.idempotencyKey ? await this.admissions.findByIdempotencyKey(workload.id, cmd.idempotencyKey) : null;
           if (prior) return this.replay(base, workload, prior, fingerprintHex);
@@ -222,7 +251,12 @@ export class AdmitRequest {
     fingerprintHex: string,
   ): Promise<never> {
     if (prior.requestFingerprint !== fingerprintHex) {
-      throw await this.deny(base, workload, 'idempotency_key_reused', 'this Idempotency-Key was already used with a different request body');
+      throw await this.deny(
+        base,
+        workload,
+        'idempotency_key_reused',
+        'this Idempotency-Key was already used with a different request body',
+      );
     }
     throw new IdempotentReplay(prior.id);
   }
@@ -271,7 +305,8 @@ export class AdmitRequest {
       model_alias: cmd.modelAlias,
       provider_request_id: null,
       // as sent, when it is a valid count; null means omitted (or not a count at all)
-      requested_candidate_count: typeof cmd.requestedCandidates === 'number' && Number.isInteger(cmd.requestedCandidates) ? cmd.requestedCandidates : null,
+      requested_candidate_count:
+        typeof cmd.requestedCandidates === 'number' && Number.isInteger(cmd.requestedCandidates) ? cmd.requestedCandidates : null,
       effective_candidate_count: null,
       returned_candidate_count: null,
       input_tokens: null,

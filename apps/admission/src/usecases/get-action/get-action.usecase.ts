@@ -36,7 +36,11 @@ export class GetAction {
         settled: r ? r.settledMicrousd.toString() : '0',
         unresolved: r ? r.unresolvedMicrousd.toString() : '0',
         released: r ? r.releasedMicrousd.toString() : '0',
-        pending: r ? (r.reservedMicrousd - r.settledMicrousd - r.unresolvedMicrousd - r.releasedMicrousd > 0n && r.status === 'pending' ? (r.reservedMicrousd - r.settledMicrousd - r.unresolvedMicrousd - r.releasedMicrousd).toString() : '0') : '0',
+        pending: r
+          ? r.reservedMicrousd - r.settledMicrousd - r.unresolvedMicrousd - r.releasedMicrousd > 0n && r.status === 'pending'
+            ? (r.reservedMicrousd - r.settledMicrousd - r.unresolvedMicrousd - r.releasedMicrousd).toString()
+            : '0'
+          : '0',
       },
       reservation_status: r?.status ?? null,
       price_revision: r?.priceRevisionId ?? null,
@@ -56,7 +60,11 @@ export class GetAction {
         usage_source: a.usageSource,
         cost_microusd: a.costMicrousd?.toString() ?? null,
       })),
-      open_reconciliation_cases: view.openCases.map((c) => ({ case_id: c.caseId, reason: c.reason, exposure_microusd: c.exposureMicrousd.toString() })),
+      open_reconciliation_cases: view.openCases.map((c) => ({
+        case_id: c.caseId,
+        reason: c.reason,
+        exposure_microusd: c.exposureMicrousd.toString(),
+      })),
     };
   }
 }

@@ -71,7 +71,10 @@ export class RunAttempt {
     const ctx = { cmd, attemptId, replyTo };
     const done = (cmd.stream ? this.runStream(ctx) : this.runWhole(ctx)).catch((err) => {
       // The attempt stays in flight without evidence; reconciliation picks it up after its deadline.
-      this.log.error({ action_id: cmd.action_id, attempt_id: attemptId, error: (err as Error).message }, 'attempt failed before it was recorded');
+      this.log.error(
+        { action_id: cmd.action_id, attempt_id: attemptId, error: (err as Error).message },
+        'attempt failed before it was recorded',
+      );
     });
     return { done };
   }
@@ -94,8 +97,21 @@ export class RunAttempt {
     } catch (err) {
       // No response: the provider may still have billed it. Usage is unknown, never zero.
       const timedOut = /timeout/i.test(String((err as Error).message ?? err));
-      await this.finish(ctx, 'usage_missing', timedOut ? 'upstream timed out before answering' : 'upstream connection failed', null, null, null);
-      await this.reply(ctx, { kind: 'error', http_status: timedOut ? 504 : 502, code: timedOut ? 'deadline_exceeded' : 'upstream_error', message: timedOut ? 'no answer before the deadline' : 'the provider could not be reached', ...this.counts(ctx, null) });
+      await this.finish(
+        ctx,
+        'usage_missing',
+        timedOut ? 'upstream timed out before answering' : 'upstream connection failed',
+        null,
+        null,
+        null,
+      );
+      await this.reply(ctx, {
+        kind: 'error',
+        http_status: timedOut ? 504 : 502,
+        code: timedOut ? 'deadline_exceeded' : 'upstream_error',
+        message: timedOut ? 'no answer before the deadline' : 'the provider could not be reached',
+        ...this.counts(ctx, null),
+      });
       return;
     }
     this.metrics.upstream.inc({ route: cmd.route.route_id, status: String(statusCode) });
@@ -105,18 +121,47 @@ export class RunAttempt {
       if (contractFailure) this.metrics.contractFailures.inc({ route: cmd.route.route_id, kind: 'multi_candidate_refused' });
       // An error answer is the provider's own evidence that nothing was generated.
       const parsed = PROVIDER_ERROR_EVIDENCE;
-      await this.finish(ctx, 'failed', contractFailure ? `contract failure: provider refused ${cmd.effective_candidates} candidates (${code})` : `provider answered ${statusCode}${code ? ` ${code}` : ''}`, statusCode, parsed, 'provider_response');
-      await this.reply(ctx, { kind: 'error', http_status: 502, code: contractFailure ? 'upstream_contract_failure' : 'upstream_error', message: contractFailure ? `the route refused ${cmd.effective_candidates} candidates (${code}); not retried` : `provider error ${statusCode}${code ? ` (${code})` : ''}`, ...this.counts(ctx, null) });
+      await this.finish(
+        ctx,
+        'failed',
+        contractFailure
+          ? `contract failure: provider refused ${cmd.effective_candidates} candidates (${code})`
+          : `provider answered ${statusCode}${code ? ` ${code}` : ''}`,
+        statusCode,
+        parsed,
+        'provider_response',
+      );
+      await this.reply(ctx, {
+        kind: 'error',
+        http_status: 502,
+        code: contractFailure ? 'upstream_contract_failure' : 'upstream_error',
+        message: contractFailure
+          ? `the route refused ${cmd.effective_candidates} candidates (${code}); not retried`
+          : `provider error ${statusCode}${code ? ` (${code})` : ''}`,
+        ...this.counts(ctx, null),
+      });
       return;
     }
     const parsed = adapter.parseResponse(body, headers);
     const verdict = accept(
       { providerKind: cmd.route.provider_kind, candidates: parsed.candidates, promptBlockReason: parsed.promptBlockReason },
-      { allowLength: cmd.acceptance.allow_length, allowContentFilter: cmd.acceptance.allow_content_filter, receivedAt: this.clock.now(), deadline: new Date(cmd.deadline) },
+      {
+        allowLength: cmd.acceptance.allow_length,
+        allowContentFilter: cmd.acceptance.allow_content_filter,
+        receivedAt: this.clock.now(),
+        deadline: new Date(cmd.deadline),
+      },
     );
     this.metrics.acceptance.inc({ reason: verdict.reason });
     const status: AttemptStatus = parsed.usage ? 'succeeded' : 'usage_missing';
-    await this.finish(ctx, status, parsed.usage ? `answered (${verdict.reason})` : 'response carried no aggregate usage', statusCode, parsed, 'provider_response');
+    await this.finish(
+      ctx,
+      status,
+      parsed.usage ? `answered (${verdict.reason})` : 'response carried no aggregate usage',
+      statusCode,
+      parsed,
+      'provider_response',
+    );
     await this.reply(ctx, { kind: 'response', http_status: statusCode, body, ...this.counts(ctx, parsed) });
   }
 
@@ -137,8 +182,21 @@ export class RunAttempt {
         const body = safeParse(await res.body.text());
         const code = adapter.errorCode(body);
         const parsed = PROVIDER_ERROR_EVIDENCE;
-        await this.finish(ctx, 'failed', `provider answered ${statusCode}${code ? ` ${code}` : ''}`, statusCode, parsed, 'stream_final_chunk');
-        await this.reply(ctx, { kind: 'error', http_status: 502, code: 'upstream_error', message: `provider error ${statusCode}${code ? ` (${code})` : ''}`, ...this.counts(ctx, null) });
+        await this.finish(
+          ctx,
+          'failed',
+          `provider answered ${statusCode}${code ? ` ${code}` : ''}`,
+          statusCode,
+          parsed,
+          'stream_final_chunk',
+        );
+        await this.reply(ctx, {
+          kind: 'error',
+          http_status: 502,
+          code: 'upstream_error',
+          message: `provider error ${statusCode}${code ? ` (${code})` : ''}`,
+          ...this.counts(ctx, null),
+        });
         return;
       }
       acc = adapter.streamAccumulator(res.headers);
@@ -159,8 +217,20 @@ export class RunAttempt {
     }
     const parsed = acc?.result() ?? null;
     const complete = parsed?.usage != null;
-    await this.finish(ctx, complete ? 'succeeded' : 'usage_missing', complete ? 'stream finished with usage' : 'stream ended before its usage chunk', statusCode || null, parsed, 'stream_final_chunk');
-    await this.reply(ctx, { kind: 'stream_end', seq, complete: complete && (sawDone || cmd.route.provider_kind === 'gemini-generate'), ...this.counts(ctx, parsed) });
+    await this.finish(
+      ctx,
+      complete ? 'succeeded' : 'usage_missing',
+      complete ? 'stream finished with usage' : 'stream ended before its usage chunk',
+      statusCode || null,
+      parsed,
+      'stream_final_chunk',
+    );
+    await this.reply(ctx, {
+      kind: 'stream_end',
+      seq,
+      complete: complete && (sawDone || cmd.route.provider_kind === 'gemini-generate'),
+      ...this.counts(ctx, parsed),
+    });
   }
 
   /** One upstream call, bounded by what is left of the action's deadline. */
@@ -188,7 +258,14 @@ export class RunAttempt {
     return data;
   }
 
-  private async finish(ctx: Ctx, status: AttemptStatus, reason: string, httpStatus: number | null, parsed: ParsedResponse | null, source: 'provider_response' | 'stream_final_chunk' | null): Promise<void> {
+  private async finish(
+    ctx: Ctx,
+    status: AttemptStatus,
+    reason: string,
+    httpStatus: number | null,
+    parsed: ParsedResponse | null,
+    source: 'provider_response' | 'stream_final_chunk' | null,
+  ): Promise<void> {
     const { cmd, attemptId } = ctx;
     const now = this.clock.now();
     const event = buildAttemptEvent({
@@ -249,7 +326,12 @@ export class RunAttempt {
     await this.bus.publish('dispatchReplies', [
       {
         key: ctx.cmd.action_id,
-        value: { event_id: randomUUID(), action_id: ctx.cmd.action_id, reply_to: ctx.replyTo, body: this.cipher.encrypt(reply, ctx.cmd.action_id) },
+        value: {
+          event_id: randomUUID(),
+          action_id: ctx.cmd.action_id,
+          reply_to: ctx.replyTo,
+          body: this.cipher.encrypt(reply, ctx.cmd.action_id),
+        },
       },
     ]);
   }

@@ -18,8 +18,14 @@ export const importUsageBody = z
     reasoning_tokens: tokens,
   })
   .strict()
-  .refine((b) => b.cached_input_tokens <= b.input_tokens, { message: 'cached_input_tokens cannot exceed input_tokens', path: ['cached_input_tokens'] })
-  .refine((b) => b.reasoning_tokens <= b.output_tokens_total, { message: 'reasoning_tokens cannot exceed output_tokens_total (which includes reasoning)', path: ['reasoning_tokens'] });
+  .refine((b) => b.cached_input_tokens <= b.input_tokens, {
+    message: 'cached_input_tokens cannot exceed input_tokens',
+    path: ['cached_input_tokens'],
+  })
+  .refine((b) => b.reasoning_tokens <= b.output_tokens_total, {
+    message: 'reasoning_tokens cannot exceed output_tokens_total (which includes reasoning)',
+    path: ['reasoning_tokens'],
+  });
 
 export interface ImportUsageCommand {
   caseId: string;

@@ -8,7 +8,13 @@ import { ImportUsage } from './import-usage.usecase';
 const NOW = new Date('2026-11-30T10:00:00Z');
 const LATER = new Date('2026-11-30T12:00:00Z');
 
-const EVIDENCE = { provider_request_id: 'chatcmpl-123', input_tokens: 1000, cached_input_tokens: 200, output_tokens_total: 300, reasoning_tokens: 100 };
+const EVIDENCE = {
+  provider_request_id: 'chatcmpl-123',
+  input_tokens: 1000,
+  cached_input_tokens: 200,
+  output_tokens_total: 300,
+  reasoning_tokens: 100,
+};
 // input 800 × 2.5 = 2000, cached 200 × 1.25 = 250, visible output 200 × 10 = 2000, reasoning 100 × 10 = 1000 → 5250
 const COST = 5250n;
 
@@ -17,9 +23,20 @@ async function orphanCase(reservedMicrousd = 20_000n) {
   const store = new InMemoryReconciliationStore();
   const outbox = new RecordingOutbox();
   store.addAccount('acct-wl', 1_000_000n);
-  store.addAdmitted({ actionId: 'a1', reservedMicrousd, accountIds: ['acct-wl'], deadlineAt: new Date('2026-11-30T09:00:00Z'), dispatchDeadlineAt: new Date('2026-11-30T08:59:00Z') });
+  store.addAdmitted({
+    actionId: 'a1',
+    reservedMicrousd,
+    accountIds: ['acct-wl'],
+    deadlineAt: new Date('2026-11-30T09:00:00Z'),
+    dispatchDeadlineAt: new Date('2026-11-30T08:59:00Z'),
+  });
   store.addAttempt({ attemptId: 't1', actionId: 'a1' });
-  const sweep = new SweepReservations(store, outbox, { intervalMs: 0, orphanGraceMs: 60_000, dispatchClockSkewMs: 0, batchSize: 10 }, silentLog);
+  const sweep = new SweepReservations(
+    store,
+    outbox,
+    { intervalMs: 0, orphanGraceMs: 60_000, dispatchClockSkewMs: 0, batchSize: 10 },
+    silentLog,
+  );
   const [orphan] = (await sweep.execute(NOW)).orphans;
   outbox.events.length = 0;
   return { store, outbox, caseId: orphan.caseId, importUsage: new ImportUsage(store, catalogWith(), outbox, silentLog) };
@@ -43,16 +60,35 @@ describe('ImportUsage', () => {
       overrun_microusd: '0',
       reservation_status: 'settled',
     });
-    expect(store.s.ledger.get('t1')).toMatchObject({ usageSource: 'provider_export', costMicrousd: COST, priceRevisionId: 'price-1', providerRequestId: 'chatcmpl-123', totalTokens: 1300 });
+    expect(store.s.ledger.get('t1')).toMatchObject({
+      usageSource: 'provider_export',
+      costMicrousd: COST,
+      priceRevisionId: 'price-1',
+      providerRequestId: 'chatcmpl-123',
+      totalTokens: 1300,
+    });
     expect(store.s.attempts.get('t1')).toMatchObject({ status: 'settled', usageSource: 'provider_export' });
-    expect(store.s.reservations.get('a1')).toMatchObject({ status: 'settled', settledMicrousd: COST, unresolvedMicrousd: 0n, releasedMicrousd: 14_750n });
+    expect(store.s.reservations.get('a1')).toMatchObject({
+      status: 'settled',
+      settledMicrousd: COST,
+      unresolvedMicrousd: 0n,
+      releasedMicrousd: 14_750n,
+    });
     expect(store.s.accounts.get('acct-wl')).toMatchObject({ pendingMicrousd: 0n, unresolvedMicrousd: 0n, settledMicrousd: COST });
     expect(store.s.cases.get(caseId)).toMatchObject({ status: 'resolved', resolvedBy: 'fin-ops', resolvedAt: LATER });
     expect(outbox.events).toEqual([
       {
         topic: 'usageSettled',
         key: 'wl-1',
-        payload: expect.objectContaining({ usage_source: 'provider_export', cost_microusd: '5250', input_tokens: 1000, output_tokens_total: 300, total_tokens: 1300, attempt_id: 't1', provider_request_id: 'chatcmpl-123' }),
+        payload: expect.objectContaining({
+          usage_source: 'provider_export',
+          cost_microusd: '5250',
+          input_tokens: 1000,
+          output_tokens_total: 300,
+          total_tokens: 1300,
+          attempt_id: 't1',
+          provider_request_id: 'chatcmpl-123',
+        }),
       },
     ]);
   });
@@ -67,7 +103,9 @@ describe('ImportUsage', () => {
   it('settles a case once: a second import is refused and changes nothing', async () => {
     const { store, outbox, caseId, importUsage } = await orphanCase();
     await importUsage.execute(importUsageCommand(caseId, EVIDENCE, 'fin-ops'), LATER);
-    await expect(importUsage.execute(importUsageCommand(caseId, EVIDENCE, 'fin-ops'), LATER)).rejects.toMatchObject({ code: 'case_already_resolved' });
+    await expect(importUsage.execute(importUsageCommand(caseId, EVIDENCE, 'fin-ops'), LATER)).rejects.toMatchObject({
+      code: 'case_already_resolved',
+    });
     expect(store.s.accounts.get('acct-wl')!.settledMicrousd).toBe(COST);
     expect(outbox.events).toHaveLength(1);
   });
@@ -75,7 +113,9 @@ describe('ImportUsage', () => {
   it('refuses evidence for a different provider request than the attempt recorded', async () => {
     const { store, caseId, importUsage } = await orphanCase();
     store.s.cases.get(caseId)!.providerRequestId = 'chatcmpl-other';
-    await expect(importUsage.execute(importUsageCommand(caseId, EVIDENCE, 'x'), LATER)).rejects.toMatchObject({ code: 'provider_request_mismatch' });
+    await expect(importUsage.execute(importUsageCommand(caseId, EVIDENCE, 'x'), LATER)).rejects.toMatchObject({
+      code: 'provider_request_mismatch',
+    });
     expect(store.s.ledger.size).toBe(0);
   });
 
@@ -86,9 +126,20 @@ describe('ImportUsage', () => {
 
   it('refuses evidence for an attempt that already has its ledger row', async () => {
     const { store, importUsage } = await orphanCase();
-    store.addCase({ id: 'shortfall', actionId: 'a1', attemptId: 't1', reason: 'candidate_shortfall_unexplained', providerRequestId: null, exposureMicrousd: 0n, details: {}, openedAt: NOW });
+    store.addCase({
+      id: 'shortfall',
+      actionId: 'a1',
+      attemptId: 't1',
+      reason: 'candidate_shortfall_unexplained',
+      providerRequestId: null,
+      exposureMicrousd: 0n,
+      details: {},
+      openedAt: NOW,
+    });
     store.s.attempts.get('t1')!.status = 'settled';
-    await expect(importUsage.execute(importUsageCommand('shortfall', EVIDENCE, 'x'), LATER)).rejects.toMatchObject({ code: 'attempt_already_settled' });
+    await expect(importUsage.execute(importUsageCommand('shortfall', EVIDENCE, 'x'), LATER)).rejects.toMatchObject({
+      code: 'attempt_already_settled',
+    });
   });
 
   it('fails without a trace when the price revision is missing (nothing half-written)', async () => {

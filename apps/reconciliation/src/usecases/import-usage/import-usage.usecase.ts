@@ -49,7 +49,10 @@ export class ImportUsage {
       const { c, action, attempt, reservation } = open;
       if (!attempt) throw new ReconciliationError('case_not_resolvable', `case ${c.id} is not about one attempt; release it instead`);
       if (attempt.status === 'settled') {
-        throw new ReconciliationError('attempt_already_settled', `attempt ${attempt.id} already has its ledger row; release the case instead`);
+        throw new ReconciliationError(
+          'attempt_already_settled',
+          `attempt ${attempt.id} already has its ledger row; release the case instead`,
+        );
       }
       if (!attemptMachine.can(attempt.status, 'settle')) {
         throw new ReconciliationError('case_not_resolvable', `attempt ${attempt.id} is ${attempt.status} and cannot be settled yet`);
@@ -58,7 +61,10 @@ export class ImportUsage {
       // Evidence for another provider request would settle the wrong call.
       const knownRequestId = c.providerRequestId ?? attempt.providerRequestId;
       if (knownRequestId && knownRequestId !== cmd.providerRequestId) {
-        throw new ReconciliationError('provider_request_mismatch', `attempt ${attempt.id} was provider request ${knownRequestId}, the evidence is for ${cmd.providerRequestId}`);
+        throw new ReconciliationError(
+          'provider_request_mismatch',
+          `attempt ${attempt.id} was provider request ${knownRequestId}, the evidence is for ${cmd.providerRequestId}`,
+        );
       }
       const price = await this.catalog.priceById(reservation.priceRevisionId);
       if (!price) throw new Error(`price revision ${reservation.priceRevisionId} missing`);
@@ -105,14 +111,21 @@ export class ImportUsage {
         settledAt: now,
       });
       if (!inserted) throw new ReconciliationError('attempt_already_settled', `attempt ${attempt.id} already has its ledger row`);
-      await this.store.setAttemptStatus(tx, attempt.id, attemptMachine.transition(attempt.status, 'settle'), `settled from provider usage export (case ${c.id})`, now, {
-        usageSource: 'provider_export',
-        providerRequestId: cmd.providerRequestId,
-        inputTokens: cmd.inputTokens,
-        cachedInputTokens: cmd.cachedInputTokens,
-        outputTokensTotal: cmd.outputTokensTotal,
-        reasoningTokens: cmd.reasoningTokens,
-      });
+      await this.store.setAttemptStatus(
+        tx,
+        attempt.id,
+        attemptMachine.transition(attempt.status, 'settle'),
+        `settled from provider usage export (case ${c.id})`,
+        now,
+        {
+          usageSource: 'provider_export',
+          providerRequestId: cmd.providerRequestId,
+          inputTokens: cmd.inputTokens,
+          cachedInputTokens: cmd.cachedInputTokens,
+          outputTokensTotal: cmd.outputTokensTotal,
+          reasoningTokens: cmd.reasoningTokens,
+        },
+      );
       const plan = await resolveHold(this.store, tx, open, cost.total, `case ${c.id}: settled from provider usage export`, now);
       const released = plan?.releasedMicrousd ?? 0n;
       const overrun = plan?.overrunMicrousd ?? 0n;
@@ -158,7 +171,10 @@ export class ImportUsage {
         reservation_status: plan?.movement.status ?? null,
       };
     });
-    this.log.info({ case_id: result.case_id, attempt_id: result.attempt_id, cost_microusd: result.cost_microusd }, 'case settled from provider usage export');
+    this.log.info(
+      { case_id: result.case_id, attempt_id: result.attempt_id, cost_microusd: result.cost_microusd },
+      'case settled from provider usage export',
+    );
     return result;
   }
 }

@@ -34,7 +34,11 @@ export class ListCases {
     const parsed = query.safeParse(Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined && v !== '')));
     if (!parsed.success) throw invalidRequest(parsed.error);
     const q = parsed.data;
-    const rows = await this.store.listCases({ status: q.status === 'all' ? null : q.status, workloadId: q.workload_id ?? null, limit: q.limit });
+    const rows = await this.store.listCases({
+      status: q.status === 'all' ? null : q.status,
+      workloadId: q.workload_id ?? null,
+      limit: q.limit,
+    });
     return { cases: rows.map(toDto) };
   }
 }

@@ -5,7 +5,11 @@ describe('QueryExposure', () => {
   it('reports settled, unresolved and pending as separate labelled integer strings next to the budget, never a sum', async () => {
     const s = new InMemoryReconciliationStore();
     s.addAccount('acct-wl', 10_000_000n);
-    Object.assign(s.s.accounts.get('acct-wl')!, { pendingMicrousd: 300n, unresolvedMicrousd: 200n, settledMicrousd: 9_007_199_254_740_993n });
+    Object.assign(s.s.accounts.get('acct-wl')!, {
+      pendingMicrousd: 300n,
+      unresolvedMicrousd: 200n,
+      settledMicrousd: 9_007_199_254_740_993n,
+    });
     s.addAccount('acct-other', 5n, 'workload', 'wl-other');
 
     const out = await new QueryExposure(s).execute({ workload_id: 'wl-1' });
@@ -24,6 +28,10 @@ describe('QueryExposure', () => {
         updated_at: expect.any(String),
       },
     ]);
-    expect(Object.keys(out.accounts[0]).filter((k) => k.endsWith('_microusd')).sort()).toEqual(['budget_microusd', 'pending_microusd', 'settled_microusd', 'unresolved_microusd']);
+    expect(
+      Object.keys(out.accounts[0])
+        .filter((k) => k.endsWith('_microusd'))
+        .sort(),
+    ).toEqual(['budget_microusd', 'pending_microusd', 'settled_microusd', 'unresolved_microusd']);
   });
 });

@@ -38,11 +38,21 @@ export class ReleaseCase {
       const { c, action, attempt } = open;
       if (attempt && attempt.status !== 'settled') {
         if (!attemptMachine.can(attempt.status, 'settle')) {
-          throw new ReconciliationError('case_not_resolvable', `attempt ${attempt.id} is ${attempt.status}; it cannot be released while it may still report`);
+          throw new ReconciliationError(
+            'case_not_resolvable',
+            `attempt ${attempt.id} is ${attempt.status}; it cannot be released while it may still report`,
+          );
         }
-        await this.store.setAttemptStatus(tx, attempt.id, attemptMachine.transition(attempt.status, 'settle'), `released by ${cmd.actor} (case ${c.id}): ${cmd.reason}`, now, {
-          usageSource: 'operator',
-        });
+        await this.store.setAttemptStatus(
+          tx,
+          attempt.id,
+          attemptMachine.transition(attempt.status, 'settle'),
+          `released by ${cmd.actor} (case ${c.id}): ${cmd.reason}`,
+          now,
+          {
+            usageSource: 'operator',
+          },
+        );
       }
       const plan = await resolveHold(this.store, tx, open, null, `case ${c.id} released by ${cmd.actor}: ${cmd.reason}`, now);
       const released = plan?.releasedMicrousd ?? 0n;
@@ -64,7 +74,10 @@ export class ReleaseCase {
         reservation_status: plan?.movement.status ?? null,
       };
     });
-    this.log.info({ case_id: result.case_id, released_microusd: result.released_microusd, resolved_by: result.resolved_by }, 'case released by operator');
+    this.log.info(
+      { case_id: result.case_id, released_microusd: result.released_microusd, resolved_by: result.resolved_by },
+      'case released by operator',
+    );
     return result;
   }
 }

@@ -18,12 +18,23 @@ function setup() {
 describe('SweepReservations: admitted actions past their dispatch deadline', () => {
   it('voids the reservation, releases pending on every account, expires the action and returns the slot', async () => {
     const { store, outbox, sweep } = setup();
-    store.addAdmitted({ actionId: 'a1', reservedMicrousd: 700n, accountIds: ['acct-wl', 'acct-ex'], deadlineAt: ago(10_000), dispatchDeadlineAt: ago(5_000) });
+    store.addAdmitted({
+      actionId: 'a1',
+      reservedMicrousd: 700n,
+      accountIds: ['acct-wl', 'acct-ex'],
+      deadlineAt: ago(10_000),
+      dispatchDeadlineAt: ago(5_000),
+    });
 
     const report = await sweep.execute(NOW);
 
     expect(report.voidedActionIds).toEqual(['a1']);
-    expect(store.s.reservations.get('a1')).toMatchObject({ status: 'voided', releasedMicrousd: 700n, settledMicrousd: 0n, unresolvedMicrousd: 0n });
+    expect(store.s.reservations.get('a1')).toMatchObject({
+      status: 'voided',
+      releasedMicrousd: 700n,
+      settledMicrousd: 0n,
+      unresolvedMicrousd: 0n,
+    });
     expect(store.s.accounts.get('acct-wl')!.pendingMicrousd).toBe(0n);
     expect(store.s.accounts.get('acct-ex')!.pendingMicrousd).toBe(0n);
     expect(store.s.actions.get('a1')!.status).toBe('expired');
@@ -33,7 +44,13 @@ describe('SweepReservations: admitted actions past their dispatch deadline', () 
 
   it('is idempotent: a second sweep releases nothing twice', async () => {
     const { store, sweep } = setup();
-    store.addAdmitted({ actionId: 'a1', reservedMicrousd: 700n, accountIds: ['acct-wl'], deadlineAt: ago(10_000), dispatchDeadlineAt: ago(5_000) });
+    store.addAdmitted({
+      actionId: 'a1',
+      reservedMicrousd: 700n,
+      accountIds: ['acct-wl'],
+      deadlineAt: ago(10_000),
+      dispatchDeadlineAt: ago(5_000),
+    });
     await sweep.execute(NOW);
     const second = await sweep.execute(NOW);
     expect(second.voidedActionIds).toEqual([]);
@@ -64,7 +81,13 @@ describe('SweepReservations: admitted actions past their dispatch deadline', () 
 describe('SweepReservations: attempts orphaned in flight', () => {
   it('opens an orphaned_attempt case holding the pending hold as unresolved exposure, fails the action, publishes', async () => {
     const { store, outbox, sweep } = setup();
-    store.addAdmitted({ actionId: 'a1', reservedMicrousd: 900n, accountIds: ['acct-wl'], deadlineAt: ago(61_000), dispatchDeadlineAt: ago(70_000) });
+    store.addAdmitted({
+      actionId: 'a1',
+      reservedMicrousd: 900n,
+      accountIds: ['acct-wl'],
+      deadlineAt: ago(61_000),
+      dispatchDeadlineAt: ago(70_000),
+    });
     store.addAttempt({ attemptId: 't1', actionId: 'a1' });
 
     const report = await sweep.execute(NOW);
@@ -82,13 +105,27 @@ describe('SweepReservations: attempts orphaned in flight', () => {
     expect(outbox.events[0]).toMatchObject({
       topic: 'reconciliationRequired',
       key: 'wl-1',
-      payload: { case_id: c.id, reason: ORPHANED_ATTEMPT, exposure_microusd: '900', attempt_id: 't1', input_tokens: null, output_tokens_total: null, usage_source: null },
+      payload: {
+        case_id: c.id,
+        reason: ORPHANED_ATTEMPT,
+        exposure_microusd: '900',
+        attempt_id: 't1',
+        input_tokens: null,
+        output_tokens_total: null,
+        usage_source: null,
+      },
     });
   });
 
   it('waits for the grace period after the action deadline', async () => {
     const { store, sweep } = setup();
-    store.addAdmitted({ actionId: 'a1', reservedMicrousd: 900n, accountIds: ['acct-wl'], deadlineAt: ago(59_000), dispatchDeadlineAt: ago(70_000) });
+    store.addAdmitted({
+      actionId: 'a1',
+      reservedMicrousd: 900n,
+      accountIds: ['acct-wl'],
+      deadlineAt: ago(59_000),
+      dispatchDeadlineAt: ago(70_000),
+    });
     store.addAttempt({ attemptId: 't1', actionId: 'a1' });
     expect((await sweep.execute(NOW)).orphans).toEqual([]);
     expect(store.s.attempts.get('t1')!.status).toBe('in_flight');
@@ -96,7 +133,13 @@ describe('SweepReservations: attempts orphaned in flight', () => {
 
   it('shares the hold between two orphans of one action', async () => {
     const { store, outbox, sweep } = setup();
-    store.addAdmitted({ actionId: 'a1', reservedMicrousd: 901n, accountIds: ['acct-wl'], deadlineAt: ago(120_000), dispatchDeadlineAt: ago(130_000) });
+    store.addAdmitted({
+      actionId: 'a1',
+      reservedMicrousd: 901n,
+      accountIds: ['acct-wl'],
+      deadlineAt: ago(120_000),
+      dispatchDeadlineAt: ago(130_000),
+    });
     store.addAttempt({ attemptId: 't1', actionId: 'a1' });
     store.addAttempt({ attemptId: 't2', actionId: 'a1', attemptNo: 2, role: 'hedge' });
     const report = await sweep.execute(NOW);
@@ -108,7 +151,13 @@ describe('SweepReservations: attempts orphaned in flight', () => {
 
   it('does not return the in-flight slot of an action that already finished', async () => {
     const { store, sweep } = setup();
-    store.addAdmitted({ actionId: 'a1', reservedMicrousd: 900n, accountIds: ['acct-wl'], deadlineAt: ago(120_000), dispatchDeadlineAt: ago(130_000) });
+    store.addAdmitted({
+      actionId: 'a1',
+      reservedMicrousd: 900n,
+      accountIds: ['acct-wl'],
+      deadlineAt: ago(120_000),
+      dispatchDeadlineAt: ago(130_000),
+    });
     store.addAttempt({ attemptId: 't1', actionId: 'a1' });
     store.s.actions.get('a1')!.status = 'answered';
     store.s.inFlight.set('wl-1', 3);
@@ -120,8 +169,20 @@ describe('SweepReservations: attempts orphaned in flight', () => {
 
   it('one broken action does not stop the sweep', async () => {
     const { store, sweep } = setup();
-    store.addAdmitted({ actionId: 'a1', reservedMicrousd: 100n, accountIds: ['acct-wl'], deadlineAt: ago(10_000), dispatchDeadlineAt: ago(5_000) });
-    store.addAdmitted({ actionId: 'a2', reservedMicrousd: 200n, accountIds: ['acct-wl'], deadlineAt: ago(10_000), dispatchDeadlineAt: ago(5_000) });
+    store.addAdmitted({
+      actionId: 'a1',
+      reservedMicrousd: 100n,
+      accountIds: ['acct-wl'],
+      deadlineAt: ago(10_000),
+      dispatchDeadlineAt: ago(5_000),
+    });
+    store.addAdmitted({
+      actionId: 'a2',
+      reservedMicrousd: 200n,
+      accountIds: ['acct-wl'],
+      deadlineAt: ago(10_000),
+      dispatchDeadlineAt: ago(5_000),
+    });
     const original = store.setActionStatus.bind(store);
     store.setActionStatus = async (tx, id, ...rest) => {
       if (id === 'a1') throw new Error('boom');

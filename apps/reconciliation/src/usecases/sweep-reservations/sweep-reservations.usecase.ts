@@ -78,9 +78,18 @@ export class SweepReservations {
           now,
         });
       } else if (reservation) {
-        this.log.warn({ action_id: actionId, reservation_status: reservation.status }, 'undispatched action whose reservation is no longer pending; expiring without moving money');
+        this.log.warn(
+          { action_id: actionId, reservation_status: reservation.status },
+          'undispatched action whose reservation is no longer pending; expiring without moving money',
+        );
       }
-      await this.store.setActionStatus(tx, actionId, actionMachine.transition(action.status, 'expire'), 'expired: not dispatched before its dispatch deadline', now);
+      await this.store.setActionStatus(
+        tx,
+        actionId,
+        actionMachine.transition(action.status, 'expire'),
+        'expired: not dispatched before its dispatch deadline',
+        now,
+      );
       await this.store.releaseInFlightSlot(tx, action.workloadId);
       return true;
     });
@@ -117,7 +126,13 @@ export class SweepReservations {
         });
         // in_flight has no direct edge to reconciliation_required: the call was cut, then needs evidence.
         const cut = attemptMachine.transition(attempt.status, 'cut');
-        await this.store.setAttemptStatus(tx, attempt.id, attemptMachine.transition(cut, 'require_reconciliation'), 'orphaned: still in flight past the action deadline; usage unknown', now);
+        await this.store.setAttemptStatus(
+          tx,
+          attempt.id,
+          attemptMachine.transition(cut, 'require_reconciliation'),
+          'orphaned: still in flight past the action deadline; usage unknown',
+          now,
+        );
         if (!opened) continue;
         const event: ReconciliationRequiredV1 = {
           ...sanitisedFields(action, attempt, now, null),
@@ -130,10 +145,20 @@ export class SweepReservations {
         out.push({ actionId, attemptId: attempt.id, caseId, exposureMicrousd: exposure });
       }
       if (reservation && plan && (plan.movement.fromPendingMicrousd > 0n || plan.movement.status !== reservation.status)) {
-        await this.store.moveHold(tx, reservation, { ...plan.movement, reason: `${attempts.length} orphaned attempt(s): pending hold kept as unresolved exposure`, now });
+        await this.store.moveHold(tx, reservation, {
+          ...plan.movement,
+          reason: `${attempts.length} orphaned attempt(s): pending hold kept as unresolved exposure`,
+          now,
+        });
       }
       if (!actionMachine.terminal(action.status)) {
-        await this.store.setActionStatus(tx, actionId, actionMachine.transition(action.status, 'fail'), 'failed: dispatcher lost the attempt mid-call', now);
+        await this.store.setActionStatus(
+          tx,
+          actionId,
+          actionMachine.transition(action.status, 'fail'),
+          'failed: dispatcher lost the attempt mid-call',
+          now,
+        );
         // The slot is the action's: dispatch returns it when it finishes an action, so only here.
         await this.store.releaseInFlightSlot(tx, action.workloadId);
       }

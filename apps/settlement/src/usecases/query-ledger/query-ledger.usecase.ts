@@ -7,7 +7,8 @@ export class QueryLedger {
   constructor(private readonly ledger: LedgerQueryRepository) {}
 
   async execute(q: { workloadId: string | null; actionId: string | null; limit: number }) {
-    if (!Number.isInteger(q.limit) || q.limit < 1 || q.limit > 1000) throw new DomainError('invalid_request', 'limit must be an integer from 1 to 1000', 'limit');
+    if (!Number.isInteger(q.limit) || q.limit < 1 || q.limit > 1000)
+      throw new DomainError('invalid_request', 'limit must be an integer from 1 to 1000', 'limit');
     const rows = await this.ledger.list(q);
     return {
       entries: rows.map((r) => ({

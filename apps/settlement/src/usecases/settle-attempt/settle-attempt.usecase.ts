@@ -1,8 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { ABSENT_CANDIDATE_OUTCOMES, AttemptCompletedV1, ReconciliationRequiredV1, settledCostFields, UsageSettledV1 } from '@gateway/contracts';
-import { CatalogRepository, HoldMovement, OutboxRepository, ProcessedEventRepository, ReservationView, SettlementRepository, Tx } from '@gateway/db';
+import {
+  ABSENT_CANDIDATE_OUTCOMES,
+  AttemptCompletedV1,
+  ReconciliationRequiredV1,
+  settledCostFields,
+  UsageSettledV1,
+} from '@gateway/contracts';
+import {
+  CatalogRepository,
+  HoldMovement,
+  OutboxRepository,
+  ProcessedEventRepository,
+  ReservationView,
+  SettlementRepository,
+  Tx,
+} from '@gateway/db';
 import { pendingOf, priceUsage, reservationMachine, ReservationState } from '@gateway/domain';
 import { handleOnce } from '@gateway/messaging';
 import { InjectLogger } from '@gateway/service-kit';
@@ -39,15 +53,14 @@ export class SettleAttempt {
       if (hasUsage && !excess) {
         plan = await this.settle(tx, e, reservation, now);
       } else {
-        const reason = excess
-          ? 'returned_exceeds_effective'
-          : e.stream_mode === 'sse'
-            ? 'stream_ended_before_usage'
-            : 'usage_missing';
+        const reason = excess ? 'returned_exceeds_effective' : e.stream_mode === 'sse' ? 'stream_ended_before_usage' : 'usage_missing';
         plan = await this.requireReconciliation(tx, e, reservation, reason, now);
       }
       if (e.outcome === 'succeeded' && this.silentShortfall(e)) {
-        await this.openCase(tx, e, 'candidate_shortfall_unexplained', 0n, now, { effective: e.effective_candidate_count, returned: e.returned_candidate_count });
+        await this.openCase(tx, e, 'candidate_shortfall_unexplained', 0n, now, {
+          effective: e.effective_candidate_count,
+          returned: e.returned_candidate_count,
+        });
       }
       // When no attempt of the action can still bring usage, the rest of the hold is released in
       // the same movement (one write to the reservation and its budget accounts).
@@ -153,7 +166,14 @@ export class SettleAttempt {
     };
   }
 
-  private async openCase(tx: Tx, e: AttemptCompletedV1, reason: string, exposure: bigint, now: Date, details: Record<string, unknown>): Promise<boolean> {
+  private async openCase(
+    tx: Tx,
+    e: AttemptCompletedV1,
+    reason: string,
+    exposure: bigint,
+    now: Date,
+    details: Record<string, unknown>,
+  ): Promise<boolean> {
     const caseId = randomUUID();
     const opened = await this.settlement.openCase(tx, {
       id: caseId,
