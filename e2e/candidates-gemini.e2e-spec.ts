@@ -167,6 +167,22 @@ describe('candidate-count policy (@google/genai SDK)', () => {
     expect(status.status_reason).toMatch(/contract failure/);
   });
 
+  it('streamGenerateContent without alt=sse answers a JSON array of chunks, as Gemini does', async () => {
+    const res = await fetch(`${stack.admission}/v1beta/models/${r('gm')}:streamGenerateContent`, {
+      method: 'POST',
+      headers: { 'x-goog-api-key': oneKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ contents: [{ parts: [{ text: contents() }] }] }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/application\/json/);
+    const chunks = (await res.json()) as Array<Record<string, any>>;
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(chunks.some((c) => c.candidates?.[0]?.content?.parts?.[0]?.text)).toBe(true);
+    expect(chunks[chunks.length - 1].usageMetadata.promptTokenCount).toBeGreaterThan(0);
+    const id = res.headers.get('x-gateway-action-id')!;
+    await settled.waitFor<Record<string, any>>((m) => m.action_id === id, 'usage.settled for the JSON-array stream');
+  });
+
   it('streamGenerateContent: usage from the final chunk settles; a cut stream keeps its exposure', async () => {
     const stream = await ai(oneKey).models.generateContentStream({ model: r('gm'), contents: contents() });
     let text = '';

@@ -30,7 +30,8 @@ export class GeminiController {
         if (method !== 'generateContent' && method !== 'streamGenerateContent') {
           throw new DomainError('invalid_request', `unsupported method '${method}'; use generateContent or streamGenerateContent`);
         }
-        return fromGeminiGenerate(req.body, model, method === 'streamGenerateContent', googApiKey(req), idem ?? null);
+        const format = req.query.alt === 'sse' ? 'sse' : 'json-array';
+        return fromGeminiGenerate(req.body, model, method === 'streamGenerateContent', googApiKey(req), idem ?? null, format);
       },
       req,
       res,

@@ -100,6 +100,8 @@ export class GenerationResponder {
   private async stream(admitted: AdmittedAction, cmd: AdmitRequestCommand, res: Response): Promise<string> {
     for (const [k, v] of Object.entries(admitted.headers)) res.setHeader(k, v);
     const gemini = cmd.apiKind === 'gemini-generate';
+    // Gemini clients that do not ask for `alt=sse` get a JSON array streamed element by element.
+    const jsonArray = gemini && cmd.streamFormat === 'json-array';
     const separator = gemini ? '\r\n\r\n' : '\n\n';
     let expectedSeq = 0;
     const early = new Map<number, string>();
@@ -108,9 +110,15 @@ export class GenerationResponder {
       if (opened) return;
       opened = true;
       res.status(200);
-      res.setHeader('content-type', 'text/event-stream');
+      res.setHeader('content-type', jsonArray ? 'application/json' : 'text/event-stream');
       res.setHeader('cache-control', 'no-cache');
       res.flushHeaders();
+      if (jsonArray) res.write('[');
+    };
+    const frame = (data: string, first: boolean) => (jsonArray ? `${first ? '' : ',\r\n'}${data}` : `data: ${data}${separator}`);
+    const close = () => {
+      if (jsonArray) res.write(']');
+      res.end();
     };
     return new Promise<string>((resolve) => {
       let stop: () => void = () => undefined;
@@ -121,7 +129,7 @@ export class GenerationResponder {
       const writeInOrder = () => {
         while (early.has(expectedSeq)) {
           open();
-          res.write(`data: ${early.get(expectedSeq)}${separator}`);
+          res.write(frame(early.get(expectedSeq) ?? '', expectedSeq === 0));
           early.delete(expectedSeq);
           expectedSeq++;
         }
@@ -140,7 +148,9 @@ export class GenerationResponder {
                 res.write(`data: [DONE]${separator}`);
               }
               if (!opened) open();
-              res.end();
+              // A cut stream ends without its closing bracket / [DONE], as the provider's did.
+              if (r.complete) close();
+              else res.end();
               finish(r.complete ? 'answered' : 'stream_cut');
             } else if (r.kind === 'error') {
               if (opened) {

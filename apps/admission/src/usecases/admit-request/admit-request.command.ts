@@ -12,6 +12,8 @@ export interface AdmitRequestCommand {
   idempotencyKey: string | null;
   modelAlias: string;
   stream: boolean;
+  /** how a stream is framed for the client: SSE, or (Gemini without `alt=sse`) a JSON array */
+  streamFormat: 'sse' | 'json-array';
   /** raw candidate-count field as sent (undefined when omitted): the domain validates it */
   requestedCandidates: unknown;
   candidateParamName: 'n' | 'candidateCount';
@@ -53,6 +55,7 @@ export function fromOpenAiChat(raw: unknown, credential: string | null, idempote
     idempotencyKey,
     modelAlias: body.model,
     stream: body.stream === true,
+    streamFormat: 'sse',
     requestedCandidates: body.n,
     candidateParamName: 'n',
     requestedOutputCap: cap,
@@ -84,6 +87,7 @@ export function fromGeminiGenerate(
   stream: boolean,
   credential: string | null,
   idempotencyKey: string | null,
+  streamFormat: 'sse' | 'json-array' = 'sse',
 ): AdmitRequestCommand {
   const parsed = geminiGenerateBody.safeParse(raw);
   if (!parsed.success) throw invalid(parsed.error);
@@ -97,6 +101,7 @@ export function fromGeminiGenerate(
     idempotencyKey,
     modelAlias,
     stream,
+    streamFormat,
     requestedCandidates: body.generationConfig?.candidateCount,
     candidateParamName: 'candidateCount',
     requestedOutputCap: body.generationConfig?.maxOutputTokens ?? null,
