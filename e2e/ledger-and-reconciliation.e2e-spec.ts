@@ -34,6 +34,22 @@ describe('ledger, exposure and reconciliation', () => {
     return { status: res.status, body: (await res.json()) as Record<string, any> };
   };
 
+  /** A request whose provider reports no usage, once its reconciliation case is open. */
+  const requestWithoutUsage = async (content: string) => {
+    const { response } = await openai(key)
+      .chat.completions.create({ model: nousage, messages: [{ role: 'user', content }] })
+      .withResponse();
+    const actionId = response.headers.get('x-gateway-action-id')!;
+    const status = await eventually(
+      async () => {
+        const s = await actionStatus(key, actionId);
+        return s.open_reconciliation_cases.length ? s : undefined;
+      },
+      { what: 'case opened' },
+    );
+    return { actionId, status };
+  };
+
   beforeAll(async () => {
     await withSeeder(async (seed) => {
       await seed.route({
@@ -119,17 +135,7 @@ describe('ledger, exposure and reconciliation', () => {
   });
 
   it('usage missing → an open case; importing the provider usage settles it with usage_source provider_export', async () => {
-    const { response } = await openai(key)
-      .chat.completions.create({ model: nousage, messages: [{ role: 'user', content: 'no usage here' }] })
-      .withResponse();
-    const actionId = response.headers.get('x-gateway-action-id')!;
-    const status = await eventually(
-      async () => {
-        const s = await actionStatus(key, actionId);
-        return s.open_reconciliation_cases.length ? s : undefined;
-      },
-      { what: 'case opened' },
-    );
+    const { actionId, status } = await requestWithoutUsage('no usage here');
     const caseId = status.open_reconciliation_cases[0].case_id;
     const cases = await get(`${reconciliation}/cases?workload_id=${workloadId}`, operator);
     expect(cases.body.cases.map((c: any) => c.case_id ?? c.id)).toContain(caseId);
@@ -156,17 +162,7 @@ describe('ledger, exposure and reconciliation', () => {
   });
 
   it('an operator can release an unresolved case only with a reason; nothing is recorded as zero usage', async () => {
-    const { response } = await openai(key)
-      .chat.completions.create({ model: nousage, messages: [{ role: 'user', content: 'release me' }] })
-      .withResponse();
-    const actionId = response.headers.get('x-gateway-action-id')!;
-    const status = await eventually(
-      async () => {
-        const s = await actionStatus(key, actionId);
-        return s.open_reconciliation_cases.length ? s : undefined;
-      },
-      { what: 'case opened' },
-    );
+    const { actionId, status } = await requestWithoutUsage('release me');
     const caseId = status.open_reconciliation_cases[0].case_id;
     expect((await post(`${reconciliation}/cases/${caseId}/release`, operator, {})).status).toBe(400);
     expect((await post(`${reconciliation}/cases/${caseId}/release`, finance, { reason: 'provider confirmed no charge' })).status).toBe(403);

@@ -1,3 +1,4 @@
+import { contractFields } from '@gateway/db';
 import type {
   ApiKeyView,
   CreateRouteResult,
@@ -53,18 +54,7 @@ export class InMemoryPolicyStore implements RouteStore, WorkloadStore {
     route.versions.unshift({
       routeId: input.routeId,
       version,
-      providerKind: input.providerKind,
-      upstreamBaseUrl: input.upstreamBaseUrl,
-      upstreamModel: input.upstreamModel,
-      candidateParam: input.candidateParam,
-      maxCandidates: input.maxCandidates,
-      outputCapParam: input.outputCapParam,
-      outputCapSemantics: input.outputCapSemantics,
-      usageShape: input.usageShape,
-      streamingUsage: input.streamingUsage,
-      gatewayVersion: input.gatewayVersion,
-      clientLibraryVersion: input.clientLibraryVersion,
-      verificationTtlSeconds: input.verificationTtlSeconds,
+      ...contractFields(input),
       verifiedAt: null,
       verifiedBy: null,
       verificationNotes: null,

@@ -20,6 +20,24 @@ export interface ContractFields {
   verificationTtlSeconds: number;
 }
 
+/** Exactly the contract-defining fields of `c` (so extra properties never reach storage). */
+export function contractFields(c: ContractFields): ContractFields {
+  return {
+    providerKind: c.providerKind,
+    upstreamBaseUrl: c.upstreamBaseUrl,
+    upstreamModel: c.upstreamModel,
+    candidateParam: c.candidateParam,
+    maxCandidates: c.maxCandidates,
+    outputCapParam: c.outputCapParam,
+    outputCapSemantics: c.outputCapSemantics,
+    usageShape: c.usageShape,
+    streamingUsage: c.streamingUsage,
+    gatewayVersion: c.gatewayVersion,
+    clientLibraryVersion: c.clientLibraryVersion,
+    verificationTtlSeconds: c.verificationTtlSeconds,
+  };
+}
+
 export interface RouteContractInput extends ContractFields {
   routeId: string;
   alias: string;
@@ -307,18 +325,7 @@ export class PolicyRepository {
         id: randomUUID(),
         routeId: input.routeId,
         version,
-        providerKind: input.providerKind,
-        upstreamBaseUrl: input.upstreamBaseUrl,
-        upstreamModel: input.upstreamModel,
-        candidateParam: input.candidateParam,
-        maxCandidates: input.maxCandidates,
-        outputCapParam: input.outputCapParam,
-        outputCapSemantics: input.outputCapSemantics,
-        usageShape: input.usageShape,
-        streamingUsage: input.streamingUsage,
-        gatewayVersion: input.gatewayVersion,
-        clientLibraryVersion: input.clientLibraryVersion,
-        verificationTtlSeconds: input.verificationTtlSeconds,
+        ...contractFields(input),
         createdAt: now,
         createdBy: input.actor,
         changeReason: input.reason,
