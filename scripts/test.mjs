@@ -13,6 +13,7 @@ import { ensurePrismaClient } from './prisma-generate.mjs';
 import { contentKey, portOf, ROOT, runTs, SERVICES, startServices } from './services.mjs';
 
 const only = (process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'unit,int,e2e').split(',');
+const E2E_PORT_BASE = Number(process.env.E2E_PORT_BASE ?? 13000);
 const log = (msg) => console.log(`[test] ${msg}`);
 const totals = { passed: 0, failed: 0 };
 const stops = [];
@@ -53,7 +54,8 @@ async function main() {
   }
   if (!only.includes('int') && !only.includes('e2e')) return finish(failed);
 
-  const pg = await ensurePostgres({ database: 'gateway_test', log });
+  // GATEWAY_TEST_DB / KAFKA_PORT / E2E_PORT_BASE let several checkouts run their suites side by side.
+  const pg = await ensurePostgres({ database: process.env.GATEWAY_TEST_DB ?? 'gateway_test', log });
   stops.push(pg.stop);
   await recreateDatabase(pg.url);
   const kafkaPort = Number(process.env.KAFKA_PORT ?? 9092);
@@ -74,12 +76,12 @@ async function main() {
     // Ports of their own, so a running `npm start` does not collide with the test stack.
     const e2eEnv = {
       ...env,
-      ADMISSION_PORT: '13000',
-      POLICY_PORT: '13001',
-      DISPATCH_PORT: '13002',
-      SETTLEMENT_PORT: '13003',
-      RECONCILIATION_PORT: '13004',
-      PROVIDER_SIM_PORT: '13010',
+      ADMISSION_PORT: String(E2E_PORT_BASE),
+      POLICY_PORT: String(E2E_PORT_BASE + 1),
+      DISPATCH_PORT: String(E2E_PORT_BASE + 2),
+      SETTLEMENT_PORT: String(E2E_PORT_BASE + 3),
+      RECONCILIATION_PORT: String(E2E_PORT_BASE + 4),
+      PROVIDER_SIM_PORT: String(E2E_PORT_BASE + 10),
       GATEWAY_INSTANCE_ID: `e2e-${process.pid}`,
       RECONCILIATION_SWEEP_MS: '1000',
       RECONCILIATION_ORPHAN_GRACE_MS: '2000',
@@ -104,11 +106,11 @@ async function main() {
     failed =
       (await jest('jest.e2e.config.js', {
         ...e2eEnv,
-        E2E_ADMISSION_URL: 'http://127.0.0.1:13000',
-        E2E_POLICY_URL: 'http://127.0.0.1:13001',
-        E2E_SETTLEMENT_URL: 'http://127.0.0.1:13003',
-        E2E_RECONCILIATION_URL: 'http://127.0.0.1:13004',
-        E2E_PROVIDER_SIM_URL: 'http://127.0.0.1:13010',
+        E2E_ADMISSION_URL: `http://127.0.0.1:${E2E_PORT_BASE}`,
+        E2E_POLICY_URL: `http://127.0.0.1:${E2E_PORT_BASE + 1}`,
+        E2E_SETTLEMENT_URL: `http://127.0.0.1:${E2E_PORT_BASE + 3}`,
+        E2E_RECONCILIATION_URL: `http://127.0.0.1:${E2E_PORT_BASE + 4}`,
+        E2E_PROVIDER_SIM_URL: `http://127.0.0.1:${E2E_PORT_BASE + 10}`,
         E2E_LOG_DIR: logDir,
         E2E_DISPATCH_PID: String(services.children.find((c) => c.service.name === 'dispatch')?.child.pid ?? ''),
       })) !== 0 || failed;
