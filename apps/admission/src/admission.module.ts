@@ -4,7 +4,6 @@ import { ContentCipher, ReplyRouter } from '@gateway/messaging';
 import { CoreModule, CoreOptions } from '@gateway/service-kit';
 import { AdmissionMetrics } from './admission.metrics';
 import { CatalogCache } from './catalog-cache';
-import { CLOCK, systemClock } from './clock';
 import { DispatchRepliesConsumer } from './consumers/dispatch-replies.consumer';
 import { ActionsController } from './http/actions.controller';
 import { ChatCompletionsController } from './http/chat-completions.controller';
@@ -23,7 +22,6 @@ export class AdmissionModule {
       controllers: [ChatCompletionsController, GeminiController, ActionsController],
       providers: [
         { provide: ContentCipher, useValue: core.cipher },
-        { provide: CLOCK, useValue: systemClock },
         { provide: ReplyRouter, useValue: new ReplyRouter() },
         { provide: ViewsRepository, useFactory: (db: Database) => new ViewsRepository(db), inject: [Database] },
         {

@@ -5,7 +5,7 @@ import { ContentCipher } from '@gateway/messaging';
 import { CoreModule, CoreOptions } from '@gateway/service-kit';
 import { DispatchCommandsConsumer } from './consumers/dispatch-commands.consumer';
 import { DispatchMetrics } from './dispatch.metrics';
-import { CLOCK, systemClock, UPSTREAM } from './tokens';
+import { UPSTREAM } from './tokens';
 import { RunAttempt } from './usecases/run-attempt/run-attempt.usecase';
 
 @Module({})
@@ -16,7 +16,6 @@ export class DispatchModule {
       imports: [CoreModule.forService(core)],
       providers: [
         { provide: ContentCipher, useValue: core.cipher },
-        { provide: CLOCK, useValue: systemClock },
         { provide: UPSTREAM, useValue: new Agent({ connections: 256, keepAliveTimeout: 30_000, pipelining: 1 }) },
         {
           provide: DispatchRepository,

@@ -1,7 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { Database, ExceptionRepository, OutboxRepository } from '@gateway/db';
 import { CoreModule, CoreOptions } from '@gateway/service-kit';
-import { CLOCK, ENTROPY, systemClock, systemEntropy } from './clock';
 import { EXPIRY_SWEEP_MS, ExpirySweeper } from './expiry-sweeper';
 import { ExceptionsController } from './http/exceptions.controller';
 import { RoutesController } from './http/routes.controller';
@@ -37,8 +36,6 @@ export class PolicyModule {
       imports: [CoreModule.forService(opts)],
       controllers: [RoutesController, WorkloadsController, ExceptionsController],
       providers: [
-        { provide: CLOCK, useValue: systemClock },
-        { provide: ENTROPY, useValue: systemEntropy },
         { provide: EXPIRY_SWEEP_MS, useValue: opts.expirySweepMs },
         { provide: RouteProbe, useValue: new RouteProbe({ timeoutMs: opts.probeTimeoutMs }) },
         {

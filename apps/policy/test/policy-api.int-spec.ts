@@ -1,8 +1,9 @@
 // The policy service in-process against the real Postgres and Kafka, driven over HTTP with fetch.
 // Verification probes go to a minimal fake upstream. Every id carries this run's suffix.
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { PolicyChangedV1 } from '@gateway/contracts';
 import { CatalogRepository, Database, OutboxRepository, PolicyRepository } from '@gateway/db';
+import { hashCredential } from '@gateway/domain';
 import { KafkaBus } from '@gateway/messaging';
 import type { RunningService } from '@gateway/service-kit';
 import { startPolicy } from '../src/app';
@@ -35,7 +36,7 @@ beforeAll(async () => {
   const repo = new PolicyRepository(db, new OutboxRepository(db));
   const seed = async (subject: string, roles: string[]) => {
     const token = `op_${randomBytes(18).toString('base64url')}`;
-    await repo.addOperatorToken({ id: randomUUID(), subject, roles, tokenHash: sha256(token) }, new Date());
+    await repo.addOperatorToken({ id: randomUUID(), subject, roles, tokenHash: hashCredential(token) }, new Date());
     return token;
   };
   tokens.operator = await seed(`olga-${run}`, ['operator']);
@@ -197,7 +198,7 @@ describe('workloads and keys', () => {
     expect(issued.status).toBe(201);
     const key: string = issued.body.key;
     expect(key).toMatch(/^gw_[A-Za-z0-9_-]{43}$/);
-    expect(await catalog.workloadByKeyHash(sha256(key))).toMatchObject({ id: wl });
+    expect(await catalog.workloadByKeyHash(hashCredential(key))).toMatchObject({ id: wl });
 
     const asApp = await call('GET', `/workloads/${wl}`, key);
     expect(asApp.status).toBe(403);
@@ -212,7 +213,7 @@ describe('workloads and keys', () => {
     const revoked = await call('POST', `/workloads/${wl}/keys/${issued.body.id}/revoke`, tokens.operator, { reason: 'rotated' });
     expect(revoked.status).toBe(200);
     expect(revoked.body).toMatchObject({ status: 'revoked', revoked_reason: 'rotated', revoked_by: `olga-${run}` });
-    expect(await catalog.workloadByKeyHash(sha256(key))).toBeNull();
+    expect(await catalog.workloadByKeyHash(hashCredential(key))).toBeNull();
     // A revoked key is no credential at all any more.
     expect((await call('GET', `/workloads/${wl}`, key)).status).toBe(401);
     expect(
@@ -406,10 +407,6 @@ async function call(method: string, path: string, token?: string, body?: unknown
   const res = await fetch(`${policy.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
-}
-
-function sha256(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
 async function eventually<T>(probe: () => T | undefined, what: string, timeoutMs = 20_000): Promise<T> {

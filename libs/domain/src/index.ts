@@ -16,3 +16,4 @@ export * from './acceptance';
 export * from './idempotency';
 export * from './admission';
 export * from './holds';
+export * from './credentials';

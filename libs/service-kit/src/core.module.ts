@@ -9,6 +9,7 @@ import { ServiceConfig } from './config';
 import { HealthController } from './health';
 import { httpLogSerializers } from './logger';
 import { Metrics, MetricsController } from './metrics';
+import { CLOCK, ENTROPY, ID_GENERATOR, randomIds, systemClock, systemEntropy } from './clock';
 
 export const SERVICE_CONFIG = 'SERVICE_CONFIG';
 export const LOGGER = 'LOGGER';
@@ -61,6 +62,9 @@ export class CoreModule {
       controllers: [HealthController, MetricsController],
       providers: [
         { provide: SERVICE_CONFIG, useValue: config },
+        { provide: CLOCK, useValue: systemClock },
+        { provide: ID_GENERATOR, useValue: randomIds },
+        { provide: ENTROPY, useValue: systemEntropy },
         { provide: LOGGER, useValue: logger },
         { provide: Metrics, useValue: new Metrics(config.serviceName) },
         { provide: Database, useFactory: () => new Database(config.databaseUrl) },
@@ -95,6 +99,9 @@ export class CoreModule {
         CoreLifecycle,
       ],
       exports: [
+        CLOCK,
+        ID_GENERATOR,
+        ENTROPY,
         CatalogRepository,
         PolicyRepository,
         OperatorAuth,

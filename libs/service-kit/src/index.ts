@@ -2,6 +2,7 @@
  * @gateway/service-kit: the NestJS plumbing every service shares (config, logging without
  * content, Postgres + Kafka wiring, outbox relay, /health, /metrics, /docs, error shapes).
  */
+export * from './clock';
 export * from './config';
 export * from './logger';
 export * from './errors';

@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { ForbiddenException, Inject, Injectable, UnauthorizedException } from '@nestjs/common';
 import type { Request } from 'express';
 import { CatalogRepository, PolicyRepository } from '@gateway/db';
+import { hashCredential } from '@gateway/domain';
 
 export type OperatorRole = 'operator' | 'approver' | 'finance';
 
@@ -9,8 +9,6 @@ export interface Operator {
   subject: string;
   roles: string[];
 }
-
-const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
 
 /**
  * Operator bearer tokens (only their hash is stored) with role checks, for every operator API.
@@ -27,9 +25,9 @@ export class OperatorAuth {
   async require(req: Request, anyOf: OperatorRole[]): Promise<Operator> {
     const token = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim();
     if (!token) throw new UnauthorizedException('operator bearer token required');
-    const op = await this.tokens.operatorByTokenHash(sha256(token));
+    const op = await this.tokens.operatorByTokenHash(hashCredential(token));
     if (!op) {
-      if (await this.keys.workloadByKeyHash(sha256(token))) {
+      if (await this.keys.workloadByKeyHash(hashCredential(token))) {
         throw new ForbiddenException('workload API keys cannot call operator APIs; use an operator token');
       }
       throw new UnauthorizedException('unknown or revoked operator token');

@@ -1,14 +1,11 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { hashCredential } from '@gateway/domain';
 import { Database, OutboxRepository, PolicyRepository, RouteContractInput, WorkloadInput } from '@gateway/db';
 
 /**
  * Builders for routes, workloads, keys and operator tokens, written through the same
  * repositories the policy service uses. Shared by the demo seed and the integration/e2e tests.
  */
-export function sha256(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
-}
-
 export function newWorkloadKey(): string {
   return `gw_${randomBytes(24).toString('base64url')}`;
 }
@@ -89,14 +86,14 @@ export class Seeder {
 
   async key(workloadId: string, key = newWorkloadKey()): Promise<string> {
     await this.policy.addApiKey(
-      { id: randomUUID(), workloadId, keyHash: sha256(key), keyPrefix: key.slice(0, 7), actor: 'seed' },
+      { id: randomUUID(), workloadId, keyHash: hashCredential(key), keyPrefix: key.slice(0, 7), actor: 'seed' },
       new Date(),
     );
     return key;
   }
 
   async operator(subject: string, roles: string[], token = `op_${randomBytes(18).toString('base64url')}`): Promise<string> {
-    await this.policy.addOperatorToken({ id: randomUUID(), subject, roles, tokenHash: sha256(token) }, new Date());
+    await this.policy.addOperatorToken({ id: randomUUID(), subject, roles, tokenHash: hashCredential(token) }, new Date());
     return token;
   }
 

@@ -15,7 +15,7 @@ import type {
   WorkloadInput,
   WorkloadView,
 } from '@gateway/db';
-import type { Clock, Entropy } from '../clock';
+import type { Clock, Entropy } from '@gateway/service-kit';
 import type { ExceptionStore, RouteStore, WorkloadStore } from '../ports';
 
 /** A policyChanged event as the fakes record it (the real repositories write it to the outbox). */

@@ -23,9 +23,10 @@ import { ContentCipher, EncryptedBody, KafkaBus, ReplyRouter } from '@gateway/me
 import { GatewayError, Metrics, ServiceConfig } from '@gateway/service-kit';
 import { AdmissionMetrics } from '../../admission.metrics';
 import { CatalogCache } from '../../catalog-cache';
-import { Clock } from '../../clock';
+import { Clock } from '@gateway/service-kit';
 import { AdmitRequestCommand, fromGeminiGenerate, fromOpenAiChat } from './admit-request.command';
-import { AdmitRequest, AdmittedAction, hashKey, IdempotentReplay } from './admit-request.usecase';
+import { AdmitRequest, AdmittedAction, IdempotentReplay } from './admit-request.usecase';
+import { hashCredential as hashKey } from '@gateway/domain';
 
 const T0 = new Date('2026-03-17T10:20:30.000Z');
 const MONTH_START = new Date('2026-03-01T00:00:00.000Z');

@@ -1,15 +1,23 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { AdmissionDecisionV1, DispatchCommandV1, DispatchReplyV1, ProviderKind, RouteTarget } from '@gateway/contracts';
 import { AdmissionRepository, CatalogRepository, RouteContract, WorkloadPolicy } from '@gateway/db';
 import { CatalogCache } from '../../catalog-cache';
-import { budgetPeriodStart, decideAdmission, DenialCode, estimateInputTokens, fingerprint, tokenWindow } from '@gateway/domain';
+import {
+  budgetPeriodStart,
+  decideAdmission,
+  DenialCode,
+  estimateInputTokens,
+  fingerprint,
+  hashCredential,
+  tokenWindow,
+} from '@gateway/domain';
 import { ContentCipher, KafkaBus, ReplyRouter } from '@gateway/messaging';
 import { GatewayError, InjectConfig, InjectLogger, ServiceConfig } from '@gateway/service-kit';
 import { AdmitRequestCommand } from './admit-request.command';
 import { AdmissionMetrics } from '../../admission.metrics';
-import { Clock, CLOCK } from '../../clock';
+import { Clock, CLOCK } from '@gateway/service-kit';
 
 export interface AdmittedAction {
   actionId: string;
@@ -46,7 +54,7 @@ export class AdmitRequest {
     const requestId = randomUUID();
     const base = this.eventBase(cmd, actionId, requestId, now);
 
-    const workload = cmd.credential ? await this.catalog.workloadByKeyHash(hashKey(cmd.credential)) : null;
+    const workload = cmd.credential ? await this.catalog.workloadByKeyHash(hashCredential(cmd.credential)) : null;
     if (!workload) throw await this.deny(base, null, 'unauthorized', 'missing, unknown or revoked workload key');
     base.workload_id = workload.id;
     base.environment = workload.environment;
@@ -328,10 +336,6 @@ export class IdempotentReplay extends Error {
   constructor(readonly actionId: string) {
     super('idempotent replay');
   }
-}
-
-export function hashKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex');
 }
 
 function dialectServes(apiKind: 'openai-chat' | 'gemini-generate', provider: ProviderKind): boolean {

@@ -1,7 +1,6 @@
 import { Injectable, NotFoundException } from '@nestjs/common';
 import { CatalogRepository, ViewsRepository } from '@gateway/db';
-import { DomainError } from '@gateway/domain';
-import { hashKey } from '../admit-request/admit-request.usecase';
+import { DomainError, hashCredential } from '@gateway/domain';
 
 /** A workload sees only its own actions; money is reported as integer strings, labelled. */
 @Injectable()
@@ -12,7 +11,7 @@ export class GetAction {
   ) {}
 
   async execute(credential: string | null, actionId: string) {
-    const workload = credential ? await this.catalog.workloadByKeyHash(hashKey(credential)) : null;
+    const workload = credential ? await this.catalog.workloadByKeyHash(hashCredential(credential)) : null;
     if (!workload) throw new DomainError('unauthorized', 'missing, unknown or revoked workload key');
     const view = /^[0-9a-f-]{36}$/i.test(actionId) ? await this.views.action(actionId) : null;
     if (!view || view.workloadId !== workload.id) throw new NotFoundException(`no action ${actionId} for this workload`);

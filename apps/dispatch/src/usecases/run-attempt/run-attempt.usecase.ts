@@ -7,10 +7,10 @@ import { DispatchRepository } from '@gateway/db';
 import { accept } from '@gateway/domain';
 import { ContentCipher, KafkaBus } from '@gateway/messaging';
 import { adapterFor, ParsedResponse, SseParser, UpstreamRequest } from '@gateway/providers';
-import { InjectConfig, InjectLogger, ServiceConfig } from '@gateway/service-kit';
+import { Clock, CLOCK, InjectConfig, InjectLogger, ServiceConfig } from '@gateway/service-kit';
 import { AttemptStatus, buildAttemptEvent, shortfallOf } from './attempt-report';
 import { DispatchMetrics } from '../../dispatch.metrics';
-import { Clock, CLOCK, UPSTREAM } from '../../tokens';
+import { UPSTREAM } from '../../tokens';
 
 const ATTEMPT_NO = 1;
 

@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { PolicyRepository, PriceRevisionView } from '@gateway/db';
 import { DomainError } from '@gateway/domain';
 import type { Operator } from '@gateway/service-kit';
-import { Clock, CLOCK } from '../../clock';
+import { Clock, CLOCK } from '@gateway/service-kit';
 import { PolicyError } from '../../http/policy-error';
 import type { RouteStore } from '../../ports';
 import { priceJson } from '../views';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { PolicyRepository } from '@gateway/db';
 import type { Operator } from '@gateway/service-kit';
-import { Clock, CLOCK } from '../../clock';
+import { Clock, CLOCK } from '@gateway/service-kit';
 import { PolicyError } from '../../http/policy-error';
 import type { RouteStore } from '../../ports';
 import { toContractInput } from '../route-contract.schema';

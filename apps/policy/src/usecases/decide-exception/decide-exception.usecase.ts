@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ExceptionRepository } from '@gateway/db';
 import { canApprove } from '@gateway/domain';
 import type { Operator } from '@gateway/service-kit';
-import { Clock, CLOCK } from '../../clock';
+import { Clock, CLOCK } from '@gateway/service-kit';
 import { PolicyError } from '../../http/policy-error';
 import type { ExceptionStore } from '../../ports';
 import { applyExceptionEvent } from '../exception-transition';

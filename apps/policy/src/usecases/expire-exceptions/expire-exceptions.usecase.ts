@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { ExceptionRepository } from '@gateway/db';
 import { exceptionMachine } from '@gateway/domain';
 import { InjectLogger } from '@gateway/service-kit';
-import { Clock, CLOCK } from '../../clock';
+import { Clock, CLOCK } from '@gateway/service-kit';
 import type { ExceptionStore } from '../../ports';
 
 export const EXPIRY_ACTOR = 'system:expiry';

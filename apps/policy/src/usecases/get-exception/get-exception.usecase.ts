@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ExceptionRepository } from '@gateway/db';
-import { Clock, CLOCK } from '../../clock';
+import { Clock, CLOCK } from '@gateway/service-kit';
 import { PolicyError } from '../../http/policy-error';
 import type { ExceptionStore } from '../../ports';
 import { exceptionJson } from '../views';

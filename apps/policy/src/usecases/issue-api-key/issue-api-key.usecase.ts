@@ -1,8 +1,9 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { PolicyRepository } from '@gateway/db';
+import { hashCredential } from '@gateway/domain';
 import type { Operator } from '@gateway/service-kit';
-import { Clock, CLOCK, ENTROPY, Entropy } from '../../clock';
+import { Clock, CLOCK, ENTROPY, Entropy } from '@gateway/service-kit';
 import { PolicyError } from '../../http/policy-error';
 import type { WorkloadStore } from '../../ports';
 import { apiKeyJson } from '../views';
@@ -30,7 +31,7 @@ export class IssueApiKey {
       {
         id,
         workloadId,
-        keyHash: createHash('sha256').update(key, 'utf8').digest('hex'),
+        keyHash: hashCredential(key),
         keyPrefix: key.slice(0, KEY_PREFIX_LENGTH),
         actor: op.subject,
       },

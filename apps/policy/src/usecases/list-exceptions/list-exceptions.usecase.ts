@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ExceptionRepository } from '@gateway/db';
 import { DomainError } from '@gateway/domain';
-import { Clock, CLOCK } from '../../clock';
+import { Clock, CLOCK } from '@gateway/service-kit';
 import type { ExceptionStore } from '../../ports';
 import { exceptionJson } from '../views';
 

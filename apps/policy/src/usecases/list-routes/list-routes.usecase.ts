@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { PolicyRepository } from '@gateway/db';
-import { Clock, CLOCK } from '../../clock';
+import { Clock, CLOCK } from '@gateway/service-kit';
 import type { RouteStore } from '../../ports';
 import { routeSummaryJson } from '../views';
 

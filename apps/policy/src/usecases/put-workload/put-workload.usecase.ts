@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { PolicyRepository } from '@gateway/db';
 import { DomainError } from '@gateway/domain';
 import type { Operator } from '@gateway/service-kit';
-import { Clock, CLOCK } from '../../clock';
+import { Clock, CLOCK } from '@gateway/service-kit';
 import type { WorkloadStore } from '../../ports';
 import { parseValue, resourceId } from '../input';
 import { workloadJson } from '../views';

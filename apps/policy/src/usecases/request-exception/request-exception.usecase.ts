@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ExceptionRepository, PolicyRepository } from '@gateway/db';
 import { DomainError } from '@gateway/domain';
 import type { Operator } from '@gateway/service-kit';
-import { Clock, CLOCK } from '../../clock';
+import { Clock, CLOCK } from '@gateway/service-kit';
 import type { ExceptionStore, RouteStore, WorkloadStore } from '../../ports';
 import { currentVersionOf, exceptionJson } from '../views';
 import { RequestExceptionCommand } from './request-exception.command';

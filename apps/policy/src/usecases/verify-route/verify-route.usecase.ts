@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { PolicyRepository } from '@gateway/db';
 import { DomainError } from '@gateway/domain';
 import type { Operator } from '@gateway/service-kit';
-import { Clock, CLOCK } from '../../clock';
+import { Clock, CLOCK } from '@gateway/service-kit';
 import { PolicyError } from '../../http/policy-error';
 import type { RouteStore } from '../../ports';
 import { PROBE_CANDIDATES, RouteProbe } from '../../probe/route-probe';
