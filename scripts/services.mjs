@@ -23,12 +23,18 @@ export function portOf(service, env = process.env) {
 /**
  * Spawns every service with `env`; stdout/stderr go to `<logDir>/<name>.log` (and, with
  * `echo`, to ours). Resolves when every /health answers 200.
+ *
+ * With `supervise`, a service that exits without being asked to (a crash, an OOM kill, `kill -9`,
+ * or `npm run service -- restart <name>`) is reported with its exit code or signal and started
+ * again after a backoff (1 s doubling to 30 s; reset after a minute of running). Each child's pid
+ * is kept in `<logDir>/<name>.pid` so a single service can be restarted from another shell.
  */
-export async function startServices({ env, logDir, echo = false, timeoutMs = 90_000, only }) {
+export async function startServices({ env, logDir, echo = false, timeoutMs = 90_000, only, supervise = false, log = () => {} }) {
   fs.mkdirSync(logDir, { recursive: true });
   const children = [];
+  let stopping = false;
   const list = SERVICES.filter((s) => !only || only.includes(s.name)).filter((s) => fs.existsSync(path.join(ROOT, s.entry)));
-  for (const s of list) {
+  const spawnChild = (s, entry) => {
     const out = fs.openSync(path.join(logDir, `${s.name}.log`), 'a');
     const child = spawn(process.execPath, ['-r', '@swc-node/register', s.entry], {
       cwd: ROOT,
@@ -45,17 +51,42 @@ export async function startServices({ env, logDir, echo = false, timeoutMs = 90_
         process.stderr.write(d);
       });
     }
-    children.push({ service: s, child, exited: null });
+    entry.child = child;
+    entry.exited = null;
+    entry.startedAt = Date.now();
+    fs.writeFileSync(path.join(logDir, `${s.name}.pid`), `${child.pid}\n`);
     child.on('exit', (code, signal) => {
-      const entry = children.find((c) => c.child === child);
-      if (entry) entry.exited = { code, signal };
+      fs.closeSync(out);
+      entry.exited = { code, signal };
+      if (stopping || !supervise) return;
+      if (Date.now() - entry.startedAt > 60_000) entry.backoffMs = 1000;
+      const delay = entry.backoffMs;
+      entry.backoffMs = Math.min(entry.backoffMs * 2, 30_000);
+      entry.restarts += 1;
+      log(`${s.name} exited (${signal ? `signal ${signal}` : `code ${code}`}); restart ${entry.restarts} in ${delay} ms`);
+      entry.timer = setTimeout(() => {
+        if (stopping) return;
+        spawnChild(s, entry);
+        waitHealthy(entry, portOf(s, env), timeoutMs, logDir).then(
+          () => log(`${s.name} is healthy again (pid ${entry.child.pid})`),
+          (err) => log(`${s.name} did not come back healthy: ${err.message.split('\n')[0]}`),
+        );
+      }, delay);
     });
+  };
+  for (const s of list) {
+    const entry = { service: s, child: null, exited: null, startedAt: 0, backoffMs: 1000, restarts: 0, timer: null };
+    children.push(entry);
+    spawnChild(s, entry);
   }
   const stop = async () => {
+    stopping = true;
+    for (const c of children) clearTimeout(c.timer);
     for (const c of children) if (!c.exited) c.child.kill('SIGTERM');
     const deadline = Date.now() + 15_000;
     while (children.some((c) => !c.exited) && Date.now() < deadline) await sleep(100);
     for (const c of children) if (!c.exited) c.child.kill('SIGKILL');
+    for (const c of children) fs.rmSync(path.join(logDir, `${c.service.name}.pid`), { force: true });
   };
   try {
     await Promise.all(children.map((c) => waitHealthy(c, portOf(c.service, env), timeoutMs, logDir)));

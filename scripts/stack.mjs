@@ -1,16 +1,24 @@
 #!/usr/bin/env node
 // `npm start`: Kafka + Postgres (or KAFKA_BROKERS / DATABASE_URL), migrations, demo data, every
-// service and the provider simulator; prints the demo key and a curl line. Ctrl-C stops it all.
+// service and the provider simulator under a supervisor (a crashed service is reported and
+// restarted with backoff); prints the demo key and a curl line. Ctrl-C stops it all.
+//
+//   node scripts/stack.mjs start             (npm start)
+//   node scripts/stack.mjs restart <service> (npm run restart -- <service>): restart one service of a running stack
+//   node scripts/stack.mjs service <service> (npm run service -- <service>): run one service in the foreground,
+//                                            against DATABASE_URL and KAFKA_BROKERS (the production shape)
 import fs from 'node:fs';
 import path from 'node:path';
 import { startKafka } from './kafka.mjs';
 import { ensurePostgres } from './postgres.mjs';
 import { ensurePrismaClient } from './prisma-generate.mjs';
+import { spawn } from 'node:child_process';
 import { contentKey, portOf, ROOT, runTs, SERVICES, startServices } from './services.mjs';
 
-const log = (msg) => console.log(`[stack] ${msg}`);
+const log = (msg) => console.log(`[stack] ${new Date().toISOString().slice(11, 19)} ${msg}`);
+const LOG_DIR = path.join(ROOT, '.local', 'logs');
 
-async function main() {
+async function start() {
   if (!fs.existsSync(path.join(ROOT, 'node_modules'))) {
     console.error('Dependencies are not installed: run `npm ci` first (npm start installs nothing by surprise).');
     process.exit(1);
@@ -41,9 +49,9 @@ async function main() {
     env.PROVIDER_SIM_URL = env.PROVIDER_SIM_URL ?? `http://127.0.0.1:${simPort}`;
     log('seeding demo data');
     const seeded = JSON.parse((await runTs('libs/testing/src/seed-demo.cli.ts', env)).trim().split('\n').pop());
-    const logDir = path.join(ROOT, '.local', 'logs');
+    const logDir = LOG_DIR;
     log(`starting services (logs in ${path.relative(ROOT, logDir)}/)`);
-    const services = await startServices({ env, logDir });
+    const services = await startServices({ env, logDir, supervise: true, log });
     stops.push(services.stop);
     const admission = `http://127.0.0.1:${portOf(SERVICES[1], env)}`;
     console.log(`
@@ -64,16 +72,51 @@ Try:
     -H 'content-type: application/json' \\
     -d '{"model":"approved-standard","messages":[{"role":"user","content":"Say hello"}]}' -D -
 
+A crashed service is restarted here with backoff; \`npm run restart -- <service>\` restarts one.
 Ctrl-C stops everything this command started.`);
-    for (const c of services.children) {
-      c.child.on('exit', (code) => {
-        if (code !== 0 && code !== null) log(`${c.service.name} exited with ${code}; see .local/logs/${c.service.name}.log`);
-      });
-    }
   } catch (err) {
     console.error(`[stack] failed: ${err.message}`);
     await shutdown(1);
   }
 }
 
-main();
+/** Asks the supervisor of a running `npm start` to restart one service (it stops; the supervisor starts it again). */
+function restart(name) {
+  const pidFile = path.join(LOG_DIR, `${name}.pid`);
+  if (!SERVICES.some((s) => s.name === name) || !fs.existsSync(pidFile)) {
+    console.error(`no running service "${name}" (known: ${SERVICES.map((s) => s.name).join(', ')}); is npm start running?`);
+    process.exit(2);
+  }
+  const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+  process.kill(pid, 'SIGTERM');
+  console.log(`[stack] sent SIGTERM to ${name} (pid ${pid}); the supervisor in npm start restarts it`);
+}
+
+/** One service in the foreground, the way an orchestrator runs it: one process, its env, its exit code. */
+function service(name) {
+  const s = SERVICES.find((x) => x.name === name);
+  if (!s) {
+    console.error(`unknown service "${name}" (known: ${SERVICES.map((x) => x.name).join(', ')})`);
+    process.exit(2);
+  }
+  if (s.name !== 'provider-sim' && (!process.env.DATABASE_URL || !process.env.KAFKA_BROKERS)) {
+    console.error('set DATABASE_URL and KAFKA_BROKERS (and GATEWAY_CONTENT_KEY for admission and dispatch) first');
+    process.exit(2);
+  }
+  const child = spawn(process.execPath, ['-r', '@swc-node/register', s.entry], {
+    cwd: ROOT,
+    env: { ...process.env, SWC_NODE_PROJECT: path.join(ROOT, 'tsconfig.json') },
+    stdio: 'inherit',
+  });
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
+  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+}
+
+const [command = 'start', arg] = process.argv.slice(2);
+if (command === 'start') start();
+else if (command === 'restart') restart(arg);
+else if (command === 'service') service(arg);
+else {
+  console.error('usage: node scripts/stack.mjs start | restart <service> | service <service>');
+  process.exit(2);
+}
