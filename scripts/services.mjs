@@ -58,7 +58,7 @@ export async function startServices({ env, logDir, echo = false, timeoutMs = 90_
     child.on('exit', (code, signal) => {
       fs.closeSync(out);
       entry.exited = { code, signal };
-      if (stopping || !supervise) return;
+      if (stopping || !supervise || entry.paused) return;
       if (Date.now() - entry.startedAt > 60_000) entry.backoffMs = 1000;
       const delay = entry.backoffMs;
       entry.backoffMs = Math.min(entry.backoffMs * 2, 30_000);
@@ -75,7 +75,7 @@ export async function startServices({ env, logDir, echo = false, timeoutMs = 90_
     });
   };
   for (const s of list) {
-    const entry = { service: s, child: null, exited: null, startedAt: 0, backoffMs: 1000, restarts: 0, timer: null };
+    const entry = { service: s, child: null, exited: null, startedAt: 0, backoffMs: 1000, restarts: 0, timer: null, paused: false };
     children.push(entry);
     spawnChild(s, entry);
   }
@@ -94,7 +94,29 @@ export async function startServices({ env, logDir, echo = false, timeoutMs = 90_
     await stop();
     throw err;
   }
-  return { stop, children };
+  const byName = (name) => {
+    const c = children.find((x) => x.service.name === name);
+    if (!c) throw new Error(`no service ${name}`);
+    return c;
+  };
+  /** Stops one service and keeps it down (the supervisor does not restart it) until startOne. */
+  const stopOne = async (name) => {
+    const c = byName(name);
+    c.paused = true;
+    clearTimeout(c.timer);
+    if (!c.exited) c.child.kill('SIGTERM');
+    const deadline = Date.now() + 15_000;
+    while (!c.exited && Date.now() < deadline) await sleep(100);
+    if (!c.exited) c.child.kill('SIGKILL');
+    while (!c.exited) await sleep(50);
+  };
+  const startOne = async (name) => {
+    const c = byName(name);
+    c.paused = false;
+    spawnChild(c.service, c);
+    await waitHealthy(c, portOf(c.service, env), timeoutMs, logDir);
+  };
+  return { stop, stopOne, startOne, children };
 }
 
 async function waitHealthy(entry, port, timeoutMs, logDir) {
