@@ -17,7 +17,6 @@ const priceArb: fc.Arbitrary<PriceRevision> = fc.record({
   outputPerMTokMicrousd: fc.bigInt({ min: 0n, max: 200_000_000n }),
   reasoningPerMTokMicrousd: fc.bigInt({ min: 0n, max: 200_000_000n }),
 });
-const micro = fc.bigInt({ min: 0n, max: 10n ** 15n });
 
 describe('computeReservation', () => {
   it.each<[number, number, number, OutputCapSemantics, number, bigint]>([
