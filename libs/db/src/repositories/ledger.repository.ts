@@ -112,17 +112,24 @@ export function buildLedgerRow(input: {
   }
 }
 
+/** The row's per-category cost as finance reads it (decimal strings); null when only a total was attested. */
+export function costByCategory(
+  row: Pick<LedgerRow, 'inputMicrousd' | 'cachedInputMicrousd' | 'outputMicrousd' | 'reasoningMicrousd'>,
+): UsageSettledV1['cost_microusd_by_category'] {
+  if (row.inputMicrousd === null || row.cachedInputMicrousd === null || row.outputMicrousd === null || row.reasoningMicrousd === null) {
+    return null;
+  }
+  return {
+    input: row.inputMicrousd.toString(),
+    cached_input: row.cachedInputMicrousd.toString(),
+    output: row.outputMicrousd.toString(),
+    reasoning: row.reasoningMicrousd.toString(),
+  };
+}
+
 /** `gateway.usage.settled.v1` for a ledger row: the same fields whichever service settled it. */
 export function usageSettledEvent(row: LedgerRow, eventId: string): UsageSettledV1 {
-  const byCategory =
-    row.inputMicrousd !== null && row.cachedInputMicrousd !== null && row.outputMicrousd !== null && row.reasoningMicrousd !== null
-      ? {
-          input: row.inputMicrousd.toString(),
-          cached_input: row.cachedInputMicrousd.toString(),
-          output: row.outputMicrousd.toString(),
-          reasoning: row.reasoningMicrousd.toString(),
-        }
-      : null;
+  const byCategory = costByCategory(row);
   return {
     event_id: eventId,
     timestamp: row.settledAt.toISOString(),

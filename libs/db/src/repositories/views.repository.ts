@@ -1,3 +1,4 @@
+import type { CaseReason } from '@gateway/contracts';
 import type { ReservationState } from '@gateway/domain';
 import { Database } from '../database';
 
@@ -43,7 +44,7 @@ export interface ActionStatusView {
     costMicrousd: bigint | null;
     outcomes: OutcomesView;
   }>;
-  openCases: Array<{ caseId: string; reason: string; exposureMicrousd: bigint }>;
+  openCases: Array<{ caseId: string; reason: CaseReason; exposureMicrousd: bigint }>;
 }
 
 /** Delivery, acceptance and money, recorded apart (null until the deciding service has written it). */
@@ -122,7 +123,7 @@ export class ViewsRepository {
         costMicrousd: cost.get(t.id) ?? null,
         outcomes: outcomesOf(t),
       })),
-      openCases: cases.map((c) => ({ caseId: c.id, reason: c.reason, exposureMicrousd: c.exposureMicrousd })),
+      openCases: cases.map((c) => ({ caseId: c.id, reason: c.reason as CaseReason, exposureMicrousd: c.exposureMicrousd })),
     };
   }
 }

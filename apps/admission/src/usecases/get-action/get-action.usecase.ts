@@ -1,4 +1,4 @@
-import { Injectable, NotFoundException } from '@nestjs/common';
+import { Inject, Injectable, NotFoundException } from '@nestjs/common';
 import { CatalogRepository, OutcomesView, ViewsRepository } from '@gateway/db';
 import { DomainError, hashCredential, pendingOf } from '@gateway/domain';
 
@@ -6,8 +6,8 @@ import { DomainError, hashCredential, pendingOf } from '@gateway/domain';
 @Injectable()
 export class GetAction {
   constructor(
-    private readonly catalog: CatalogRepository,
-    private readonly views: ViewsRepository,
+    @Inject(CatalogRepository) private readonly catalog: Pick<CatalogRepository, 'workloadByKeyHash'>,
+    @Inject(ViewsRepository) private readonly views: Pick<ViewsRepository, 'action'>,
   ) {}
 
   async execute(credential: string | null, actionId: string) {

@@ -1,3 +1,4 @@
+import type { CaseReason } from '@gateway/contracts';
 import { Inject, Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { CaseRepository, ReconciliationCaseView } from '@gateway/db';
@@ -15,7 +16,7 @@ export interface CaseDto {
   action_id: string;
   attempt_id: string | null;
   workload_id: string | null;
-  reason: string;
+  reason: CaseReason;
   status: 'open' | 'resolved';
   provider_request_id: string | null;
   exposure_microusd: string;

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { LedgerQueryRepository, LedgerRow } from '@gateway/db';
+import { costByCategory, LedgerQueryRepository, LedgerRow } from '@gateway/db';
 import { DomainError } from '@gateway/domain';
 
 export interface QueryLedgerCommand {
@@ -59,15 +59,6 @@ function decodeCursor(cursor: string): { settledAt: Date; id: string } {
 }
 
 function toEntry(r: LedgerRow) {
-  const byCategory =
-    r.inputMicrousd !== null && r.cachedInputMicrousd !== null && r.outputMicrousd !== null && r.reasoningMicrousd !== null
-      ? {
-          input: r.inputMicrousd.toString(),
-          cached_input: r.cachedInputMicrousd.toString(),
-          output: r.outputMicrousd.toString(),
-          reasoning: r.reasoningMicrousd.toString(),
-        }
-      : null;
   return {
     ledger_entry_id: r.id,
     attempt_id: r.attemptId,
@@ -90,7 +81,7 @@ function toEntry(r: LedgerRow) {
     usage_source: r.usageSource,
     price_revision: r.priceRevisionId,
     cost_microusd: r.costMicrousd.toString(),
-    cost_microusd_by_category: byCategory,
+    cost_microusd_by_category: costByCategory(r),
     attested_by: r.attestedBy,
     attestation_reason: r.attestationReason,
     case_id: r.caseId,
