@@ -1,4 +1,5 @@
 import { AdmissionDecisionV1, Topics } from '@gateway/contracts';
+import { pendingOf, planReserve } from '@gateway/domain';
 import { Database, isUniqueViolation, Tx, prismaTx } from '../database';
 import { OutboxRepository } from './outbox.repository';
 
@@ -98,7 +99,8 @@ export class AdmissionRepository {
     input: AdmitInput,
   ): Promise<{ slot: number; tokens: number; workloadBudget: number; exceptionBudget: number; outboxId: bigint | null }> {
     const a = input.action;
-    const r = input.reservation.reservedMicrousd;
+    // The hold admission places is the domain's reserve plan: the whole worst case pending.
+    const r = pendingOf(planReserve(input.reservation.reservedMicrousd));
     const c = input.concurrency;
     const t = input.tokenRate;
     const w = input.workloadBudget;

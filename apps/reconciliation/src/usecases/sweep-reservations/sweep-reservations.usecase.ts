@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
+import { caseReason } from '@gateway/contracts';
 import { AttemptRepository, CaseRepository, ReconciliationRepository, ReconciliationStore, ReservationHoldRepository } from '@gateway/db';
 import { actionMachine, planMoveToUnresolved, planVoid } from '@gateway/domain';
 import { IdGenerator, InjectIds, InjectLogger } from '@gateway/service-kit';
@@ -7,7 +8,7 @@ import { SWEEP_CONFIG, SweepConfig } from '../../reconciliation.config';
 import { AttemptPort, CasePort, HoldPort } from '../ports';
 import { sanitisedFields } from '../sanitised-fields';
 
-export const ORPHANED_ATTEMPT = 'orphaned_attempt' as const;
+export const ORPHANED_ATTEMPT = caseReason.enum.orphaned_attempt;
 
 export interface SweepReport {
   /** admitted actions whose command can no longer be dispatched: reservation voided, action expired */
