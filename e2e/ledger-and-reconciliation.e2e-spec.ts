@@ -6,7 +6,7 @@ import { eventually, openai, simLastSeq, simRequestsSince, stack, TopicReader, u
 /**
  * What finance and operators see: Idempotency-Key replays, action visibility per workload, the
  * ledger API, labelled exposure, and a case without usage resolved by a provider usage import or
- * released by an operator with a reason.
+ * released by an operator with a reason (booked in the ledger at the amount the operator attests).
  */
 describe('ledger, exposure and reconciliation', () => {
   const run = uid();
@@ -139,6 +139,13 @@ describe('ledger, exposure and reconciliation', () => {
     const caseId = status.open_reconciliation_cases[0].case_id;
     const cases = await get(`${reconciliation}/cases?workload_id=${workloadId}`, operator);
     expect(cases.body.cases.map((c: any) => c.case_id ?? c.id)).toContain(caseId);
+    // Delivery and money are separate outcomes: the user got a valid answer; its money is unresolved.
+    expect(status).toMatchObject({
+      status: 'answered',
+      delivery_outcome: 'answered',
+      acceptance: { verdict: 'valid', reason: 'ok' },
+      financial_state: 'unresolved',
+    });
 
     const bad = await post(`${reconciliation}/cases/${caseId}/import-usage`, operator, {
       provider_request_id: status.attempts[0].provider_request_id,
@@ -154,25 +161,52 @@ describe('ledger, exposure and reconciliation', () => {
     });
     expect(imported.status).toBeLessThan(300);
     const event = await settled.waitFor<Record<string, any>>((m) => m.action_id === actionId, 'usage.settled from the import');
-    expect(event).toMatchObject({ usage_source: 'provider_export', input_tokens: 10, output_tokens_total: 12 });
     const after = await actionStatus(key, actionId);
+    // the settled event carries the admission request id, whichever service settled
+    expect(event).toMatchObject({
+      usage_source: 'provider_export',
+      input_tokens: 10,
+      output_tokens_total: 12,
+      request_id: after.request_id,
+    });
+    expect(after.financial_state).toBe('settled');
     expect(after.open_reconciliation_cases).toHaveLength(0);
     expect(after.money_microusd.unresolved).toBe('0');
     expect(after.money_microusd.settled).toBe(event.cost_microusd);
   });
 
-  it('an operator can release an unresolved case only with a reason; nothing is recorded as zero usage', async () => {
+  it('an operator releases an unresolved case only with a reason, booking the attested amount in the ledger', async () => {
     const { actionId, status } = await requestWithoutUsage('release me');
     const caseId = status.open_reconciliation_cases[0].case_id;
+    const exposure = status.open_reconciliation_cases[0].exposure_microusd;
     expect((await post(`${reconciliation}/cases/${caseId}/release`, operator, {})).status).toBe(400);
-    expect((await post(`${reconciliation}/cases/${caseId}/release`, finance, { reason: 'provider confirmed no charge' })).status).toBe(403);
-    const released = await post(`${reconciliation}/cases/${caseId}/release`, operator, { reason: 'provider confirmed no charge' });
+    expect((await post(`${reconciliation}/cases/${caseId}/release`, finance, { reason: 'provider console shows the call' })).status).toBe(
+      403,
+    );
+    // No amount attested: the full held exposure is booked, never zero.
+    const released = await post(`${reconciliation}/cases/${caseId}/release`, operator, { reason: 'provider console shows the call' });
     expect(released.status).toBeLessThan(300);
+    expect(released.body).toMatchObject({ usage_source: 'operator_release', settled_microusd: exposure });
     const after = await actionStatus(key, actionId);
     expect(after.open_reconciliation_cases).toHaveLength(0);
     expect(after.money_microusd.unresolved).toBe('0');
-    expect(after.reservation_status).toBe('released');
+    expect(after.money_microusd.settled).toBe(exposure);
+    expect(after.reservation_status).toBe('settled');
+    expect(after.financial_state).toBe('settled');
     const ledger = await get(`${settlement}/ledger?action_id=${actionId}`, finance);
-    expect(ledger.body.entries).toHaveLength(0);
+    expect(ledger.body.entries).toEqual([
+      expect.objectContaining({
+        usage_source: 'operator_release',
+        cost_microusd: exposure,
+        cost_microusd_by_category: null,
+        input_tokens: null,
+        attested_by: expect.any(String),
+        attestation_reason: 'provider console shows the call',
+        case_id: caseId,
+        request_id: after.request_id,
+      }),
+    ]);
+    const event = await settled.waitFor<Record<string, any>>((m) => m.action_id === actionId, 'usage.settled from the release');
+    expect(event).toMatchObject({ usage_source: 'operator_release', cost_microusd: exposure, request_id: after.request_id });
   });
 });

@@ -1,5 +1,13 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { Database, ReconciliationRepository } from '@gateway/db';
+import {
+  AttemptRepository,
+  CaseRepository,
+  Database,
+  LedgerRepository,
+  OutboxRepository,
+  ReconciliationRepository,
+  ReservationHoldRepository,
+} from '@gateway/db';
 import { CoreModule, CoreOptions } from '@gateway/service-kit';
 import { CasesController } from './http/cases.controller';
 import { ExposureController } from './http/exposure.controller';
@@ -22,6 +30,14 @@ export class ReconciliationModule {
       providers: [
         { provide: SWEEP_CONFIG, useValue: core.sweep },
         { provide: ReconciliationRepository, useFactory: (db: Database) => new ReconciliationRepository(db), inject: [Database] },
+        { provide: ReservationHoldRepository, useValue: new ReservationHoldRepository() },
+        { provide: AttemptRepository, useValue: new AttemptRepository() },
+        { provide: LedgerRepository, useFactory: (outbox: OutboxRepository) => new LedgerRepository(outbox), inject: [OutboxRepository] },
+        {
+          provide: CaseRepository,
+          useFactory: (db: Database, outbox: OutboxRepository) => new CaseRepository(db, outbox),
+          inject: [Database, OutboxRepository],
+        },
         ReconciliationMetrics,
         SweepReservations,
         ImportUsage,

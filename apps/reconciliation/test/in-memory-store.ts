@@ -1,13 +1,14 @@
 /**
- * In-memory ReconciliationStore for use-case specs: the same rows and effects as the Postgres
- * repository, with transactions that roll back on error. Row locks are not modelled (the
- * integration test covers concurrency against Postgres).
+ * In-memory fake of every repository reconciliation's use cases use (ReconciliationStore and the
+ * case, ledger, hold and attempt ports): the same rows and effects as the Postgres repositories,
+ * including the events the case and ledger writers append, with transactions that roll back on
+ * error. Row locks are not modelled (the integration test covers concurrency against Postgres).
  */
 import type {
+  AttemptEvidence,
   BudgetAccountView,
   CaseQuery,
   CaseResolution,
-  HoldMovement,
   LedgerRow,
   NewCase,
   ReconciliationActionView,
@@ -16,16 +17,24 @@ import type {
   ReconciliationStore,
   ReservationView,
   Tx,
-  AttemptEvidence,
 } from '@gateway/db';
-import { Topics } from '@gateway/contracts';
-import type { ActionState, AttemptState, PriceRevision } from '@gateway/domain';
+import { usageSettledEvent } from '@gateway/db';
+import { SanitisedFields, Topics } from '@gateway/contracts';
+import { ActionState, applyMovement, attemptMachine, AttemptEvent, AttemptState, Movement, PriceRevision } from '@gateway/domain';
+import type { SweepConfig } from '../src/reconciliation.config';
+import type { AttemptPort, CasePort, HoldPort, LedgerPort } from '../src/usecases/ports';
+import { SweepReservations } from '../src/usecases/sweep-reservations/sweep-reservations.usecase';
 
 interface State {
   actions: Map<string, ReconciliationActionView>;
   attempts: Map<
     string,
-    ReconciliationAttemptView & { usageSource: string | null; statusReason: string; tokens: Omit<AttemptEvidence, 'usageSource'> }
+    ReconciliationAttemptView & {
+      usageSource: string | null;
+      statusReason: string;
+      financialState: string | null;
+      tokens: Omit<AttemptEvidence, 'usageSource'>;
+    }
   >;
   reservations: Map<string, ReservationView & { statusReason: string }>;
   accounts: Map<string, BudgetAccountView>;
@@ -37,7 +46,9 @@ interface State {
 
 const TX = {} as Tx;
 
-export class InMemoryReconciliationStore implements ReconciliationStore {
+export class InMemoryReconciliationStore implements ReconciliationStore, LedgerPort, AttemptPort {
+  readonly outbox = new RecordingOutbox();
+
   s: State = {
     actions: new Map(),
     attempts: new Map(),
@@ -78,6 +89,7 @@ export class InMemoryReconciliationStore implements ReconciliationStore {
     const workloadId = input.workloadId ?? 'wl-1';
     this.s.actions.set(input.actionId, {
       id: input.actionId,
+      requestId: `req-${input.actionId}`,
       workloadId,
       environment: 'dev',
       routeId: 'route-1',
@@ -126,6 +138,7 @@ export class InMemoryReconciliationStore implements ReconciliationStore {
       returnedCandidates: null,
       startedAt: new Date('2026-11-30T09:00:00Z'),
       usageSource: null,
+      financialState: null,
       tokens: {},
     });
     this.s.claims.add(input.actionId);
@@ -148,10 +161,12 @@ export class InMemoryReconciliationStore implements ReconciliationStore {
 
   async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     const before = structuredClone(this.s);
+    const events = this.outbox.events.length;
     try {
       return await fn(TX);
     } catch (err) {
       this.s = before;
+      this.outbox.events.length = events;
       throw err;
     }
   }
@@ -189,41 +204,32 @@ export class InMemoryReconciliationStore implements ReconciliationStore {
     return a ? { ...a } : null;
   }
 
-  async lockReservation(_tx: Tx, actionId: string): Promise<ReservationView | null> {
-    const r = this.s.reservations.get(actionId);
-    return r ? { ...r, accountIds: [...r.accountIds] } : null;
-  }
-
   async hasDispatchClaim(_tx: Tx, actionId: string): Promise<boolean> {
     return this.s.claims.has(actionId);
-  }
-
-  async attempt(_tx: Tx, attemptId: string): Promise<ReconciliationAttemptView | null> {
-    const t = this.s.attempts.get(attemptId);
-    return t ? { ...t } : null;
-  }
-
-  async attemptsAwaitingSettlement(_tx: Tx, actionId: string): Promise<number> {
-    return [...this.s.attempts.values()].filter(
-      (t) => t.actionId === actionId && t.status !== 'settled' && t.status !== 'reconciliation_required',
-    ).length;
   }
 
   async setActionStatus(_tx: Tx, actionId: string, status: ActionState): Promise<void> {
     this.s.actions.get(actionId)!.status = status;
   }
 
-  async setAttemptStatus(
-    _tx: Tx,
-    attemptId: string,
-    status: AttemptState,
-    reason: string,
-    _now: Date,
-    evidence?: AttemptEvidence,
-  ): Promise<void> {
+  async releaseInFlightSlot(_tx: Tx, workloadId: string): Promise<void> {
+    this.s.inFlight.set(workloadId, Math.max((this.s.inFlight.get(workloadId) ?? 0) - 1, 0));
+  }
+
+  // ------------------------------------------------------------------ attempts
+
+  async byId(_tx: Tx, attemptId: string): Promise<ReconciliationAttemptView | null> {
+    const t = this.s.attempts.get(attemptId);
+    return t ? { ...t } : null;
+  }
+
+  async transition(_tx: Tx, attemptId: string, event: AttemptEvent, reason: string, _now: Date, evidence?: AttemptEvidence): Promise<void> {
     const t = this.s.attempts.get(attemptId)!;
-    t.status = status;
+    // the real repository is a compare-and-set on the states the machine allows
+    t.status = attemptMachine.transition(t.status, event);
     t.statusReason = reason;
+    if (event === 'settle') t.financialState = 'settled';
+    if (event === 'require_reconciliation') t.financialState = 'unresolved';
     if (evidence) {
       const { usageSource, ...tokens } = evidence;
       t.usageSource = usageSource;
@@ -232,17 +238,26 @@ export class InMemoryReconciliationStore implements ReconciliationStore {
     }
   }
 
-  async releaseInFlightSlot(_tx: Tx, workloadId: string): Promise<void> {
-    this.s.inFlight.set(workloadId, Math.max((this.s.inFlight.get(workloadId) ?? 0) - 1, 0));
+  async awaitingSettlement(_tx: Tx, actionId: string): Promise<number> {
+    return [...this.s.attempts.values()].filter(
+      (t) => t.actionId === actionId && t.status !== 'settled' && t.status !== 'reconciliation_required',
+    ).length;
   }
 
-  async moveHold(_tx: Tx, r: ReservationView, m: HoldMovement): Promise<void> {
+  // ------------------------------------------------------------------ holds
+
+  /** The hold port (its `lock` takes an action id; the case port's takes a case id). */
+  readonly holds: HoldPort = {
+    lock: async (_tx, actionId) => {
+      const r = this.s.reservations.get(actionId);
+      return r ? { ...r, accountIds: [...r.accountIds] } : null;
+    },
+    move: (tx, r, m, reason) => this.move(tx, r, m, reason),
+  };
+
+  async move(_tx: Tx, r: ReservationView, m: Movement, reason: string): Promise<void> {
     const row = this.s.reservations.get(r.actionId)!;
-    row.settledMicrousd += m.toSettledMicrousd;
-    row.unresolvedMicrousd += m.toUnresolvedMicrousd - m.fromUnresolvedMicrousd;
-    row.releasedMicrousd += m.toReleasedMicrousd;
-    row.status = m.status;
-    row.statusReason = m.reason;
+    Object.assign(row, applyMovement(row, m), { statusReason: reason });
     for (const id of r.accountIds) {
       const a = this.s.accounts.get(id)!;
       a.pendingMicrousd -= m.fromPendingMicrousd;
@@ -251,18 +266,33 @@ export class InMemoryReconciliationStore implements ReconciliationStore {
     }
   }
 
-  async openCase(_tx: Tx, c: NewCase): Promise<boolean> {
+  // ------------------------------------------------------------------ cases
+
+  readonly cases: CasePort = {
+    open: (tx, c, announce) => this.open(tx, c, announce),
+    lock: async (_tx, caseId) => {
+      const c = this.s.cases.get(caseId);
+      return c ? { ...c } : null;
+    },
+    resolve: (tx, caseId, r) => this.resolve(tx, caseId, r),
+    openExposureOnAction: (tx, actionId, exceptCaseId) => this.openExposureOnAction(tx, actionId, exceptCaseId),
+    list: (q) => this.list(q),
+  };
+
+  async open(_tx: Tx, c: NewCase, announce: { eventId: string; fields: SanitisedFields }): Promise<boolean> {
     if ([...this.s.cases.values()].some((x) => x.attemptId === c.attemptId && x.reason === c.reason)) return false;
     this.addCase(c);
+    await this.outbox.append(TX, 'reconciliationRequired', announce.fields.workload_id ?? 'unknown', {
+      ...announce.fields,
+      event_id: announce.eventId,
+      case_id: c.id,
+      reason: c.reason,
+      exposure_microusd: c.exposureMicrousd.toString(),
+    });
     return true;
   }
 
-  async lockCase(_tx: Tx, caseId: string): Promise<ReconciliationCaseView | null> {
-    const c = this.s.cases.get(caseId);
-    return c ? { ...c } : null;
-  }
-
-  async resolveCase(_tx: Tx, caseId: string, r: CaseResolution): Promise<void> {
+  async resolve(_tx: Tx, caseId: string, r: CaseResolution): Promise<void> {
     const c = this.s.cases.get(caseId)!;
     Object.assign(c, {
       status: 'resolved',
@@ -279,16 +309,19 @@ export class InMemoryReconciliationStore implements ReconciliationStore {
       .reduce((sum, c) => sum + c.exposureMicrousd, 0n);
   }
 
-  async insertLedger(_tx: Tx, row: LedgerRow): Promise<boolean> {
-    if (this.s.ledger.has(row.attemptId)) return false;
-    this.s.ledger.set(row.attemptId, row);
-    return true;
-  }
-
-  async listCases(q: CaseQuery): Promise<ReconciliationCaseView[]> {
+  async list(q: CaseQuery): Promise<ReconciliationCaseView[]> {
     return [...this.s.cases.values()]
       .filter((c) => (q.status ? c.status === q.status : true) && (q.workloadId ? c.workloadId === q.workloadId : true))
       .slice(0, q.limit);
+  }
+
+  // ------------------------------------------------------------------ ledger
+
+  async record(_tx: Tx, row: LedgerRow, eventId: string): Promise<boolean> {
+    if (this.s.ledger.has(row.attemptId)) return false;
+    this.s.ledger.set(row.attemptId, row);
+    await this.outbox.append(TX, 'usageSettled', row.workloadId, usageSettledEvent(row, eventId));
+    return true;
   }
 
   async budgetAccounts(workloadId: string | null, limit: number): Promise<BudgetAccountView[]> {
@@ -320,3 +353,16 @@ export const PRICE: PriceRevision = {
 export const catalogWith = (price: PriceRevision | null = PRICE) => ({
   priceById: async (id: string) => (price && price.id === id ? price : null),
 });
+
+/** Deterministic ids (valid UUIDs, as event ids must be). */
+export function sequentialIds(): { next(): string } {
+  let n = 0;
+  return { next: () => `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}` };
+}
+
+/** The real sweeper over the fake, so case fixtures are what production makes. */
+export function sweeperFor(store: InMemoryReconciliationStore, config: SweepConfig = ORPHAN_SWEEP): SweepReservations {
+  return new SweepReservations(store, store.cases, store.holds, store, config, sequentialIds(), silentLog);
+}
+
+const ORPHAN_SWEEP: SweepConfig = { intervalMs: 0, orphanGraceMs: 60_000, dispatchClockSkewMs: 0, batchSize: 10 };

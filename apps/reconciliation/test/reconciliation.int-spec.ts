@@ -9,9 +9,18 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import type { ReconciliationRequiredV1, UsageSettledV1 } from '@gateway/contracts';
-import { budgetAccountId, Database, migrate, OutboxRepository, ReconciliationRepository } from '@gateway/db';
+import {
+  AttemptRepository,
+  budgetAccountId,
+  CaseRepository,
+  Database,
+  migrate,
+  OutboxRepository,
+  ReconciliationRepository,
+  ReservationHoldRepository,
+} from '@gateway/db';
 import { KafkaBus } from '@gateway/messaging';
-import type { RunningService } from '@gateway/service-kit';
+import { randomIds, RunningService } from '@gateway/service-kit';
 import { eventually, Seeder } from '@gateway/testing';
 import { startReconciliation } from '../src/app';
 import { SweepReservations } from '../src/usecases/sweep-reservations/sweep-reservations.usecase';
@@ -149,6 +158,7 @@ async function admitted(opts: {
   await db.prisma.action.create({
     data: {
       id: actionId,
+      requestId: `req-${actionId}`,
       workloadId,
       environment: 'dev',
       routeId,
@@ -226,7 +236,15 @@ async function orphanedCase(reservedMicrousd: bigint): Promise<Scenario & { atte
 function sweeper(): SweepReservations {
   const own = new Database(url, { poolMax: 4 });
   opened.push(own);
-  return new SweepReservations(new ReconciliationRepository(own), new OutboxRepository(own), SWEEP, quiet);
+  return new SweepReservations(
+    new ReconciliationRepository(own),
+    new CaseRepository(own, new OutboxRepository(own)),
+    new ReservationHoldRepository(),
+    new AttemptRepository(),
+    SWEEP,
+    randomIds,
+    quiet,
+  );
 }
 const opened: Database[] = [];
 afterAll(async () => {
@@ -437,6 +455,7 @@ describe('HTTP: cases, usage import, operator release, exposure', () => {
 
     const event = await eventually(() => settled.find((e) => e.attempt_id === o.attemptId), { what: 'usage.settled on Kafka' });
     expect(event).toMatchObject({
+      request_id: `req-${o.actionId}`,
       usage_source: 'provider_export',
       cost_microusd: '5250',
       provider_request_id: evidence.provider_request_id,
@@ -473,7 +492,7 @@ describe('HTTP: cases, usage import, operator release, exposure', () => {
     ).toBe(404);
   });
 
-  it('operator release requires the operator role and a reason, then releases the unresolved exposure', async () => {
+  it('operator release requires the operator role and a reason, then books the attested amount in the ledger', async () => {
     const o = await orphanedCase(6_000n);
 
     expect((await http('POST', `/cases/${o.caseId}/release`, financeToken, { reason: 'not billed' })).status).toBe(403);
@@ -483,35 +502,59 @@ describe('HTTP: cases, usage import, operator release, exposure', () => {
     expect((await http('POST', `/cases/${o.caseId}/release`, operatorToken, { reason: '' })).status).toBe(400);
     expect((await account(o.accountId)).unresolvedMicrousd).toBe(6_000n);
 
-    const res = await http('POST', `/cases/${o.caseId}/release`, operatorToken, { reason: 'provider dashboard shows no such request' });
+    const res = await http('POST', `/cases/${o.caseId}/release`, operatorToken, {
+      reason: 'provider dashboard shows the request at 1500',
+      amount_microusd: '1500',
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       case_id: o.caseId,
-      usage_source: 'operator',
-      released_microusd: '6000',
+      usage_source: 'operator_release',
+      settled_microusd: '1500',
+      released_microusd: '4500',
       resolved_by: 'ops-anna',
-      reservation_status: 'released',
+      reservation_status: 'settled',
     });
     const acct = await account(o.accountId);
     expect({ pending: acct.pendingMicrousd, unresolved: acct.unresolvedMicrousd, settled: acct.settledMicrousd }).toEqual({
       pending: 0n,
       unresolved: 0n,
-      settled: 0n,
+      settled: 1_500n,
     });
     expect(await db.prisma.reconciliationCase.findUniqueOrThrow({ where: { id: o.caseId } })).toMatchObject({
       status: 'resolved',
       resolvedBy: 'ops-anna',
-      resolution: 'provider dashboard shows no such request',
+      resolution: 'provider dashboard shows the request at 1500',
     });
     expect(await db.prisma.attempt.findUniqueOrThrow({ where: { id: o.attemptId } })).toMatchObject({
       status: 'settled',
-      usageSource: 'operator',
+      usageSource: 'operator_release',
+      financialState: 'settled',
       inputTokens: null,
     });
-    expect(await db.prisma.ledgerEntry.count({ where: { attemptId: o.attemptId } })).toBe(0);
+    expect(await db.prisma.action.findUniqueOrThrow({ where: { id: o.actionId } })).toMatchObject({ financialState: 'settled' });
+    expect(await db.prisma.ledgerEntry.findUniqueOrThrow({ where: { attemptId: o.attemptId } })).toMatchObject({
+      usageSource: 'operator_release',
+      costMicrousd: 1_500n,
+      inputTokens: null,
+      inputMicrousd: null,
+      caseId: o.caseId,
+      attestedBy: 'ops-anna',
+      attestationReason: 'provider dashboard shows the request at 1500',
+      requestId: `req-${o.actionId}`,
+    });
+    const event = await eventually(() => settled.find((e) => e.attempt_id === o.attemptId), { what: 'usage.settled on Kafka' });
+    expect(event).toMatchObject({
+      request_id: `req-${o.actionId}`,
+      usage_source: 'operator_release',
+      cost_microusd: '1500',
+      cost_microusd_by_category: null,
+      input_tokens: null,
+    });
     expect((await http('POST', `/cases/${o.caseId}/release`, operatorToken, { reason: 'twice' })).body.error.code).toBe(
       'case_already_resolved',
     );
+    expect(await db.prisma.ledgerEntry.count({ where: { attemptId: o.attemptId } })).toBe(1);
   });
 
   it('exposure shows settled, unresolved and pending per account as separate integer strings', async () => {

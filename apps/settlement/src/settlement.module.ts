@@ -1,5 +1,13 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { Database, LedgerQueryRepository, SettlementRepository } from '@gateway/db';
+import {
+  AttemptRepository,
+  CaseRepository,
+  Database,
+  LedgerQueryRepository,
+  LedgerRepository,
+  OutboxRepository,
+  ReservationHoldRepository,
+} from '@gateway/db';
 import { CoreModule, CoreOptions } from '@gateway/service-kit';
 import { AttemptCompletedConsumer } from './consumers/attempt-completed.consumer';
 import { LedgerController } from './http/ledger.controller';
@@ -14,7 +22,14 @@ export class SettlementModule {
       imports: [CoreModule.forService(core)],
       controllers: [LedgerController],
       providers: [
-        { provide: SettlementRepository, useValue: new SettlementRepository() },
+        { provide: ReservationHoldRepository, useValue: new ReservationHoldRepository() },
+        { provide: AttemptRepository, useValue: new AttemptRepository() },
+        { provide: LedgerRepository, useFactory: (outbox: OutboxRepository) => new LedgerRepository(outbox), inject: [OutboxRepository] },
+        {
+          provide: CaseRepository,
+          useFactory: (db: Database, outbox: OutboxRepository) => new CaseRepository(db, outbox),
+          inject: [Database, OutboxRepository],
+        },
         { provide: LedgerQueryRepository, useFactory: (db: Database) => new LedgerQueryRepository(db), inject: [Database] },
         SettleAttempt,
         QueryLedger,

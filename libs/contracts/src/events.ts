@@ -10,8 +10,36 @@ const microusd = z.string().regex(/^-?\d+$/, 'integer micro-USD as a decimal str
 const count = z.number().int().nonnegative();
 
 export const attemptRole = z.enum(['primary', 'hedge', 'retry', 'fallback']);
-export const usageSource = z.enum(['provider_response', 'stream_final_chunk', 'provider_export', 'operator']);
+export type AttemptRole = z.infer<typeof attemptRole>;
+/**
+ * Where a settled amount's evidence came from. DESIGN §8 lists `operator`; an operator release
+ * books the amount the operator attests after comparing evidence, named `operator_release` so the
+ * ledger says plainly that no provider reported it (`operator` stays accepted for older events).
+ */
+export const usageSource = z.enum(['provider_response', 'stream_final_chunk', 'provider_export', 'operator', 'operator_release']);
+export type UsageSource = z.infer<typeof usageSource>;
 export const streamMode = z.enum(['none', 'sse']);
+
+/** Why a reconciliation case is open; the one list every writer and reader uses. */
+export const caseReason = z.enum([
+  'usage_missing',
+  'stream_ended_before_usage',
+  'returned_exceeds_effective',
+  'candidate_shortfall_unexplained',
+  'orphaned_attempt',
+  'no_reservation',
+]);
+export type CaseReason = z.infer<typeof caseReason>;
+
+/** What the user got from an action or attempt (apart from acceptance and money). */
+export const deliveryOutcome = z.enum(['answered', 'refused', 'failed', 'deadline']);
+export type DeliveryOutcome = z.infer<typeof deliveryOutcome>;
+/** Whether the answer was valid under the workload's acceptance policy (libs/domain `accept`). */
+export const acceptanceVerdict = z.enum(['valid', 'invalid']);
+export type AcceptanceVerdict = z.infer<typeof acceptanceVerdict>;
+/** Where an action's or attempt's money stands. */
+export const financialState = z.enum(['pending', 'settled', 'unresolved', 'released', 'voided']);
+export type FinancialState = z.infer<typeof financialState>;
 
 /** The §8 field set shared by every routine record. */
 export const sanitisedFields = z.object({
@@ -46,12 +74,15 @@ export const usageSettledV1 = sanitisedFields.extend({
   ...envelope,
   price_revision: z.string(),
   cost_microusd: microusd,
-  cost_microusd_by_category: z.object({
-    input: microusd,
-    cached_input: microusd,
-    output: microusd,
-    reasoning: microusd,
-  }),
+  /** null for an operator release: the operator attests a total, not its split */
+  cost_microusd_by_category: z
+    .object({
+      input: microusd,
+      cached_input: microusd,
+      output: microusd,
+      reasoning: microusd,
+    })
+    .nullable(),
   settled_at: isoTimestamp,
 });
 export type UsageSettledV1 = z.infer<typeof usageSettledV1>;
@@ -66,7 +97,7 @@ export type AdmissionDecisionV1 = z.infer<typeof admissionDecisionV1>;
 export const reconciliationRequiredV1 = sanitisedFields.extend({
   ...envelope,
   case_id: z.string(),
-  reason: z.string(),
+  reason: caseReason,
   exposure_microusd: microusd,
 });
 export type ReconciliationRequiredV1 = z.infer<typeof reconciliationRequiredV1>;

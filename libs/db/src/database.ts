@@ -1,8 +1,20 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import { Prisma, PrismaClient } from './generated/prisma/client';
 
-/** An open transaction; repositories accept it so a use case can commit several writes at once. */
-export type Tx = Prisma.TransactionClient;
+declare const txBrand: unique symbol;
+
+/**
+ * An open transaction; repositories accept it so a use case can commit several writes at once.
+ * Opaque outside libs/db: use cases pass it along and never see Prisma (repositories unwrap it
+ * with `prismaTx`).
+ */
+export type Tx = { readonly [txBrand]: 'Tx' };
+
+/** The Prisma client behind a `Tx`; for repositories in libs/db only (not exported from the lib). */
+export type PrismaTx = Prisma.TransactionClient;
+export function prismaTx(tx: Tx): PrismaTx {
+  return tx as unknown as PrismaTx;
+}
 
 /**
  * The Prisma client (Rust-free, through the `pg` driver adapter) and a transaction helper.
@@ -27,7 +39,8 @@ export class Database {
       let hooks: Array<() => void> = [];
       try {
         const result = await this.prisma.$transaction(
-          (tx) => {
+          (client) => {
+            const tx = client as unknown as Tx;
             hooks = [];
             this.afterCommitHooks.set(tx, hooks);
             return fn(tx);

@@ -2,17 +2,20 @@
  * @gateway/db: the only Prisma user. Database (client + transactions), the migration runner and
  * repositories that accept a transaction and return plain read models, never Prisma types.
  */
-export * from './database';
+export { Database, isUniqueViolation } from './database';
+export type { Tx } from './database';
 export * from './types';
 export * from './repositories/outbox.repository';
 export * from './repositories/processed-event.repository';
 export * from './repositories/catalog.repository';
 export * from './repositories/admission.repository';
 export * from './repositories/dispatch.repository';
-export * from './repositories/settlement.repository';
+export * from './repositories/ledger.repository';
+export * from './repositories/case.repository';
+export * from './repositories/attempt.repository';
+export * from './repositories/reservation-hold.repository';
 export * from './repositories/reconciliation.repository';
 export * from './repositories/views.repository';
 export * from './repositories/policy.repository';
 export * from './repositories/exception.repository';
 export { migrate } from './migrations/migrate';
-export * from './repositories/reservation-holds';

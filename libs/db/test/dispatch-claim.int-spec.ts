@@ -143,6 +143,7 @@ describe('dispatch claims and completion', () => {
       usageSource: 'provider_response' as const,
       now,
       event: e,
+      delivery: { outcome: 'answered' as const, verdict: 'valid' as const, verdictReason: 'ok' },
       finishAction: { status: 'answered' as const, reason: 'answered', returnedCandidates: 1, workloadId: `claim-${actionId}` },
     });
     const first = event();

@@ -1,6 +1,18 @@
 import fc from 'fast-check';
 import { InvalidTransitionError } from './state-machines';
-import { Hold, pendingOf, planCaseResolution, planOrphans, planVoid } from './holds';
+import {
+  applyMovement,
+  combineMovements,
+  Hold,
+  Movement,
+  pendingOf,
+  planCaseResolution,
+  planMoveToUnresolved,
+  planReleaseRest,
+  planReserve,
+  planSettle,
+  planVoid,
+} from './holds';
 
 const hold = (over: Partial<Hold> = {}): Hold => ({
   status: 'pending',
@@ -11,16 +23,7 @@ const hold = (over: Partial<Hold> = {}): Hold => ({
   ...over,
 });
 
-/** Applies a movement to a hold the way the repository does (reservation side). */
-function apply(h: Hold, m: ReturnType<typeof planVoid>): Hold {
-  return {
-    status: m.status,
-    reservedMicrousd: h.reservedMicrousd,
-    settledMicrousd: h.settledMicrousd + m.toSettledMicrousd,
-    unresolvedMicrousd: h.unresolvedMicrousd + m.toUnresolvedMicrousd - m.fromUnresolvedMicrousd,
-    releasedMicrousd: h.releasedMicrousd + m.toReleasedMicrousd,
-  };
-}
+const apply = applyMovement;
 
 describe('pendingOf', () => {
   it.each([
@@ -49,9 +52,9 @@ describe('planVoid', () => {
   });
 });
 
-describe('planOrphans', () => {
+describe('planMoveToUnresolved', () => {
   it('moves the pending hold to unresolved exposure and marks the reservation unresolved', () => {
-    const { movement, exposuresMicrousd } = planOrphans(hold({ settledMicrousd: 100n }), 1);
+    const { movement, exposuresMicrousd } = planMoveToUnresolved(hold({ settledMicrousd: 100n }), 1);
     expect(exposuresMicrousd).toEqual([900n]);
     expect(movement).toMatchObject({
       fromPendingMicrousd: 900n,
@@ -63,18 +66,18 @@ describe('planOrphans', () => {
   });
 
   it('shares the hold between several orphans of one action, remainder to the first', () => {
-    expect(planOrphans(hold({ reservedMicrousd: 1001n }), 3).exposuresMicrousd).toEqual([335n, 333n, 333n]);
+    expect(planMoveToUnresolved(hold({ reservedMicrousd: 1001n }), 3).exposuresMicrousd).toEqual([335n, 333n, 333n]);
   });
 
   it('keeps an already unresolved reservation unresolved', () => {
-    expect(planOrphans(hold({ status: 'unresolved', unresolvedMicrousd: 400n }), 1).movement).toMatchObject({
+    expect(planMoveToUnresolved(hold({ status: 'unresolved', unresolvedMicrousd: 400n }), 1).movement).toMatchObject({
       toUnresolvedMicrousd: 600n,
       status: 'unresolved',
     });
   });
 
   it('leaves a resolved reservation alone (nothing pending, the case still opens with zero exposure)', () => {
-    const { movement, exposuresMicrousd } = planOrphans(hold({ status: 'settled', settledMicrousd: 1000n }), 1);
+    const { movement, exposuresMicrousd } = planMoveToUnresolved(hold({ status: 'settled', settledMicrousd: 1000n }), 1);
     expect(exposuresMicrousd).toEqual([0n]);
     expect(movement).toMatchObject({ fromPendingMicrousd: 0n, toUnresolvedMicrousd: 0n, status: 'settled' });
   });
@@ -82,7 +85,7 @@ describe('planOrphans', () => {
   it('property: exposures add up to what was pending', () => {
     fc.assert(
       fc.property(fc.bigInt({ min: 0n, max: 10n ** 12n }), fc.integer({ min: 1, max: 8 }), (reserved, n) => {
-        const { exposuresMicrousd, movement } = planOrphans(hold({ reservedMicrousd: reserved }), n);
+        const { exposuresMicrousd, movement } = planMoveToUnresolved(hold({ reservedMicrousd: reserved }), n);
         expect(exposuresMicrousd.reduce((a, b) => a + b, 0n)).toBe(reserved);
         expect(exposuresMicrousd.every((e) => e >= 0n)).toBe(true);
         expect(movement.toUnresolvedMicrousd).toBe(reserved);
@@ -115,18 +118,18 @@ describe('planCaseResolution', () => {
     expect(pendingOf(after)).toBe(0n);
   });
 
-  it('operator release: everything held is released, reservation released, nothing settled', () => {
+  it('operator release at the attested full exposure: settled, never booked as zero', () => {
     const p = planCaseResolution(unresolved, {
       caseExposureMicrousd: 1000n,
-      costMicrousd: null,
+      costMicrousd: 1000n,
       actionDone: true,
       otherOpenExposureMicrousd: 0n,
     });
     expect(p.movement).toMatchObject({
       fromUnresolvedMicrousd: 1000n,
-      toSettledMicrousd: 0n,
-      toReleasedMicrousd: 1000n,
-      status: 'released',
+      toSettledMicrousd: 1000n,
+      toReleasedMicrousd: 0n,
+      status: 'settled',
     });
   });
 
@@ -163,7 +166,7 @@ describe('planCaseResolution', () => {
 
   it('a zero-exposure case on a settled reservation moves nothing', () => {
     const h = hold({ status: 'settled', settledMicrousd: 400n, releasedMicrousd: 600n });
-    const p = planCaseResolution(h, { caseExposureMicrousd: 0n, costMicrousd: null, actionDone: true, otherOpenExposureMicrousd: 0n });
+    const p = planCaseResolution(h, { caseExposureMicrousd: 0n, costMicrousd: 0n, actionDone: true, otherOpenExposureMicrousd: 0n });
     expect(p.movement).toEqual({
       fromPendingMicrousd: 0n,
       toUnresolvedMicrousd: 0n,
@@ -180,7 +183,7 @@ describe('planCaseResolution', () => {
         fc.bigInt({ min: 0n, max: 10n ** 9n }),
         fc.bigInt({ min: 0n, max: 10n ** 9n }),
         fc.bigInt({ min: 0n, max: 10n ** 9n }),
-        fc.option(fc.bigInt({ min: 0n, max: 2n * 10n ** 9n })),
+        fc.bigInt({ min: 0n, max: 2n * 10n ** 9n }),
         fc.boolean(),
         (reserved, unresolvedRaw, exposure, cost, done) => {
           const unresolvedAmt = unresolvedRaw > reserved ? reserved : unresolvedRaw;
@@ -197,9 +200,137 @@ describe('planCaseResolution', () => {
           expect(after.settledMicrousd + after.unresolvedMicrousd + after.releasedMicrousd).toBeLessThanOrEqual(
             reserved + p.overrunMicrousd,
           );
-          expect(p.movement.toSettledMicrousd).toBe(cost ?? 0n);
+          expect(p.movement.toSettledMicrousd).toBe(cost);
         },
       ),
     );
+  });
+});
+
+describe('planSettle', () => {
+  it('settles the cost from pending and keeps the rest while the action may still bring usage', () => {
+    const p = planSettle(hold(), { costMicrousd: 300n, actionDone: false });
+    expect(p.movement).toEqual({
+      fromPendingMicrousd: 300n,
+      toUnresolvedMicrousd: 0n,
+      fromUnresolvedMicrousd: 0n,
+      toSettledMicrousd: 300n,
+      toReleasedMicrousd: 0n,
+      status: 'pending',
+    });
+  });
+
+  it('releases the unused hold and settles the reservation when the action is done', () => {
+    const p = planSettle(hold(), { costMicrousd: 300n, actionDone: true });
+    expect(p.movement).toMatchObject({ fromPendingMicrousd: 1000n, toSettledMicrousd: 300n, toReleasedMicrousd: 700n, status: 'settled' });
+    expect(p.releasedMicrousd).toBe(700n);
+  });
+
+  it('settles an overrun in full and reports it', () => {
+    const p = planSettle(hold(), { costMicrousd: 1500n, actionDone: true });
+    expect(p.movement).toMatchObject({ fromPendingMicrousd: 1000n, toSettledMicrousd: 1500n, toReleasedMicrousd: 0n, status: 'settled' });
+    expect(p.overrunMicrousd).toBe(500n);
+  });
+
+  it('keeps an unresolved reservation unresolved while exposure remains', () => {
+    const h = hold({ status: 'unresolved', unresolvedMicrousd: 400n });
+    expect(planSettle(h, { costMicrousd: 100n, actionDone: true }).movement).toMatchObject({
+      toReleasedMicrousd: 500n,
+      status: 'unresolved',
+    });
+  });
+});
+
+describe('planReserve and planReleaseRest', () => {
+  it('a fresh hold is all pending', () => {
+    expect(pendingOf(planReserve(800n))).toBe(800n);
+  });
+
+  it('releases what is pending; settles when nothing is unresolved', () => {
+    expect(planReleaseRest(hold({ settledMicrousd: 200n }))).toMatchObject({
+      fromPendingMicrousd: 800n,
+      toReleasedMicrousd: 800n,
+      status: 'settled',
+    });
+    expect(planReleaseRest(hold({ status: 'unresolved', unresolvedMicrousd: 200n }))).toMatchObject({ status: 'unresolved' });
+  });
+});
+
+/** Any sequence of plans on one hold, as settlement, the sweeper and case resolution would run them. */
+type Step =
+  | { kind: 'settle'; cost: bigint; done: boolean }
+  | { kind: 'unresolve'; n: number }
+  | { kind: 'void' }
+  | { kind: 'releaseRest' }
+  | { kind: 'resolveCase'; exposure: bigint; cost: bigint; done: boolean };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  fc.record({ kind: fc.constant('settle' as const), cost: fc.bigInt({ min: 0n, max: 3000n }), done: fc.boolean() }),
+  fc.record({ kind: fc.constant('unresolve' as const), n: fc.integer({ min: 1, max: 3 }) }),
+  fc.record({ kind: fc.constant('void' as const) }),
+  fc.record({ kind: fc.constant('releaseRest' as const) }),
+  fc.record({
+    kind: fc.constant('resolveCase' as const),
+    exposure: fc.bigInt({ min: 0n, max: 3000n }),
+    cost: fc.bigInt({ min: 0n, max: 3000n }),
+    done: fc.boolean(),
+  }),
+);
+
+function plan(h: Hold, s: Step): { movement: Movement; overrun: bigint } | null {
+  switch (s.kind) {
+    case 'settle': {
+      const p = planSettle(h, { costMicrousd: s.cost, actionDone: s.done });
+      return { movement: p.movement, overrun: p.overrunMicrousd };
+    }
+    case 'unresolve':
+      return { movement: planMoveToUnresolved(h, s.n).movement, overrun: 0n };
+    case 'void':
+      return h.status === 'pending' ? { movement: planVoid(h), overrun: 0n } : null;
+    case 'releaseRest':
+      return { movement: planReleaseRest(h), overrun: 0n };
+    case 'resolveCase': {
+      const p = planCaseResolution(h, {
+        caseExposureMicrousd: s.exposure,
+        costMicrousd: s.cost,
+        actionDone: s.done,
+        otherOpenExposureMicrousd: 0n,
+      });
+      return { movement: p.movement, overrun: p.overrunMicrousd };
+    }
+  }
+}
+
+describe('hold planner properties', () => {
+  it('buckets never go negative, reserved + overrun = settled + unresolved + released + pending, every state change is a machine edge', () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 5000n }), fc.array(step, { maxLength: 12 }), (reserved, steps) => {
+        let h = planReserve(reserved);
+        let overrun = 0n;
+        for (const s of steps) {
+          const p = plan(h, s);
+          if (!p) continue;
+          // applyMovement checks the state change against reservationMachine and refuses negative buckets.
+          h = applyMovement(h, p.movement);
+          overrun += p.overrun;
+          for (const v of [h.settledMicrousd, h.unresolvedMicrousd, h.releasedMicrousd, pendingOf(h)]) expect(v).toBeGreaterThanOrEqual(0n);
+          expect(h.settledMicrousd + h.unresolvedMicrousd + h.releasedMicrousd + pendingOf(h)).toBe(reserved + overrun);
+        }
+      }),
+    );
+  });
+
+  it('two plans combined apply like the two applied in turn', () => {
+    const h = hold();
+    const first = planMoveToUnresolved(h).movement;
+    const second = planReleaseRest(applyMovement(h, first));
+    expect(applyMovement(h, combineMovements(first, second))).toEqual(applyMovement(applyMovement(h, first), second));
+  });
+
+  it('refuses a movement that takes more than is pending or leaves the machine', () => {
+    expect(() => applyMovement(hold({ settledMicrousd: 900n }), planVoid(hold()))).toThrow(RangeError);
+    expect(() =>
+      applyMovement(hold({ status: 'settled' }), { ...planVoid(hold()), fromPendingMicrousd: 0n, toReleasedMicrousd: 0n }),
+    ).toThrow(RangeError);
   });
 });

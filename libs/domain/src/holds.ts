@@ -1,12 +1,15 @@
 /**
- * Reconciliation's money decisions as pure functions over one reservation's buckets. A
- * reservation holds `reserved`; what is neither settled, unresolved nor released is still pending.
- * Every plan returns the movement to apply (mirrored on the budget accounts) and the reservation's
- * next state, checked against `reservationMachine`.
+ * Hold arithmetic: the one home of every money movement on a reservation (DESIGN §7
+ * Reservation). A reservation holds `reserved`; what is neither settled, unresolved nor released
+ * is still pending. Every planner returns the `Movement` to apply (mirrored on the reservation's
+ * budget accounts by one repository function) and the reservation's next state, checked against
+ * `reservationMachine`.
  *
- * These are domain rules; they live beside the app until libs/domain takes them.
+ * Overruns: a provider may bill more than the hold still covered. That cost is settled anyway
+ * (never clipped); the planner reports it, so `reserved + overrun = settled + unresolved +
+ * released + pending` holds after every plan.
  */
-import { reservationMachine, ReservationState } from './state-machines';
+import { reservationMachine, ReservationEvent, ReservationState } from './state-machines';
 
 export interface Hold {
   status: ReservationState;
@@ -33,12 +36,114 @@ const ZERO: Omit<Movement, 'status'> = {
   toReleasedMicrousd: 0n,
 };
 
+const min = (a: bigint, b: bigint): bigint => (a < b ? a : b);
+const nonNegative = (a: bigint): bigint => (a > 0n ? a : 0n);
+
 export function pendingOf(h: Hold): bigint {
-  const p = h.reservedMicrousd - h.settledMicrousd - h.unresolvedMicrousd - h.releasedMicrousd;
-  return p > 0n ? p : 0n;
+  return nonNegative(h.reservedMicrousd - h.settledMicrousd - h.unresolvedMicrousd - h.releasedMicrousd);
 }
 
-const min = (a: bigint, b: bigint): bigint => (a < b ? a : b);
+/** True when the movement changes nothing (no money and no state). */
+export function isNoMovement(h: Hold, m: Movement): boolean {
+  return (
+    m.status === h.status &&
+    m.fromPendingMicrousd === 0n &&
+    m.toUnresolvedMicrousd === 0n &&
+    m.fromUnresolvedMicrousd === 0n &&
+    m.toSettledMicrousd === 0n &&
+    m.toReleasedMicrousd === 0n
+  );
+}
+
+/**
+ * The hold after `m`, exactly as storage applies it to the reservation row. Throws when a
+ * bucket would go negative or the state change is not an edge of `reservationMachine`, so a
+ * wrong plan fails here, in tests and in-memory stores, rather than in a budget.
+ */
+export function applyMovement(h: Hold, m: Movement): Hold {
+  checkStatusChange(h.status, m.status);
+  const pending = pendingOf(h);
+  if (m.fromPendingMicrousd > pending) throw new RangeError(`movement takes ${m.fromPendingMicrousd} from pending ${pending}`);
+  const next: Hold = {
+    status: m.status,
+    reservedMicrousd: h.reservedMicrousd,
+    settledMicrousd: h.settledMicrousd + m.toSettledMicrousd,
+    unresolvedMicrousd: h.unresolvedMicrousd + m.toUnresolvedMicrousd - m.fromUnresolvedMicrousd,
+    releasedMicrousd: h.releasedMicrousd + m.toReleasedMicrousd,
+  };
+  for (const v of [
+    m.fromPendingMicrousd,
+    m.toUnresolvedMicrousd,
+    m.fromUnresolvedMicrousd,
+    m.toSettledMicrousd,
+    m.toReleasedMicrousd,
+    next.unresolvedMicrousd,
+  ]) {
+    if (v < 0n) throw new RangeError('a hold bucket or movement would be negative');
+  }
+  return next;
+}
+
+/** Same state, or one edge of `reservationMachine`. */
+export function checkStatusChange(from: ReservationState, to: ReservationState): void {
+  if (from === to) return;
+  const ok = (reservationMachine.events as readonly ReservationEvent[]).some(
+    (e) => reservationMachine.can(from, e) && reservationMachine.transition(from, e) === to,
+  );
+  if (!ok) throw new RangeError(`reservation cannot move from ${from} to ${to}`);
+}
+
+/** The hold admission places: the whole worst case pending. */
+export function planReserve(reservedMicrousd: bigint): Hold {
+  if (reservedMicrousd < 0n) throw new RangeError('reservedMicrousd must not be negative');
+  return { status: 'pending', reservedMicrousd, settledMicrousd: 0n, unresolvedMicrousd: 0n, releasedMicrousd: 0n };
+}
+
+export interface SettlePlan {
+  movement: Movement;
+  /** cost beyond what was still pending: settled anyway, because the provider billed it */
+  overrunMicrousd: bigint;
+  releasedMicrousd: bigint;
+}
+
+/**
+ * An attempt settled from provider evidence: its cost comes out of what is pending. When
+ * `actionDone` (no attempt of the action can still bring usage), the rest of the pending hold is
+ * released in the same movement, and the reservation resolves as settled unless unresolved
+ * exposure remains.
+ */
+export function planSettle(h: Hold, input: { costMicrousd: bigint; actionDone: boolean }): SettlePlan {
+  if (input.costMicrousd < 0n) throw new RangeError('costMicrousd must not be negative');
+  const pending = pendingOf(h);
+  const fromPendingForCost = min(input.costMicrousd, pending);
+  const overrun = input.costMicrousd - fromPendingForCost;
+  const release = input.actionDone ? pending - fromPendingForCost : 0n;
+  return {
+    movement: {
+      ...ZERO,
+      fromPendingMicrousd: fromPendingForCost + release,
+      toSettledMicrousd: input.costMicrousd,
+      toReleasedMicrousd: release,
+      status: input.actionDone && h.unresolvedMicrousd === 0n ? settledStatus(h.status) : h.status,
+    },
+    overrunMicrousd: overrun,
+    releasedMicrousd: release,
+  };
+}
+
+/**
+ * Usage is unknown (no usage, a cut stream, excess candidates, an orphaned call): what is still
+ * pending becomes unresolved exposure (never zero, never released). Several attempts of one
+ * action share the pending hold; each gets an equal share, the first one the remainder.
+ */
+export function planMoveToUnresolved(h: Hold, attemptCount = 1): { movement: Movement; exposuresMicrousd: bigint[] } {
+  if (!Number.isInteger(attemptCount) || attemptCount < 1) throw new RangeError('attemptCount must be a positive integer');
+  const pending = pendingOf(h);
+  const share = pending / BigInt(attemptCount);
+  const exposures = Array.from({ length: attemptCount }, (_, i) => (i === 0 ? share + (pending - share * BigInt(attemptCount)) : share));
+  const status = pending > 0n && h.status === 'pending' ? reservationMachine.transition('pending', 'mark_unresolved') : h.status;
+  return { movement: { ...ZERO, fromPendingMicrousd: pending, toUnresolvedMicrousd: pending, status }, exposuresMicrousd: exposures };
+}
 
 /**
  * An admitted action whose command can no longer be dispatched: the whole pending hold is
@@ -51,17 +156,17 @@ export function planVoid(h: Hold): Movement {
 }
 
 /**
- * Attempts whose dispatcher vanished mid-call: the provider may have billed them, so what is
- * still pending becomes unresolved exposure (never zero, never released). Several orphans of one
- * action share the pending hold; each case gets an equal share, the first one the remainder.
+ * When the action is over and nothing else is outstanding, the rest of the pending hold is
+ * released (settlement of an attempt without usage evidence needs this after its case opened).
  */
-export function planOrphans(h: Hold, orphanCount: number): { movement: Movement; exposuresMicrousd: bigint[] } {
-  if (!Number.isInteger(orphanCount) || orphanCount < 1) throw new RangeError('orphanCount must be a positive integer');
+export function planReleaseRest(h: Hold): Movement {
   const pending = pendingOf(h);
-  const share = pending / BigInt(orphanCount);
-  const exposures = Array.from({ length: orphanCount }, (_, i) => (i === 0 ? share + (pending - share * BigInt(orphanCount)) : share));
-  const status = pending > 0n && h.status === 'pending' ? reservationMachine.transition('pending', 'mark_unresolved') : h.status;
-  return { movement: { ...ZERO, fromPendingMicrousd: pending, toUnresolvedMicrousd: pending, status }, exposuresMicrousd: exposures };
+  return {
+    ...ZERO,
+    fromPendingMicrousd: pending,
+    toReleasedMicrousd: pending,
+    status: h.unresolvedMicrousd === 0n ? settledStatus(h.status) : h.status,
+  };
 }
 
 export interface CaseResolutionPlan {
@@ -74,22 +179,24 @@ export interface CaseResolutionPlan {
 }
 
 /**
- * Resolves one case's exposure: `costMicrousd` is settled (provider evidence) or null (an
- * operator releases it without usage). The case's held exposure pays first; a cost above it
- * takes from what is still pending, and anything beyond is an overrun that is settled anyway
- * because the provider billed it. What the case held beyond its cost is released.
+ * Resolves one case's exposure at `costMicrousd`: the provider's evidence (usage import) or the
+ * amount an operator attests after comparing evidence (release). Either way the amount is
+ * settled, never released as if it were zero. The case's held exposure pays first; a cost above
+ * it takes from what is still pending, and anything beyond is an overrun that is settled anyway.
+ * What the case held beyond its cost is released.
  *
  * When `actionDone` (no attempt of the action can still bring usage) and no other open case
- * needs the rest, the remaining pending hold is released too, and the reservation resolves:
- * `settled` after evidence, `released` after an operator release.
+ * needs the rest, the remaining pending hold is released too, and the reservation resolves as
+ * settled.
  */
 export function planCaseResolution(
   h: Hold,
-  input: { caseExposureMicrousd: bigint; costMicrousd: bigint | null; actionDone: boolean; otherOpenExposureMicrousd: bigint },
+  input: { caseExposureMicrousd: bigint; costMicrousd: bigint; actionDone: boolean; otherOpenExposureMicrousd: bigint },
 ): CaseResolutionPlan {
+  if (input.costMicrousd < 0n) throw new RangeError('costMicrousd must not be negative');
   const pending = pendingOf(h);
-  const held = min(input.caseExposureMicrousd > 0n ? input.caseExposureMicrousd : 0n, h.unresolvedMicrousd);
-  const cost = input.costMicrousd ?? 0n;
+  const held = min(nonNegative(input.caseExposureMicrousd), h.unresolvedMicrousd);
+  const cost = input.costMicrousd;
   let fromPending = 0n;
   let released = 0n;
   let overrun = 0n;
@@ -114,7 +221,7 @@ export function planCaseResolution(
       fromUnresolvedMicrousd: held,
       toSettledMicrousd: cost,
       toReleasedMicrousd: released,
-      status: outstanding ? h.status : resolvedStatus(h.status, input.costMicrousd === null ? 'release' : 'settle'),
+      status: outstanding ? h.status : settledStatus(h.status),
     },
     heldMicrousd: held,
     releasedMicrousd: released,
@@ -122,13 +229,24 @@ export function planCaseResolution(
   };
 }
 
-function resolvedStatus(status: ReservationState, event: 'settle' | 'release'): ReservationState {
+/** Two movements on the same hold as one write: `second` was planned on the hold after `first`. */
+export function combineMovements(first: Movement, second: Movement): Movement {
+  return {
+    fromPendingMicrousd: first.fromPendingMicrousd + second.fromPendingMicrousd,
+    toUnresolvedMicrousd: first.toUnresolvedMicrousd + second.toUnresolvedMicrousd,
+    fromUnresolvedMicrousd: first.fromUnresolvedMicrousd + second.fromUnresolvedMicrousd,
+    toSettledMicrousd: first.toSettledMicrousd + second.toSettledMicrousd,
+    toReleasedMicrousd: first.toReleasedMicrousd + second.toReleasedMicrousd,
+    status: second.status,
+  };
+}
+
+/** The state a hold ends in once nothing about it is outstanding. */
+function settledStatus(status: ReservationState): ReservationState {
   switch (status) {
-    case 'unresolved':
-      return reservationMachine.transition('unresolved', event);
     case 'pending':
-      // A pending reservation cannot be "released" by the machine; with nothing outstanding it settled.
-      return reservationMachine.transition('pending', 'settle');
+    case 'unresolved':
+      return reservationMachine.transition(status, 'settle');
     case 'settled':
     case 'voided':
     case 'released':

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { PriceRevision } from './pricing';
-import { OutputCapSemantics, checkBudget, computeReservation, estimateInputTokens, outputCeiling, settleReservation } from './reservation';
+import { OutputCapSemantics, computeReservation, estimateInputTokens, outputCeiling } from './reservation';
 
 const price: PriceRevision = {
   id: 'p1',
@@ -17,7 +17,6 @@ const priceArb: fc.Arbitrary<PriceRevision> = fc.record({
   outputPerMTokMicrousd: fc.bigInt({ min: 0n, max: 200_000_000n }),
   reasoningPerMTokMicrousd: fc.bigInt({ min: 0n, max: 200_000_000n }),
 });
-const micro = fc.bigInt({ min: 0n, max: 10n ** 15n });
 
 describe('computeReservation', () => {
   it.each<[number, number, number, OutputCapSemantics, number, bigint]>([
@@ -162,85 +161,6 @@ describe('estimateInputTokens', () => {
         expect(estimateInputTokens(texts, messages + 1)).toBe(base + 4);
         const bytes = texts.reduce((n, t) => n + Buffer.byteLength(t, 'utf8'), 0);
         expect(base * 3).toBeGreaterThanOrEqual(bytes);
-      }),
-    );
-  });
-});
-
-describe('checkBudget', () => {
-  const b = (budget: bigint, pending: bigint, unresolved: bigint, settled: bigint, request: bigint) => ({
-    budgetMicrousd: budget,
-    pendingMicrousd: pending,
-    unresolvedMicrousd: unresolved,
-    settledMicrousd: settled,
-    requestMicrousd: request,
-  });
-
-  it.each([
-    [b(100n, 0n, 0n, 0n, 100n), { ok: true, remainingAfterMicrousd: 0n }],
-    [b(100n, 10n, 20n, 30n, 40n), { ok: true, remainingAfterMicrousd: 0n }],
-    [b(100n, 10n, 20n, 30n, 41n), { ok: false, remainingMicrousd: 40n }],
-    [b(100n, 0n, 0n, 0n, 0n), { ok: true, remainingAfterMicrousd: 100n }],
-    [b(0n, 0n, 0n, 0n, 1n), { ok: false, remainingMicrousd: 0n }],
-    [b(100n, 0n, 0n, 150n, 1n), { ok: false, remainingMicrousd: 0n }], // already overrun
-    [b(100n, 0n, 100n, 0n, 1n), { ok: false, remainingMicrousd: 0n }], // unresolved still counts
-  ])('%j -> %j', (input, expected) => {
-    expect(checkBudget(input)).toEqual(expected);
-  });
-
-  it('throws on negative amounts', () => {
-    expect(() => checkBudget(b(100n, -1n, 0n, 0n, 1n))).toThrow(RangeError);
-  });
-
-  it('property: never admits a request that would take the sum over budget; remaining is exact', () => {
-    fc.assert(
-      fc.property(micro, micro, micro, micro, micro, (budget, pending, unresolved, settled, request) => {
-        const r = checkBudget(b(budget, pending, unresolved, settled, request));
-        const sum = pending + unresolved + settled + request;
-        expect(r.ok).toBe(sum <= budget);
-        if (r.ok) expect(r.remainingAfterMicrousd).toBe(budget - sum);
-        // Denied means the request did not fit, or the budget is already overrun (remaining clamps to 0).
-        else expect(r.remainingMicrousd >= 0n && (r.remainingMicrousd < request || r.remainingMicrousd === 0n)).toBe(true);
-      }),
-    );
-  });
-
-  it('property: admitting sequentially never overspends', () => {
-    fc.assert(
-      fc.property(micro, fc.array(fc.bigInt({ min: 0n, max: 10n ** 9n }), { maxLength: 50 }), (budget, requests) => {
-        let pending = 0n;
-        for (const request of requests) {
-          const r = checkBudget(b(budget, pending, 0n, 0n, request));
-          if (r.ok) pending += request;
-        }
-        expect(pending <= budget).toBe(true);
-      }),
-    );
-  });
-});
-
-describe('settleReservation', () => {
-  it.each([
-    [100n, 60n, { settledMicrousd: 60n, releasedMicrousd: 40n, overrunMicrousd: 0n }],
-    [100n, 100n, { settledMicrousd: 100n, releasedMicrousd: 0n, overrunMicrousd: 0n }],
-    [100n, 130n, { settledMicrousd: 130n, releasedMicrousd: 0n, overrunMicrousd: 30n }],
-    [0n, 0n, { settledMicrousd: 0n, releasedMicrousd: 0n, overrunMicrousd: 0n }],
-  ])('reserved %p, actual %p -> %j', (reservedMicrousd, actualMicrousd, expected) => {
-    expect(settleReservation({ reservedMicrousd, actualMicrousd })).toEqual(expected);
-  });
-
-  it('throws on negative amounts', () => {
-    expect(() => settleReservation({ reservedMicrousd: 1n, actualMicrousd: -1n })).toThrow(RangeError);
-  });
-
-  it('property: settled + released - overrun = reserved; release and overrun are exclusive', () => {
-    fc.assert(
-      fc.property(micro, micro, (reservedMicrousd, actualMicrousd) => {
-        const s = settleReservation({ reservedMicrousd, actualMicrousd });
-        expect(s.settledMicrousd + s.releasedMicrousd - s.overrunMicrousd).toBe(reservedMicrousd);
-        expect(s.settledMicrousd).toBe(actualMicrousd);
-        expect(s.releasedMicrousd >= 0n && s.overrunMicrousd >= 0n).toBe(true);
-        expect(s.releasedMicrousd === 0n || s.overrunMicrousd === 0n).toBe(true);
       }),
     );
   });

@@ -4,7 +4,7 @@
  * here errs high; the surplus flows back when the reservation settles.
  */
 import { PriceRevision, estimateCostMicrousd } from './pricing';
-import { assertNonNegativeInteger, assertNonNegativeMicrousd, assertPositiveInteger } from './validation';
+import { assertNonNegativeInteger, assertPositiveInteger } from './validation';
 
 /**
  * How a route applies its output cap (`max_tokens`, `maxOutputTokens`) when several
@@ -78,53 +78,4 @@ export function estimateInputTokens(texts: readonly string[], messageCount: numb
   let bytes = 0;
   for (const text of texts) bytes += Buffer.byteLength(text, 'utf8');
   return Math.ceil(bytes / UTF8_BYTES_PER_TOKEN_ESTIMATE) + TOKENS_PER_MESSAGE_OVERHEAD * messageCount + TOKENS_REPLY_PRIMING;
-}
-
-export type BudgetCheck = { ok: true; remainingAfterMicrousd: bigint } | { ok: false; remainingMicrousd: bigint };
-
-/**
- * Admission rule: pending + unresolved + settled + request ≤ budget. Unresolved holds
- * count in full because their spend may have happened; freeing them early would let
- * concurrent requests overspend.
- */
-export function checkBudget(input: {
-  budgetMicrousd: bigint;
-  pendingMicrousd: bigint;
-  unresolvedMicrousd: bigint;
-  settledMicrousd: bigint;
-  requestMicrousd: bigint;
-}): BudgetCheck {
-  assertNonNegativeMicrousd(input.budgetMicrousd, 'budgetMicrousd');
-  assertNonNegativeMicrousd(input.pendingMicrousd, 'pendingMicrousd');
-  assertNonNegativeMicrousd(input.unresolvedMicrousd, 'unresolvedMicrousd');
-  assertNonNegativeMicrousd(input.settledMicrousd, 'settledMicrousd');
-  assertNonNegativeMicrousd(input.requestMicrousd, 'requestMicrousd');
-
-  const committedMicrousd = input.pendingMicrousd + input.unresolvedMicrousd + input.settledMicrousd;
-  const remainingMicrousd = input.budgetMicrousd - committedMicrousd;
-  if (input.requestMicrousd <= remainingMicrousd) {
-    return { ok: true, remainingAfterMicrousd: remainingMicrousd - input.requestMicrousd };
-  }
-  // Overruns can push committed past the budget; report zero rather than a negative balance.
-  return { ok: false, remainingMicrousd: remainingMicrousd > 0n ? remainingMicrousd : 0n };
-}
-
-/**
- * Resolves a hold against actual cost. Actual can exceed the hold (the provider ignored
- * a cap, or the input estimate was low); the excess is reported as overrun rather than
- * clipped, because the provider bills it regardless.
- */
-export function settleReservation(input: { reservedMicrousd: bigint; actualMicrousd: bigint }): {
-  settledMicrousd: bigint;
-  releasedMicrousd: bigint;
-  overrunMicrousd: bigint;
-} {
-  assertNonNegativeMicrousd(input.reservedMicrousd, 'reservedMicrousd');
-  assertNonNegativeMicrousd(input.actualMicrousd, 'actualMicrousd');
-  const diffMicrousd = input.reservedMicrousd - input.actualMicrousd;
-  return {
-    settledMicrousd: input.actualMicrousd,
-    releasedMicrousd: diffMicrousd > 0n ? diffMicrousd : 0n,
-    overrunMicrousd: diffMicrousd < 0n ? -diffMicrousd : 0n,
-  };
 }

@@ -1,14 +1,7 @@
-import type {
-  ReconciliationActionView,
-  ReconciliationAttemptView,
-  ReconciliationCaseView,
-  ReconciliationStore,
-  ReservationView,
-  Tx,
-} from '@gateway/db';
-import { actionMachine } from '@gateway/domain';
-import { CaseResolutionPlan, planCaseResolution } from '@gateway/domain';
+import type { ReconciliationActionView, ReconciliationAttemptView, ReconciliationCaseView, ReservationView, Tx } from '@gateway/db';
+import { actionMachine, CaseResolutionPlan, planCaseResolution } from '@gateway/domain';
 import { ReconciliationError } from '../reconciliation.errors';
+import { MoneyPorts } from './ports';
 
 export interface OpenCase {
   c: ReconciliationCaseView;
@@ -22,8 +15,8 @@ export interface OpenCase {
  * then rows it updates), so two operators resolving the same case serialise and the second one
  * finds it resolved.
  */
-export async function lockOpenCase(store: ReconciliationStore, tx: Tx, caseId: string): Promise<OpenCase> {
-  const c = await store.lockCase(tx, caseId);
+export async function lockOpenCase(p: MoneyPorts, tx: Tx, caseId: string): Promise<OpenCase> {
+  const c = await p.cases.lock(tx, caseId);
   if (!c) throw new ReconciliationError('case_not_found', `reconciliation case ${caseId} does not exist`);
   if (c.status !== 'open') {
     throw new ReconciliationError(
@@ -31,34 +24,35 @@ export async function lockOpenCase(store: ReconciliationStore, tx: Tx, caseId: s
       `case ${caseId} was already resolved${c.resolvedBy ? ` by ${c.resolvedBy}` : ''}`,
     );
   }
-  const reservation = await store.lockReservation(tx, c.actionId);
-  const action = await store.lockAction(tx, c.actionId);
+  const reservation = await p.holds.lock(tx, c.actionId);
+  const action = await p.store.lockAction(tx, c.actionId);
   if (!action) throw new ReconciliationError('case_not_resolvable', `case ${caseId} refers to an action that does not exist`);
-  const attempt = c.attemptId ? await store.attempt(tx, c.attemptId) : null;
+  const attempt = c.attemptId ? await p.attempts.byId(tx, c.attemptId) : null;
   return { c, action, attempt, reservation };
 }
 
 /**
- * Applies the case's money movement. Runs after the attempt's own transition, so "action done"
+ * Settles the case's exposure at `costMicrousd` (provider evidence or the operator's attested
+ * amount) through the hold planner. Runs after the attempt's own transition, so "action done"
  * (nothing left that could bring usage through settlement) already counts this attempt as settled.
  */
 export async function resolveHold(
-  store: ReconciliationStore,
+  p: MoneyPorts,
   tx: Tx,
   open: OpenCase,
-  costMicrousd: bigint | null,
+  costMicrousd: bigint,
   reason: string,
   now: Date,
 ): Promise<CaseResolutionPlan | null> {
   const r = open.reservation;
   if (!r) return null;
-  const actionDone = actionMachine.terminal(open.action.status) && (await store.attemptsAwaitingSettlement(tx, open.action.id)) === 0;
+  const actionDone = actionMachine.terminal(open.action.status) && (await p.attempts.awaitingSettlement(tx, open.action.id)) === 0;
   const plan = planCaseResolution(r, {
     caseExposureMicrousd: open.c.exposureMicrousd,
     costMicrousd,
     actionDone,
-    otherOpenExposureMicrousd: await store.openExposureOnAction(tx, open.action.id, open.c.id),
+    otherOpenExposureMicrousd: await p.cases.openExposureOnAction(tx, open.action.id, open.c.id),
   });
-  await store.moveHold(tx, r, { ...plan.movement, reason, now });
+  await p.holds.move(tx, r, plan.movement, reason, now);
   return plan;
 }

@@ -1,5 +1,6 @@
 import { AdmissionDecisionV1, Topics } from '@gateway/contracts';
-import { Database, isUniqueViolation, Tx } from '../database';
+import { pendingOf, planReserve } from '@gateway/domain';
+import { Database, isUniqueViolation, Tx, prismaTx } from '../database';
 import { OutboxRepository } from './outbox.repository';
 
 export interface AdmitInput {
@@ -98,7 +99,8 @@ export class AdmissionRepository {
     input: AdmitInput,
   ): Promise<{ slot: number; tokens: number; workloadBudget: number; exceptionBudget: number; outboxId: bigint | null }> {
     const a = input.action;
-    const r = input.reservation.reservedMicrousd;
+    // The hold admission places is the domain's reserve plan: the whole worst case pending.
+    const r = pendingOf(planReserve(input.reservation.reservedMicrousd));
     const c = input.concurrency;
     const t = input.tokenRate;
     const w = input.workloadBudget;
@@ -106,7 +108,7 @@ export class AdmissionRepository {
     const workloadAccountId = budgetAccountId('workload', a.workloadId, w.periodStart);
     const exceptionAccountId = e ? budgetAccountId('exception', e.exceptionId, EXCEPTION_PERIOD) : null;
     const event = Topics.admissionDecisions.schema.parse(input.decisionEvent);
-    const rows = await tx.$queryRaw<Array<{ slot: bigint; tokens: bigint; wb: bigint; eb: bigint; outbox_id: bigint | null }>>`
+    const rows = await prismaTx(tx).$queryRaw<Array<{ slot: bigint; tokens: bigint; wb: bigint; eb: bigint; outbox_id: bigint | null }>>`
       WITH
       slot AS (
         INSERT INTO quota_counter AS q (scope, scope_id, window_start, tokens, in_flight, updated_at)
@@ -146,10 +148,11 @@ export class AdmissionRepository {
       act AS (
         INSERT INTO action (id, workload_id, environment, route_id, route_version, model_alias, api_kind, stream_mode,
           requested_candidates, effective_candidates, output_ceiling, input_tokens_estimate, exception_id, idempotency_key,
-          request_fingerprint, status, status_reason, deadline_at, dispatch_deadline_at, created_at, updated_at)
+          request_fingerprint, status, status_reason, deadline_at, dispatch_deadline_at, created_at, updated_at, request_id, financial_state)
         SELECT ${a.id}, ${a.workloadId}, ${a.environment}, ${a.routeId}, ${a.routeVersion}::int, ${a.modelAlias}, ${a.apiKind}, ${a.streamMode},
           ${a.requestedCandidates}::int, ${a.effectiveCandidates}::int, ${a.outputCeiling}::int, ${a.inputTokensEstimate}::int, ${a.exceptionId}, ${a.idempotencyKey},
-          ${a.requestFingerprint}, 'admitted', 'admitted', ${a.deadlineAt}, ${a.dispatchDeadlineAt}, ${input.now}, ${input.now}
+          ${a.requestFingerprint}, 'admitted', 'admitted', ${a.deadlineAt}, ${a.dispatchDeadlineAt}, ${input.now}, ${input.now},
+          ${event.request_id}, 'pending'
         FROM eb_ok
         RETURNING id
       ),
@@ -185,7 +188,7 @@ export class AdmissionRepository {
     scopeId: string,
     periodStart: Date,
   ): Promise<Exclude<AdmitResult, { ok: true }>> {
-    const acct = await tx.budgetAccount.findUnique({ where: { scope_scopeId_periodStart: { scope, scopeId, periodStart } } });
+    const acct = await prismaTx(tx).budgetAccount.findUnique({ where: { scope_scopeId_periodStart: { scope, scopeId, periodStart } } });
     const used = acct ? acct.pendingMicrousd + acct.unresolvedMicrousd + acct.settledMicrousd : 0n;
     const remaining = acct ? acct.budgetMicrousd - used : 0n;
     return { ok: false, code: 'budget_exhausted', scope, remainingMicrousd: remaining > 0n ? remaining : 0n };

@@ -1,13 +1,13 @@
-import { AttemptCompletedV1, Topics } from '@gateway/contracts';
+import { AcceptanceVerdict, AttemptCompletedV1, AttemptRole, DeliveryOutcome, Topics } from '@gateway/contracts';
 import { actionMachine, ActionState, attemptMachine, AttemptState, InvalidTransitionError, transitionGuard } from '@gateway/domain';
-import { Database } from '../database';
+import { Database, prismaTx } from '../database';
 import { OutboxRepository } from './outbox.repository';
 
 export interface ClaimInput {
   actionId: string;
   attemptId: string;
   attemptNo: number;
-  role: 'primary' | 'hedge' | 'retry' | 'fallback';
+  role: AttemptRole;
   routeId: string;
   routeVersion: number;
   effectiveCandidates: number;
@@ -31,6 +31,16 @@ export interface AttemptOutcome {
   usageSource: 'provider_response' | 'stream_final_chunk' | null;
   now: Date;
   event: AttemptCompletedV1;
+  /**
+   * What the user got (delivery) and whether it was a valid answer (acceptance), recorded apart
+   * from the money, which settlement and reconciliation decide.
+   */
+  delivery: {
+    outcome: DeliveryOutcome;
+    /** null when there was no answer to judge */
+    verdict: AcceptanceVerdict | null;
+    verdictReason: string | null;
+  };
   /** set when this attempt decides the action (answered or failed) */
   finishAction: {
     status: Extract<ActionState, 'answered' | 'failed' | 'expired'>;
@@ -108,20 +118,22 @@ export class DispatchRepository {
     const key = o.event.workload_id ?? o.actionId;
     const finishing = o.finishAction !== null;
     await this.db.transaction(async (tx) => {
-      const rows = await tx.$queryRaw<Array<{ attempt: bigint; action: bigint; outbox_id: bigint }>>`
+      const rows = await prismaTx(tx).$queryRaw<Array<{ attempt: bigint; action: bigint; outbox_id: bigint }>>`
         WITH at AS (
           UPDATE attempt SET status = ${attemptGuard.to}, status_reason = ${o.statusReason}, provider_request_id = ${o.providerRequestId},
             http_status = ${o.httpStatus}::int, returned_candidates = ${o.returnedCandidates}::int,
             candidate_outcomes = ${JSON.stringify(o.candidateOutcomes)}::jsonb, prompt_block_reason = ${o.promptBlockReason},
             input_tokens = ${o.usage?.inputTokens ?? null}::int, cached_input_tokens = ${o.usage?.cachedInputTokens ?? null}::int,
             output_tokens_total = ${o.usage?.outputTokensTotal ?? null}::int, reasoning_tokens = ${o.usage?.reasoningTokens ?? null}::int,
-            usage_source = ${o.usageSource}, ended_at = ${o.now}, updated_at = ${o.now}
+            usage_source = ${o.usageSource}, delivery_outcome = ${o.delivery.outcome}, acceptance_verdict = ${o.delivery.verdict},
+            acceptance_reason = ${o.delivery.verdictReason}, ended_at = ${o.now}, updated_at = ${o.now}
           WHERE id = ${o.attemptId} AND status = ANY(${attemptGuard.from}::text[])
           RETURNING id
         ),
         ac AS (
           UPDATE action SET status = ${actionGuard?.to ?? ''}, status_reason = ${o.finishAction?.reason ?? ''},
-            returned_candidates = ${o.finishAction?.returnedCandidates ?? null}::int, updated_at = ${o.now}
+            returned_candidates = ${o.finishAction?.returnedCandidates ?? null}::int, delivery_outcome = ${o.delivery.outcome},
+            acceptance_verdict = ${o.delivery.verdict}, acceptance_reason = ${o.delivery.verdictReason}, updated_at = ${o.now}
           WHERE ${finishing} AND id = ${o.actionId} AND EXISTS (SELECT 1 FROM at)
             AND status = ANY(${actionGuard?.from ?? []}::text[])
           RETURNING id

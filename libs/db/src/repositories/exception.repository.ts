@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ExceptionEvent, ExceptionStatus } from '@gateway/domain';
-import { Database, Tx } from '../database';
+import { Database, Tx, prismaTx } from '../database';
 import { OutboxRepository } from './outbox.repository';
 
 /** A candidate exception as stored (status is the stored one; readers apply effectiveExceptionStatus). */
@@ -64,7 +64,7 @@ export class ExceptionRepository {
 
   async create(input: NewException, now: Date): Promise<ExceptionView> {
     return this.db.transaction(async (tx) => {
-      const row = await tx.candidateException.create({
+      const row = await prismaTx(tx).candidateException.create({
         data: { ...input, status: 'requested', requestedAt: now, updatedAt: now },
       });
       await this.audit(tx, {
@@ -112,7 +112,7 @@ export class ExceptionRepository {
   /** Returns false when the exception was not in `from` (or not on the expected side of its expiry). */
   async transition(t: ExceptionTransition): Promise<boolean> {
     return this.db.transaction(async (tx) => {
-      const { count } = await tx.candidateException.updateMany({
+      const { count } = await prismaTx(tx).candidateException.updateMany({
         where: { id: t.id, status: t.from, expiresAt: t.expiry === 'unexpired' ? { gt: t.now } : { lte: t.now } },
         data: { status: t.to, updatedAt: t.now },
       });
@@ -144,7 +144,7 @@ export class ExceptionRepository {
       now: Date;
     },
   ): Promise<void> {
-    await tx.candidateExceptionEvent.create({
+    await prismaTx(tx).candidateExceptionEvent.create({
       data: {
         id: randomUUID(),
         exceptionId: e.exceptionId,

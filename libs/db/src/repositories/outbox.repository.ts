@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { TopicKey, TopicPayload, Topics } from '@gateway/contracts';
 import type { OutboxRow, OutboxStore } from '@gateway/messaging';
-import { Database, Tx } from '../database';
+import { Database, Tx, prismaTx } from '../database';
 
 /**
  * Transactional outbox: events are written with the state change they announce. After the
@@ -26,7 +26,7 @@ export class OutboxRepository implements OutboxStore {
   async append<K extends TopicKey>(tx: Tx, topicKey: K, key: string, payload: TopicPayload<K>): Promise<void> {
     const spec = Topics[topicKey];
     const value = spec.schema.parse(payload) as { event_id?: string };
-    const rows = await tx.$queryRaw<Array<{ id: bigint }>>`
+    const rows = await prismaTx(tx).$queryRaw<Array<{ id: bigint }>>`
       INSERT INTO outbox_message (event_id, topic, key, payload)
       VALUES (${value.event_id ?? randomUUID()}, ${spec.name}, ${key}, ${JSON.stringify(value)}::jsonb)
       RETURNING id`;
@@ -56,13 +56,13 @@ export class OutboxRepository implements OutboxStore {
   /** The sweep: rows older than `sweepAfterMs` that are still unpublished, claimed with SKIP LOCKED. */
   async drainBatch(limit: number, publish: (rows: OutboxRow[]) => Promise<void>): Promise<number> {
     return this.db.transaction(async (tx) => {
-      const rows = await tx.$queryRaw<Array<{ id: bigint; topic: string; key: string; payload: unknown }>>`
+      const rows = await prismaTx(tx).$queryRaw<Array<{ id: bigint; topic: string; key: string; payload: unknown }>>`
         SELECT id, topic, key, payload FROM outbox_message
         WHERE published_at IS NULL AND created_at < now() - make_interval(secs => ${this.sweepAfterMs / 1000})
         ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
       if (rows.length === 0) return 0;
       await publish(rows);
-      await tx.$executeRaw`UPDATE outbox_message SET published_at = now() WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`;
+      await prismaTx(tx).$executeRaw`UPDATE outbox_message SET published_at = now() WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`;
       return rows.length;
     });
   }

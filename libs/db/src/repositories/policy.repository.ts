@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { PolicyChangedV1 } from '@gateway/contracts';
-import { Database, isUniqueViolation, Tx } from '../database';
+import { Database, isUniqueViolation, Tx, prismaTx } from '../database';
 import { OutboxRepository } from './outbox.repository';
 import { toWorkloadPolicy, WorkloadPolicy } from '../types';
 
@@ -134,7 +134,7 @@ export class PolicyRepository {
     return this.db.transaction(async (tx) => {
       const route = await lockRoute(tx, input.routeId);
       if (!route) {
-        await tx.route.create({ data: { id: input.routeId, alias: input.alias, currentVersion: 0, createdAt: now } });
+        await prismaTx(tx).route.create({ data: { id: input.routeId, alias: input.alias, currentVersion: 0, createdAt: now } });
       }
       return this.appendVersion(tx, input, route ? route.currentVersion + 1 : 1, now);
     });
@@ -144,9 +144,11 @@ export class PolicyRepository {
   async createRoute(input: RouteContractInput, now: Date): Promise<CreateRouteResult> {
     try {
       return await this.db.transaction(async (tx) => {
-        if (await tx.route.findUnique({ where: { id: input.routeId } })) return { ok: false as const, reason: 'id_taken' as const };
-        if (await tx.route.findUnique({ where: { alias: input.alias } })) return { ok: false as const, reason: 'alias_taken' as const };
-        await tx.route.create({ data: { id: input.routeId, alias: input.alias, currentVersion: 0, createdAt: now } });
+        if (await prismaTx(tx).route.findUnique({ where: { id: input.routeId } }))
+          return { ok: false as const, reason: 'id_taken' as const };
+        if (await prismaTx(tx).route.findUnique({ where: { alias: input.alias } }))
+          return { ok: false as const, reason: 'alias_taken' as const };
+        await prismaTx(tx).route.create({ data: { id: input.routeId, alias: input.alias, currentVersion: 0, createdAt: now } });
         const { version } = await this.appendVersion(tx, input, 1, now);
         return { ok: true as const, version };
       });
@@ -160,7 +162,7 @@ export class PolicyRepository {
 
   async verifyRoute(routeId: string, version: number, actor: string, notes: Record<string, unknown>, now: Date): Promise<void> {
     await this.db.transaction(async (tx) => {
-      await tx.routeContractVersion.update({
+      await prismaTx(tx).routeContractVersion.update({
         where: { routeId_version: { routeId, version } },
         data: { verifiedAt: now, verifiedBy: actor, verificationNotes: notes as object },
       });
@@ -183,7 +185,7 @@ export class PolicyRepository {
       const route = await lockRoute(tx, routeId);
       if (!route) return 'not_found';
       if (route.currentVersion !== version) return 'not_current';
-      await tx.routeContractVersion.update({
+      await prismaTx(tx).routeContractVersion.update({
         where: { routeId_version: { routeId, version } },
         data: { verifiedAt: now, verifiedBy: actor, verificationNotes: notes as object },
       });
@@ -230,7 +232,7 @@ export class PolicyRepository {
   async putWorkload(input: WorkloadInput, now: Date): Promise<void> {
     const { actor, reason, ...fields } = input;
     await this.db.transaction(async (tx) => {
-      await tx.workload.upsert({
+      await prismaTx(tx).workload.upsert({
         where: { id: input.id },
         create: { ...fields, createdAt: now, updatedAt: now, updatedBy: actor, changeReason: reason },
         update: { ...fields, updatedAt: now, updatedBy: actor, changeReason: reason },
@@ -255,9 +257,9 @@ export class PolicyRepository {
   async putPrice(input: PriceInput, now: Date): Promise<void> {
     const { actor, reason, ...fields } = input;
     await this.db.transaction(async (tx) => {
-      const existing = await tx.priceRevision.findUnique({ where: { id: input.id } });
+      const existing = await prismaTx(tx).priceRevision.findUnique({ where: { id: input.id } });
       if (existing) return;
-      await tx.priceRevision.create({ data: { ...fields, createdAt: now, createdBy: actor, reason } });
+      await prismaTx(tx).priceRevision.create({ data: { ...fields, createdAt: now, createdBy: actor, reason } });
       await this.changed(tx, 'price_revision', input.id, reason, actor, now);
     });
   }
@@ -270,9 +272,9 @@ export class PolicyRepository {
   /** Stores only the key's hash; the caller shows the key once. */
   async addApiKey(input: { id: string; workloadId: string; keyHash: string; keyPrefix: string; actor: string }, now: Date): Promise<void> {
     await this.db.transaction(async (tx) => {
-      const existing = await tx.apiKey.findUnique({ where: { keyHash: input.keyHash } });
+      const existing = await prismaTx(tx).apiKey.findUnique({ where: { keyHash: input.keyHash } });
       if (existing) return;
-      await tx.apiKey.create({
+      await prismaTx(tx).apiKey.create({
         data: {
           id: input.id,
           workloadId: input.workloadId,
@@ -294,11 +296,11 @@ export class PolicyRepository {
   /** Revokes once: the conditional update makes a second revocation a no-op the caller can report. */
   async revokeApiKey(input: { workloadId: string; keyId: string; actor: string; reason: string }, now: Date): Promise<RevokeKeyResult> {
     return this.db.transaction(async (tx) => {
-      const { count } = await tx.apiKey.updateMany({
+      const { count } = await prismaTx(tx).apiKey.updateMany({
         where: { id: input.keyId, workloadId: input.workloadId, revokedAt: null },
         data: { revokedAt: now, revokedBy: input.actor, revokedReason: input.reason },
       });
-      const key = await tx.apiKey.findUnique({ where: { id: input.keyId } });
+      const key = await prismaTx(tx).apiKey.findUnique({ where: { id: input.keyId } });
       if (!key || key.workloadId !== input.workloadId) return { ok: false as const, reason: 'not_found' as const };
       if (count === 0) return { ok: false as const, reason: 'already_revoked' as const };
       await this.changed(tx, 'api_key', input.keyId, `revoked: ${input.reason}`, input.actor, now);
@@ -320,7 +322,7 @@ export class PolicyRepository {
   }
 
   private async appendVersion(tx: Tx, input: RouteContractInput, version: number, now: Date): Promise<{ version: number }> {
-    await tx.routeContractVersion.create({
+    await prismaTx(tx).routeContractVersion.create({
       data: {
         id: randomUUID(),
         routeId: input.routeId,
@@ -331,7 +333,7 @@ export class PolicyRepository {
         changeReason: input.reason,
       },
     });
-    await tx.route.update({ where: { id: input.routeId }, data: { currentVersion: version, alias: input.alias } });
+    await prismaTx(tx).route.update({ where: { id: input.routeId }, data: { currentVersion: version, alias: input.alias } });
     await this.changed(tx, 'route', input.routeId, `contract version ${version}`, input.actor, now);
     return { version };
   }
@@ -357,7 +359,7 @@ export class PolicyRepository {
 
 /** Serialises contract changes and verifications of one route. */
 async function lockRoute(tx: Tx, routeId: string): Promise<{ currentVersion: number } | null> {
-  const rows = await tx.$queryRaw<Array<{ current_version: number }>>`
+  const rows = await prismaTx(tx).$queryRaw<Array<{ current_version: number }>>`
     SELECT current_version FROM route WHERE id = ${routeId} FOR UPDATE`;
   return rows.length > 0 ? { currentVersion: rows[0].current_version } : null;
 }

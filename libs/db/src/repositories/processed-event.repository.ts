@@ -1,5 +1,5 @@
 import type { ProcessedEventStore } from '@gateway/messaging';
-import { Database, Tx } from '../database';
+import { Database, Tx, prismaTx } from '../database';
 
 export class ProcessedEventRepository implements ProcessedEventStore<Tx> {
   constructor(private readonly db: Database) {}
@@ -9,7 +9,7 @@ export class ProcessedEventRepository implements ProcessedEventStore<Tx> {
   }
 
   async recordOnce(tx: Tx, consumer: string, eventId: string): Promise<boolean> {
-    const inserted = await tx.$executeRaw`
+    const inserted = await prismaTx(tx).$executeRaw`
       INSERT INTO processed_event (consumer, event_id) VALUES (${consumer}, ${eventId})
       ON CONFLICT DO NOTHING`;
     return inserted === 1;

@@ -1,3 +1,5 @@
+import type { CaseReason } from '@gateway/contracts';
+import type { ReservationState } from '@gateway/domain';
 import { Database } from '../database';
 
 export interface ActionStatusView {
@@ -14,8 +16,10 @@ export interface ActionStatusView {
   returnedCandidates: number | null;
   outputCeiling: number;
   createdAt: Date;
+  requestId: string | null;
+  outcomes: OutcomesView;
   reservation: {
-    status: string;
+    status: ReservationState;
     reservedOutputTokens: number;
     reservedMicrousd: bigint;
     settledMicrousd: bigint;
@@ -38,9 +42,25 @@ export interface ActionStatusView {
     outputTokensTotal: number | null;
     usageSource: string | null;
     costMicrousd: bigint | null;
+    outcomes: OutcomesView;
   }>;
-  openCases: Array<{ caseId: string; reason: string; exposureMicrousd: bigint }>;
+  openCases: Array<{ caseId: string; reason: CaseReason; exposureMicrousd: bigint }>;
 }
+
+/** Delivery, acceptance and money, recorded apart (null until the deciding service has written it). */
+export interface OutcomesView {
+  deliveryOutcome: string | null;
+  acceptanceVerdict: string | null;
+  acceptanceReason: string | null;
+  financialState: string | null;
+}
+
+const outcomesOf = (r: OutcomesView): OutcomesView => ({
+  deliveryOutcome: r.deliveryOutcome,
+  acceptanceVerdict: r.acceptanceVerdict,
+  acceptanceReason: r.acceptanceReason,
+  financialState: r.financialState,
+});
 
 /** Sanitised read models for status APIs. */
 export class ViewsRepository {
@@ -75,8 +95,10 @@ export class ViewsRepository {
       returnedCandidates: a.returnedCandidates,
       outputCeiling: a.outputCeiling,
       createdAt: a.createdAt,
+      requestId: a.requestId,
+      outcomes: outcomesOf(a),
       reservation: a.reservation && {
-        status: a.reservation.status,
+        status: a.reservation.status as ReservationState,
         reservedOutputTokens: a.reservation.reservedOutputTokens,
         reservedMicrousd: a.reservation.reservedMicrousd,
         settledMicrousd: a.reservation.settledMicrousd,
@@ -99,8 +121,9 @@ export class ViewsRepository {
         outputTokensTotal: t.outputTokensTotal,
         usageSource: t.usageSource,
         costMicrousd: cost.get(t.id) ?? null,
+        outcomes: outcomesOf(t),
       })),
-      openCases: cases.map((c) => ({ caseId: c.id, reason: c.reason, exposureMicrousd: c.exposureMicrousd })),
+      openCases: cases.map((c) => ({ caseId: c.id, reason: c.reason as CaseReason, exposureMicrousd: c.exposureMicrousd })),
     };
   }
 }

@@ -1,13 +1,13 @@
-import { Injectable, NotFoundException } from '@nestjs/common';
-import { CatalogRepository, ViewsRepository } from '@gateway/db';
-import { DomainError, hashCredential } from '@gateway/domain';
+import { Inject, Injectable, NotFoundException } from '@nestjs/common';
+import { CatalogRepository, OutcomesView, ViewsRepository } from '@gateway/db';
+import { DomainError, hashCredential, pendingOf } from '@gateway/domain';
 
 /** A workload sees only its own actions; money is reported as integer strings, labelled. */
 @Injectable()
 export class GetAction {
   constructor(
-    private readonly catalog: CatalogRepository,
-    private readonly views: ViewsRepository,
+    @Inject(CatalogRepository) private readonly catalog: Pick<CatalogRepository, 'workloadByKeyHash'>,
+    @Inject(ViewsRepository) private readonly views: Pick<ViewsRepository, 'action'>,
   ) {}
 
   async execute(credential: string | null, actionId: string) {
@@ -30,16 +30,14 @@ export class GetAction {
       returned_candidate_count: view.returnedCandidates,
       output_ceiling_per_candidate: view.outputCeiling,
       created_at: view.createdAt.toISOString(),
+      request_id: view.requestId,
+      ...outcomes(view.outcomes),
       money_microusd: {
         reserved: r ? r.reservedMicrousd.toString() : '0',
         settled: r ? r.settledMicrousd.toString() : '0',
         unresolved: r ? r.unresolvedMicrousd.toString() : '0',
         released: r ? r.releasedMicrousd.toString() : '0',
-        pending: r
-          ? r.reservedMicrousd - r.settledMicrousd - r.unresolvedMicrousd - r.releasedMicrousd > 0n && r.status === 'pending'
-            ? (r.reservedMicrousd - r.settledMicrousd - r.unresolvedMicrousd - r.releasedMicrousd).toString()
-            : '0'
-          : '0',
+        pending: r ? pendingOf(r).toString() : '0',
       },
       reservation_status: r?.status ?? null,
       price_revision: r?.priceRevisionId ?? null,
@@ -58,6 +56,7 @@ export class GetAction {
         output_tokens_total: a.outputTokensTotal,
         usage_source: a.usageSource,
         cost_microusd: a.costMicrousd?.toString() ?? null,
+        ...outcomes(a.outcomes),
       })),
       open_reconciliation_cases: view.openCases.map((c) => ({
         case_id: c.caseId,
@@ -66,4 +65,16 @@ export class GetAction {
       })),
     };
   }
+}
+
+/**
+ * Three separate outcomes, never folded into one: what the user got (delivery), whether it was a
+ * valid answer under the workload's acceptance policy, and where the money stands.
+ */
+function outcomes(o: OutcomesView) {
+  return {
+    delivery_outcome: o.deliveryOutcome,
+    acceptance: o.acceptanceVerdict === null ? null : { verdict: o.acceptanceVerdict, reason: o.acceptanceReason },
+    financial_state: o.financialState,
+  };
 }

@@ -1,6 +1,6 @@
 import { attemptCompletedV1, DispatchCommandV1, ProviderKind } from '@gateway/contracts';
 import type { ParsedResponse, ParsedUsage } from '@gateway/providers';
-import { buildAttemptEvent, shortfallOf } from './attempt-report';
+import { buildAttemptEvent, deliveryOf, shortfallOf } from './attempt-report';
 
 const NOW = new Date('2026-03-01T12:00:00.000Z');
 
@@ -285,5 +285,54 @@ describe('shortfallOf', () => {
   it("reads finish reasons in the route provider's vocabulary", () => {
     const openai = shortfallOf(command({ effective_candidates: 1 }, 'openai-compatible'), parsed([cand(0, 'max_tokens')]));
     expect(openai.perCandidate[0].outcome).toBe('truncated');
+  });
+});
+
+describe('deliveryOf', () => {
+  const LATE = new Date('2026-03-01T12:00:31.000Z');
+  const one = command({ requested_candidates: null, effective_candidates: 1 }, 'openai-chat');
+
+  it.each([
+    [
+      "an answer without usage is still answered (money is settlement's business)",
+      200,
+      parsed([cand(0, 'stop')], { usage: null }),
+      NOW,
+      { outcome: 'answered', verdict: 'valid', verdictReason: 'ok' },
+    ],
+    [
+      'a truncated answer is answered but invalid when length is not allowed',
+      200,
+      parsed([cand(0, 'length')]),
+      NOW,
+      { outcome: 'answered', verdict: 'invalid', verdictReason: 'finish_reason_not_allowed' },
+    ],
+    [
+      'a refused prompt',
+      200,
+      parsed([], { promptBlockReason: 'SAFETY' }),
+      NOW,
+      { outcome: 'refused', verdict: 'invalid', verdictReason: 'prompt_blocked' },
+    ],
+    [
+      'an answer after the deadline',
+      200,
+      parsed([cand(0, 'stop')]),
+      LATE,
+      { outcome: 'deadline', verdict: 'invalid', verdictReason: 'after_deadline' },
+    ],
+    ['a provider error answer', 500, parsed([]), NOW, { outcome: 'failed', verdict: null, verdictReason: null }],
+    ['no answer before the deadline', null, null, LATE, { outcome: 'deadline', verdict: null, verdictReason: null }],
+    ['a connection failure', null, null, NOW, { outcome: 'failed', verdict: null, verdictReason: null }],
+  ] as const)('%s', (_name, httpStatus, p, receivedAt, expected) => {
+    expect(deliveryOf({ cmd: one, httpStatus, parsed: p, receivedAt })).toEqual(expected);
+  });
+
+  it('honours the workload allowing truncated answers', () => {
+    const allowing = command(
+      { requested_candidates: null, effective_candidates: 1, acceptance: { allow_length: true, allow_content_filter: false } },
+      'openai-chat',
+    );
+    expect(deliveryOf({ cmd: allowing, httpStatus: 200, parsed: parsed([cand(0, 'length')]), receivedAt: NOW }).verdict).toBe('valid');
   });
 });

@@ -1,8 +1,8 @@
-import type { AttemptCompletedV1, DispatchCommandV1 } from '@gateway/contracts';
+import type { AcceptanceVerdict, AttemptCompletedV1, DeliveryOutcome, DispatchCommandV1 } from '@gateway/contracts';
+import { accept, candidateShortfall, NormalisedCandidate } from '@gateway/domain';
+import type { ParsedResponse } from '@gateway/providers';
 
 type CandidateOutcomeV1 = AttemptCompletedV1['candidates'][number];
-import { candidateShortfall, NormalisedCandidate } from '@gateway/domain';
-import type { ParsedResponse } from '@gateway/providers';
 
 export type AttemptStatus = 'succeeded' | 'failed' | 'cancelled' | 'usage_missing';
 
@@ -81,4 +81,44 @@ export function shortfallOf(cmd: DispatchCommandV1, parsed: ParsedResponse) {
   }
   const perCandidate = [...present, ...absent].sort((a, b) => a.index - b.index);
   return { ...s, perCandidate, returnedWithContent: parsed.candidates.filter((c) => c.hasContent).length };
+}
+
+export interface DeliveryReport {
+  outcome: DeliveryOutcome;
+  /** null when there was no answer to judge */
+  verdict: AcceptanceVerdict | null;
+  verdictReason: string | null;
+}
+
+/**
+ * Pure: what the user got from this attempt and whether it was a valid answer, apart from the
+ * money (usage present or not is settlement's business, never the delivery's). A response the
+ * provider gave is `answered` whatever the acceptance verdict says; a refused prompt is
+ * `refused`; an answer after the deadline is `deadline`; an error answer or no answer at all is
+ * `failed`, or `deadline` when the action's deadline had passed by then.
+ */
+export function deliveryOf(input: {
+  cmd: DispatchCommandV1;
+  httpStatus: number | null;
+  parsed: ParsedResponse | null;
+  receivedAt: Date;
+}): DeliveryReport {
+  const { cmd, parsed } = input;
+  const answered = parsed !== null && input.httpStatus !== null && input.httpStatus < 400;
+  if (!answered) {
+    const late = input.receivedAt.getTime() >= new Date(cmd.deadline).getTime();
+    return { outcome: late ? 'deadline' : 'failed', verdict: null, verdictReason: null };
+  }
+  const verdict = accept(
+    { providerKind: cmd.route.provider_kind, candidates: parsed.candidates, promptBlockReason: parsed.promptBlockReason },
+    {
+      allowLength: cmd.acceptance.allow_length,
+      allowContentFilter: cmd.acceptance.allow_content_filter,
+      receivedAt: input.receivedAt,
+      deadline: new Date(cmd.deadline),
+    },
+  );
+  const outcome: DeliveryOutcome =
+    verdict.reason === 'after_deadline' ? 'deadline' : verdict.reason === 'prompt_blocked' ? 'refused' : 'answered';
+  return { outcome, verdict: verdict.valid ? 'valid' : 'invalid', verdictReason: verdict.reason };
 }

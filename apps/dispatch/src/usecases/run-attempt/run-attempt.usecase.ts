@@ -8,7 +8,7 @@ import { accept } from '@gateway/domain';
 import { ContentCipher, KafkaBus } from '@gateway/messaging';
 import { adapterFor, ParsedResponse, SseParser, UpstreamRequest } from '@gateway/providers';
 import { Clock, CLOCK, InjectConfig, InjectLogger, ServiceConfig } from '@gateway/service-kit';
-import { AttemptStatus, buildAttemptEvent, shortfallOf } from './attempt-report';
+import { AttemptStatus, buildAttemptEvent, deliveryOf, shortfallOf } from './attempt-report';
 import { DispatchMetrics } from '../../dispatch.metrics';
 import { UPSTREAM } from '../../tokens';
 
@@ -287,6 +287,7 @@ export class RunAttempt {
       if (s.unexplainedShortfall) this.metrics.contractFailures.inc({ route: cmd.route.route_id, kind: 'silent_shortfall' });
       if (s.excess) this.metrics.contractFailures.inc({ route: cmd.route.route_id, kind: 'excess_candidates' });
     }
+    const delivery = deliveryOf({ cmd, httpStatus, parsed, receivedAt: now });
     await this.repo.complete({
       attemptId,
       actionId: cmd.action_id,
@@ -301,8 +302,11 @@ export class RunAttempt {
       usageSource: parsed?.usage ? source : null,
       now,
       event,
+      delivery,
       finishAction: {
-        status: status === 'succeeded' ? 'answered' : 'failed',
+        // Delivery and money are separate: the action is answered when the user got an answer,
+        // with or without usage (missing usage is settlement's case, not a failed delivery).
+        status: delivery.outcome === 'answered' || delivery.outcome === 'refused' ? 'answered' : 'failed',
         reason,
         returnedCandidates: event.returned_candidate_count,
         workloadId: cmd.workload_id,

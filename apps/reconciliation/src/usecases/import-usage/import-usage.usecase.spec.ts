@@ -1,7 +1,6 @@
 import { DomainError } from '@gateway/domain';
-import { catalogWith, InMemoryReconciliationStore, RecordingOutbox, silentLog } from '../../../test/in-memory-store';
+import { catalogWith, InMemoryReconciliationStore, sequentialIds, silentLog, sweeperFor } from '../../../test/in-memory-store';
 import { ReconciliationError } from '../../reconciliation.errors';
-import { SweepReservations } from '../sweep-reservations/sweep-reservations.usecase';
 import { importUsageCommand } from './import-usage.command';
 import { ImportUsage } from './import-usage.usecase';
 
@@ -21,7 +20,7 @@ const COST = 5250n;
 /** An orphaned attempt turned into a case by the real sweeper, so the fixture is what production makes. */
 async function orphanCase(reservedMicrousd = 20_000n) {
   const store = new InMemoryReconciliationStore();
-  const outbox = new RecordingOutbox();
+  const outbox = store.outbox;
   store.addAccount('acct-wl', 1_000_000n);
   store.addAdmitted({
     actionId: 'a1',
@@ -31,15 +30,15 @@ async function orphanCase(reservedMicrousd = 20_000n) {
     dispatchDeadlineAt: new Date('2026-11-30T08:59:00Z'),
   });
   store.addAttempt({ attemptId: 't1', actionId: 'a1' });
-  const sweep = new SweepReservations(
-    store,
-    outbox,
-    { intervalMs: 0, orphanGraceMs: 60_000, dispatchClockSkewMs: 0, batchSize: 10 },
-    silentLog,
-  );
+  const sweep = sweeperFor(store);
   const [orphan] = (await sweep.execute(NOW)).orphans;
   outbox.events.length = 0;
-  return { store, outbox, caseId: orphan.caseId, importUsage: new ImportUsage(store, catalogWith(), outbox, silentLog) };
+  return {
+    store,
+    outbox,
+    caseId: orphan.caseId,
+    importUsage: new ImportUsage(store, store.cases, store.holds, store, store, catalogWith(), sequentialIds(), silentLog),
+  };
 }
 
 describe('ImportUsage', () => {
@@ -144,7 +143,7 @@ describe('ImportUsage', () => {
 
   it('fails without a trace when the price revision is missing (nothing half-written)', async () => {
     const { store, caseId } = await orphanCase();
-    const importUsage = new ImportUsage(store, catalogWith(null), new RecordingOutbox(), silentLog);
+    const importUsage = new ImportUsage(store, store.cases, store.holds, store, store, catalogWith(null), sequentialIds(), silentLog);
     await expect(importUsage.execute(importUsageCommand(caseId, EVIDENCE, 'x'), LATER)).rejects.toThrow(/price revision/);
     expect(store.s.cases.get(caseId)!.status).toBe('open');
     expect(store.s.ledger.size).toBe(0);

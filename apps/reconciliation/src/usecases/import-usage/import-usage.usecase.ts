@@ -1,14 +1,22 @@
-import { settledCostFields } from '@gateway/contracts';
-import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
+import { settledCostFields } from '@gateway/contracts';
 import type { Logger } from 'pino';
-import type { UsageSettledV1 } from '@gateway/contracts';
-import { CatalogRepository, OutboxRepository, ReconciliationRepository, ReconciliationStore } from '@gateway/db';
+import {
+  AttemptRepository,
+  buildLedgerRow,
+  CaseRepository,
+  CatalogRepository,
+  LedgerRepository,
+  ReconciliationRepository,
+  ReconciliationStore,
+  ReservationHoldRepository,
+} from '@gateway/db';
 import { attemptMachine, priceUsage } from '@gateway/domain';
-import { InjectLogger } from '@gateway/service-kit';
+import { IdGenerator, InjectIds, InjectLogger } from '@gateway/service-kit';
 import { ReconciliationError } from '../../reconciliation.errors';
 import { lockOpenCase, resolveHold } from '../case-resolution';
-import { sanitisedFields } from '../sanitised-fields';
+import { AttemptPort, CasePort, HoldPort, LedgerPort, MoneyPorts } from '../ports';
+import { attemptFacts } from '../sanitised-fields';
 import { ImportUsageCommand } from './import-usage.command';
 
 export interface ImportUsageResult {
@@ -30,22 +38,30 @@ export interface ImportUsageResult {
 
 /**
  * Settles a case's attempt from provider usage evidence (DESIGN §7 Settlement): one ledger row
- * priced with the reservation's price revision, usage_source `provider_export`; the case's
- * exposure moves from unresolved to settled with the rest released; the case resolves; and
- * `usage.settled` is published through the outbox — one transaction.
+ * priced with the reservation's price revision, usage_source `provider_export`, written with its
+ * `usage.settled` event by the one ledger writer; the case's exposure moves from unresolved to
+ * settled with the rest released; the case resolves — one transaction.
  */
 @Injectable()
 export class ImportUsage {
+  private readonly p: MoneyPorts;
+
   constructor(
-    @Inject(ReconciliationRepository) private readonly store: ReconciliationStore,
+    @Inject(ReconciliationRepository) store: ReconciliationStore,
+    @Inject(CaseRepository) cases: CasePort,
+    @Inject(ReservationHoldRepository) holds: HoldPort,
+    @Inject(AttemptRepository) attempts: AttemptPort,
+    @Inject(LedgerRepository) private readonly ledger: LedgerPort,
     @Inject(CatalogRepository) private readonly catalog: Pick<CatalogRepository, 'priceById'>,
-    @Inject(OutboxRepository) private readonly outbox: Pick<OutboxRepository, 'append'>,
+    @InjectIds() private readonly ids: IdGenerator,
     @InjectLogger() private readonly log: Pick<Logger, 'info'>,
-  ) {}
+  ) {
+    this.p = { store, cases, holds, attempts };
+  }
 
   async execute(cmd: ImportUsageCommand, now: Date): Promise<ImportUsageResult> {
-    const result = await this.store.transaction(async (tx) => {
-      const open = await lockOpenCase(this.store, tx, cmd.caseId);
+    const result = await this.p.store.transaction(async (tx) => {
+      const open = await lockOpenCase(this.p, tx, cmd.caseId);
       const { c, action, attempt, reservation } = open;
       if (!attempt) throw new ReconciliationError('case_not_resolvable', `case ${c.id} is not about one attempt; release it instead`);
       if (attempt.status === 'settled') {
@@ -78,93 +94,52 @@ export class ImportUsage {
         },
         price,
       );
-      const ledgerId = randomUUID();
-      // The ledger's returned count is what the gateway saw in a response; an orphan saw none.
-      const returned = attempt.returnedCandidates ?? 0;
-      const inserted = await this.store.insertLedger(tx, {
-        id: ledgerId,
-        attemptId: attempt.id,
-        actionId: action.id,
-        attemptRole: attempt.role,
-        workloadId: action.workloadId,
-        environment: action.environment,
-        routeId: attempt.routeId,
-        routeVersion: attempt.routeVersion,
-        modelAlias: action.modelAlias,
-        providerRequestId: cmd.providerRequestId,
-        requestedCandidates: action.requestedCandidates,
-        effectiveCandidates: action.effectiveCandidates,
-        returnedCandidates: returned,
+      const usage = {
         inputTokens: cmd.inputTokens,
         cachedInputTokens: cmd.cachedInputTokens,
         outputTokensTotal: cmd.outputTokensTotal,
         reasoningTokens: cmd.reasoningTokens,
-        totalTokens: cmd.inputTokens + cmd.outputTokensTotal,
-        streamMode: action.streamMode,
-        usageSource: 'provider_export',
+      };
+      const row = buildLedgerRow({
+        id: this.ids.next(),
+        facts: attemptFacts(action, attempt, cmd.providerRequestId),
+        evidence: { kind: 'usage', source: 'provider_export', usage, cost },
         priceRevisionId: price.id,
-        inputMicrousd: cost.input,
-        cachedInputMicrousd: cost.cachedInput,
-        outputMicrousd: cost.output,
-        reasoningMicrousd: cost.reasoning,
-        costMicrousd: cost.total,
         settledAt: now,
       });
-      if (!inserted) throw new ReconciliationError('attempt_already_settled', `attempt ${attempt.id} already has its ledger row`);
-      await this.store.setAttemptStatus(
-        tx,
-        attempt.id,
-        attemptMachine.transition(attempt.status, 'settle'),
-        `settled from provider usage export (case ${c.id})`,
-        now,
-        {
-          usageSource: 'provider_export',
-          providerRequestId: cmd.providerRequestId,
-          inputTokens: cmd.inputTokens,
-          cachedInputTokens: cmd.cachedInputTokens,
-          outputTokensTotal: cmd.outputTokensTotal,
-          reasoningTokens: cmd.reasoningTokens,
-        },
-      );
-      const plan = await resolveHold(this.store, tx, open, cost.total, `case ${c.id}: settled from provider usage export`, now);
+      if (!(await this.ledger.record(tx, row, this.ids.next()))) {
+        throw new ReconciliationError('attempt_already_settled', `attempt ${attempt.id} already has its ledger row`);
+      }
+      await this.p.attempts.transition(tx, attempt.id, 'settle', `settled from provider usage export (case ${c.id})`, now, {
+        usageSource: 'provider_export',
+        providerRequestId: cmd.providerRequestId,
+        ...usage,
+      });
+      const plan = await resolveHold(this.p, tx, open, cost.total, `case ${c.id}: settled from provider usage export`, now);
       const released = plan?.releasedMicrousd ?? 0n;
       const overrun = plan?.overrunMicrousd ?? 0n;
-      await this.store.resolveCase(tx, c.id, {
+      await this.p.cases.resolve(tx, c.id, {
         resolution: `settled from provider usage export (${cmd.providerRequestId}): ${cost.total} micro-USD settled, ${released} released`,
         resolvedBy: cmd.actor,
         resolvedAt: now,
         details: {
           usage_source: 'provider_export',
-          ledger_entry_id: ledgerId,
+          ledger_entry_id: row.id,
           settled_microusd: cost.total.toString(),
           released_microusd: released.toString(),
           overrun_microusd: overrun.toString(),
         },
       });
-      const event: UsageSettledV1 = {
-        ...sanitisedFields(action, attempt, now, {
-          usageSource: 'provider_export',
-          providerRequestId: cmd.providerRequestId,
-          inputTokens: cmd.inputTokens,
-          outputTokensTotal: cmd.outputTokensTotal,
-          returnedCandidates: returned,
-        }),
-        event_id: randomUUID(),
-        price_revision: price.id,
-        ...settledCostFields(cost),
-        settled_at: now.toISOString(),
-      };
-      await this.outbox.append(tx, 'usageSettled', action.workloadId, event);
       return {
         case_id: c.id,
         status: 'resolved' as const,
         action_id: action.id,
         attempt_id: attempt.id,
-        ledger_entry_id: ledgerId,
+        ledger_entry_id: row.id,
         usage_source: 'provider_export' as const,
         price_revision: price.id,
         cost_microusd: cost.total.toString(),
-        cost_microusd_by_category: event.cost_microusd_by_category,
+        cost_microusd_by_category: settledCostFields(cost).cost_microusd_by_category,
         settled_microusd: cost.total.toString(),
         released_microusd: released.toString(),
         overrun_microusd: overrun.toString(),

@@ -29,7 +29,7 @@ function store() {
 
 describe('ListCases', () => {
   it('returns open cases with money as exact integer strings and only scalar details', async () => {
-    const { cases } = await new ListCases(store()).execute({});
+    const { cases } = await new ListCases(store().cases).execute({});
     expect(cases).toHaveLength(2);
     expect(cases[0]).toMatchObject({
       case_id: 'c1',
@@ -43,11 +43,11 @@ describe('ListCases', () => {
   });
 
   it('filters by workload', async () => {
-    const { cases } = await new ListCases(store()).execute({ workload_id: 'wl-2' });
+    const { cases } = await new ListCases(store().cases).execute({ workload_id: 'wl-2' });
     expect(cases.map((c) => c.case_id)).toEqual(['c2']);
   });
 
   it.each([{ status: 'closed' }, { limit: '0' }, { limit: 'many' }, { limit: '1001' }])('rejects %o as invalid_request', async (q) => {
-    await expect(new ListCases(store()).execute(q)).rejects.toBeInstanceOf(DomainError);
+    await expect(new ListCases(store().cases).execute(q)).rejects.toBeInstanceOf(DomainError);
   });
 });

@@ -1,6 +1,8 @@
+import type { CaseReason } from '@gateway/contracts';
 import { Inject, Injectable } from '@nestjs/common';
 import { z } from 'zod';
-import { ReconciliationCaseView, ReconciliationRepository, ReconciliationStore } from '@gateway/db';
+import { CaseRepository, ReconciliationCaseView } from '@gateway/db';
+import { CasePort } from '../ports';
 import { invalidRequest } from '../invalid-request';
 
 const query = z.object({
@@ -14,7 +16,7 @@ export interface CaseDto {
   action_id: string;
   attempt_id: string | null;
   workload_id: string | null;
-  reason: string;
+  reason: CaseReason;
   status: 'open' | 'resolved';
   provider_request_id: string | null;
   exposure_microusd: string;
@@ -28,13 +30,13 @@ export interface CaseDto {
 /** Cases for operators and finance: ids, reasons, counts and amounts only. */
 @Injectable()
 export class ListCases {
-  constructor(@Inject(ReconciliationRepository) private readonly store: Pick<ReconciliationStore, 'listCases'>) {}
+  constructor(@Inject(CaseRepository) private readonly cases: Pick<CasePort, 'list'>) {}
 
   async execute(raw: { status?: string; workload_id?: string; limit?: string }): Promise<{ cases: CaseDto[] }> {
     const parsed = query.safeParse(Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined && v !== '')));
     if (!parsed.success) throw invalidRequest(parsed.error);
     const q = parsed.data;
-    const rows = await this.store.listCases({
+    const rows = await this.cases.list({
       status: q.status === 'all' ? null : q.status,
       workloadId: q.workload_id ?? null,
       limit: q.limit,

@@ -1,6 +1,5 @@
 import { DomainError } from '@gateway/domain';
-import { InMemoryReconciliationStore, RecordingOutbox, silentLog } from '../../../test/in-memory-store';
-import { SweepReservations } from '../sweep-reservations/sweep-reservations.usecase';
+import { InMemoryReconciliationStore, sequentialIds, silentLog, sweeperFor } from '../../../test/in-memory-store';
 import { releaseCaseCommand } from './release-case.command';
 import { ReleaseCase } from './release-case.usecase';
 
@@ -18,22 +17,24 @@ async function orphanCase() {
     dispatchDeadlineAt: new Date('2026-11-30T08:59:00Z'),
   });
   store.addAttempt({ attemptId: 't1', actionId: 'a1' });
-  const sweep = new SweepReservations(
-    store,
-    new RecordingOutbox(),
-    { intervalMs: 0, orphanGraceMs: 60_000, dispatchClockSkewMs: 0, batchSize: 10 },
-    silentLog,
-  );
+  const sweep = sweeperFor(store);
   const [orphan] = (await sweep.execute(NOW)).orphans;
-  return { store, caseId: orphan.caseId, release: new ReleaseCase(store, silentLog) };
+  store.outbox.events.length = 0;
+  return {
+    store,
+    caseId: orphan.caseId,
+    release: new ReleaseCase(store, store.cases, store.holds, store, store, sequentialIds(), silentLog),
+  };
 }
 
 describe('ReleaseCase', () => {
-  it('releases the unresolved exposure, settles nothing, records who and why', async () => {
+  // Regression (issue 6, defect 3): release used to release the exposure and write no ledger row,
+  // so the budget counted the unknown usage as zero. It now books the attested amount.
+  it('books the full held exposure by default: ledger row (operator_release, who, why), settled on reservation and budget', async () => {
     const { store, caseId, release } = await orphanCase();
 
     const result = await release.execute(
-      releaseCaseCommand(caseId, { reason: 'provider console shows no request with this id' }, 'ops-anna'),
+      releaseCaseCommand(caseId, { reason: 'provider console shows the request; export not available' }, 'ops-anna'),
       LATER,
     );
 
@@ -42,22 +43,68 @@ describe('ReleaseCase', () => {
       status: 'resolved',
       action_id: 'a1',
       attempt_id: 't1',
-      usage_source: 'operator',
-      released_microusd: '8000',
+      usage_source: 'operator_release',
+      ledger_entry_id: expect.any(String),
+      settled_microusd: '8000',
+      released_microusd: '0',
       resolved_by: 'ops-anna',
-      resolution: 'provider console shows no request with this id',
-      reservation_status: 'released',
+      resolution: 'provider console shows the request; export not available',
+      reservation_status: 'settled',
     });
-    expect(store.s.accounts.get('acct-wl')).toMatchObject({ pendingMicrousd: 0n, unresolvedMicrousd: 0n, settledMicrousd: 0n });
-    expect(store.s.reservations.get('a1')).toMatchObject({ status: 'released', releasedMicrousd: 8_000n, settledMicrousd: 0n });
-    // No usage was established: no ledger row, token counts stay unknown.
-    expect(store.s.ledger.size).toBe(0);
-    expect(store.s.attempts.get('t1')).toMatchObject({ status: 'settled', usageSource: 'operator', tokens: {} });
+    expect(store.s.accounts.get('acct-wl')).toMatchObject({ pendingMicrousd: 0n, unresolvedMicrousd: 0n, settledMicrousd: 8_000n });
+    expect(store.s.reservations.get('a1')).toMatchObject({ status: 'settled', releasedMicrousd: 0n, settledMicrousd: 8_000n });
+    expect(store.s.ledger.get('t1')).toMatchObject({
+      id: result.ledger_entry_id,
+      usageSource: 'operator_release',
+      costMicrousd: 8_000n,
+      inputTokens: null,
+      outputTokensTotal: null,
+      inputMicrousd: null,
+      requestId: 'req-a1',
+      caseId,
+      attestedBy: 'ops-anna',
+      attestationReason: 'provider console shows the request; export not available',
+      settledAt: LATER,
+    });
+    // token counts stay unknown on the attempt
+    expect(store.s.attempts.get('t1')).toMatchObject({
+      status: 'settled',
+      usageSource: 'operator_release',
+      tokens: {},
+      financialState: 'settled',
+    });
     expect(store.s.cases.get(caseId)).toMatchObject({
       status: 'resolved',
       resolvedBy: 'ops-anna',
-      details: expect.objectContaining({ usage_source: 'operator', released_microusd: '8000' }),
+      details: expect.objectContaining({ usage_source: 'operator_release', settled_microusd: '8000', released_microusd: '0' }),
     });
+    expect(store.outbox.events).toEqual([
+      expect.objectContaining({
+        topic: 'usageSettled',
+        key: 'wl-1',
+        payload: expect.objectContaining({
+          request_id: 'req-a1',
+          attempt_id: 't1',
+          usage_source: 'operator_release',
+          cost_microusd: '8000',
+          cost_microusd_by_category: null,
+          input_tokens: null,
+        }),
+      }),
+    ]);
+  });
+
+  it('books the amount the operator attests and releases what the case held beyond it', async () => {
+    const { store, caseId, release } = await orphanCase();
+
+    const result = await release.execute(
+      releaseCaseCommand(caseId, { reason: 'invoice line shows 2500 micro-USD', amount_microusd: '2500' }, 'ops-anna'),
+      LATER,
+    );
+
+    expect(result).toMatchObject({ settled_microusd: '2500', released_microusd: '5500', reservation_status: 'settled' });
+    expect(store.s.ledger.get('t1')).toMatchObject({ costMicrousd: 2_500n, usageSource: 'operator_release' });
+    expect(store.s.accounts.get('acct-wl')).toMatchObject({ pendingMicrousd: 0n, unresolvedMicrousd: 0n, settledMicrousd: 2_500n });
   });
 
   it('resolves once', async () => {
@@ -83,18 +130,25 @@ describe('ReleaseCase', () => {
     store.s.attempts.get('t1')!.status = 'settled';
     const before = structuredClone(store.s.accounts.get('acct-wl'));
     const result = await release.execute(releaseCaseCommand('shortfall', { reason: 'route contract reviewed' }, 'ops'), LATER);
-    expect(result.released_microusd).toBe('0');
+    expect(result).toMatchObject({ released_microusd: '0', settled_microusd: '0', ledger_entry_id: null });
     expect(store.s.accounts.get('acct-wl')).toEqual(before);
   });
 });
 
 describe('releaseCaseCommand', () => {
-  it.each([undefined, {}, { reason: '' }, { reason: '  ' }, { reason: 42 }, { reason: 'ok because', extra: 1 }])(
-    'requires a reason: %o',
-    (body) => {
-      expect(() => releaseCaseCommand('c1', body, 'ops')).toThrow(DomainError);
-    },
-  );
+  it.each([
+    undefined,
+    {},
+    { reason: '' },
+    { reason: '  ' },
+    { reason: 42 },
+    { reason: 'ok because', extra: 1 },
+    { reason: 'ok because', amount_microusd: '-1' },
+    { reason: 'ok because', amount_microusd: 12 },
+    { reason: 'ok because', amount_microusd: '1.5' },
+  ])('requires a reason: %o', (body) => {
+    expect(() => releaseCaseCommand('c1', body, 'ops')).toThrow(DomainError);
+  });
 
   it('trims the reason', () => {
     expect(releaseCaseCommand('c1', { reason: '  duplicate of case 7  ' }, 'ops').reason).toBe('duplicate of case 7');

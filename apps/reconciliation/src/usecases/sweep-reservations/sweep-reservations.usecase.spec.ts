@@ -1,4 +1,4 @@
-import { InMemoryReconciliationStore, RecordingOutbox, silentLog } from '../../../test/in-memory-store';
+import { InMemoryReconciliationStore, sequentialIds, silentLog } from '../../../test/in-memory-store';
 import { SweepConfig } from '../../reconciliation.config';
 import { ORPHANED_ATTEMPT, SweepReservations } from './sweep-reservations.usecase';
 
@@ -8,10 +8,10 @@ const CONFIG: SweepConfig = { intervalMs: 0, orphanGraceMs: 60_000, dispatchCloc
 
 function setup() {
   const store = new InMemoryReconciliationStore();
-  const outbox = new RecordingOutbox();
+  const outbox = store.outbox;
   store.addAccount('acct-wl', 10_000n);
   store.addAccount('acct-ex', 5_000n, 'exception', 'ex-1');
-  const sweep = new SweepReservations(store, outbox, CONFIG, silentLog);
+  const sweep = new SweepReservations(store, store.cases, store.holds, store, CONFIG, sequentialIds(), silentLog);
   return { store, outbox, sweep };
 }
 

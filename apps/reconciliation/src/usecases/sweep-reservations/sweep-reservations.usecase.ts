@@ -1,15 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
-import type { ReconciliationRequiredV1 } from '@gateway/contracts';
-import { OutboxRepository, ReconciliationRepository, ReconciliationStore } from '@gateway/db';
-import { actionMachine, attemptMachine } from '@gateway/domain';
-import { InjectLogger } from '@gateway/service-kit';
+import { caseReason } from '@gateway/contracts';
+import { AttemptRepository, CaseRepository, ReconciliationRepository, ReconciliationStore, ReservationHoldRepository } from '@gateway/db';
+import { actionMachine, planMoveToUnresolved, planVoid } from '@gateway/domain';
+import { IdGenerator, InjectIds, InjectLogger } from '@gateway/service-kit';
 import { SWEEP_CONFIG, SweepConfig } from '../../reconciliation.config';
-import { planOrphans, planVoid } from '@gateway/domain';
+import { AttemptPort, CasePort, HoldPort } from '../ports';
 import { sanitisedFields } from '../sanitised-fields';
 
-export const ORPHANED_ATTEMPT = 'orphaned_attempt';
+export const ORPHANED_ATTEMPT = caseReason.enum.orphaned_attempt;
 
 export interface SweepReport {
   /** admitted actions whose command can no longer be dispatched: reservation voided, action expired */
@@ -26,7 +25,7 @@ export interface SweepReport {
  *     action expired and its in-flight slot returned — once, under the action's row lock.
  * (b) An attempt still `in_flight` well past its action's deadline lost its dispatcher mid-call.
  *     The provider may have billed it, so its share of the pending hold becomes unresolved
- *     exposure on an `orphaned_attempt` case and `reconciliation.required` is published. Its
+ *     exposure on an `orphaned_attempt` case (the case writer publishes `reconciliation.required`). Its
  *     usage is unknown, never zero.
  *
  * Each action is handled in its own transaction; one failure does not stop the sweep.
@@ -35,8 +34,11 @@ export interface SweepReport {
 export class SweepReservations {
   constructor(
     @Inject(ReconciliationRepository) private readonly store: ReconciliationStore,
-    @Inject(OutboxRepository) private readonly outbox: Pick<OutboxRepository, 'append'>,
+    @Inject(CaseRepository) private readonly cases: CasePort,
+    @Inject(ReservationHoldRepository) private readonly holds: HoldPort,
+    @Inject(AttemptRepository) private readonly attempts: AttemptPort,
     @Inject(SWEEP_CONFIG) private readonly config: SweepConfig,
+    @InjectIds() private readonly ids: IdGenerator,
     @InjectLogger() private readonly log: Pick<Logger, 'info' | 'warn' | 'error'>,
   ) {}
 
@@ -70,13 +72,9 @@ export class SweepReservations {
       if (!action) return false; // dispatched, already swept, or held by another sweeper right now
       // A claim means a dispatcher got the command in time: not provably undispatchable.
       if (await this.store.hasDispatchClaim(tx, actionId)) return false;
-      const reservation = await this.store.lockReservation(tx, actionId);
+      const reservation = await this.holds.lock(tx, actionId);
       if (reservation?.status === 'pending') {
-        await this.store.moveHold(tx, reservation, {
-          ...planVoid(reservation),
-          reason: 'voided: command never dispatched before its dispatch deadline',
-          now,
-        });
+        await this.holds.move(tx, reservation, planVoid(reservation), 'voided: command never dispatched before its dispatch deadline', now);
       } else if (reservation) {
         this.log.warn(
           { action_id: actionId, reservation_status: reservation.status },
@@ -99,57 +97,55 @@ export class SweepReservations {
     return this.store.transaction(async (tx) => {
       const attempts = await this.store.lockOrphanedAttempts(tx, actionId, cutoff);
       if (attempts.length === 0) return [];
-      const reservation = await this.store.lockReservation(tx, actionId);
+      const reservation = await this.holds.lock(tx, actionId);
       const action = await this.store.lockAction(tx, actionId);
       if (!action) return [];
-      const plan = reservation ? planOrphans(reservation, attempts.length) : null;
+      const plan = reservation ? planMoveToUnresolved(reservation, attempts.length) : null;
       const out: SweepReport['orphans'] = [];
       for (const [i, attempt] of attempts.entries()) {
         const exposure = plan?.exposuresMicrousd[i] ?? 0n;
-        const caseId = randomUUID();
-        const opened = await this.store.openCase(tx, {
-          id: caseId,
-          actionId,
-          attemptId: attempt.id,
-          reason: ORPHANED_ATTEMPT,
-          providerRequestId: attempt.providerRequestId,
-          exposureMicrousd: exposure,
-          details: {
-            attempt_no: attempt.attemptNo,
-            attempt_role: attempt.role,
-            started_at: attempt.startedAt.toISOString(),
-            action_deadline_at: action.deadlineAt.toISOString(),
-            orphan_grace_ms: this.config.orphanGraceMs,
-            reserved_microusd: reservation ? reservation.reservedMicrousd.toString() : null,
+        const caseId = this.ids.next();
+        const opened = await this.cases.open(
+          tx,
+          {
+            id: caseId,
+            actionId,
+            attemptId: attempt.id,
+            reason: ORPHANED_ATTEMPT,
+            providerRequestId: attempt.providerRequestId,
+            exposureMicrousd: exposure,
+            details: {
+              attempt_no: attempt.attemptNo,
+              attempt_role: attempt.role,
+              started_at: attempt.startedAt.toISOString(),
+              action_deadline_at: action.deadlineAt.toISOString(),
+              orphan_grace_ms: this.config.orphanGraceMs,
+              reserved_microusd: reservation ? reservation.reservedMicrousd.toString() : null,
+            },
+            openedAt: now,
           },
-          openedAt: now,
-        });
+          { eventId: this.ids.next(), fields: sanitisedFields(action, attempt, now) },
+        );
         // in_flight has no direct edge to reconciliation_required: the call was cut, then needs evidence.
-        const cut = attemptMachine.transition(attempt.status, 'cut');
-        await this.store.setAttemptStatus(
+        await this.attempts.transition(tx, attempt.id, 'cut', 'orphaned: still in flight past the action deadline', now);
+        await this.attempts.transition(
           tx,
           attempt.id,
-          attemptMachine.transition(cut, 'require_reconciliation'),
+          'require_reconciliation',
           'orphaned: still in flight past the action deadline; usage unknown',
           now,
         );
         if (!opened) continue;
-        const event: ReconciliationRequiredV1 = {
-          ...sanitisedFields(action, attempt, now, null),
-          event_id: randomUUID(),
-          case_id: caseId,
-          reason: ORPHANED_ATTEMPT,
-          exposure_microusd: exposure.toString(),
-        };
-        await this.outbox.append(tx, 'reconciliationRequired', action.workloadId, event);
         out.push({ actionId, attemptId: attempt.id, caseId, exposureMicrousd: exposure });
       }
       if (reservation && plan && (plan.movement.fromPendingMicrousd > 0n || plan.movement.status !== reservation.status)) {
-        await this.store.moveHold(tx, reservation, {
-          ...plan.movement,
-          reason: `${attempts.length} orphaned attempt(s): pending hold kept as unresolved exposure`,
+        await this.holds.move(
+          tx,
+          reservation,
+          plan.movement,
+          `${attempts.length} orphaned attempt(s): pending hold kept as unresolved exposure`,
           now,
-        });
+        );
       }
       if (!actionMachine.terminal(action.status)) {
         await this.store.setActionStatus(

@@ -1,17 +1,7 @@
-import type { Logger } from 'pino';
 import { AttemptCompletedV1, ReconciliationRequiredV1, TopicKey, Topics, UsageSettledV1 } from '@gateway/contracts';
-import type {
-  CaseRow,
-  CatalogRepository,
-  LedgerRow,
-  OutboxRepository,
-  ProcessedEventRepository,
-  ReservationMovement,
-  ReservationView,
-  SettlementRepository,
-} from '@gateway/db';
-import { attemptMachine, AttemptState, PriceRevision } from '@gateway/domain';
-import { SettleAttempt } from './settle-attempt.usecase';
+import { LedgerRow, NewCase, ReservationView, Tx, usageSettledEvent } from '@gateway/db';
+import { applyMovement, attemptMachine, AttemptEvent, AttemptState, Movement, PriceRevision } from '@gateway/domain';
+import { SettleAttempt, SettlementPorts } from './settle-attempt.usecase';
 
 const NOW = new Date('2026-04-01T09:00:00.000Z');
 const RESERVED = 20_000n;
@@ -28,12 +18,12 @@ const PRICE: PriceRevision = {
 interface State {
   processed: Set<string>;
   reservation: ReservationView | null;
-  /** the budget account's buckets, as moveReservation mirrors them */
+  /** the budget account's buckets, as the hold repository mirrors them */
   account: { pending: bigint; settled: bigint; unresolved: bigint };
   attempts: Map<string, string>;
   ledger: LedgerRow[];
-  cases: CaseRow[];
-  movements: ReservationMovement[];
+  cases: NewCase[];
+  movements: Movement[];
   outbox: Array<{ topic: TopicKey; key: string; payload: unknown }>;
 }
 
@@ -62,10 +52,13 @@ function harness(opts: { reservation?: boolean; attemptStatus?: string; price?: 
     movements: [],
     outbox: [],
   };
-  const tx = { fake: 'tx' };
+  const tx = {} as Tx;
+  const append = (topic: TopicKey, key: string, payload: unknown) =>
+    // as the real outbox does: only schema-valid events are written
+    s.outbox.push({ topic, key, payload: Topics[topic].schema.parse(payload) });
 
-  const processed = {
-    async transaction<T>(fn: (t: typeof tx) => Promise<T>): Promise<T> {
+  const processed: SettlementPorts['processed'] = {
+    async transaction<T>(fn: (t: Tx) => Promise<T>): Promise<T> {
       const before = structuredClone(s);
       try {
         return await fn(tx);
@@ -74,7 +67,7 @@ function harness(opts: { reservation?: boolean; attemptStatus?: string; price?: 
         throw err;
       }
     },
-    async recordOnce(_tx: unknown, consumer: string, eventId: string): Promise<boolean> {
+    async recordOnce(_tx: Tx, consumer: string, eventId: string): Promise<boolean> {
       const key = `${consumer}/${eventId}`;
       if (s.processed.has(key)) return false;
       s.processed.add(key);
@@ -82,34 +75,15 @@ function harness(opts: { reservation?: boolean; attemptStatus?: string; price?: 
     },
   };
 
-  const settlement = {
-    async lockReservation(_tx: unknown, actionId: string): Promise<ReservationView | null> {
+  const holds: SettlementPorts['holds'] = {
+    async lock(_tx, actionId) {
       return s.reservation && s.reservation.actionId === actionId ? { ...s.reservation } : null;
     },
-    async insertLedger(_tx: unknown, row: LedgerRow): Promise<boolean> {
-      if (s.ledger.some((l) => l.attemptId === row.attemptId)) return false;
-      s.ledger.push(row);
-      return true;
-    },
-    async openCase(_tx: unknown, c: CaseRow): Promise<boolean> {
-      if (s.cases.some((x) => x.attemptId === c.attemptId && x.reason === c.reason)) return false;
-      s.cases.push(c);
-      return true;
-    },
-    async transitionAttempt(_tx: unknown, attemptId: string, event: 'settle' | 'require_reconciliation'): Promise<void> {
-      // the real repository is a compare-and-set on the states the domain machine allows
-      s.attempts.set(attemptId, attemptMachine.transition(s.attempts.get(attemptId) as AttemptState, event));
-    },
-    async unresolvedAttemptCount(): Promise<number> {
-      return [...s.attempts.values()].filter((st) => st !== 'settled' && st !== 'reconciliation_required').length;
-    },
-    async moveReservation(_tx: unknown, r: ReservationView, m: ReservationMovement): Promise<void> {
+    async move(_tx, r, m) {
       const cur = s.reservation!;
       expect(r.id).toBe(cur.id);
-      cur.settledMicrousd += m.toSettledMicrousd;
-      cur.unresolvedMicrousd += m.toUnresolvedMicrousd - m.fromUnresolvedMicrousd;
-      cur.releasedMicrousd += m.toReleasedMicrousd;
-      cur.status = m.status;
+      // the real repository refuses the same plans (negative buckets, edges the machine lacks)
+      Object.assign(cur, applyMovement(cur, m));
       s.account.pending -= m.fromPendingMicrousd;
       s.account.settled += m.toSettledMicrousd;
       s.account.unresolved += m.toUnresolvedMicrousd - m.fromUnresolvedMicrousd;
@@ -117,29 +91,52 @@ function harness(opts: { reservation?: boolean; attemptStatus?: string; price?: 
     },
   };
 
-  const catalog = {
+  const ledger: SettlementPorts['ledger'] = {
+    async record(_tx, row, eventId) {
+      if (s.ledger.some((l) => l.attemptId === row.attemptId)) return false;
+      s.ledger.push(row);
+      append('usageSettled', row.workloadId, usageSettledEvent(row, eventId));
+      return true;
+    },
+  };
+
+  const cases: SettlementPorts['cases'] = {
+    async open(_tx, c, announce) {
+      if (s.cases.some((x) => x.attemptId === c.attemptId && x.reason === c.reason)) return false;
+      s.cases.push(c);
+      append('reconciliationRequired', announce.fields.workload_id ?? 'unknown', {
+        ...announce.fields,
+        event_id: announce.eventId,
+        case_id: c.id,
+        reason: c.reason,
+        exposure_microusd: c.exposureMicrousd.toString(),
+      });
+      return true;
+    },
+  };
+
+  const attempts: SettlementPorts['attempts'] = {
+    async transition(_tx, attemptId, event: AttemptEvent) {
+      // the real repository is a compare-and-set on the states the domain machine allows
+      s.attempts.set(attemptId, attemptMachine.transition(s.attempts.get(attemptId) as AttemptState, event));
+    },
+    async awaitingSettlement() {
+      return [...s.attempts.values()].filter((st) => st !== 'settled' && st !== 'reconciliation_required').length;
+    },
+  };
+
+  const catalog: SettlementPorts['catalog'] = {
     async priceById(id: string): Promise<PriceRevision | null> {
       const price = opts.price === undefined ? PRICE : opts.price;
       return price && price.id === id ? price : null;
     },
   };
 
-  const outbox = {
-    async append<K extends TopicKey>(_tx: unknown, topic: K, key: string, payload: unknown): Promise<void> {
-      // as the real outbox does: only schema-valid events are written
-      s.outbox.push({ topic, key, payload: Topics[topic].schema.parse(payload) });
-    },
-  };
+  let n = 0;
+  const ids = { next: () => `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}` };
+  const log = { info: jest.fn() };
 
-  const log = { info: jest.fn(), warn: jest.fn(), error: jest.fn() };
-
-  const useCase = new SettleAttempt(
-    processed as unknown as ProcessedEventRepository,
-    settlement as unknown as SettlementRepository,
-    catalog as unknown as CatalogRepository,
-    outbox as unknown as OutboxRepository,
-    log as unknown as Logger,
-  );
+  const useCase = new SettleAttempt(processed, holds, ledger, cases, attempts, catalog, ids, log);
   return { useCase, log, state: () => s };
 }
 
@@ -230,7 +227,7 @@ describe('SettleAttempt', () => {
       costMicrousd: 5000n,
       settledAt: NOW,
     });
-    expect(row.inputMicrousd + row.cachedInputMicrousd + row.outputMicrousd + row.reasoningMicrousd).toBe(row.costMicrousd);
+    expect(row.inputMicrousd! + row.cachedInputMicrousd! + row.outputMicrousd! + row.reasoningMicrousd!).toBe(row.costMicrousd);
 
     expect(s.reservation).toMatchObject({ status: 'settled', settledMicrousd: 5000n, releasedMicrousd: 15_000n, unresolvedMicrousd: 0n });
     expect(s.account).toEqual({ pending: 0n, settled: 5000n, unresolved: 0n });
@@ -240,6 +237,7 @@ describe('SettleAttempt', () => {
     expect(s.outbox.map((o) => [o.topic, o.key])).toEqual([['usageSettled', 'wl-1']]);
     const settled = byTopic(s, 'usageSettled')[0] as UsageSettledV1;
     expect(settled).toMatchObject({
+      request_id: 'req-1',
       action_id: 'act-1',
       attempt_id: 'att-1',
       price_revision: 'price-7',
@@ -440,12 +438,24 @@ describe('SettleAttempt', () => {
     expect(state().account).toEqual({ pending: RESERVED - 5000n, settled: 5000n, unresolved: 0n });
   });
 
-  it('returns no_reservation and writes nothing but the event id when the action has no hold', async () => {
+  // Regression (issue 6): an attempt.completed event without a reservation used to return
+  // 'no_reservation' and be marked processed with nothing else written: the attempt's spend vanished.
+  it('opens a no_reservation case (never silently processed) when the action has no hold', async () => {
     const { useCase, state } = harness({ reservation: false });
 
-    await expect(useCase.execute(attemptEvent(), NOW)).resolves.toBe('no_reservation');
+    await expect(useCase.execute(attemptEvent(), NOW)).resolves.toBe('reconciliation_required');
 
-    expect(state()).toMatchObject({ ledger: [], cases: [], outbox: [], movements: [] });
+    const s = state();
+    expect(s).toMatchObject({ ledger: [], movements: [] });
+    expect(s.cases).toEqual([
+      expect.objectContaining({ actionId: 'act-1', attemptId: 'att-1', reason: 'no_reservation', exposureMicrousd: 0n }),
+    ]);
+    expect(byTopic(s, 'reconciliationRequired')).toEqual([expect.objectContaining({ reason: 'no_reservation', input_tokens: 1000 })]);
+    // a redelivery opens nothing twice
+    await expect(useCase.execute(attemptEvent({ event_id: '7a1c2e3f-4b5d-4e6f-8a9b-0c1d2e3f4a5b' }), NOW)).resolves.toBe(
+      'reconciliation_required',
+    );
+    expect(state().cases).toHaveLength(1);
   });
 
   it('fails the whole transaction when the price revision is missing, so a redelivery can settle it', async () => {

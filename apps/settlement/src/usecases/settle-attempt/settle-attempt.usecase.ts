@@ -1,246 +1,191 @@
-import { randomUUID } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
+import { ABSENT_CANDIDATE_OUTCOMES, AttemptCompletedV1, CaseReason, SanitisedFields } from '@gateway/contracts';
 import {
-  ABSENT_CANDIDATE_OUTCOMES,
-  AttemptCompletedV1,
-  ReconciliationRequiredV1,
-  settledCostFields,
-  UsageSettledV1,
-} from '@gateway/contracts';
-import {
+  AttemptFacts,
+  AttemptRepository,
+  buildLedgerRow,
+  CaseRepository,
   CatalogRepository,
-  HoldMovement,
-  OutboxRepository,
+  LedgerRepository,
   ProcessedEventRepository,
+  ReservationHoldRepository,
   ReservationView,
-  SettlementRepository,
   Tx,
 } from '@gateway/db';
-import { pendingOf, priceUsage, reservationMachine, ReservationState } from '@gateway/domain';
+import { applyMovement, combineMovements, Movement, planMoveToUnresolved, planReleaseRest, planSettle, priceUsage } from '@gateway/domain';
 import { handleOnce } from '@gateway/messaging';
-import { InjectLogger } from '@gateway/service-kit';
+import { IdGenerator, InjectIds, InjectLogger } from '@gateway/service-kit';
 
 const CONSUMER = 'settlement.attempt-completed';
 
-export type SettleOutcome = 'settled' | 'reconciliation_required' | 'duplicate' | 'no_reservation';
+export type SettleOutcome = 'settled' | 'reconciliation_required' | 'duplicate';
+
+/** The repositories settlement uses, narrowed to what it calls (fakes implement these). */
+export interface SettlementPorts {
+  processed: Pick<ProcessedEventRepository, 'transaction' | 'recordOnce'>;
+  holds: Pick<ReservationHoldRepository, 'lock' | 'move'>;
+  ledger: Pick<LedgerRepository, 'record'>;
+  cases: Pick<CaseRepository, 'open'>;
+  attempts: Pick<AttemptRepository, 'transition' | 'awaitingSettlement'>;
+  catalog: Pick<CatalogRepository, 'priceById'>;
+}
 
 /**
  * One ledger row per attempt from the provider's aggregate usage (DESIGN §7 Settlement), the
- * reservation moved from pending to settled (rest released when the action is over), and
- * `usage.settled` published through the outbox — all in the transaction that records the event
- * id, so a redelivered event settles nothing twice. What lacks evidence is never zero: it becomes
- * a reconciliation case and its exposure stays held as unresolved.
+ * reservation moved by the hold planner (rest released when the action is over), and
+ * `usage.settled` published with the row — all in the transaction that records the event id, so
+ * a redelivered event settles nothing twice. What lacks evidence is never zero: it becomes a
+ * reconciliation case and its exposure stays held as unresolved. An attempt with no reservation
+ * to settle against opens a case too, never silently processed.
  */
 @Injectable()
 export class SettleAttempt {
   constructor(
-    private readonly processed: ProcessedEventRepository,
-    private readonly settlement: SettlementRepository,
-    private readonly catalog: CatalogRepository,
-    private readonly outbox: OutboxRepository,
-    @InjectLogger() private readonly log: Logger,
+    @Inject(ProcessedEventRepository) private readonly processed: SettlementPorts['processed'],
+    @Inject(ReservationHoldRepository) private readonly holds: SettlementPorts['holds'],
+    @Inject(LedgerRepository) private readonly ledger: SettlementPorts['ledger'],
+    @Inject(CaseRepository) private readonly cases: SettlementPorts['cases'],
+    @Inject(AttemptRepository) private readonly attempts: SettlementPorts['attempts'],
+    @Inject(CatalogRepository) private readonly catalog: SettlementPorts['catalog'],
+    @InjectIds() private readonly ids: IdGenerator,
+    @InjectLogger() private readonly log: Pick<Logger, 'info'>,
   ) {}
 
   async execute(e: AttemptCompletedV1, now: Date): Promise<SettleOutcome> {
     const result = await handleOnce(this.processed, CONSUMER, e.event_id, async (tx) => {
-      const reservation = await this.settlement.lockReservation(tx, e.action_id);
-      if (!reservation) return 'no_reservation' as const;
-      const returnedInResponse = inResponse(e);
-      const hasUsage = e.input_tokens !== null && e.output_tokens_total !== null;
-      const excess = returnedInResponse > (e.effective_candidate_count ?? 0);
-      let plan: Plan;
-      if (hasUsage && !excess) {
-        plan = await this.settle(tx, e, reservation, now);
-      } else {
-        const reason = excess ? 'returned_exceeds_effective' : e.stream_mode === 'sse' ? 'stream_ended_before_usage' : 'usage_missing';
-        plan = await this.requireReconciliation(tx, e, reservation, reason, now);
+      const reservation = await this.holds.lock(tx, e.action_id);
+      if (!reservation) {
+        await this.openCase(tx, e, 'no_reservation', 0n, now, { outcome: e.outcome, has_usage: hasUsage(e) });
+        return 'reconciliation_required' as const;
       }
-      if (e.outcome === 'succeeded' && this.silentShortfall(e)) {
+      const excess = inResponse(e) > (e.effective_candidate_count ?? 0);
+      const outcome =
+        hasUsage(e) && !excess
+          ? await this.settle(tx, e, reservation, now)
+          : await this.requireReconciliation(tx, e, reservation, excess ? 'returned_exceeds_effective' : missingUsageReason(e), now);
+      if (e.outcome === 'succeeded' && silentShortfall(e)) {
         await this.openCase(tx, e, 'candidate_shortfall_unexplained', 0n, now, {
           effective: e.effective_candidate_count,
           returned: e.returned_candidate_count,
         });
       }
-      // When no attempt of the action can still bring usage, the rest of the hold is released in
-      // the same movement (one write to the reservation and its budget accounts).
-      let movement = plan.movement;
-      if (e.action_final && (await this.settlement.unresolvedAttemptCount(tx, e.action_id)) === 0) {
-        movement = withRelease(reservation, movement, now);
-      }
-      if (movement) await this.settlement.moveReservation(tx, reservation, movement);
-      return plan.outcome;
+      return outcome;
     });
     if (result.duplicate) return 'duplicate';
     this.log.info({ action_id: e.action_id, attempt_id: e.attempt_id, outcome: result.result }, 'attempt settled');
     return result.result;
   }
 
-  private async settle(tx: Tx, e: AttemptCompletedV1, r: ReservationView, now: Date): Promise<Plan> {
+  private async settle(tx: Tx, e: AttemptCompletedV1, r: ReservationView, now: Date): Promise<SettleOutcome> {
     const price = await this.catalog.priceById(r.priceRevisionId);
     if (!price) throw new Error(`price revision ${r.priceRevisionId} missing`);
-    const cost = priceUsage(
-      {
-        inputTokens: e.input_tokens ?? 0,
-        cachedInputTokens: e.cached_input_tokens ?? 0,
-        outputTokens: e.output_tokens_total ?? 0,
-        reasoningTokens: e.reasoning_tokens ?? 0,
-        outputIncludesReasoning: e.output_includes_reasoning,
-      },
-      price,
-    );
-    const inserted = await this.settlement.insertLedger(tx, {
-      id: randomUUID(),
-      attemptId: e.attempt_id,
-      actionId: e.action_id,
-      attemptRole: e.attempt_role,
-      workloadId: e.workload_id ?? '',
-      environment: e.environment ?? '',
-      routeId: e.route_id ?? '',
-      routeVersion: e.route_version ?? 0,
-      modelAlias: e.model_alias ?? '',
-      providerRequestId: e.provider_request_id,
-      requestedCandidates: e.requested_candidate_count,
-      effectiveCandidates: e.effective_candidate_count ?? 0,
-      returnedCandidates: e.returned_candidate_count ?? 0,
+    const usage = {
       inputTokens: e.input_tokens ?? 0,
       cachedInputTokens: e.cached_input_tokens ?? 0,
       outputTokensTotal: e.output_tokens_total ?? 0,
       reasoningTokens: e.reasoning_tokens ?? 0,
-      totalTokens: (e.input_tokens ?? 0) + (e.output_tokens_total ?? 0),
-      streamMode: e.stream_mode,
-      usageSource: e.usage_source ?? 'provider_response',
+    };
+    const cost = priceUsage(
+      {
+        inputTokens: usage.inputTokens,
+        cachedInputTokens: usage.cachedInputTokens,
+        outputTokens: usage.outputTokensTotal,
+        reasoningTokens: usage.reasoningTokens,
+        outputIncludesReasoning: e.output_includes_reasoning,
+      },
+      price,
+    );
+    const row = buildLedgerRow({
+      id: this.ids.next(),
+      facts: factsOf(e),
+      evidence: { kind: 'usage', source: usageSourceOf(e), usage, cost },
       priceRevisionId: price.id,
-      inputMicrousd: cost.input,
-      cachedInputMicrousd: cost.cachedInput,
-      outputMicrousd: cost.output,
-      reasoningMicrousd: cost.reasoning,
-      costMicrousd: cost.total,
       settledAt: now,
     });
-    if (!inserted) return { outcome: 'duplicate', movement: null };
-    await this.settlement.transitionAttempt(tx, e.attempt_id, 'settle', 'settled from provider-reported usage', now);
-    const movement: HoldMovement = {
-      fromPendingMicrousd: min(cost.total, pendingOf(r)),
-      toSettledMicrousd: cost.total,
-      toUnresolvedMicrousd: 0n,
-      fromUnresolvedMicrousd: 0n,
-      toReleasedMicrousd: 0n,
-      status: r.status,
-      reason: `attempt ${e.attempt_no} settled`,
+    if (!(await this.ledger.record(tx, row, this.ids.next()))) return 'duplicate';
+    await this.attempts.transition(tx, e.attempt_id, 'settle', 'settled from provider-reported usage', now);
+    const plan = planSettle(r, { costMicrousd: cost.total, actionDone: await this.actionDone(tx, e) });
+    await this.holds.move(
+      tx,
+      r,
+      plan.movement,
+      `attempt ${e.attempt_no} settled${plan.releasedMicrousd > 0n ? '; unused hold released' : ''}`,
       now,
-    };
-    const settled: UsageSettledV1 = {
-      ...sanitised(e),
-      event_id: randomUUID(),
-      price_revision: price.id,
-      ...settledCostFields(cost),
-      settled_at: now.toISOString(),
-    };
-    await this.outbox.append(tx, 'usageSettled', e.workload_id ?? 'unknown', settled);
-    return { outcome: 'settled', movement };
+    );
+    return 'settled';
   }
 
-  private async requireReconciliation(tx: Tx, e: AttemptCompletedV1, r: ReservationView, reason: string, now: Date): Promise<Plan> {
-    const exposure = pendingOf(r);
-    const opened = await this.openCase(tx, e, reason, exposure, now, {
+  private async requireReconciliation(
+    tx: Tx,
+    e: AttemptCompletedV1,
+    r: ReservationView,
+    reason: CaseReason,
+    now: Date,
+  ): Promise<SettleOutcome> {
+    const toUnresolved = planMoveToUnresolved(r);
+    const opened = await this.openCase(tx, e, reason, toUnresolved.exposuresMicrousd[0], now, {
       outcome: e.outcome,
       http_status: e.http_status,
       effective: e.effective_candidate_count,
       returned_in_response: inResponse(e),
     });
-    if (!opened) return { outcome: 'duplicate', movement: null };
-    await this.settlement.transitionAttempt(tx, e.attempt_id, 'require_reconciliation', reason, now);
-    return {
-      outcome: 'reconciliation_required',
-      movement: {
-        fromPendingMicrousd: exposure,
-        toSettledMicrousd: 0n,
-        toUnresolvedMicrousd: exposure,
-        fromUnresolvedMicrousd: 0n,
-        toReleasedMicrousd: 0n,
-        status: r.status === 'pending' ? reservationMachine.transition('pending', 'mark_unresolved') : r.status,
-        reason: `attempt ${e.attempt_no}: ${reason}`,
-        now,
-      },
-    };
+    if (!opened) return 'duplicate';
+    await this.attempts.transition(tx, e.attempt_id, 'require_reconciliation', reason, now);
+    let movement: Movement = toUnresolved.movement;
+    // Nothing is pending after the move; the release only settles the state when nothing is unresolved.
+    if (await this.actionDone(tx, e)) movement = combineMovements(movement, planReleaseRest(applyMovement(r, movement)));
+    await this.holds.move(tx, r, movement, `attempt ${e.attempt_no}: ${reason}`, now);
+    return 'reconciliation_required';
   }
 
-  private async openCase(
+  /** No attempt of the action can still bring usage through settlement. */
+  private async actionDone(tx: Tx, e: AttemptCompletedV1): Promise<boolean> {
+    return e.action_final && (await this.attempts.awaitingSettlement(tx, e.action_id)) === 0;
+  }
+
+  private openCase(
     tx: Tx,
     e: AttemptCompletedV1,
-    reason: string,
+    reason: CaseReason,
     exposure: bigint,
     now: Date,
     details: Record<string, unknown>,
   ): Promise<boolean> {
-    const caseId = randomUUID();
-    const opened = await this.settlement.openCase(tx, {
-      id: caseId,
-      actionId: e.action_id,
-      attemptId: e.attempt_id,
-      reason,
-      providerRequestId: e.provider_request_id,
-      exposureMicrousd: exposure,
-      details,
-      openedAt: now,
-    });
-    if (!opened) return false;
-    const event: ReconciliationRequiredV1 = {
-      ...sanitised(e),
-      event_id: randomUUID(),
-      case_id: caseId,
-      reason,
-      exposure_microusd: exposure.toString(),
-    };
-    await this.outbox.append(tx, 'reconciliationRequired', e.workload_id ?? 'unknown', event);
-    return true;
-  }
-
-  private silentShortfall(e: AttemptCompletedV1): boolean {
-    const effective = e.effective_candidate_count ?? 0;
-    // Only a filter or a block explains missing candidates (same rule as libs/domain's candidateShortfall).
-    const explained = e.candidates.some((c) => c.outcome === 'filtered') || e.prompt_block_reason !== null;
-    return inResponse(e) < effective && !explained;
+    return this.cases.open(
+      tx,
+      {
+        id: this.ids.next(),
+        actionId: e.action_id,
+        attemptId: e.attempt_id,
+        reason,
+        providerRequestId: e.provider_request_id,
+        exposureMicrousd: exposure,
+        details,
+        openedAt: now,
+      },
+      { eventId: this.ids.next(), fields: sanitised(e) },
+    );
   }
 }
 
-interface Plan {
-  outcome: SettleOutcome;
-  movement: HoldMovement | null;
+function hasUsage(e: AttemptCompletedV1): boolean {
+  return e.input_tokens !== null && e.output_tokens_total !== null;
 }
 
-/**
- * Adds the release of whatever is still pending to `movement` (or makes it the whole movement):
- * the reservation ends settled when nothing is unresolved, and keeps its unresolved exposure
- * otherwise.
- */
-function withRelease(r: ReservationView, movement: HoldMovement | null, now: Date): HoldMovement {
-  const base: HoldMovement = movement ?? {
-    fromPendingMicrousd: 0n,
-    toSettledMicrousd: 0n,
-    toUnresolvedMicrousd: 0n,
-    fromUnresolvedMicrousd: 0n,
-    toReleasedMicrousd: 0n,
-    status: r.status,
-    reason: '',
-    now,
-  };
-  const rest = pendingOf(r) - base.fromPendingMicrousd;
-  const release = rest > 0n ? rest : 0n;
-  const unresolvedAfter = r.unresolvedMicrousd + base.toUnresolvedMicrousd - base.fromUnresolvedMicrousd;
-  const status: ReservationState =
-    base.status === 'pending' && unresolvedAfter === 0n ? reservationMachine.transition('pending', 'settle') : base.status;
-  return {
-    ...base,
-    fromPendingMicrousd: base.fromPendingMicrousd + release,
-    toReleasedMicrousd: base.toReleasedMicrousd + release,
-    status,
-    reason:
-      status === 'settled'
-        ? `${base.reason ? `${base.reason}; ` : ''}all attempts settled; unused hold released`
-        : `${base.reason ? `${base.reason}; ` : ''}unused hold released; unresolved exposure kept`,
-  };
+function missingUsageReason(e: AttemptCompletedV1): CaseReason {
+  return e.stream_mode === 'sse' ? 'stream_ended_before_usage' : 'usage_missing';
+}
+
+function usageSourceOf(e: AttemptCompletedV1): 'provider_response' | 'stream_final_chunk' {
+  return e.usage_source === 'stream_final_chunk' ? 'stream_final_chunk' : 'provider_response';
+}
+
+function silentShortfall(e: AttemptCompletedV1): boolean {
+  const effective = e.effective_candidate_count ?? 0;
+  // Only a filter or a block explains missing candidates (same rule as libs/domain's candidateShortfall).
+  const explained = e.candidates.some((c) => c.outcome === 'filtered') || e.prompt_block_reason !== null;
+  return inResponse(e) < effective && !explained;
 }
 
 /** Candidates the response actually contained (absent ones are listed as missing or blocked). */
@@ -248,12 +193,28 @@ function inResponse(e: AttemptCompletedV1): number {
   return e.candidates.filter((c) => !(ABSENT_CANDIDATE_OUTCOMES as readonly string[]).includes(c.outcome)).length;
 }
 
-function min(a: bigint, b: bigint): bigint {
-  return a < b ? a : b;
+/** The ledger's view of the attempt, from the event (which carries nothing else). */
+function factsOf(e: AttemptCompletedV1): AttemptFacts {
+  return {
+    attemptId: e.attempt_id,
+    actionId: e.action_id,
+    attemptRole: e.attempt_role,
+    requestId: e.request_id,
+    workloadId: e.workload_id ?? '',
+    environment: e.environment ?? '',
+    routeId: e.route_id ?? '',
+    routeVersion: e.route_version ?? 0,
+    modelAlias: e.model_alias ?? '',
+    providerRequestId: e.provider_request_id,
+    requestedCandidates: e.requested_candidate_count,
+    effectiveCandidates: e.effective_candidate_count ?? 0,
+    returnedCandidates: e.returned_candidate_count ?? 0,
+    streamMode: e.stream_mode,
+  };
 }
 
 /** The DESIGN §8 field set, copied from the attempt event (which carries nothing else). */
-function sanitised(e: AttemptCompletedV1) {
+function sanitised(e: AttemptCompletedV1): SanitisedFields {
   return {
     timestamp: e.timestamp,
     request_id: e.request_id,

@@ -1,0 +1,293 @@
+/**
+ * Settlement through the real repositories on Postgres: a redelivered `attempt.completed` settles
+ * once (one ledger row, one `usage.settled` in the outbox, the hold moved once), an attempt with
+ * no reservation opens a case, and the ledger query pages by keyset within a time range.
+ */
+import { randomUUID } from 'node:crypto';
+import { AttemptCompletedV1, Topics } from '@gateway/contracts';
+import {
+  AttemptRepository,
+  budgetAccountId,
+  buildLedgerRow,
+  CaseRepository,
+  CatalogRepository,
+  Database,
+  LedgerQueryRepository,
+  LedgerRepository,
+  OutboxRepository,
+  ProcessedEventRepository,
+  ReservationHoldRepository,
+} from '@gateway/db';
+import { randomIds } from '@gateway/service-kit';
+import { Seeder } from '@gateway/testing';
+import { QueryLedger } from '../src/usecases/query-ledger/query-ledger.usecase';
+import { SettleAttempt } from '../src/usecases/settle-attempt/settle-attempt.usecase';
+
+const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
+const PERIOD = new Date('2026-11-01T00:00:00Z');
+const quiet = { info: () => undefined };
+
+describe('settlement on Postgres', () => {
+  const db = new Database(url, { poolMax: 10 });
+  const outbox = new OutboxRepository(db);
+  const ledger = new LedgerRepository(outbox);
+  const settle = new SettleAttempt(
+    new ProcessedEventRepository(db),
+    new ReservationHoldRepository(),
+    ledger,
+    new CaseRepository(db, outbox),
+    new AttemptRepository(),
+    new CatalogRepository(db),
+    randomIds,
+    quiet,
+  );
+  const routeId = `route-settle-${randomUUID().slice(0, 8)}`;
+  const priceId = `price-${routeId}-v1`;
+
+  beforeAll(async () => {
+    await new Seeder(db).route({
+      routeId,
+      alias: `alias-${routeId}`,
+      providerKind: 'openai-chat',
+      upstreamBaseUrl: 'http://x',
+      upstreamModel: 'm',
+    });
+  });
+  afterAll(() => db.close());
+
+  /** What admission and dispatch leave behind: a held budget, the action, its reservation, a finished attempt. */
+  async function answered(reservedMicrousd: bigint) {
+    const workloadId = `wl-${randomUUID()}`;
+    const actionId = randomUUID();
+    const attemptId = randomUUID();
+    const accountId = budgetAccountId('workload', workloadId, PERIOD);
+    const now = new Date();
+    await db.prisma.budgetAccount.create({
+      data: {
+        id: accountId,
+        scope: 'workload',
+        scopeId: workloadId,
+        periodStart: PERIOD,
+        budgetMicrousd: 1_000_000n,
+        pendingMicrousd: reservedMicrousd,
+      },
+    });
+    await db.prisma.action.create({
+      data: {
+        id: actionId,
+        requestId: `req-${actionId}`,
+        workloadId,
+        environment: 'test',
+        routeId,
+        routeVersion: 1,
+        modelAlias: `alias-${routeId}`,
+        apiKind: 'openai-chat',
+        streamMode: 'none',
+        effectiveCandidates: 1,
+        outputCeiling: 100,
+        inputTokensEstimate: 10,
+        requestFingerprint: 'f',
+        status: 'answered',
+        statusReason: 'answered',
+        deadlineAt: now,
+        dispatchDeadlineAt: now,
+        financialState: 'pending',
+        createdAt: now,
+        updatedAt: now,
+      },
+    });
+    await db.prisma.reservation.create({
+      data: {
+        id: randomUUID(),
+        actionId,
+        workloadAccountId: accountId,
+        reservedOutputTokens: 100,
+        reservedMicrousd,
+        priceRevisionId: priceId,
+        status: 'pending',
+        statusReason: 'reserved at admission',
+        createdAt: now,
+        updatedAt: now,
+      },
+    });
+    await db.prisma.attempt.create({
+      data: {
+        id: attemptId,
+        actionId,
+        attemptNo: 1,
+        role: 'primary',
+        routeId,
+        routeVersion: 1,
+        status: 'succeeded',
+        statusReason: 'answered',
+        effectiveCandidates: 1,
+        startedAt: now,
+        updatedAt: now,
+      },
+    });
+    return { workloadId, actionId, attemptId, accountId };
+  }
+
+  function completed(
+    a: { workloadId: string; actionId: string; attemptId: string },
+    over: Partial<AttemptCompletedV1> = {},
+  ): AttemptCompletedV1 {
+    return Topics.attemptCompleted.schema.parse({
+      event_id: randomUUID(),
+      timestamp: new Date().toISOString(),
+      request_id: `req-${a.actionId}`,
+      action_id: a.actionId,
+      attempt_id: a.attemptId,
+      attempt_no: 1,
+      attempt_role: 'primary',
+      workload_id: a.workloadId,
+      environment: 'test',
+      route_id: routeId,
+      route_version: 1,
+      model_alias: `alias-${routeId}`,
+      provider_request_id: 'chatcmpl-1',
+      requested_candidate_count: null,
+      effective_candidate_count: 1,
+      returned_candidate_count: 1,
+      input_tokens: 100,
+      output_tokens_total: 50,
+      total_tokens: 150,
+      cached_input_tokens: 0,
+      reasoning_tokens: 0,
+      output_includes_reasoning: true,
+      stream_mode: 'none',
+      usage_source: 'provider_response',
+      quota_scope: 'workload',
+      policy_result: null,
+      policy_reason: null,
+      outcome: 'succeeded',
+      http_status: 200,
+      candidates: [{ index: 0, finish_reason: 'stop', outcome: 'ok' }],
+      prompt_block_reason: null,
+      attempts_total: 1,
+      action_final: true,
+      ...over,
+    });
+  }
+
+  const settledEvents = async (attemptId: string) =>
+    db.prisma.$queryRaw<Array<{ payload: { request_id: string; cost_microusd: string } }>>`
+      SELECT payload FROM outbox_message WHERE topic = ${Topics.usageSettled.name} AND payload->>'attempt_id' = ${attemptId}`;
+
+  it('a redelivered attempt.completed (same and new event id, also racing) writes one ledger row and one settled event', async () => {
+    const a = await answered(20_000n);
+    const e = completed(a);
+
+    const outcomes = await Promise.all([settle.execute(e, new Date()), settle.execute(e, new Date())]);
+    outcomes.push(await settle.execute({ ...e, event_id: randomUUID() }, new Date()));
+
+    expect(outcomes.filter((o) => o === 'settled')).toHaveLength(1);
+    expect(outcomes.filter((o) => o === 'duplicate')).toHaveLength(2);
+    expect(await db.prisma.ledgerEntry.count({ where: { attemptId: a.attemptId } })).toBe(1);
+    const events = await settledEvents(a.attemptId);
+    expect(events).toHaveLength(1);
+    const row = await db.prisma.ledgerEntry.findUniqueOrThrow({ where: { attemptId: a.attemptId } });
+    expect(events[0].payload).toMatchObject({ request_id: `req-${a.actionId}`, cost_microusd: row.costMicrousd.toString() });
+    expect(row.requestId).toBe(`req-${a.actionId}`);
+    const acct = await db.prisma.budgetAccount.findUniqueOrThrow({ where: { id: a.accountId } });
+    expect({ pending: acct.pendingMicrousd, settled: acct.settledMicrousd, unresolved: acct.unresolvedMicrousd }).toEqual({
+      pending: 0n,
+      settled: row.costMicrousd,
+      unresolved: 0n,
+    });
+    expect(await db.prisma.reservation.findUniqueOrThrow({ where: { actionId: a.actionId } })).toMatchObject({
+      status: 'settled',
+      settledMicrousd: row.costMicrousd,
+      releasedMicrousd: 20_000n - row.costMicrousd,
+    });
+    expect(await db.prisma.action.findUniqueOrThrow({ where: { id: a.actionId } })).toMatchObject({ financialState: 'settled' });
+    expect(await db.prisma.attempt.findUniqueOrThrow({ where: { id: a.attemptId } })).toMatchObject({
+      status: 'settled',
+      financialState: 'settled',
+    });
+  });
+
+  it('an attempt with no reservation opens a no_reservation case once, never silently processed', async () => {
+    const a = { workloadId: `wl-${randomUUID()}`, actionId: randomUUID(), attemptId: randomUUID() };
+    const e = completed(a);
+
+    await expect(settle.execute(e, new Date())).resolves.toBe('reconciliation_required');
+    await settle.execute({ ...e, event_id: randomUUID() }, new Date());
+
+    const cases = await db.prisma.reconciliationCase.findMany({ where: { attemptId: a.attemptId } });
+    expect(cases).toEqual([expect.objectContaining({ reason: 'no_reservation', status: 'open', actionId: a.actionId })]);
+    const required = await db.prisma.$queryRaw<Array<{ n: bigint }>>`
+      SELECT count(*) AS n FROM outbox_message WHERE topic = ${Topics.reconciliationRequired.name} AND payload->>'attempt_id' = ${a.attemptId}`;
+    expect(Number(required[0].n)).toBe(1);
+  });
+
+  it('GET /ledger pages newest first by an opaque keyset cursor, within a time range, missing and repeating nothing', async () => {
+    const workloadId = `wl-page-${randomUUID()}`;
+    const base = Date.parse('2026-11-20T00:00:00Z');
+    // two rows share a settled_at, so the id breaks the tie
+    const at = [0, 1, 1, 2, 3, 4, 5].map((m) => new Date(base + m * 60_000));
+    await db.transaction(async (tx) => {
+      for (const settledAt of at) {
+        const row = buildLedgerRow({
+          id: randomUUID(),
+          facts: {
+            attemptId: randomUUID(),
+            actionId: randomUUID(),
+            attemptRole: 'primary',
+            requestId: null,
+            workloadId,
+            environment: 'test',
+            routeId,
+            routeVersion: 1,
+            modelAlias: 'm',
+            providerRequestId: null,
+            requestedCandidates: null,
+            effectiveCandidates: 1,
+            returnedCandidates: 1,
+            streamMode: 'none',
+          },
+          evidence: { kind: 'attested', amountMicrousd: 10n, caseId: 'c', attestedBy: 'ops', reason: 'test' },
+          priceRevisionId: priceId,
+          settledAt,
+        });
+        await ledger.record(tx, row, randomUUID());
+      }
+    });
+    const query = new QueryLedger(new LedgerQueryRepository(db));
+    const all = await query.execute({ workloadId, actionId: null, from: null, to: null, cursor: null, limit: 1000 });
+    expect(all.entries.map((e) => e.settled_at)).toEqual([...at].reverse().map((d) => d.toISOString()));
+
+    const paged: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page: Awaited<ReturnType<QueryLedger['execute']>> = await query.execute({
+        workloadId,
+        actionId: null,
+        from: null,
+        to: null,
+        cursor,
+        limit: 2,
+      });
+      paged.push(...page.entries.map((e) => e.ledger_entry_id));
+      cursor = page.next_cursor;
+      pages++;
+    } while (cursor !== null && pages < 10);
+    expect(paged).toEqual(all.entries.map((e) => e.ledger_entry_id));
+
+    const window = await query.execute({
+      workloadId,
+      actionId: null,
+      from: at[1].toISOString(),
+      to: at[5].toISOString(),
+      cursor: null,
+      limit: 1000,
+    });
+    expect(window.entries.map((e) => e.settled_at)).toEqual([at[4], at[3], at[2], at[1]].map((d) => d.toISOString()));
+    await expect(
+      query.execute({ workloadId, actionId: null, from: null, to: null, cursor: 'not-a-cursor', limit: 2 }),
+    ).rejects.toMatchObject({
+      code: 'invalid_request',
+    });
+  });
+});
