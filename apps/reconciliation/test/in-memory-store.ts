@@ -218,6 +218,10 @@ export class InMemoryReconciliationStore implements ReconciliationStore, LedgerP
 
   // ------------------------------------------------------------------ attempts
 
+  async lockAttempt(_tx: Tx, attemptId: string): Promise<boolean> {
+    return this.s.attempts.has(attemptId);
+  }
+
   async byId(_tx: Tx, attemptId: string): Promise<ReconciliationAttemptView | null> {
     const t = this.s.attempts.get(attemptId);
     return t ? { ...t } : null;

@@ -34,6 +34,12 @@ export class Database {
 
   private readonly afterCommitHooks = new WeakMap<Tx, Array<() => void>>();
 
+  /**
+   * Transactions retried since start, by cause. A deadlock here means two write paths took row
+   * locks in different orders (docs/architecture.md, "Lock order"); tests assert it stays 0.
+   */
+  readonly retries = { deadlock: 0, serialization: 0, connectionLost: 0 };
+
   async transaction<T>(fn: (tx: Tx) => Promise<T>, opts: { timeoutMs?: number } = {}): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       let hooks: Array<() => void> = [];
@@ -50,7 +56,9 @@ export class Database {
         for (const hook of hooks) hook();
         return result;
       } catch (err) {
-        if (attempt >= 3 || !isRetryable(err)) throw err;
+        const cause = retryCause(err);
+        if (attempt >= 3 || cause === null) throw err;
+        this.retries[cause] += 1;
       }
     }
   }
@@ -79,9 +87,34 @@ export class Database {
   }
 }
 
-function isRetryable(err: unknown): boolean {
+/**
+ * Why a failed transaction may run again: it rolled back as a whole (deadlock victim,
+ * serialisation failure, or its connection was terminated by the server while a statement ran),
+ * so nothing of it committed.
+ */
+function retryCause(err: unknown): 'deadlock' | 'serialization' | 'connectionLost' | null {
   const text = String((err as { message?: string })?.message ?? '');
-  return /40001|40P01|could not serialize|deadlock detected|P2034/.test(text);
+  if (/40P01|deadlock detected/.test(text)) return 'deadlock';
+  if (/40001|could not serialize|P2034/.test(text)) return 'serialization';
+  if (/Code: `57P0[123]`|terminating connection due to administrator command/.test(text)) return 'connectionLost';
+  return null;
+}
+
+/**
+ * The database cannot take work now (pool exhausted, server unreachable, restarting): the
+ * request may succeed later, so callers answer 503 with Retry-After instead of a 500.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  const text = String(e?.message ?? '');
+  return (
+    e?.code === 'P2028' ||
+    e?.code === 'P1001' ||
+    e?.code === 'P1017' ||
+    /Unable to start a transaction|Transaction already closed|timeout exceeded when trying to connect|Connection terminated|ECONNREFUSED|ECONNRESET|57P0[123]|53300|too many clients/.test(
+      text,
+    )
+  );
 }
 
 /** Postgres unique violation (directly or wrapped by Prisma as P2002). */

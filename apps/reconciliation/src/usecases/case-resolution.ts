@@ -11,9 +11,9 @@ export interface OpenCase {
 }
 
 /**
- * Locks an open case and what it touches, in the order settlement locks them (case, reservation,
- * then rows it updates), so two operators resolving the same case serialise and the second one
- * finds it resolved.
+ * Locks an open case and then what it touches in the global lock order (attempt, action,
+ * reservation; docs/architecture.md), so two operators resolving the same case serialise and the
+ * second one finds it resolved, and no resolution deadlocks with settlement or the sweeper.
  */
 export async function lockOpenCase(p: MoneyPorts, tx: Tx, caseId: string): Promise<OpenCase> {
   const c = await p.cases.lock(tx, caseId);
@@ -24,9 +24,10 @@ export async function lockOpenCase(p: MoneyPorts, tx: Tx, caseId: string): Promi
       `case ${caseId} was already resolved${c.resolvedBy ? ` by ${c.resolvedBy}` : ''}`,
     );
   }
-  const reservation = await p.holds.lock(tx, c.actionId);
+  if (c.attemptId) await p.attempts.lockAttempt(tx, c.attemptId);
   const action = await p.store.lockAction(tx, c.actionId);
   if (!action) throw new ReconciliationError('case_not_resolvable', `case ${caseId} refers to an action that does not exist`);
+  const reservation = await p.holds.lock(tx, c.actionId);
   const attempt = c.attemptId ? await p.attempts.byId(tx, c.attemptId) : null;
   return { c, action, attempt, reservation };
 }

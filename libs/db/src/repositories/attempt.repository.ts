@@ -47,6 +47,12 @@ function financialStateAfter(event: AttemptEvent): FinancialState | null {
 
 /** The attempt aggregate as settlement and reconciliation move it. */
 export class AttemptRepository {
+  /** Locks the attempt row first (the global lock order in docs/architecture.md); false when it does not exist. */
+  async lockAttempt(tx: Tx, attemptId: string): Promise<boolean> {
+    const rows = await prismaTx(tx).$queryRaw<Array<{ id: string }>>`SELECT id FROM attempt WHERE id = ${attemptId} FOR UPDATE`;
+    return rows.length === 1;
+  }
+
   async byId(tx: Tx, attemptId: string): Promise<AttemptView | null> {
     const a = await prismaTx(tx).attempt.findUnique({ where: { id: attemptId } });
     return a ? toAttemptView(a) : null;

@@ -73,6 +73,8 @@ export class SweepReservations {
       // A claim means a dispatcher got the command in time: not provably undispatchable.
       if (await this.store.hasDispatchClaim(tx, actionId)) return false;
       const reservation = await this.holds.lock(tx, actionId);
+      // Quota counters before budget accounts (the global lock order admission follows too).
+      await this.store.releaseInFlightSlot(tx, action.workloadId);
       if (reservation?.status === 'pending') {
         await this.holds.move(tx, reservation, planVoid(reservation), 'voided: command never dispatched before its dispatch deadline', now);
       } else if (reservation) {
@@ -88,7 +90,6 @@ export class SweepReservations {
         'expired: not dispatched before its dispatch deadline',
         now,
       );
-      await this.store.releaseInFlightSlot(tx, action.workloadId);
       return true;
     });
   }
@@ -97,9 +98,9 @@ export class SweepReservations {
     return this.store.transaction(async (tx) => {
       const attempts = await this.store.lockOrphanedAttempts(tx, actionId, cutoff);
       if (attempts.length === 0) return [];
-      const reservation = await this.holds.lock(tx, actionId);
       const action = await this.store.lockAction(tx, actionId);
       if (!action) return [];
+      const reservation = await this.holds.lock(tx, actionId);
       const plan = reservation ? planMoveToUnresolved(reservation, attempts.length) : null;
       const out: SweepReport['orphans'] = [];
       for (const [i, attempt] of attempts.entries()) {
@@ -138,15 +139,6 @@ export class SweepReservations {
         if (!opened) continue;
         out.push({ actionId, attemptId: attempt.id, caseId, exposureMicrousd: exposure });
       }
-      if (reservation && plan && (plan.movement.fromPendingMicrousd > 0n || plan.movement.status !== reservation.status)) {
-        await this.holds.move(
-          tx,
-          reservation,
-          plan.movement,
-          `${attempts.length} orphaned attempt(s): pending hold kept as unresolved exposure`,
-          now,
-        );
-      }
       if (!actionMachine.terminal(action.status)) {
         await this.store.setActionStatus(
           tx,
@@ -155,8 +147,18 @@ export class SweepReservations {
           'failed: dispatcher lost the attempt mid-call',
           now,
         );
-        // The slot is the action's: dispatch returns it when it finishes an action, so only here.
+        // The slot is the action's: dispatch returns it when it finishes an action, so only here;
+        // quota counters before the budget accounts the hold movement below touches (lock order).
         await this.store.releaseInFlightSlot(tx, action.workloadId);
+      }
+      if (reservation && plan && (plan.movement.fromPendingMicrousd > 0n || plan.movement.status !== reservation.status)) {
+        await this.holds.move(
+          tx,
+          reservation,
+          plan.movement,
+          `${attempts.length} orphaned attempt(s): pending hold kept as unresolved exposure`,
+          now,
+        );
       }
       return out;
     });

@@ -116,6 +116,9 @@ function harness(opts: { reservation?: boolean; attemptStatus?: string; price?: 
   };
 
   const attempts: SettlementPorts['attempts'] = {
+    async lockAttempt(_tx, attemptId) {
+      return s.attempts.has(attemptId);
+    },
     async transition(_tx, attemptId, event: AttemptEvent) {
       // the real repository is a compare-and-set on the states the domain machine allows
       s.attempts.set(attemptId, attemptMachine.transition(s.attempts.get(attemptId) as AttemptState, event));

@@ -27,7 +27,7 @@ export interface SettlementPorts {
   holds: Pick<ReservationHoldRepository, 'lock' | 'move'>;
   ledger: Pick<LedgerRepository, 'record'>;
   cases: Pick<CaseRepository, 'open'>;
-  attempts: Pick<AttemptRepository, 'transition' | 'awaitingSettlement'>;
+  attempts: Pick<AttemptRepository, 'lockAttempt' | 'transition' | 'awaitingSettlement'>;
   catalog: Pick<CatalogRepository, 'priceById'>;
 }
 
@@ -54,6 +54,8 @@ export class SettleAttempt {
 
   async execute(e: AttemptCompletedV1, now: Date): Promise<SettleOutcome> {
     const result = await handleOnce(this.processed, CONSUMER, e.event_id, async (tx) => {
+      // Global lock order (docs/architecture.md): attempt, action, reservation, quota counters, budget accounts.
+      await this.attempts.lockAttempt(tx, e.attempt_id);
       const reservation = await this.holds.lock(tx, e.action_id);
       if (!reservation) {
         await this.openCase(tx, e, 'no_reservation', 0n, now, { outcome: e.outcome, has_usage: hasUsage(e) });
