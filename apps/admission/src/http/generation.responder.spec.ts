@@ -7,6 +7,7 @@ import { AdmitRequestCommand, fromGeminiGenerate, fromOpenAiChat } from '../usec
 import type { AdmittedAction } from '../usecases/admit-request/admit-request.usecase';
 import { Admission, GenerationResponder, HttpAnswer } from './generation.responder';
 import { ReplyCache } from './reply-cache';
+import { ONE_CANDIDATE_COUNTS } from './reply.fixture';
 
 const NOW = new Date('2026-03-01T12:00:00.000Z');
 const DEADLINE_MS = 5_000;
@@ -179,14 +180,7 @@ const OPENAI_PATH = { path: '/v1/chat/completions' };
 const GEMINI_PATH = { path: '/v1beta/models/approved-gemini:streamGenerateContent' };
 
 const chunk = (seq: number, data: string): DispatchReplyV1 => ({ kind: 'stream_chunk', seq, data });
-const counts = {
-  attempt_id: 'att-1',
-  provider_request_id: null,
-  requested_candidates: null,
-  effective_candidates: 1,
-  returned_candidates: 1,
-  candidates: [],
-};
+const counts = ONE_CANDIDATE_COUNTS;
 const end = (seq: number, complete: boolean): DispatchReplyV1 => ({ kind: 'stream_end', seq, complete, ...counts });
 const providerError: DispatchReplyV1 = {
   kind: 'error',
@@ -215,7 +209,7 @@ function setup(build: () => AdmitRequestCommand, req: { path: string } = OPENAI_
   const log = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
   const responder = new GenerationResponder(
     admission,
-    new ReplyCache(new ContentCipher(Buffer.alloc(32, 3))),
+    new ReplyCache(new ContentCipher(Buffer.alloc(32, 3)), { now: () => new Date() }),
     new AdmissionMetrics(new Metrics('test')),
     log,
   );

@@ -69,7 +69,14 @@ export class GenerationResponder {
       )
       .then(
         (stop) => exchange.listening(stop),
-        (err: Error) => exchange.end('publish failed', () => this.notDispatched(admitted, err, req, res)),
+        (err: Error) => {
+          this.logPublishFailure(admitted, err);
+          exchange.end('publish failed', () => {
+            for (const [k, v] of Object.entries(admitted.headers)) res.setHeader(k, v);
+            writeDenial(req, res, undispatched(admitted.actionId));
+            return 'publish_failed';
+          });
+        },
       );
     return exchange.settled;
   }
@@ -98,18 +105,8 @@ export class GenerationResponder {
     return 'unexpected_reply';
   }
 
-  private notDispatched(admitted: AdmittedAction, err: Error, req: Pick<Request, 'path'>, res: HttpAnswer): string {
+  private logPublishFailure(admitted: AdmittedAction, err: Error): void {
     this.log.error({ action_id: admitted.actionId, error: err.message }, 'dispatch publish failed');
-    for (const [k, v] of Object.entries(admitted.headers)) res.setHeader(k, v);
-    writeDenial(
-      req,
-      res,
-      new DomainError(
-        'upstream_error',
-        `the request could not be dispatched (action ${admitted.actionId}); its reservation is released after the dispatch deadline`,
-      ),
-    );
-    return 'publish_failed';
   }
 
   /**
@@ -145,7 +142,11 @@ export class GenerationResponder {
     /** Ends the exchange with an error: a denial before the headers, an error event after them. */
     const failWith = (err: DomainError, outcome: string, cause: string, reply?: Extract<DispatchReplyV1, { kind: 'error' }>) =>
       exchange.end(cause, () => {
-        if (!opened) return reply ? this.writeReply(admitted.actionId, {}, reply, req, res) : (writeDenial(req, res, err), err.code);
+        if (reply && !opened) return this.writeReply(admitted.actionId, {}, reply, req, res);
+        if (!opened) {
+          writeDenial(req, res, err);
+          return outcome;
+        }
         res.write(framing.error(denialBody(req, err), next === 0));
         res.end();
         return outcome;
@@ -187,9 +188,11 @@ export class GenerationResponder {
                 );
               }
               return;
-            case 'error':
-              failWith(new DomainError('upstream_error', r.message), 'upstream_error', 'error reply', r);
+            case 'error': {
+              const code = r.code === 'deadline_exceeded' ? 'deadline_exceeded' : 'upstream_error';
+              failWith(new DomainError(code, r.message), code, 'error reply', r);
               return;
+            }
             case 'response':
               failWith(
                 new DomainError('upstream_error', `dispatch answered a stream with a whole response (action ${admitted.actionId})`),
@@ -203,12 +206,10 @@ export class GenerationResponder {
       )
       .then(
         (stop) => exchange.listening(stop),
-        (err: Error) =>
-          exchange.end('publish failed', () => {
-            if (!opened) return this.notDispatched(admitted, err, req, res);
-            res.end();
-            return 'publish_failed';
-          }),
+        (err: Error) => {
+          this.logPublishFailure(admitted, err);
+          failWith(undispatched(admitted.actionId), 'publish_failed', 'publish failed');
+        },
       );
     return exchange.settled;
   }
@@ -243,6 +244,13 @@ export class GenerationResponder {
       res.status(500).json({ error: { message: 'internal error', type: 'api_error', code: 'internal_error', param: null } });
     return 'internal_error';
   }
+}
+
+function undispatched(actionId: string): DomainError {
+  return new DomainError(
+    'upstream_error',
+    `the request could not be dispatched (action ${actionId}); its reservation is released after the dispatch deadline`,
+  );
 }
 
 function deadlinePassed(actionId: string): DomainError {
