@@ -4,6 +4,8 @@
 export interface SimScript {
   latency?: { min: number; max: number };
   ttft?: number;
+  /** Streams: pause this long in the middle of the content. */
+  stall?: number;
   serve?: number;
   filter: number[];
   block: boolean;
@@ -35,7 +37,7 @@ export class ScriptError extends Error {}
 type Raw = Map<string, string | undefined>;
 
 const FLAGS = new Set(['block', 'no-usage', 'cut-stream', 'reject-n', 'fragment', 'echo']);
-const VALUED = new Set(['latency', 'ttft', 'serve', 'filter', 'extra', 'reasoning', 'cached', 'words', 'status', 'fail-first']);
+const VALUED = new Set(['latency', 'ttft', 'stall', 'serve', 'filter', 'extra', 'reasoning', 'cached', 'words', 'status', 'fail-first']);
 
 /** Parses `a=1;b;c=2-3` into a map, rejecting unknown names and malformed segments. */
 export function parseDirectives(spec: string): Raw {
@@ -93,6 +95,9 @@ export function toScript(raw: Raw): SimScript {
       }
       case 'ttft':
         s.ttft = int(name, value);
+        break;
+      case 'stall':
+        s.stall = int(name, value);
         break;
       case 'serve':
         s.serve = int(name, value);
