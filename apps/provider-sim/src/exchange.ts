@@ -19,6 +19,8 @@ export interface ParsedRequest {
   cap: number | null;
   stream: boolean;
   promptTokens: number;
+  /** Text of the last prompt message (what `echo` answers with). */
+  lastText: string;
 }
 
 export interface ErrorDetail {
@@ -181,8 +183,62 @@ export async function sendStream(
     res.flushHeaders();
     if (!(await sleep(resolved.script.ttft, ex.signal))) return;
   }
-  if (resolved.script.cutStream) res.write(content, () => ex.cut());
-  else res.end(content + tail);
+  let rest = content;
+  if (resolved.script.stall !== undefined) {
+    const at = midEvent(content);
+    await new Promise<void>((resolve) => res.write(content.slice(0, at), () => resolve()));
+    if (!(await sleep(resolved.script.stall, ex.signal))) return;
+    rest = content.slice(at);
+  }
+  if (resolved.script.fragment) return sendFragmented(ex, contentType, rest, tail, rest === content);
+  if (resolved.script.cutStream) res.write(rest, () => ex.cut());
+  else res.end(rest + tail);
+}
+
+/** Where `stall` pauses: after the first event (SSE) or array element that ends past the middle of the content. */
+export function midEvent(content: string): number {
+  const half = Math.floor(content.length / 2);
+  const candidates = ['\n\n', ',\r\n'].map((sep) => {
+    const i = content.indexOf(sep, half);
+    return i < 0 ? content.length : i + sep.length;
+  });
+  return Math.min(...candidates);
+}
+
+/**
+ * `fragment`: what a network may do to a stream. SSE gets a byte-order mark and CRLF line endings;
+ * every multi-byte character and every CRLF is cut in two, and each piece is written and given
+ * time to leave on its own, so the reader receives them as separate reads.
+ */
+async function sendFragmented(ex: Exchange, contentType: string, content: string, tail: string, atStart: boolean): Promise<void> {
+  const sse = contentType.startsWith('text/event-stream');
+  const crlf = (text: string) => (sse ? text.replace(/\n/g, '\r\n') : text);
+  const pieces = (text: string) => fragments(Buffer.from(text, 'utf8'));
+  const bom = sse && atStart ? '\uFEFF' : '';
+  const body = [...pieces(bom + crlf(content)), ...(ex.resolved.script.cutStream ? [] : pieces(crlf(tail)))];
+  for (const piece of body) {
+    if (ex.res.destroyed || ex.signal.aborted) return;
+    await new Promise<void>((resolve) => ex.res.write(piece, () => resolve()));
+    if (!(await sleep(1, ex.signal))) return;
+  }
+  if (ex.resolved.script.cutStream) ex.cut();
+  else ex.res.end();
+}
+
+/** Cuts bytes after the first byte of every multi-byte UTF-8 character and between every CR and LF. */
+export function fragments(bytes: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  let start = 0;
+  for (let i = 1; i < bytes.length; i++) {
+    const leadOfMultiByte = bytes[i - 1] >= 0xc0;
+    const crThenLf = bytes[i - 1] === 0x0d && bytes[i] === 0x0a;
+    if (leadOfMultiByte || crThenLf) {
+      out.push(bytes.subarray(start, i));
+      start = i;
+    }
+  }
+  if (start < bytes.length) out.push(bytes.subarray(start));
+  return out;
 }
 
 /** Optional integer field in [1, max]; throws InvalidRequest otherwise. */

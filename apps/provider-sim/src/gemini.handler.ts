@@ -51,10 +51,14 @@ function modelFromPath(url: URL): string {
   }
 }
 
-function textChars(content: unknown): number {
+function contentText(content: unknown): string {
   const parts = (content as { parts?: unknown })?.parts;
-  if (!Array.isArray(parts)) return 0;
-  return parts.reduce((sum: number, p) => sum + (typeof p?.text === 'string' ? p.text.length : 0), 0);
+  if (!Array.isArray(parts)) return '';
+  return parts.map((p) => (typeof p?.text === 'string' ? p.text : '')).join('');
+}
+
+function textChars(content: unknown): number {
+  return contentText(content).length;
 }
 
 export function geminiUsage(plan: SimPlan, script: SimScript) {
@@ -115,6 +119,7 @@ function adapter(stream: boolean): ProviderAdapter {
         cap: optionalCount(config.maxOutputTokens, 'maxOutputTokens', '* GenerationConfig.maxOutputTokens: must be a positive integer'),
         stream,
         promptTokens: estimatePromptTokens(lengths),
+        lastText: contentText(b.contents[b.contents.length - 1]),
       };
     },
 

@@ -27,11 +27,16 @@ function defaultCode(status: number): string | null {
   return null;
 }
 
-/** Characters of a message's text content (string or array of text parts). */
+/** A message's text content (string or array of text parts). */
+function contentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content.map((part) => (typeof part?.text === 'string' ? part.text : '')).join('');
+}
+
+/** Characters of a message's text content. */
 function contentChars(content: unknown): number {
-  if (typeof content === 'string') return content.length;
-  if (!Array.isArray(content)) return 0;
-  return content.reduce((sum: number, part) => sum + (typeof part?.text === 'string' ? part.text.length : 0), 0);
+  return contentText(content).length;
 }
 
 export function openAiUsage(plan: SimPlan) {
@@ -93,6 +98,7 @@ export const openAiChat: ProviderAdapter = {
       cap: maxCompletion ?? maxTokens,
       stream: b.stream === true,
       promptTokens: estimatePromptTokens(b.messages.map((m) => contentChars(m?.content))),
+      lastText: contentText(b.messages[b.messages.length - 1]?.content),
     };
   },
 

@@ -4,11 +4,17 @@
 export interface SimScript {
   latency?: { min: number; max: number };
   ttft?: number;
+  /** Streams: pause this long in the middle of the content. */
+  stall?: number;
   serve?: number;
   filter: number[];
   block: boolean;
   noUsage: boolean;
   cutStream: boolean;
+  /** Streams: BOM, CRLF line endings, and the bytes written in pieces cut inside every multi-byte character and CRLF. */
+  fragment: boolean;
+  /** The answer repeats the last prompt text word for word (to send chosen, e.g. non-ASCII, text). */
+  echo: boolean;
   extra: number;
   rejectN: boolean;
   reasoning: number;
@@ -30,8 +36,8 @@ export class ScriptError extends Error {}
 
 type Raw = Map<string, string | undefined>;
 
-const FLAGS = new Set(['block', 'no-usage', 'cut-stream', 'reject-n']);
-const VALUED = new Set(['latency', 'ttft', 'serve', 'filter', 'extra', 'reasoning', 'cached', 'words', 'status', 'fail-first']);
+const FLAGS = new Set(['block', 'no-usage', 'cut-stream', 'reject-n', 'fragment', 'echo']);
+const VALUED = new Set(['latency', 'ttft', 'stall', 'serve', 'filter', 'extra', 'reasoning', 'cached', 'words', 'status', 'fail-first']);
 
 /** Parses `a=1;b;c=2-3` into a map, rejecting unknown names and malformed segments. */
 export function parseDirectives(spec: string): Raw {
@@ -68,6 +74,8 @@ export function toScript(raw: Raw): SimScript {
     block: false,
     noUsage: false,
     cutStream: false,
+    fragment: false,
+    echo: false,
     extra: 0,
     rejectN: false,
     reasoning: 0,
@@ -87,6 +95,9 @@ export function toScript(raw: Raw): SimScript {
       }
       case 'ttft':
         s.ttft = int(name, value);
+        break;
+      case 'stall':
+        s.stall = int(name, value);
         break;
       case 'serve':
         s.serve = int(name, value);
@@ -123,6 +134,12 @@ export function toScript(raw: Raw): SimScript {
         break;
       case 'reject-n':
         s.rejectN = true;
+        break;
+      case 'fragment':
+        s.fragment = true;
+        break;
+      case 'echo':
+        s.echo = true;
         break;
     }
   }

@@ -72,3 +72,16 @@ describe('interleave', () => {
     expect(interleave([])).toEqual([]);
   });
 });
+
+describe('planResponse with echo', () => {
+  it('answers with the last prompt text word for word, within the cap', () => {
+    const text = 'naïve 日本 🚀  double space';
+    const plan = planResponse(input('echo', { lastText: text }));
+    expect(plan.candidates[0].words.join(' ')).toBe(text);
+    expect(plan.outputTokens).toBe(text.split(' ').length);
+    expect(planResponse(input('echo', { lastText: text, cap: 2 })).candidates[0]).toMatchObject({
+      words: ['naïve', '日本'],
+      finish: 'length',
+    });
+  });
+});

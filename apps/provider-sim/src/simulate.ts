@@ -34,6 +34,8 @@ export interface PlanInput {
   /** Per-candidate output cap (reasoning + visible), null when omitted. */
   cap: number | null;
   promptTokens: number;
+  /** the last prompt text, answered word for word under `echo` */
+  lastText?: string;
   seed: number;
   fingerprint: string;
   script: SimScript;
@@ -50,11 +52,12 @@ export function planResponse(input: PlanInput): SimPlan {
     const reasoningTokens = cap === null ? script.reasoning : Math.min(script.reasoning, cap);
     const budget = cap === null ? Infinity : cap - reasoningTokens;
     const filtered = script.filter.includes(index);
-    const target = filtered ? FILTERED_TOKENS : (script.words ?? DEFAULT_WORDS);
+    const echoed = script.echo ? (input.lastText ?? '').split(' ') : null;
+    const target = filtered ? FILTERED_TOKENS : (echoed?.length ?? script.words ?? DEFAULT_WORDS);
     const outputTokens = Math.min(target, budget);
     candidates.push({
       index,
-      words: filtered ? [] : generateWords(rng, outputTokens),
+      words: filtered ? [] : (echoed?.slice(0, outputTokens) ?? generateWords(rng, outputTokens)),
       outputTokens,
       reasoningTokens,
       finish: filtered ? 'filter' : target > budget ? 'length' : 'stop',

@@ -115,6 +115,29 @@ describe('OpenAI chat completions', () => {
     expect(plain.usage).toBeUndefined();
   });
 
+  it('fragment + echo: the stream arrives in pieces cut inside characters and CRLFs, and decodes to the prompt', async () => {
+    const text = 'naïve 日本 🚀 café — ∑ ✓';
+    const body = { model: 'sim-gpt;fragment;echo', messages: [{ role: 'user' as const, content: text }], stream: true as const };
+    const res = await fetch(`${sim.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const reads: Uint8Array[] = [];
+    for await (const piece of res.body as unknown as AsyncIterable<Uint8Array>) reads.push(piece);
+    const whole = Buffer.concat(reads);
+    expect([...whole.subarray(0, 3)]).toEqual([0xef, 0xbb, 0xbf]);
+    expect(whole.toString('utf8')).toContain('\r\n\r\ndata: [DONE]\r\n\r\n');
+    // Decoding each read on its own would mangle the text: the reads end inside characters.
+    expect(reads.map((r) => Buffer.from(r).toString('utf8')).join('')).toContain('\uFFFD');
+    expect(reads.length).toBeGreaterThan(20);
+
+    const stream = await openai.chat.completions.create(body);
+    let content = '';
+    for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? '';
+    expect(content).toBe(text);
+  });
+
   it('cut-stream drops the connection after content, before usage and [DONE]', async () => {
     const stream = await openai.chat.completions.create({
       model: 'sim-gpt;cut-stream',
@@ -353,6 +376,14 @@ describe('Gemini generateContent', () => {
     expect(chunks.length).toBe(2);
     expect(chunks[0].candidates).toHaveLength(1);
     expect(chunks[1].usageMetadata!.candidatesTokenCount).toBe(3);
+  });
+
+  it('fragment + echo over SSE: the SDK assembles the prompt text exactly', async () => {
+    const text = 'naïve 日本 🚀 café — ∑ ✓ and some more words to fill two chunks';
+    const stream = await gemini.models.generateContentStream({ model: 'gemini-sim;fragment;echo', contents: text });
+    let got = '';
+    for await (const chunk of stream) got += chunk.text ?? '';
+    expect(got).toBe(text);
   });
 
   it('cut-stream makes the SDK stream fail after the content', async () => {

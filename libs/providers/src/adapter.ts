@@ -29,6 +29,12 @@ export interface StreamAccumulator {
   push(data: string): boolean;
   result(): ParsedResponse;
   readonly sawUsage: boolean;
+  /**
+   * The provider's stream reached its end: OpenAI's `[DONE]`; for Gemini, which has no end
+   * marker, the final chunk (every candidate finished, with the aggregate usage). A stream that
+   * was cut before it did not reach its reader whole.
+   */
+  readonly finished: boolean;
 }
 
 export interface ProviderAdapter {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DispatchCommandV1 } from '@gateway/contracts';
 import { GeminiGenerateAdapter } from './gemini-generate.adapter';
-import { SseParser } from './sse';
+import { sseData } from './sse-testing';
 
 const fixture = (name: string): string => readFileSync(join(__dirname, 'fixtures', name), 'utf8');
 const json = (name: string): unknown => JSON.parse(fixture(name));
@@ -40,23 +40,9 @@ function command(over: Partial<DispatchCommandV1> = {}, route: Partial<DispatchC
   };
 }
 
-/** Pieces of `size` characters that never cut a CRLF in two (the split-CRLF case has its own test in openai-chat.adapter.spec.ts). */
-function pieces(text: string, size: number): string[] {
-  const out: string[] = [];
-  let i = 0;
-  while (i < text.length) {
-    let end = Math.min(text.length, i + size);
-    if (text[end - 1] === '\r' && text[end] === '\n') end++;
-    out.push(text.slice(i, end));
-    i = end;
-  }
-  return out;
-}
-
 function accumulate(text: string, size: number, headers: Record<string, string> = {}) {
   const acc = new GeminiGenerateAdapter().streamAccumulator(headers);
-  const sse = new SseParser();
-  for (const piece of pieces(text, size)) for (const data of sse.push(piece)) expect(acc.push(data)).toBe(true);
+  for (const data of sseData(text, size)) expect(acc.push(data)).toBe(true);
   return acc;
 }
 
@@ -235,9 +221,10 @@ describe('GeminiGenerateAdapter.parseResponse', () => {
 describe('GeminiGenerateAdapter.streamAccumulator', () => {
   const interleaved = fixture('gemini-stream-interleaved.sse');
 
-  it.each([1, 9, 100, interleaved.length])('reads interleaved candidates and the final usage (pieces of %i chars)', (size) => {
+  it.each([1, 9, 100, interleaved.length])('reads interleaved candidates and the final usage (reads of %i bytes)', (size) => {
     const acc = accumulate(interleaved, size);
     expect(acc.sawUsage).toBe(true);
+    expect(acc.finished).toBe(true);
     expect(acc.result()).toEqual({
       providerRequestId: 'Vj0QaK3uAcKInvgP8Ji7kA0',
       candidates: [
@@ -253,6 +240,7 @@ describe('GeminiGenerateAdapter.streamAccumulator', () => {
     const cut = interleaved.slice(0, interleaved.lastIndexOf('data: '));
     const acc = accumulate(cut, 17);
     expect(acc.sawUsage).toBe(false);
+    expect(acc.finished).toBe(false);
     expect(acc.result().usage).toBeNull();
     expect(acc.result().candidates).toEqual([
       { index: 0, finishReason: null, hasContent: true },

@@ -83,6 +83,9 @@ export class GeminiGenerateAdapter implements ProviderAdapter {
       get sawUsage() {
         return finalUsage() !== null;
       },
+      get finished() {
+        return finalUsage() !== null;
+      },
     };
   }
 

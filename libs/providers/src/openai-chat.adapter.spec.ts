@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DispatchCommandV1 } from '@gateway/contracts';
 import { OpenAiChatAdapter } from './openai-chat.adapter';
-import { SseParser } from './sse';
+import { sseData } from './sse-testing';
 
 const fixture = (name: string): string => readFileSync(join(__dirname, 'fixtures', name), 'utf8');
 const json = (name: string): unknown => JSON.parse(fixture(name));
@@ -40,30 +40,11 @@ function command(over: Partial<DispatchCommandV1> = {}, route: Partial<DispatchC
   };
 }
 
-/**
- * Cuts text into pieces of `size` characters. With `keepCrLf`, a piece never ends between the CR
- * and the LF of a CRLF (split CRLFs have their own regression test below).
- */
-function pieces(text: string, size: number, keepCrLf = false): string[] {
-  const out: string[] = [];
-  let i = 0;
-  while (i < text.length) {
-    let end = Math.min(text.length, i + size);
-    if (keepCrLf && text[end - 1] === '\r' && text[end] === '\n') end++;
-    out.push(text.slice(i, end));
-    i = end;
-  }
-  return out;
-}
-
-/** Feeds an SSE text through the parser and the accumulator in pieces of `size` characters. */
-function accumulate(text: string, size: number, keepCrLf = false) {
+/** Feeds an SSE text through the decoder and the accumulator in reads of `size` bytes. */
+function accumulate(text: string, size: number) {
   const acc = new OpenAiChatAdapter().streamAccumulator({});
-  const sse = new SseParser();
   let sawDone = false;
-  for (const piece of pieces(text, size, keepCrLf)) {
-    for (const data of sse.push(piece)) if (!acc.push(data)) sawDone = true;
-  }
+  for (const data of sseData(text, size)) if (!acc.push(data)) sawDone = true;
   return { acc, sawDone };
 }
 
@@ -232,9 +213,10 @@ describe('OpenAiChatAdapter.parseResponse', () => {
 describe('OpenAiChatAdapter.streamAccumulator', () => {
   const stream = fixture('openai-chat-stream-include-usage.sse');
 
-  it.each([1, 7, 64, 1000, stream.length])('gives the whole-response facts for an include_usage stream (pieces of %i chars)', (size) => {
+  it.each([1, 7, 64, 1000, stream.length])('gives the whole-response facts for an include_usage stream (reads of %i bytes)', (size) => {
     const { acc, sawDone } = accumulate(stream, size);
     expect(sawDone).toBe(true);
+    expect(acc.finished).toBe(true);
     expect(acc.sawUsage).toBe(true);
     expect(acc.result()).toEqual({
       providerRequestId: 'chatcmpl-BQx8rmKd0Ujr1yW4mY2nVv3Zq9TfG',
@@ -247,8 +229,8 @@ describe('OpenAiChatAdapter.streamAccumulator', () => {
     });
   });
 
-  it.each([1, 5, 64])('handles CRLF line endings (pieces of %i)', (size) => {
-    const { acc, sawDone } = accumulate(stream.replace(/\n/g, '\r\n'), size, true);
+  it.each([1, 5, 64])('handles CRLF line endings (reads of %i bytes)', (size) => {
+    const { acc, sawDone } = accumulate(stream.replace(/\n/g, '\r\n'), size);
     expect(sawDone).toBe(true);
     expect(acc.result().candidates).toHaveLength(2);
     expect(acc.result().usage?.outputTokensTotal).toBe(37);
@@ -259,10 +241,23 @@ describe('OpenAiChatAdapter.streamAccumulator', () => {
     const cut = stream.slice(0, stream.lastIndexOf('data: ', stream.indexOf('"choices":[]')));
     const { acc, sawDone } = accumulate(cut, 33);
     expect(sawDone).toBe(false);
+    expect(acc.finished).toBe(false);
     expect(acc.sawUsage).toBe(false);
     expect(acc.result().usage).toBeNull();
     // the candidates seen so far are still reported
     expect(acc.result().candidates.map((c) => c.finishReason)).toEqual(['stop', 'length']);
+  });
+
+  it('is finished only at [DONE]: usage without [DONE] is a cut stream, [DONE] without usage a whole one', () => {
+    const beforeDone = stream.slice(0, stream.lastIndexOf('data: '));
+    const cut = accumulate(beforeDone, 64).acc;
+    expect(cut.sawUsage).toBe(true);
+    expect(cut.finished).toBe(false);
+
+    const withoutUsage = stream.replace(/^data: \{[^\n]*"choices":\[\][^\n]*\n\n/m, '');
+    const whole = accumulate(withoutUsage, 64).acc;
+    expect(whole.sawUsage).toBe(false);
+    expect(whole.finished).toBe(true);
   });
 
   it('does not count a role-only or empty delta as content, and does count a tool call delta', () => {
@@ -312,46 +307,5 @@ describe('OpenAiChatAdapter.errorCode', () => {
     { name: 'unparseable body', body: null, code: null },
   ])('$name', ({ body, code }) => {
     expect(adapter.errorCode(body)).toBe(code);
-  });
-});
-
-describe('SseParser', () => {
-  const events = 'data: {"a":1}\n\n: keep-alive comment\n\nevent: message\ndata: {"b":\ndata: 2}\nid: 7\n\ndata:[DONE]\n\n';
-  const expected = ['{"a":1}', '{"b":\n2}', '[DONE]'];
-
-  it.each([1, 2, 3, 5, 11, events.length])('yields the same payloads for any chunking (pieces of %i)', (size) => {
-    const p = new SseParser();
-    const out: string[] = [];
-    for (let i = 0; i < events.length; i += size) out.push(...p.push(events.slice(i, i + size)));
-    expect(out).toEqual(expected);
-  });
-
-  const crlf = events.replace(/\n/g, '\r\n');
-
-  it.each([1, 2, 3, 5, 11, crlf.length])('handles CRLF for any chunking that keeps each CRLF in one piece (pieces of %i)', (size) => {
-    const p = new SseParser();
-    const out: string[] = [];
-    for (const piece of pieces(crlf, size, true)) out.push(...p.push(piece));
-    expect(out).toEqual(expected);
-  });
-
-  // Regression test for a fixed bug (libs/providers/src/sse.ts, SseParser.push): CRLF is normalised per pushed piece
-  // (`text.replace(/\r\n/g, '\n')`) before it is appended to the buffer, so a CRLF whose CR ends
-  // one network chunk and whose LF starts the next is never normalised. Events are then lost
-  // (pieces of 1: nothing at all is emitted) or merged into one payload (pieces of 2), or keep a
-  // stray CR. Gemini streams use CRLF, and TCP/HTTP2 framing can cut anywhere. Fix: append the
-  // raw text first and normalise the buffer (`this.buffer = (this.buffer + text).replace(/\r\n?/g, '\n')`,
-  // holding back a trailing lone '\r' until the next piece decides whether it is CRLF or CR).
-  it.each([1, 2, 3])('handles CRLF even when CR and LF land in different pieces (pieces of %i)', (size) => {
-    const p = new SseParser();
-    const out: string[] = [];
-    for (const piece of pieces(crlf, size)) out.push(...p.push(piece));
-    expect(out).toEqual(expected);
-  });
-
-  it('holds back an event until its blank line arrives', () => {
-    const p = new SseParser();
-    expect(p.push('data: {"x":1}\n')).toEqual([]);
-    expect(p.push('\n')).toEqual(['{"x":1}']);
   });
 });

@@ -47,9 +47,13 @@ export class OpenAiChatAdapter implements ProviderAdapter {
     const byIndex = new Map<number, { finishReason: string | null; hasContent: boolean }>();
     let usage: ParsedUsage | null = null;
     let id: string | null = headerValue(headers, 'x-request-id');
+    let done = false;
     return {
       push(data: string): boolean {
-        if (data.trim() === '[DONE]') return false;
+        if (data.trim() === '[DONE]') {
+          done = true;
+          return false;
+        }
         const chunk = asRecord(safeJson(data));
         if (!chunk) return true;
         if (!id && typeof chunk.id === 'string') id = chunk.id;
@@ -77,6 +81,9 @@ export class OpenAiChatAdapter implements ProviderAdapter {
       },
       get sawUsage() {
         return usage !== null;
+      },
+      get finished() {
+        return done;
       },
     };
   }

@@ -26,17 +26,14 @@ const GEMINI_STATUS: Record<number, string> = {
 };
 
 /**
- * Writes a denial in the caller's dialect: OpenAI's `{error:{message,type,code,param}}`, or for
+ * A denial's body in the caller's dialect: OpenAI's `{error:{message,type,code,param}}`, or for
  * the Gemini endpoints Gemini's `{error:{code,message,status,details}}` with our stable code in
- * `status` and in the details. Always sets x-should-retry where the design says so.
+ * `status` and in the details. Streams send the same body as their closing error event.
  */
-export function writeDenial(req: Request, res: Response, err: DomainError, extraHeaders: Record<string, string> = {}): void {
+export function denialBody(req: Pick<Request, 'path'>, err: DomainError): { error: Record<string, unknown> } {
   const status = denialHttpStatus(err.code);
-  const retry = denialShouldRetry(err.code);
-  if (retry !== null) res.setHeader('x-should-retry', String(retry));
-  for (const [k, v] of Object.entries(extraHeaders)) res.setHeader(k, v);
   if (req.path.startsWith('/v1beta/')) {
-    res.status(status).json({
+    return {
       error: {
         code: status,
         message: err.message,
@@ -50,12 +47,30 @@ export function writeDenial(req: Request, res: Response, err: DomainError, extra
           },
         ],
       },
-    });
-    return;
+    };
   }
-  res.status(status).json({
+  return {
     error: { message: err.message, type: status >= 500 ? 'api_error' : 'invalid_request_error', code: err.code, param: err.param ?? null },
-  });
+  };
+}
+
+/** What writeDenial needs of a response (an Express Response is one). */
+export interface DenialTarget {
+  setHeader(name: string, value: string): unknown;
+  status(code: number): { json(body: unknown): unknown };
+}
+
+/** Writes a denial in the caller's dialect (see denialBody); always sets x-should-retry where the design says so. */
+export function writeDenial(
+  req: Pick<Request, 'path'>,
+  res: DenialTarget,
+  err: DomainError,
+  extraHeaders: Record<string, string> = {},
+): void {
+  const retry = denialShouldRetry(err.code);
+  if (retry !== null) res.setHeader('x-should-retry', String(retry));
+  for (const [k, v] of Object.entries(extraHeaders)) res.setHeader(k, v);
+  res.status(denialHttpStatus(err.code)).json(denialBody(req, err));
 }
 
 /** Maps every error to a stable shape; anything unexpected is a 500 without internals. */

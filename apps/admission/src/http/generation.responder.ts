@@ -1,13 +1,27 @@
-import { Injectable } from '@nestjs/common';
-import type { Request, Response } from 'express';
+import { Inject, Injectable } from '@nestjs/common';
+import type { Request } from 'express';
 import type { Logger } from 'pino';
 import { DispatchReplyV1 } from '@gateway/contracts';
 import { DomainError } from '@gateway/domain';
-import { GatewayError, InjectLogger, writeDenial } from '@gateway/service-kit';
+import { denialBody, DenialTarget, GatewayError, InjectLogger, writeDenial } from '@gateway/service-kit';
 import { AdmitRequestCommand } from '../usecases/admit-request/admit-request.command';
 import { AdmitRequest, AdmittedAction, IdempotentReplay } from '../usecases/admit-request/admit-request.usecase';
 import { AdmissionMetrics } from '../admission.metrics';
 import { ReplyCache } from './reply-cache';
+
+/** What the responder needs of admission: admit the request, then dispatch it and hear the replies. */
+export type Admission = Pick<AdmitRequest, 'execute' | 'dispatch'>;
+
+/** What the responder writes to (an Express Response is one). */
+export interface HttpAnswer extends DenialTarget {
+  readonly headersSent: boolean;
+  write(chunk: string): boolean;
+  end(chunk?: string): unknown;
+  flushHeaders(): void;
+  on(event: 'close', listener: () => void): unknown;
+}
+
+type Reply = DispatchReplyV1 | 'timeout';
 
 /**
  * Turns an admitted action into the HTTP answer in the caller's dialect: a whole JSON response
@@ -16,19 +30,19 @@ import { ReplyCache } from './reply-cache';
 @Injectable()
 export class GenerationResponder {
   constructor(
-    private readonly admit: AdmitRequest,
+    @Inject(AdmitRequest) private readonly admit: Admission,
     private readonly cache: ReplyCache,
     private readonly metrics: AdmissionMetrics,
     @InjectLogger() private readonly log: Logger,
   ) {}
 
-  async serve(build: () => AdmitRequestCommand, req: Request, res: Response): Promise<void> {
+  async serve(build: () => AdmitRequestCommand, req: Pick<Request, 'path'>, res: HttpAnswer): Promise<void> {
     const started = process.hrtime.bigint();
     let outcome = 'error';
     try {
       const cmd = build();
       const admitted = await this.admit.execute(cmd);
-      outcome = cmd.stream ? await this.stream(admitted, cmd, res) : await this.whole(admitted, res);
+      outcome = cmd.stream ? await this.stream(admitted, cmd, req, res) : await this.whole(admitted, req, res);
     } catch (err) {
       outcome = await this.fail(err, req, res);
     } finally {
@@ -36,48 +50,41 @@ export class GenerationResponder {
     }
   }
 
-  private async whole(admitted: AdmittedAction, res: Response): Promise<string> {
-    const reply = await new Promise<DispatchReplyV1 | 'timeout' | 'client_gone'>((resolve) => {
-      void this.admit
-        .dispatch(
-          admitted,
-          (r) => {
-            if (r.kind === 'response' || r.kind === 'error') resolve(r);
-          },
-          () => resolve('timeout'),
-        )
-        .then((stop) =>
-          res.on('close', () => {
-            // The client left before the answer: stop waiting (dispatch and settlement carry on).
-            stop();
-            resolve('client_gone');
-          }),
-        )
-        .catch((err: Error) => {
-          this.log.error({ action_id: admitted.actionId, error: err.message }, 'dispatch publish failed');
-          resolve({
-            kind: 'error',
-            http_status: 502,
-            code: 'upstream_error',
-            message: `the request could not be dispatched (action ${admitted.actionId})`,
-            attempt_id: null,
-            provider_request_id: null,
-            requested_candidates: null,
-            effective_candidates: admitted.command.effective_candidates,
-            returned_candidates: null,
-            candidates: [],
+  private whole(admitted: AdmittedAction, req: Pick<Request, 'path'>, res: HttpAnswer): Promise<string> {
+    const exchange = new Exchange(admitted.actionId, this.log);
+    const answer = (reply: Reply, cause: string) =>
+      exchange.end(cause, () => {
+        if (reply !== 'timeout') this.cache.put(admitted.actionId, reply);
+        return this.writeReply(admitted.actionId, admitted.headers, reply, req, res);
+      });
+    // The client left before the answer: stop waiting (dispatch and settlement carry on).
+    res.on('close', () => exchange.open && exchange.end('client left', () => 'client_disconnected'));
+    void this.admit
+      .dispatch(
+        admitted,
+        (r) => {
+          if (r.kind === 'response' || r.kind === 'error') answer(r, 'reply');
+        },
+        () => answer('timeout', 'deadline'),
+      )
+      .then(
+        (stop) => exchange.listening(stop),
+        (err: Error) => {
+          this.logPublishFailure(admitted, err);
+          exchange.end('publish failed', () => {
+            for (const [k, v] of Object.entries(admitted.headers)) res.setHeader(k, v);
+            writeDenial(req, res, undispatched(admitted.actionId));
+            return 'publish_failed';
           });
-        });
-    });
-    if (reply === 'client_gone') return 'client_disconnected';
-    if (reply !== 'timeout') this.cache.put(admitted.actionId, reply);
-    return this.writeReply(admitted.actionId, admitted.headers, reply, res);
+        },
+      );
+    return exchange.settled;
   }
 
-  writeReply(actionId: string, headers: Record<string, string>, reply: DispatchReplyV1 | 'timeout', res: Response): string {
+  private writeReply(actionId: string, headers: Record<string, string>, reply: Reply, req: Pick<Request, 'path'>, res: HttpAnswer): string {
     for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
     if (reply === 'timeout') {
-      writeDenial(res.req, res, new DomainError('deadline_exceeded', `no acceptable answer before the deadline (action ${actionId})`));
+      writeDenial(req, res, deadlinePassed(actionId));
       return 'deadline_exceeded';
     }
     if (reply.kind === 'response') {
@@ -91,114 +98,128 @@ export class GenerationResponder {
         reply.code === 'deadline_exceeded' ? 'deadline_exceeded' : reply.code === 'invalid_request' ? 'invalid_request' : 'upstream_error';
       // A route that refuses what its contract promised will refuse again: retrying only spends.
       if (reply.code === 'upstream_contract_failure') res.setHeader('x-should-retry', 'false');
-      writeDenial(res.req, res, new DomainError(code, reply.message));
+      writeDenial(req, res, new DomainError(code, reply.message));
       return code;
     }
+    writeDenial(req, res, new DomainError('upstream_error', `dispatch sent no answer the gateway can give (action ${actionId})`));
     return 'unexpected_reply';
   }
 
-  private async stream(admitted: AdmittedAction, cmd: AdmitRequestCommand, res: Response): Promise<string> {
+  private logPublishFailure(admitted: AdmittedAction, err: Error): void {
+    this.log.error({ action_id: admitted.actionId, error: err.message }, 'dispatch publish failed');
+  }
+
+  /**
+   * Streams the chunks in seq order as they arrive. The stream ends cleanly only when dispatch
+   * says the provider's stream was whole and every chunk reached the client; otherwise (cut
+   * upstream, a lost chunk, an error reply, the deadline) the client gets an error event in its
+   * dialect and no end marker, so its SDK raises instead of returning a truncated answer.
+   */
+  private stream(admitted: AdmittedAction, cmd: AdmitRequestCommand, req: Pick<Request, 'path'>, res: HttpAnswer): Promise<string> {
     for (const [k, v] of Object.entries(admitted.headers)) res.setHeader(k, v);
-    const gemini = cmd.apiKind === 'gemini-generate';
-    // Gemini clients that do not ask for `alt=sse` get a JSON array streamed element by element.
-    const jsonArray = gemini && cmd.streamFormat === 'json-array';
-    const separator = gemini ? '\r\n\r\n' : '\n\n';
-    let expectedSeq = 0;
+    const exchange = new Exchange(admitted.actionId, this.log);
+    const framing = new StreamFraming(cmd);
     const early = new Map<number, string>();
+    let next = 0;
     let opened = false;
     const open = () => {
       if (opened) return;
       opened = true;
       res.status(200);
-      res.setHeader('content-type', jsonArray ? 'application/json' : 'text/event-stream');
+      res.setHeader('content-type', framing.contentType);
       res.setHeader('cache-control', 'no-cache');
       res.flushHeaders();
-      if (jsonArray) res.write('[');
+      res.write(framing.opening);
     };
-    const frame = (data: string, first: boolean) => (jsonArray ? `${first ? '' : ',\r\n'}${data}` : `data: ${data}${separator}`);
-    const close = () => {
-      if (jsonArray) res.write(']');
-      res.end();
+    const writeInOrder = () => {
+      while (early.has(next)) {
+        open();
+        res.write(framing.element(early.get(next) ?? '', next === 0));
+        early.delete(next);
+        next++;
+      }
     };
-    return new Promise<string>((resolve) => {
-      let stop: () => void = () => undefined;
-      const finish = (outcome: string) => {
-        stop();
-        resolve(outcome);
-      };
-      const writeInOrder = () => {
-        while (early.has(expectedSeq)) {
-          open();
-          res.write(frame(early.get(expectedSeq) ?? '', expectedSeq === 0));
-          early.delete(expectedSeq);
-          expectedSeq++;
+    /** Ends the exchange with an error: a denial before the headers, an error event after them. */
+    const failWith = (err: DomainError, outcome: string, cause: string, reply?: Extract<DispatchReplyV1, { kind: 'error' }>) =>
+      exchange.end(cause, () => {
+        if (reply && !opened) return this.writeReply(admitted.actionId, {}, reply, req, res);
+        if (!opened) {
+          writeDenial(req, res, err);
+          return outcome;
         }
-      };
-      void this.admit
-        .dispatch(
-          admitted,
-          (r) => {
-            if (r.kind === 'stream_chunk') {
+        res.write(framing.error(denialBody(req, err), next === 0));
+        res.end();
+        return outcome;
+      });
+
+    res.on('close', () => {
+      // The client left; dispatch keeps reading upstream so usage still arrives and settles.
+      if (exchange.open) exchange.end('client left', () => 'client_disconnected');
+    });
+    void this.admit
+      .dispatch(
+        admitted,
+        (r) => {
+          if (!exchange.open) return;
+          switch (r.kind) {
+            case 'stream_chunk':
               early.set(r.seq, r.data);
               writeInOrder();
-            } else if (r.kind === 'stream_end') {
+              return;
+            case 'stream_end':
               writeInOrder();
-              if (r.complete && !gemini) {
-                open();
-                res.write(`data: [DONE]${separator}`);
-              }
-              if (!opened) open();
-              // A cut stream ends without its closing bracket / [DONE], as the provider's did.
-              if (r.complete) close();
-              else res.end();
-              finish(r.complete ? 'answered' : 'stream_cut');
-            } else if (r.kind === 'error') {
-              if (opened) {
-                res.end();
-                finish('upstream_error');
+              if (r.complete && next === r.seq) {
+                exchange.end('stream end', () => {
+                  open();
+                  res.end(framing.closing);
+                  return 'answered';
+                });
               } else {
-                finish(this.writeReply(admitted.actionId, {}, r, res));
+                const lost = r.seq - next - early.size;
+                failWith(
+                  new DomainError(
+                    'upstream_error',
+                    lost > 0
+                      ? `${lost} part(s) of the stream were lost on the way (action ${admitted.actionId}); the answer is incomplete`
+                      : `the provider's stream ended before its end (action ${admitted.actionId}); the answer is incomplete`,
+                  ),
+                  'stream_cut',
+                  'stream cut',
+                );
               }
-            } else {
-              if (!opened) finish(this.writeReply(admitted.actionId, {}, r, res));
+              return;
+            case 'error': {
+              const code = r.code === 'deadline_exceeded' ? 'deadline_exceeded' : 'upstream_error';
+              failWith(new DomainError(code, r.message), code, 'error reply', r);
+              return;
             }
-          },
-          () => {
-            if (opened) res.end();
-            else this.writeReply(admitted.actionId, {}, 'timeout', res);
-            finish('deadline_exceeded');
-          },
-        )
-        .then((s) => {
-          stop = s;
-        })
-        .catch((err) => {
-          this.log.error({ action_id: admitted.actionId, error: (err as Error).message }, 'dispatch publish failed');
-          if (opened) res.end();
-          else
-            writeDenial(
-              res.req,
-              res,
-              new DomainError(
-                'upstream_error',
-                `the request could not be dispatched (action ${admitted.actionId}); its reservation is released after the dispatch deadline`,
-              ),
-            );
-          finish('publish_failed');
-        });
-      res.on('close', () => {
-        // The client left; dispatch keeps reading upstream so usage still arrives and settles.
-        if (!res.writableEnded) finish('client_disconnected');
-      });
-    });
+            case 'response':
+              failWith(
+                new DomainError('upstream_error', `dispatch answered a stream with a whole response (action ${admitted.actionId})`),
+                'unexpected_reply',
+                'whole reply',
+              );
+              return;
+          }
+        },
+        () => failWith(deadlinePassed(admitted.actionId), 'deadline_exceeded', 'deadline'),
+      )
+      .then(
+        (stop) => exchange.listening(stop),
+        (err: Error) => {
+          this.logPublishFailure(admitted, err);
+          failWith(undispatched(admitted.actionId), 'publish_failed', 'publish failed');
+        },
+      );
+    return exchange.settled;
   }
 
-  private async fail(err: unknown, req: Request, res: Response): Promise<string> {
+  private async fail(err: unknown, req: Pick<Request, 'path'>, res: HttpAnswer): Promise<string> {
     if (err instanceof IdempotentReplay) {
       const cached = this.cache.get(err.actionId);
       if (cached) {
         res.setHeader('x-gateway-idempotent-replay', 'true');
-        return this.writeReply(err.actionId, { 'x-gateway-action-id': err.actionId }, cached, res);
+        return this.writeReply(err.actionId, { 'x-gateway-action-id': err.actionId }, cached, req, res);
       }
       writeDenial(
         req,
@@ -222,5 +243,103 @@ export class GenerationResponder {
     if (!res.headersSent)
       res.status(500).json({ error: { message: 'internal error', type: 'api_error', code: 'internal_error', param: null } });
     return 'internal_error';
+  }
+}
+
+function undispatched(actionId: string): DomainError {
+  return new DomainError(
+    'upstream_error',
+    `the request could not be dispatched (action ${actionId}); its reservation is released after the dispatch deadline`,
+  );
+}
+
+function deadlinePassed(actionId: string): DomainError {
+  return new DomainError('deadline_exceeded', `no acceptable answer before the deadline (action ${actionId})`);
+}
+
+/**
+ * The one answer to one request. A reply, the deadline, a failed publish and the client leaving
+ * can come in any order; the first that ends the exchange writes the answer, and whatever comes
+ * after is logged and dropped, so a response is never written twice.
+ */
+class Exchange {
+  readonly settled: Promise<string>;
+  private outcome: string | null = null;
+  private stopListening: (() => void) | null = null;
+  private resolve: (outcome: string) => void = () => undefined;
+
+  constructor(
+    private readonly actionId: string,
+    private readonly log: Logger,
+  ) {
+    this.settled = new Promise((resolve) => (this.resolve = resolve));
+  }
+
+  get open(): boolean {
+    return this.outcome === null;
+  }
+
+  /** Ends the exchange by running `write` (which returns the outcome), unless it already ended. */
+  end(cause: string, write: () => string): void {
+    if (this.outcome !== null) {
+      this.log.warn({ action_id: this.actionId, cause, answered: this.outcome }, 'request already answered; later event ignored');
+      return;
+    }
+    this.outcome = 'error';
+    try {
+      this.outcome = write();
+    } catch (err) {
+      this.log.error({ action_id: this.actionId, cause, error: (err as Error).message }, 'writing the answer failed');
+    }
+    this.stopListening?.();
+    this.resolve(this.outcome);
+  }
+
+  /** Hands over the way to stop listening for replies; used at once if the exchange already ended. */
+  listening(stop: () => void): void {
+    if (this.outcome !== null) stop();
+    else this.stopListening = stop;
+  }
+}
+
+/**
+ * How a stream is framed in the caller's dialect: OpenAI SSE (`[DONE]` at the end), Gemini SSE
+ * (CRLF, no end marker), or, for Gemini clients that did not ask for `alt=sse`, one JSON array
+ * written element by element. An error closes the stream as an error event the SDKs raise.
+ */
+class StreamFraming {
+  readonly contentType: string;
+  readonly opening: string;
+  readonly closing: string;
+  private readonly jsonArray: boolean;
+  private readonly eol: string;
+
+  constructor(cmd: Pick<AdmitRequestCommand, 'apiKind' | 'streamFormat'>) {
+    const gemini = cmd.apiKind === 'gemini-generate';
+    this.jsonArray = gemini && cmd.streamFormat === 'json-array';
+    this.eol = gemini ? '\r\n' : '\n';
+    this.contentType = this.jsonArray ? 'application/json' : 'text/event-stream';
+    this.opening = this.jsonArray ? '[' : '';
+    this.closing = this.jsonArray ? ']' : gemini ? '' : this.event('[DONE]');
+  }
+
+  element(data: string, first: boolean): string {
+    return this.jsonArray ? `${first ? '' : ',\r\n'}${data}` : this.event(data);
+  }
+
+  /** The error as the last element (JSON array) or event, without the end marker. */
+  error(body: unknown, first: boolean): string {
+    const data = JSON.stringify(body);
+    return this.jsonArray ? `${this.element(data, first)}]` : this.event(data);
+  }
+
+  /** One event; a payload with line breaks takes one `data:` line per line. */
+  private event(data: string): string {
+    return (
+      data
+        .split('\n')
+        .map((line) => `data: ${line}${this.eol}`)
+        .join('') + this.eol
+    );
   }
 }

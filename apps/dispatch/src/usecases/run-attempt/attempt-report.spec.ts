@@ -1,40 +1,11 @@
-import { attemptCompletedV1, DispatchCommandV1, ProviderKind } from '@gateway/contracts';
+import { attemptCompletedV1, DispatchCommandV1 } from '@gateway/contracts';
 import type { ParsedResponse, ParsedUsage } from '@gateway/providers';
 import { buildAttemptEvent, deliveryOf, shortfallOf } from './attempt-report';
+import { dispatchCommand } from './dispatch-command.fixture';
 
 const NOW = new Date('2026-03-01T12:00:00.000Z');
 
-function command(over: Partial<DispatchCommandV1> = {}, providerKind: ProviderKind = 'gemini-generate'): DispatchCommandV1 {
-  return {
-    action_id: 'act-1',
-    request_id: 'req-1',
-    workload_id: 'wl-1',
-    environment: 'prod',
-    api_kind: providerKind === 'gemini-generate' ? 'gemini-generate' : 'openai-chat',
-    stream: false,
-    route: {
-      route_id: 'route-1',
-      route_version: 4,
-      model_alias: 'approved-standard',
-      provider_kind: providerKind,
-      base_url: 'http://upstream.example',
-      upstream_model: 'model-x',
-      candidate_param: providerKind === 'gemini-generate' ? 'candidateCount' : 'n',
-      output_cap_param: providerKind === 'gemini-generate' ? 'maxOutputTokens' : 'max_tokens',
-      output_cap_semantics: 'per_candidate',
-      price_revision_id: 'price-1',
-    },
-    requested_candidates: 3,
-    effective_candidates: 3,
-    output_ceiling: 200,
-    include_usage_for_client: false,
-    deadline: '2026-03-01T12:00:30.000Z',
-    dispatch_deadline: '2026-03-01T12:00:10.000Z',
-    acceptance: { allow_length: false, allow_content_filter: false },
-    request: {},
-    ...over,
-  };
-}
+const command = dispatchCommand;
 
 const cand = (index: number, finishReason: string | null, hasContent = true) => ({ index, finishReason, hasContent });
 const USAGE: ParsedUsage = { inputTokens: 58, cachedInputTokens: 16, outputTokensTotal: 141, reasoningTokens: 100 };
@@ -326,6 +297,17 @@ describe('deliveryOf', () => {
     ['a connection failure', null, null, NOW, { outcome: 'failed', verdict: null, verdictReason: null }],
   ] as const)('%s', (_name, httpStatus, p, receivedAt, expected) => {
     expect(deliveryOf({ cmd: one, httpStatus, parsed: p, receivedAt })).toEqual(expected);
+  });
+
+  it('a stream the provider cut before its end marker was not delivered, whatever usage it carried (issue 7, item 4)', () => {
+    expect(deliveryOf({ cmd: one, httpStatus: 200, parsed: parsed([cand(0, 'stop')]), receivedAt: NOW, streamFinished: false })).toEqual({
+      outcome: 'failed',
+      verdict: null,
+      verdictReason: null,
+    });
+    expect(
+      deliveryOf({ cmd: one, httpStatus: 200, parsed: parsed([cand(0, 'stop')]), receivedAt: NOW, streamFinished: true }).outcome,
+    ).toBe('answered');
   });
 
   it('honours the workload allowing truncated answers', () => {

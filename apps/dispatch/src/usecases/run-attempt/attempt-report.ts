@@ -102,9 +102,11 @@ export function deliveryOf(input: {
   httpStatus: number | null;
   parsed: ParsedResponse | null;
   receivedAt: Date;
+  /** streams only: whether the provider's whole stream arrived; a cut stream was not delivered */
+  streamFinished?: boolean | null;
 }): DeliveryReport {
   const { cmd, parsed } = input;
-  const answered = parsed !== null && input.httpStatus !== null && input.httpStatus < 400;
+  const answered = parsed !== null && input.httpStatus !== null && input.httpStatus < 400 && input.streamFinished !== false;
   if (!answered) {
     const late = input.receivedAt.getTime() >= new Date(cmd.deadline).getTime();
     return { outcome: late ? 'deadline' : 'failed', verdict: null, verdictReason: null };

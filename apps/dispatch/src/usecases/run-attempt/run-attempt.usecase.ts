@@ -6,9 +6,10 @@ import { DispatchCommandV1, DispatchReplyV1 } from '@gateway/contracts';
 import { DispatchRepository } from '@gateway/db';
 import { accept } from '@gateway/domain';
 import { ContentCipher, KafkaBus } from '@gateway/messaging';
-import { adapterFor, ParsedResponse, SseParser, UpstreamRequest } from '@gateway/providers';
+import { adapterFor, ParsedResponse, SseDecoder, UpstreamRequest } from '@gateway/providers';
 import { Clock, CLOCK, InjectConfig, InjectLogger, ServiceConfig } from '@gateway/service-kit';
 import { AttemptStatus, buildAttemptEvent, deliveryOf, shortfallOf } from './attempt-report';
+import type { AttemptStore, ReplyPublisher, ReplySealer } from './ports';
 import { DispatchMetrics } from '../../dispatch.metrics';
 import { UPSTREAM } from '../../tokens';
 
@@ -30,9 +31,9 @@ const PROVIDER_ERROR_EVIDENCE: ParsedResponse = {
 @Injectable()
 export class RunAttempt {
   constructor(
-    private readonly repo: DispatchRepository,
-    private readonly bus: KafkaBus,
-    private readonly cipher: ContentCipher,
+    @Inject(DispatchRepository) private readonly repo: AttemptStore,
+    @Inject(KafkaBus) private readonly bus: ReplyPublisher,
+    @Inject(ContentCipher) private readonly cipher: ReplySealer,
     private readonly metrics: DispatchMetrics,
     @Inject(UPSTREAM) private readonly upstream: Dispatcher,
     @InjectConfig() private readonly config: ServiceConfig,
@@ -173,7 +174,6 @@ export class RunAttempt {
     let seq = 0;
     let statusCode = 0;
     let acc: ReturnType<typeof adapter.streamAccumulator> | null = null;
-    let sawDone = false;
     try {
       const res = await this.send(req, timeoutMs);
       statusCode = res.statusCode;
@@ -199,24 +199,26 @@ export class RunAttempt {
         });
         return;
       }
-      acc = adapter.streamAccumulator(res.headers);
-      const sse = new SseParser();
-      for await (const piece of res.body) {
-        for (const data of sse.push(piece.toString('utf8'))) {
-          const more = acc.push(data);
-          if (!more) {
-            sawDone = true;
-            continue;
-          }
+      const events = adapter.streamAccumulator(res.headers);
+      acc = events;
+      // One decoder for the whole body: a character or a line ending split across two network
+      // reads is joined, never decoded piece by piece.
+      const sse = new SseDecoder();
+      const relay = async (payloads: string[]) => {
+        for (const data of payloads) {
+          if (!events.push(data)) continue;
           const forwarded = this.forClient(cmd, data);
           if (forwarded !== null) await this.reply(ctx, { kind: 'stream_chunk', seq: seq++, data: forwarded });
         }
-      }
+      };
+      for await (const piece of res.body) await relay(sse.push(piece));
+      await relay(sse.end());
     } catch (err) {
       this.log.warn({ action_id: cmd.action_id, error: (err as Error).name }, 'upstream stream ended abnormally');
     }
     const parsed = acc?.result() ?? null;
     const complete = parsed?.usage != null;
+    ctx.streamFinished = acc?.finished ?? false;
     await this.finish(
       ctx,
       complete ? 'succeeded' : 'usage_missing',
@@ -228,7 +230,9 @@ export class RunAttempt {
     await this.reply(ctx, {
       kind: 'stream_end',
       seq,
-      complete: complete && (sawDone || cmd.route.provider_kind === 'gemini-generate'),
+      // Whether the client got the provider's whole stream (its end marker or final chunk); the
+      // usage chunk is a billing matter and is judged above, not here.
+      complete: ctx.streamFinished,
       ...this.counts(ctx, parsed),
     });
   }
@@ -287,7 +291,7 @@ export class RunAttempt {
       if (s.unexplainedShortfall) this.metrics.contractFailures.inc({ route: cmd.route.route_id, kind: 'silent_shortfall' });
       if (s.excess) this.metrics.contractFailures.inc({ route: cmd.route.route_id, kind: 'excess_candidates' });
     }
-    const delivery = deliveryOf({ cmd, httpStatus, parsed, receivedAt: now });
+    const delivery = deliveryOf({ cmd, httpStatus, parsed, receivedAt: now, streamFinished: ctx.streamFinished ?? null });
     await this.repo.complete({
       attemptId,
       actionId: cmd.action_id,
@@ -345,6 +349,8 @@ interface Ctx {
   cmd: DispatchCommandV1;
   attemptId: string;
   replyTo: string;
+  /** streams: whether the provider's whole stream arrived (end marker or final chunk) */
+  streamFinished?: boolean;
 }
 
 function safeParse(text: string): unknown {

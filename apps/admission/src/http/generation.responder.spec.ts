@@ -1,0 +1,482 @@
+import pino from 'pino';
+import type { DispatchCommandV1, DispatchReplyV1 } from '@gateway/contracts';
+import { ContentCipher, ReplyRouter } from '@gateway/messaging';
+import { Metrics } from '@gateway/service-kit';
+import { AdmissionMetrics } from '../admission.metrics';
+import { AdmitRequestCommand, fromGeminiGenerate, fromOpenAiChat } from '../usecases/admit-request/admit-request.command';
+import type { AdmittedAction } from '../usecases/admit-request/admit-request.usecase';
+import { Admission, GenerationResponder, HttpAnswer } from './generation.responder';
+import { ReplyCache } from './reply-cache';
+import { ONE_CANDIDATE_COUNTS } from './reply.fixture';
+
+const NOW = new Date('2026-03-01T12:00:00.000Z');
+const DEADLINE_MS = 5_000;
+const ACTION = 'act-1';
+
+const COMMAND: DispatchCommandV1 = {
+  action_id: ACTION,
+  request_id: 'req-1',
+  workload_id: 'wl-1',
+  environment: 'prod',
+  api_kind: 'openai-chat',
+  stream: true,
+  route: {
+    route_id: 'route-1',
+    route_version: 1,
+    model_alias: 'approved-standard',
+    provider_kind: 'openai-chat',
+    base_url: 'http://upstream.example',
+    upstream_model: 'model-x',
+    candidate_param: 'n',
+    output_cap_param: 'max_tokens',
+    output_cap_semantics: 'per_candidate',
+    price_revision_id: 'price-1',
+  },
+  requested_candidates: null,
+  effective_candidates: 1,
+  output_ceiling: 100,
+  include_usage_for_client: false,
+  deadline: new Date(NOW.getTime() + DEADLINE_MS).toISOString(),
+  dispatch_deadline: new Date(NOW.getTime() + DEADLINE_MS + 2_000).toISOString(),
+  acceptance: { allow_length: false, allow_content_filter: false },
+  request: {},
+};
+
+/**
+ * Admission after the reservation: replies come through a real ReplyRouter (whose timer is the
+ * deadline) and the publish of the dispatch command is held open until the test settles it, as
+ * a broker that is down holds kafkajs' retries.
+ */
+class FakeAdmission implements Admission {
+  readonly router = new ReplyRouter();
+  private settlePublish: (err?: Error) => void = () => undefined;
+  private readonly published = new Promise<void>((resolve, reject) => {
+    this.settlePublish = (err) => (err ? reject(err) : resolve());
+  });
+
+  async execute(): Promise<AdmittedAction> {
+    return {
+      actionId: ACTION,
+      command: COMMAND,
+      deadline: new Date(NOW.getTime() + DEADLINE_MS),
+      headers: { 'x-gateway-action-id': ACTION, 'x-gateway-effective-candidates': '1' },
+    };
+  }
+
+  async dispatch(admitted: AdmittedAction, onReply: (r: DispatchReplyV1) => void, onTimeout: () => void): Promise<() => void> {
+    const stop = this.router.listen(admitted.actionId, admitted.deadline, NOW, onReply, onTimeout);
+    try {
+      await this.published;
+    } catch (err) {
+      stop();
+      throw err;
+    }
+    return stop;
+  }
+
+  publishSucceeds(): void {
+    this.settlePublish();
+  }
+
+  publishFails(): void {
+    this.settlePublish(new Error('KafkaJSNumberOfRetriesExceeded'));
+  }
+
+  reply(r: DispatchReplyV1): boolean {
+    return this.router.deliver(ACTION, r);
+  }
+}
+
+/**
+ * The slice of an Express response the responder writes. Like Node, it refuses a header or a
+ * status after the headers went out and a write after the end (ERR_HTTP_HEADERS_SENT,
+ * ERR_STREAM_WRITE_AFTER_END), and keeps a list of such attempts.
+ */
+class FakeResponse implements HttpAnswer {
+  statusCode = 200;
+  headersSent = false;
+  writableEnded = false;
+  body = '';
+  readonly headers = new Map<string, string>();
+  readonly violations: string[] = [];
+  private readonly closeListeners: Array<() => void> = [];
+
+  setHeader(name: string, value: string): this {
+    this.refuseAfterHeaders(`setHeader(${name})`);
+    this.headers.set(name.toLowerCase(), String(value));
+    return this;
+  }
+
+  status(code: number): this {
+    this.refuseAfterHeaders(`status(${code})`);
+    this.statusCode = code;
+    return this;
+  }
+
+  json(body: unknown): this {
+    this.refuseAfterHeaders('json()');
+    this.headersSent = true;
+    this.body = JSON.stringify(body);
+    this.writableEnded = true;
+    return this;
+  }
+
+  flushHeaders(): void {
+    this.headersSent = true;
+  }
+
+  write(chunk: string): boolean {
+    this.refuseAfterEnd('write()');
+    this.headersSent = true;
+    this.body += String(chunk);
+    return true;
+  }
+
+  end(chunk?: string): this {
+    this.refuseAfterEnd('end()');
+    if (chunk !== undefined) this.body += chunk;
+    this.headersSent = true;
+    this.writableEnded = true;
+    return this;
+  }
+
+  on(event: 'close', listener: () => void): this {
+    this.closeListeners.push(listener);
+    return this;
+  }
+
+  /** The client goes away. */
+  disconnect(): void {
+    for (const l of this.closeListeners) l();
+  }
+
+  /** The SSE events' data, in order. */
+  events(): string[] {
+    return this.body
+      .split(/\r?\n\r?\n/)
+      .filter((e) => e.length > 0)
+      .map((e) =>
+        e
+          .split(/\r?\n/)
+          .map((l) => l.replace(/^data: /, ''))
+          .join('\n'),
+      );
+  }
+
+  private refuseAfterHeaders(what: string): void {
+    if (!this.headersSent) return;
+    this.violations.push(`${what} after the headers were sent`);
+    throw Object.assign(new Error('Cannot set headers after they are sent to the client'), { code: 'ERR_HTTP_HEADERS_SENT' });
+  }
+
+  private refuseAfterEnd(what: string): void {
+    if (!this.writableEnded) return;
+    this.violations.push(`${what} after the end`);
+    throw Object.assign(new Error('write after end'), { code: 'ERR_STREAM_WRITE_AFTER_END' });
+  }
+}
+
+const OPENAI_PATH = { path: '/v1/chat/completions' };
+const GEMINI_PATH = { path: '/v1beta/models/approved-gemini:streamGenerateContent' };
+
+const chunk = (seq: number, data: string): DispatchReplyV1 => ({ kind: 'stream_chunk', seq, data });
+const counts = ONE_CANDIDATE_COUNTS;
+const end = (seq: number, complete: boolean): DispatchReplyV1 => ({ kind: 'stream_end', seq, complete, ...counts });
+const providerError: DispatchReplyV1 = {
+  kind: 'error',
+  http_status: 502,
+  code: 'upstream_error',
+  message: 'provider error 500',
+  ...counts,
+};
+
+const openAiStream = (): AdmitRequestCommand =>
+  fromOpenAiChat({ model: 'approved-standard', messages: [{ role: 'user', content: 'hi' }], stream: true }, 'key', null);
+const openAiWhole = (): AdmitRequestCommand =>
+  fromOpenAiChat({ model: 'approved-standard', messages: [{ role: 'user', content: 'hi' }] }, 'key', null);
+const geminiStream = (format: 'sse' | 'json-array'): AdmitRequestCommand =>
+  fromGeminiGenerate({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }, 'approved-gemini', true, 'key', null, format);
+
+/** Lets pending promise callbacks (publish outcome, dispatch hand-over) run. */
+const settle = async () => {
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+};
+
+function setup(build: () => AdmitRequestCommand, req: { path: string } = OPENAI_PATH) {
+  jest.useFakeTimers({ now: NOW });
+  const admission = new FakeAdmission();
+  const logs: Array<{ level: number; msg: string; cause?: string; answered?: string }> = [];
+  const log = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
+  const responder = new GenerationResponder(
+    admission,
+    new ReplyCache(new ContentCipher(Buffer.alloc(32, 3)), { now: () => new Date() }),
+    new AdmissionMetrics(new Metrics('test')),
+    log,
+  );
+  const res = new FakeResponse();
+  const served = responder.serve(build, req, res);
+  let outcome: 'pending' | 'served' = 'pending';
+  void served.then(() => (outcome = 'served'));
+  return {
+    admission,
+    res,
+    logs,
+    served: async () => {
+      await settle();
+      return outcome;
+    },
+    lateEvents: () => logs.filter((l) => l.msg === 'request already answered; later event ignored'),
+  };
+}
+
+afterEach(() => {
+  jest.useRealTimers();
+});
+
+describe('GenerationResponder', () => {
+  describe('SSE framing', () => {
+    it('OpenAI: one data event per chunk, then [DONE]', async () => {
+      const f = setup(openAiStream);
+      await settle();
+      f.admission.publishSucceeds();
+      f.admission.reply(chunk(0, '{"a":1}'));
+      f.admission.reply(chunk(1, '{"b":2}'));
+      f.admission.reply(end(2, true));
+      expect(await f.served()).toBe('served');
+      expect(f.res.statusCode).toBe(200);
+      expect(f.res.headers.get('content-type')).toBe('text/event-stream');
+      expect(f.res.headers.get('x-gateway-action-id')).toBe(ACTION);
+      expect(f.res.body).toBe('data: {"a":1}\n\ndata: {"b":2}\n\ndata: [DONE]\n\n');
+      expect(f.admission.router.pending).toBe(0);
+      expect(f.res.violations).toEqual([]);
+    });
+
+    it('Gemini alt=sse: CRLF events and no end marker', async () => {
+      const f = setup(() => geminiStream('sse'), GEMINI_PATH);
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply(chunk(0, '{"a":1}'));
+      f.admission.reply(end(1, true));
+      await f.served();
+      expect(f.res.body).toBe('data: {"a":1}\r\n\r\n');
+      expect(f.res.writableEnded).toBe(true);
+    });
+
+    it('Gemini without alt=sse: one JSON array written element by element', async () => {
+      const f = setup(() => geminiStream('json-array'), GEMINI_PATH);
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply(chunk(0, '{"a":1}'));
+      f.admission.reply(chunk(1, '{"b":2}'));
+      f.admission.reply(end(2, true));
+      await f.served();
+      expect(f.res.headers.get('content-type')).toBe('application/json');
+      expect(JSON.parse(f.res.body)).toEqual([{ a: 1 }, { b: 2 }]);
+    });
+
+    it('writes a payload with line breaks as one event of several data lines', async () => {
+      const f = setup(openAiStream);
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply(chunk(0, '{"a":\n1}'));
+      f.admission.reply(end(1, true));
+      await f.served();
+      expect(f.res.body).toBe('data: {"a":\ndata: 1}\n\ndata: [DONE]\n\n');
+    });
+
+    it('puts chunks that arrive out of order back in seq order', async () => {
+      const f = setup(openAiStream);
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply(chunk(2, '"c"'));
+      f.admission.reply(chunk(0, '"a"'));
+      expect(f.res.events()).toEqual(['"a"']);
+      f.admission.reply(chunk(1, '"b"'));
+      f.admission.reply(end(3, true));
+      await f.served();
+      expect(f.res.events()).toEqual(['"a"', '"b"', '"c"', '[DONE]']);
+    });
+  });
+
+  describe('a stream the client does not get whole ends with an error event, never a clean end', () => {
+    it('OpenAI: dispatch says the provider stream was cut', async () => {
+      const f = setup(openAiStream);
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply(chunk(0, '"a"'));
+      f.admission.reply(end(1, false));
+      await f.served();
+      const events = f.res.events();
+      expect(events[0]).toBe('"a"');
+      expect(JSON.parse(events[1])).toEqual({
+        error: { message: expect.stringContaining('incomplete'), type: 'api_error', code: 'upstream_error', param: null },
+      });
+      expect(events).not.toContain('[DONE]');
+      expect(f.res.writableEnded).toBe(true);
+    });
+
+    it('OpenAI: a chunk was lost between dispatch and admission', async () => {
+      const f = setup(openAiStream);
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply(chunk(0, '"a"'));
+      f.admission.reply(chunk(2, '"c"'));
+      f.admission.reply(end(3, true));
+      await f.served();
+      const events = f.res.events();
+      expect(events).toHaveLength(2);
+      expect(JSON.parse(events[1]).error.message).toMatch(/1 part\(s\) of the stream were lost/);
+    });
+
+    it('Gemini: the error in the Gemini shape, with a numeric HTTP code the SDK raises on', async () => {
+      const f = setup(() => geminiStream('sse'), GEMINI_PATH);
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply(chunk(0, '{"a":1}'));
+      f.admission.reply(end(1, false));
+      await f.served();
+      expect(f.res.body.startsWith('data: {"a":1}\r\n\r\ndata: {"error":')).toBe(true);
+      expect(JSON.parse(f.res.events()[1]).error).toMatchObject({ code: 502, status: 'upstream_error' });
+    });
+
+    it('Gemini JSON array: the error is the last element and the array is closed', async () => {
+      const f = setup(() => geminiStream('json-array'), GEMINI_PATH);
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply(chunk(0, '{"a":1}'));
+      f.admission.reply(end(1, false));
+      await f.served();
+      expect(JSON.parse(f.res.body)).toEqual([{ a: 1 }, { error: expect.objectContaining({ code: 502, status: 'upstream_error' }) }]);
+    });
+
+    it('the deadline passes mid-stream: a deadline_exceeded event, and what comes later is dropped', async () => {
+      const f = setup(openAiStream);
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply(chunk(0, '"a"'));
+      jest.advanceTimersByTime(DEADLINE_MS);
+      expect(await f.served()).toBe('served');
+      expect(f.admission.reply(chunk(1, '"b"'))).toBe(false);
+      const events = f.res.events();
+      expect(events).toHaveLength(2);
+      expect(JSON.parse(events[1]).error).toMatchObject({ code: 'deadline_exceeded' });
+      expect(f.res.violations).toEqual([]);
+    });
+
+    it('an error reply after the headers: an error event', async () => {
+      const f = setup(openAiStream);
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply(chunk(0, '"a"'));
+      f.admission.reply(providerError);
+      await f.served();
+      expect(f.res.statusCode).toBe(200);
+      expect(JSON.parse(f.res.events()[1]).error).toMatchObject({ code: 'upstream_error', message: 'provider error 500' });
+    });
+  });
+
+  describe('before the headers an error is an ordinary HTTP error', () => {
+    it('an error reply: 502 with the error body, no event stream', async () => {
+      const f = setup(openAiStream);
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply(providerError);
+      await f.served();
+      expect(f.res.statusCode).toBe(502);
+      expect(f.res.headers.get('content-type')).toBeUndefined();
+      expect(JSON.parse(f.res.body).error).toMatchObject({ code: 'upstream_error' });
+      expect(f.res.headers.get('x-gateway-returned-candidates')).toBe('1');
+    });
+
+    it('a stream cut before its first chunk: 502', async () => {
+      const f = setup(openAiStream);
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply(end(0, false));
+      await f.served();
+      expect(f.res.statusCode).toBe(502);
+      expect(JSON.parse(f.res.body).error.code).toBe('upstream_error');
+    });
+
+    it('the deadline: 504', async () => {
+      const f = setup(openAiStream);
+      f.admission.publishSucceeds();
+      await settle();
+      jest.advanceTimersByTime(DEADLINE_MS);
+      await f.served();
+      expect(f.res.statusCode).toBe(504);
+      expect(JSON.parse(f.res.body).error.code).toBe('deadline_exceeded');
+    });
+  });
+
+  describe('client disconnect', () => {
+    it('stops listening and writes nothing more', async () => {
+      const f = setup(openAiStream);
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply(chunk(0, '"a"'));
+      f.res.disconnect();
+      expect(await f.served()).toBe('served');
+      expect(f.admission.router.pending).toBe(0);
+      expect(f.admission.reply(chunk(1, '"b"'))).toBe(false);
+      expect(f.res.events()).toEqual(['"a"']);
+      expect(f.res.violations).toEqual([]);
+    });
+  });
+
+  describe('exactly one answer, whatever order the deadline, a failed publish, a reply and a disconnect come in', () => {
+    // Regression (issue 7, item 1): with the broker down, the deadline answered 504 and then the
+    // failed publish wrote a second denial: ERR_HTTP_HEADERS_SENT, and the process exited.
+    it.each([openAiStream, openAiWhole])('the deadline, then the publish fails (%p)', async (build) => {
+      const f = setup(build);
+      await settle();
+      jest.advanceTimersByTime(DEADLINE_MS);
+      await settle();
+      f.admission.publishFails();
+      expect(await f.served()).toBe('served');
+      expect(f.res.violations).toEqual([]);
+      expect(f.res.statusCode).toBe(504);
+      expect(JSON.parse(f.res.body).error.code).toBe('deadline_exceeded');
+      expect(f.lateEvents()).toEqual([expect.objectContaining({ cause: 'publish failed', answered: 'deadline_exceeded' })]);
+    });
+
+    type Event = 'deadline' | 'publish fails' | 'reply' | 'disconnect';
+    const fire: Record<Event, (f: ReturnType<typeof setup>) => void> = {
+      deadline: () => jest.advanceTimersByTime(DEADLINE_MS),
+      'publish fails': (f) => f.admission.publishFails(),
+      reply: (f) => f.admission.reply(providerError),
+      disconnect: (f) => f.res.disconnect(),
+    };
+    const expected: Record<Event, { status: number; body: string | null }> = {
+      deadline: { status: 504, body: 'before the deadline' },
+      'publish fails': { status: 502, body: 'could not be dispatched' },
+      reply: { status: 502, body: 'provider error 500' },
+      disconnect: { status: 200, body: null },
+    };
+    const orders = (events: Event[]): Event[][] =>
+      events.length <= 1
+        ? [events]
+        : events.flatMap((e, i) => orders([...events.slice(0, i), ...events.slice(i + 1)]).map((rest) => [e, ...rest]));
+
+    it.each(
+      orders(['deadline', 'publish fails', 'reply', 'disconnect']).flatMap((o) => [
+        { order: o, stream: true },
+        { order: o, stream: false },
+      ]),
+    )('$order (stream: $stream)', async ({ order, stream }) => {
+      const f = setup(stream ? openAiStream : openAiWhole);
+      await settle();
+      for (const e of order) {
+        fire[e](f);
+        await settle();
+      }
+      expect(await f.served()).toBe('served');
+      expect(f.res.violations).toEqual([]);
+      const first = expected[order[0]];
+      expect(f.res.statusCode).toBe(first.status);
+      if (first.body === null) expect(f.res.body).toBe('');
+      else expect(JSON.parse(f.res.body).error.message).toContain(first.body);
+      expect(f.admission.router.pending).toBe(0);
+    });
+  });
+});

@@ -1,0 +1,352 @@
+import pino from 'pino';
+import { Dispatcher, MockAgent } from 'undici';
+import { DispatchCommandV1, DispatchReplyV1, dispatchReplyV1, TopicKey, TopicPayload, Topics } from '@gateway/contracts';
+import type { AttemptOutcome, ClaimInput, ClaimResult } from '@gateway/db';
+import { ContentCipher } from '@gateway/messaging';
+import { Clock, Metrics, ServiceConfig } from '@gateway/service-kit';
+import { DispatchMetrics } from '../../dispatch.metrics';
+import { dispatchCommand } from './dispatch-command.fixture';
+import type { AttemptStore, ReplyPublisher } from './ports';
+import { RunAttempt } from './run-attempt.usecase';
+
+const NOW = new Date('2026-03-01T12:00:00.000Z');
+const ORIGIN = 'http://upstream.example';
+const OPENAI_PATH = '/v1/chat/completions';
+const GEMINI_STREAM_PATH = '/v1beta/models/model-x:streamGenerateContent?alt=sse';
+const TEXT = 'naïve 日本 🚀 café — ∑ ✓';
+
+const CONFIG: ServiceConfig = {
+  serviceName: 'dispatch',
+  instanceId: 'dispatch-1',
+  databaseUrl: 'postgres://unused',
+  kafkaBrokers: [],
+  logLevel: 'silent',
+  host: '127.0.0.1',
+};
+
+/** Claims and completions in memory; the claim answer is scripted. */
+class FakeAttemptStore implements AttemptStore {
+  claimAnswer: ClaimResult = { ok: true };
+  readonly claims: ClaimInput[] = [];
+  readonly completed: AttemptOutcome[] = [];
+
+  async claim(input: ClaimInput): Promise<ClaimResult> {
+    this.claims.push(input);
+    return this.claimAnswer;
+  }
+
+  async complete(outcome: AttemptOutcome): Promise<void> {
+    this.completed.push(outcome);
+  }
+}
+
+/** Keeps what would go to Kafka, validated against the topic schema as the real bus does. */
+class FakeReplyBus implements ReplyPublisher {
+  readonly sent: Array<{ topic: TopicKey; key: string; value: unknown }> = [];
+
+  async publish<K extends TopicKey>(topic: K, messages: Array<{ key: string; value: TopicPayload<K> }>): Promise<void> {
+    for (const m of messages) this.sent.push({ topic, key: m.key, value: Topics[topic].schema.parse(m.value) });
+  }
+}
+
+/**
+ * Delivers every response body in pieces of at most `size` bytes, one per macrotask, so the reader
+ * gets them as separate reads (pieces pushed in one tick would be read together).
+ */
+const readsOf =
+  (size: number): Dispatcher.DispatcherComposeInterceptor =>
+  (dispatch) =>
+  (opts, handler) => {
+    let delivered = Promise.resolve();
+    const later = (step: () => void) => {
+      delivered = delivered.then(() => new Promise<void>((resolve) => setImmediate(() => resolve(step()))));
+    };
+    return dispatch(opts, {
+      onRequestStart: (c, ctx) => handler.onRequestStart?.(c, ctx),
+      onResponseStart: (c, status, headers, message) => handler.onResponseStart?.(c, status, headers, message),
+      onResponseData: (c, chunk) => {
+        for (let i = 0; i < chunk.length; i += size) {
+          const piece = chunk.subarray(i, i + size);
+          later(() => handler.onResponseData?.(c, piece));
+        }
+      },
+      onResponseEnd: (c, trailers) => later(() => handler.onResponseEnd?.(c, trailers)),
+      onResponseError: (c, err) => later(() => handler.onResponseError?.(c, err)),
+    });
+  };
+
+/** Delivers the first `bytes` bytes of the body, then fails the connection (a stream cut mid-way). */
+const cutAfter =
+  (bytes: number): Dispatcher.DispatcherComposeInterceptor =>
+  (dispatch) =>
+  (opts, handler) =>
+    dispatch(opts, {
+      onRequestStart: (c, ctx) => handler.onRequestStart?.(c, ctx),
+      onResponseStart: (c, status, headers, message) => handler.onResponseStart?.(c, status, headers, message),
+      onResponseData: (c, chunk) => {
+        handler.onResponseData?.(c, chunk.subarray(0, bytes));
+        handler.onResponseError?.(c, Object.assign(new Error('other side closed'), { name: 'SocketError' }));
+      },
+      onResponseEnd: () => undefined,
+      onResponseError: (c, err) => handler.onResponseError?.(c, err),
+    });
+
+function setup(interceptor?: Dispatcher.DispatcherComposeInterceptor) {
+  const agent = new MockAgent();
+  agent.disableNetConnect();
+  const store = new FakeAttemptStore();
+  const bus = new FakeReplyBus();
+  const cipher = new ContentCipher(Buffer.alloc(32, 7));
+  const clock: Clock = { now: () => new Date(NOW) };
+  const upstream: Dispatcher = interceptor ? agent.compose(interceptor) : agent;
+  const run = new RunAttempt(
+    store,
+    bus,
+    cipher,
+    new DispatchMetrics(new Metrics('test')),
+    upstream,
+    CONFIG,
+    pino({ level: 'silent' }),
+    clock,
+  );
+  const replies = (): DispatchReplyV1[] =>
+    bus.sent.map((m) => {
+      const envelope = Topics.dispatchReplies.schema.parse(m.value);
+      expect(envelope.reply_to).toBe('admission-1');
+      return dispatchReplyV1.parse(cipher.decrypt(envelope.body, envelope.action_id));
+    });
+  const attempt = async (cmd: DispatchCommandV1) => {
+    const { done } = await run.execute(cmd, 'admission-1');
+    await done;
+  };
+  return { agent, pool: agent.get(ORIGIN), store, bus, replies, attempt };
+}
+
+const openAiCommand = (over: Partial<DispatchCommandV1> = {}) =>
+  dispatchCommand(
+    { requested_candidates: null, effective_candidates: 1, request: { messages: [{ role: 'user', content: 'hi' }] }, ...over },
+    'openai-chat',
+  );
+
+const USAGE = { prompt_tokens: 9, completion_tokens: 7, total_tokens: 16 };
+
+function openAiChunks(text: string, opts: { usage?: boolean; done?: boolean } = {}): string[] {
+  const base = { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'model-x' };
+  const pieces = text.split(/(?<= )/);
+  const events = [
+    { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }], usage: null },
+    ...pieces.map((p) => ({ ...base, choices: [{ index: 0, delta: { content: p }, finish_reason: null }], usage: null })),
+    { ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: null },
+    ...(opts.usage === false ? [] : [{ ...base, choices: [], usage: USAGE }]),
+  ].map((e) => JSON.stringify(e));
+  return opts.done === false ? events : [...events, '[DONE]'];
+}
+
+const sse = (payloads: string[], eol = '\n'): string => payloads.map((p) => `data: ${p}${eol}${eol}`).join('');
+
+/** The text a client assembles from the forwarded OpenAI chunks. */
+function openAiText(replies: DispatchReplyV1[]): string {
+  return replies
+    .filter((r): r is Extract<DispatchReplyV1, { kind: 'stream_chunk' }> => r.kind === 'stream_chunk')
+    .map((r) => (JSON.parse(r.data) as { choices: Array<{ delta?: { content?: string } }> }).choices[0]?.delta?.content ?? '')
+    .join('');
+}
+
+const last = <T>(xs: T[]): T => xs[xs.length - 1];
+
+describe('RunAttempt', () => {
+  describe('before the upstream call', () => {
+    it('refuses an expired command: no claim, no call, no reply', async () => {
+      const f = setup();
+      await f.attempt(openAiCommand({ dispatch_deadline: NOW.toISOString() }));
+      expect(f.store.claims).toHaveLength(0);
+      expect(f.bus.sent).toHaveLength(0);
+    });
+
+    it('sends nothing when the single-use claim is refused (a redelivered command)', async () => {
+      const f = setup();
+      f.store.claimAnswer = { ok: false, reason: 'already_claimed' };
+      // No interceptor: a call would fail the test with MockNotMatchedError in the reply.
+      await f.attempt(openAiCommand());
+      expect(f.store.claims).toEqual([
+        expect.objectContaining({ actionId: 'act-1', attemptNo: 1, role: 'primary', claimedBy: 'dispatch-1' }),
+      ]);
+      expect(f.store.completed).toHaveLength(0);
+      expect(f.bus.sent).toHaveLength(0);
+    });
+  });
+
+  describe('a whole response', () => {
+    it('records the usage, then answers with the provider body', async () => {
+      const f = setup();
+      const body = {
+        id: 'chatcmpl-1',
+        choices: [{ index: 0, message: { role: 'assistant', content: TEXT }, finish_reason: 'stop' }],
+        usage: USAGE,
+      };
+      f.pool
+        .intercept({ path: OPENAI_PATH, method: 'POST' })
+        .reply(200, body, { headers: { 'content-type': 'application/json', 'x-request-id': 'req-up-1' } });
+      await f.attempt(openAiCommand());
+
+      expect(f.store.completed).toHaveLength(1);
+      expect(f.store.completed[0]).toMatchObject({
+        status: 'succeeded',
+        providerRequestId: 'req-up-1',
+        usage: { inputTokens: 9, outputTokensTotal: 7 },
+        usageSource: 'provider_response',
+      });
+      const [reply] = f.replies();
+      expect(reply).toMatchObject({ kind: 'response', http_status: 200, body, returned_candidates: 1 });
+      expect(f.bus.sent.map((m) => [m.topic, m.key])).toEqual([['dispatchReplies', 'act-1']]);
+    });
+
+    it('turns a provider error into a 502 upstream_error, with the error as zero-usage evidence', async () => {
+      const f = setup();
+      f.pool
+        .intercept({ path: OPENAI_PATH, method: 'POST' })
+        .reply(500, { error: { message: 'boom', type: 'server_error', code: 'internal' } });
+      await f.attempt(openAiCommand());
+
+      expect(f.store.completed[0]).toMatchObject({ status: 'failed', httpStatus: 500, usage: { inputTokens: 0, outputTokensTotal: 0 } });
+      expect(f.replies()).toEqual([
+        expect.objectContaining({ kind: 'error', http_status: 502, code: 'upstream_error', message: 'provider error 500 (internal)' }),
+      ]);
+    });
+
+    it('leaves usage unknown (never zero) when the provider cannot be reached', async () => {
+      const f = setup();
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).replyWithError(new Error('connect ECONNREFUSED 127.0.0.1:1'));
+      await f.attempt(openAiCommand());
+
+      expect(f.store.completed[0]).toMatchObject({ status: 'usage_missing', httpStatus: null, usage: null });
+      expect(f.replies()).toEqual([expect.objectContaining({ kind: 'error', http_status: 502, code: 'upstream_error' })]);
+    });
+  });
+
+  describe('a stream', () => {
+    const streamed = (over: Partial<DispatchCommandV1> = {}) => openAiCommand({ stream: true, ...over });
+    const reply = (f: ReturnType<typeof setup>, body: string) =>
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, body, { headers: { 'content-type': 'text/event-stream' } });
+
+    it('forwards every chunk in order, records the final usage and ends complete', async () => {
+      const f = setup();
+      reply(f, sse(openAiChunks(TEXT)));
+      await f.attempt(streamed());
+
+      const replies = f.replies();
+      expect(openAiText(replies)).toBe(TEXT);
+      const seqs = replies.flatMap((r) => (r.kind === 'stream_chunk' ? [r.seq] : []));
+      expect(seqs).toEqual([...seqs.keys()]);
+      // The client did not ask for usage: the usage chunk stays in dispatch.
+      expect(replies.some((r) => r.kind === 'stream_chunk' && r.data.includes('prompt_tokens'))).toBe(false);
+      expect(last(replies)).toMatchObject({ kind: 'stream_end', seq: seqs.length, complete: true, returned_candidates: 1 });
+      expect(f.store.completed[0]).toMatchObject({
+        status: 'succeeded',
+        usage: { inputTokens: 9, outputTokensTotal: 7 },
+        usageSource: 'stream_final_chunk',
+      });
+    });
+
+    it('forwards the usage chunk when the client asked for it', async () => {
+      const f = setup();
+      reply(f, sse(openAiChunks(TEXT)));
+      await f.attempt(streamed({ include_usage_for_client: true }));
+      expect(f.replies().some((r) => r.kind === 'stream_chunk' && JSON.parse(r.data).usage?.prompt_tokens === 9)).toBe(true);
+    });
+
+    it.each([1, 2, 3, 5, 7])('joins characters and CRLFs split across network reads (reads of %i bytes)', async (size) => {
+      const f = setup(readsOf(size));
+      reply(f, '\uFEFF' + sse(openAiChunks(TEXT), '\r\n'));
+      await f.attempt(streamed());
+
+      const replies = f.replies();
+      expect(openAiText(replies)).toBe(TEXT);
+      expect(replies.map((r) => (r.kind === 'stream_chunk' ? r.data : '')).join('')).not.toContain('\uFFFD');
+      expect(last(replies)).toMatchObject({ kind: 'stream_end', complete: true });
+      expect(f.store.completed[0]).toMatchObject({ status: 'succeeded' });
+    });
+
+    it('ends incomplete, usage unknown, when the stream stops before its usage chunk and [DONE]', async () => {
+      const f = setup();
+      reply(f, sse(openAiChunks(TEXT, { usage: false, done: false })));
+      await f.attempt(streamed());
+
+      const replies = f.replies();
+      expect(openAiText(replies)).toBe(TEXT);
+      expect(last(replies)).toMatchObject({ kind: 'stream_end', complete: false });
+      expect(f.store.completed[0]).toMatchObject({ status: 'usage_missing', usage: null });
+    });
+
+    it('ends incomplete when the connection drops mid-stream, after forwarding what arrived', async () => {
+      const body = sse(openAiChunks(TEXT));
+      const f = setup(cutAfter(Buffer.byteLength(body.slice(0, body.indexOf('"finish_reason":"stop"')))));
+      reply(f, body);
+      await f.attempt(streamed());
+
+      const replies = f.replies();
+      expect(TEXT.startsWith(openAiText(replies))).toBe(true);
+      expect(last(replies)).toMatchObject({ kind: 'stream_end', complete: false });
+      expect(f.store.completed[0]).toMatchObject({ status: 'usage_missing', usage: null });
+    });
+
+    it('ends incomplete when usage came but [DONE] did not: the client did not get the end', async () => {
+      const f = setup();
+      reply(f, sse(openAiChunks(TEXT, { done: false })));
+      await f.attempt(streamed());
+      expect(last(f.replies())).toMatchObject({ kind: 'stream_end', complete: false });
+    });
+
+    it('ends complete when [DONE] came without usage: delivery is whole, usage stays unknown', async () => {
+      const f = setup();
+      reply(f, sse(openAiChunks(TEXT, { usage: false })));
+      await f.attempt(streamed());
+      expect(last(f.replies())).toMatchObject({ kind: 'stream_end', complete: true });
+      expect(f.store.completed[0]).toMatchObject({ status: 'usage_missing', usage: null });
+    });
+
+    it('answers a provider error before the stream with a 502 and no stream_end', async () => {
+      const f = setup();
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(429, { error: { message: 'slow down', code: 'rate_limit_exceeded' } });
+      await f.attempt(streamed());
+      expect(f.replies()).toEqual([expect.objectContaining({ kind: 'error', http_status: 502, code: 'upstream_error' })]);
+      expect(f.store.completed[0]).toMatchObject({ status: 'failed', httpStatus: 429 });
+    });
+
+    describe('from Gemini (no end marker: the final chunk carries finishReason and usage)', () => {
+      const geminiCommand = () =>
+        dispatchCommand({ stream: true, requested_candidates: null, effective_candidates: 1, request: { contents: [] } });
+      const chunk = (text: string, final: boolean) =>
+        JSON.stringify({
+          candidates: [{ index: 0, content: { role: 'model', parts: [{ text }] }, ...(final ? { finishReason: 'STOP' } : {}) }],
+          ...(final ? { usageMetadata: { promptTokenCount: 4, candidatesTokenCount: 6, totalTokenCount: 10 } } : {}),
+          responseId: 'resp-1',
+        });
+      const geminiText = (replies: DispatchReplyV1[]) =>
+        replies
+          .flatMap((r) => (r.kind === 'stream_chunk' ? [JSON.parse(r.data).candidates[0].content.parts[0].text as string] : []))
+          .join('');
+
+      it.each([1, 3, 1000])('forwards the chunks and ends complete after the final chunk (reads of %i bytes)', async (size) => {
+        const f = setup(readsOf(size));
+        f.pool
+          .intercept({ path: GEMINI_STREAM_PATH, method: 'POST' })
+          .reply(200, sse([chunk('naïve 日本 ', false), chunk('🚀 done', true)], '\r\n'));
+        await f.attempt(geminiCommand());
+
+        const replies = f.replies();
+        expect(geminiText(replies)).toBe('naïve 日本 🚀 done');
+        expect(last(replies)).toMatchObject({ kind: 'stream_end', complete: true });
+        expect(f.store.completed[0]).toMatchObject({ status: 'succeeded', usage: { inputTokens: 4, outputTokensTotal: 6 } });
+      });
+
+      it('ends incomplete when the stream stops before its final chunk', async () => {
+        const f = setup();
+        f.pool.intercept({ path: GEMINI_STREAM_PATH, method: 'POST' }).reply(200, sse([chunk('naïve 日本 ', false)], '\r\n'));
+        await f.attempt(geminiCommand());
+        expect(last(f.replies())).toMatchObject({ kind: 'stream_end', complete: false });
+        expect(f.store.completed[0]).toMatchObject({ status: 'usage_missing' });
+      });
+    });
+  });
+});
