@@ -11,4 +11,5 @@ export * from './health';
 export * from './core.module';
 export * from './bootstrap';
 export * from './operator-auth';
+export * from './operator-guard';
 export * from './profiling';

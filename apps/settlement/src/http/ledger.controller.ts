@@ -1,30 +1,21 @@
-import { Controller, Get, Query, Req } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
-import type { Request } from 'express';
-import { OperatorAuth } from '@gateway/service-kit';
+import { Controller, Get, Query } from '@nestjs/common';
+import { ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { OperatorApi, Roles } from '@gateway/service-kit';
 import { QueryLedger } from '../usecases/query-ledger/query-ledger.usecase';
 
 @ApiTags('ledger')
-@ApiBearerAuth()
+@OperatorApi()
 @Controller('ledger')
 export class LedgerController {
-  constructor(
-    private readonly auth: OperatorAuth,
-    private readonly ledger: QueryLedger,
-  ) {}
+  constructor(private readonly ledger: QueryLedger) {}
 
   @Get()
   @ApiOperation({ summary: 'Ledger rows (one per upstream attempt), newest first; money in integer micro-USD strings' })
   @ApiQuery({ name: 'workload_id', required: false })
   @ApiQuery({ name: 'action_id', required: false })
   @ApiQuery({ name: 'limit', required: false })
-  async list(
-    @Req() req: Request,
-    @Query('workload_id') workloadId?: string,
-    @Query('action_id') actionId?: string,
-    @Query('limit') limit?: string,
-  ) {
-    await this.auth.require(req, ['finance', 'operator']);
+  @Roles('finance', 'operator')
+  list(@Query('workload_id') workloadId?: string, @Query('action_id') actionId?: string, @Query('limit') limit?: string) {
     return this.ledger.execute({ workloadId: workloadId ?? null, actionId: actionId ?? null, limit: limit ? Number(limit) : 100 });
   }
 }

@@ -4,7 +4,7 @@ import { PolicyRepository, PriceRevisionView } from '@gateway/db';
 import { DomainError } from '@gateway/domain';
 import type { Operator } from '@gateway/service-kit';
 import { Clock, CLOCK } from '@gateway/service-kit';
-import { PolicyError } from '../../http/policy-error';
+import { PolicyError } from '../../policy.errors';
 import type { RouteStore } from '../../ports';
 import { priceJson } from '../views';
 import { AddPriceRevisionCommand } from './add-price-revision.command';

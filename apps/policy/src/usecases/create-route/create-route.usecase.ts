@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { PolicyRepository } from '@gateway/db';
 import type { Operator } from '@gateway/service-kit';
 import { Clock, CLOCK } from '@gateway/service-kit';
-import { PolicyError } from '../../http/policy-error';
+import { PolicyError } from '../../policy.errors';
 import type { RouteStore } from '../../ports';
 import { toContractInput } from '../route-contract.schema';
 import { routeJson } from '../views';

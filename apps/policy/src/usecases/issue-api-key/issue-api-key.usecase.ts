@@ -4,7 +4,7 @@ import { PolicyRepository } from '@gateway/db';
 import { hashCredential } from '@gateway/domain';
 import type { Operator } from '@gateway/service-kit';
 import { Clock, CLOCK, ENTROPY, Entropy } from '@gateway/service-kit';
-import { PolicyError } from '../../http/policy-error';
+import { PolicyError } from '../../policy.errors';
 import type { WorkloadStore } from '../../ports';
 import { apiKeyJson } from '../views';
 
