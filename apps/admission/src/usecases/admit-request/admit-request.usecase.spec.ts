@@ -219,6 +219,7 @@ function setup() {
   const cipher = new ContentCipher(Buffer.alloc(32, 1));
   const metrics = new AdmissionMetrics(new Metrics('test'));
   const clock: Clock = { now: () => new Date(T0) };
+  let ids = 0;
   const admit = new AdmitRequest(
     catalog as unknown as CatalogCache,
     exceptions as unknown as CatalogRepository,
@@ -230,6 +231,7 @@ function setup() {
     CONFIG,
     silentLogger,
     clock,
+    { next: () => `00000000-0000-4000-8000-${String(++ids).padStart(12, '0')}` },
   );
   return { admit, catalog, exceptions, admissions, bus, replies, cipher, metrics };
 }
