@@ -89,19 +89,6 @@ async function main() {
     log('starting the stack for e2e tests');
     const services = await startServices({ env: e2eEnv, logDir });
     stops.push(services.stop);
-    // The crash-recovery e2e test kills dispatch and starts a replacement; stop that one too.
-    stops.push(async () => {
-      const pidFile = path.join(logDir, 'dispatch.replacement.pid');
-      if (!fs.existsSync(pidFile)) return;
-      const pid = Number(fs.readFileSync(pidFile, 'utf8'));
-      try {
-        process.kill(pid, 'SIGTERM');
-        for (let i = 0; i < 100 && isAlive(pid); i++) await new Promise((r) => setTimeout(r, 100));
-        if (isAlive(pid)) process.kill(pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    });
     failed = !(await checkOpenApi(e2eEnv)) || failed;
     failed =
       (await jest('jest.e2e.config.js', {
@@ -112,7 +99,6 @@ async function main() {
         E2E_RECONCILIATION_URL: `http://127.0.0.1:${E2E_PORT_BASE + 4}`,
         E2E_PROVIDER_SIM_URL: `http://127.0.0.1:${E2E_PORT_BASE + 10}`,
         E2E_LOG_DIR: logDir,
-        E2E_DISPATCH_PID: String(services.children.find((c) => c.service.name === 'dispatch')?.child.pid ?? ''),
       })) !== 0 || failed;
   }
   return finish(failed);
@@ -146,15 +132,6 @@ async function checkOpenApi(env) {
     console.error(`[test] ${path.relative(ROOT, file)} is stale: run UPDATE_OPENAPI=1 npm test -- --only=e2e and commit it`);
   }
   return ok;
-}
-
-function isAlive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function finish(failed) {

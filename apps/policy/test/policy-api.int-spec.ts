@@ -5,6 +5,7 @@ import type { PolicyChangedV1 } from '@gateway/contracts';
 import { CatalogRepository, Database, OutboxRepository, PolicyRepository } from '@gateway/db';
 import { hashCredential } from '@gateway/domain';
 import { KafkaBus } from '@gateway/messaging';
+import { eventually } from '@gateway/testing';
 import type { RunningService } from '@gateway/service-kit';
 import { startPolicy } from '../src/app';
 import { FakeUpstream, startFakeUpstream } from './fake-upstream';
@@ -286,7 +287,7 @@ describe('exceptions', () => {
 
     await eventually(
       () => (changes.filter((c) => c.entity === 'exception' && c.entity_id === id).length === 3 ? true : undefined),
-      'three policyChanged events on Kafka',
+      { what: 'three policyChanged events on Kafka', timeoutMs: 20_000 },
     );
     expect(changes.filter((c) => c.entity_id === id).map((c) => c.change)).toEqual([
       'request: none -> requested',
@@ -407,14 +408,4 @@ async function call(method: string, path: string, token?: string, body?: unknown
   const res = await fetch(`${policy.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
-}
-
-async function eventually<T>(probe: () => T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
