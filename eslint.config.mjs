@@ -1,8 +1,45 @@
 // Lint: typescript-eslint with type information, Nx module boundaries by project tags, and the
 // house invariants (kafkajs only in libs/messaging, Prisma only in libs/db, topic names only in
 // libs/contracts, no clock or randomness in libs/domain).
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
+
+/**
+ * @nx/enforce-module-boundaries reads Nx's cached project graph and, when there is none, prints a
+ * warning and checks nothing (which --max-warnings does not count). Refuse to lint instead: the
+ * graph must exist and know every project under apps/ and libs/ (`npm run lint` builds it first
+ * with `nx show projects`).
+ */
+function assertProjectGraph() {
+  const require = createRequire(import.meta.url);
+  const projects = ['apps', 'libs'].flatMap((dir) =>
+    fs
+      .readdirSync(path.join(import.meta.dirname, dir), { withFileTypes: true })
+      .filter((d) => d.isDirectory() && fs.existsSync(path.join(import.meta.dirname, dir, d.name, 'project.json')))
+      .map((d) => `${dir}/${d.name}`),
+  );
+  let roots;
+  try {
+    const graph = require('@nx/devkit').readCachedProjectGraph();
+    const fileMap = require('nx/src/project-graph/nx-deps-cache').readFileMapCache()?.fileMap?.projectFileMap;
+    if (!fileMap) throw new Error('no cached project file map');
+    roots = new Set(Object.values(graph.nodes).map((n) => n.data.root));
+  } catch (err) {
+    throw new Error(
+      `No Nx project graph, so the module-boundary rule would check nothing (${err.message}). Run \`npx nx show projects\` first (npm run lint does).`,
+    );
+  }
+  const missing = projects.filter((p) => !roots.has(p));
+  if (missing.length > 0) {
+    throw new Error(
+      `The Nx project graph is stale (it lacks ${missing.join(', ')}). Run \`npx nx show projects\` first (npm run lint does).`,
+    );
+  }
+}
+assertProjectGraph();
 
 const TOPIC_LITERAL = 'Literal[value=/^gateway\\.[a-z_.]+\\.v[0-9]+$/]';
 const TOPIC_RULE = { selector: TOPIC_LITERAL, message: 'Topic names are declared once, in libs/contracts' };

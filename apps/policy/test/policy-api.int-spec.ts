@@ -285,10 +285,10 @@ describe('exceptions', () => {
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('invalid_transition');
 
-    await eventually(
-      () => (changes.filter((c) => c.entity === 'exception' && c.entity_id === id).length === 3 ? true : undefined),
-      { what: 'three policyChanged events on Kafka', timeoutMs: 20_000 },
-    );
+    await eventually(() => (changes.filter((c) => c.entity === 'exception' && c.entity_id === id).length === 3 ? true : undefined), {
+      what: 'three policyChanged events on Kafka',
+      timeoutMs: 20_000,
+    });
     expect(changes.filter((c) => c.entity_id === id).map((c) => c.change)).toEqual([
       'request: none -> requested',
       'approve: requested -> active',
