@@ -42,6 +42,20 @@ function assertProjectGraph() {
 assertProjectGraph();
 
 const TOPIC_LITERAL = 'Literal[value=/^gateway\\.[a-z_.]+\\.v[0-9]+$/]';
+/** Nest's HTTP exceptions: errors are DomainErrors of the one registry, mapped by the one filter. */
+const NEST_HTTP_EXCEPTIONS = [
+  'HttpException',
+  'BadRequestException',
+  'UnauthorizedException',
+  'ForbiddenException',
+  'NotFoundException',
+  'ConflictException',
+  'PayloadTooLargeException',
+  'UnprocessableEntityException',
+  'InternalServerErrorException',
+  'ServiceUnavailableException',
+  'GatewayTimeoutException',
+];
 const TOPIC_RULE = { selector: TOPIC_LITERAL, message: 'Topic names are declared once, in libs/contracts' };
 
 /** No wall clock or fresh ids where rules run: `Clock` / `IdGenerator` are injected (InjectClock(), InjectIds()). */
@@ -96,6 +110,13 @@ export default tseslint.config(
         {
           patterns: [
             { group: ['kafkajs', '@prisma/*', '*/generated/prisma/*'], message: 'kafkajs lives in libs/messaging, Prisma in libs/db' },
+          ],
+          paths: [
+            {
+              name: '@nestjs/common',
+              importNames: NEST_HTTP_EXCEPTIONS,
+              message: 'throw DomainError (or a subclass) with a code of the registry in @gateway/domain; the one filter maps it to HTTP',
+            },
           ],
         },
       ],

@@ -360,6 +360,23 @@ describe('authentication and validation', () => {
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
   });
 
+  it('413 payload_too_large for a body over the limit, through the one exception filter', async () => {
+    const res = await fetch(`${policy.url}/routes`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tokens.operator}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...contract(), reason: 'x'.repeat(3 * 1024 * 1024) }),
+    });
+    expect(res.status).toBe(413);
+    expect(res.headers.get('x-should-retry')).toBe('false');
+    expect(((await res.json()) as { error: { code: string } }).error).toMatchObject({ code: 'payload_too_large' });
+  });
+
+  it('404 not_found for an unknown path, in the same error shape', async () => {
+    const res = await call('GET', '/nowhere', tokens.operator);
+    expect(res.status).toBe(404);
+    expect(res.body.error).toMatchObject({ code: 'not_found', type: 'invalid_request_error', param: null });
+  });
+
   it('publishes its OpenAPI document', async () => {
     const doc = (await (await fetch(`${policy.url}/docs/openapi.json`)).json()) as any;
     expect(Object.keys(doc.paths)).toEqual(

@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+// eslint-disable-next-line no-restricted-imports -- what Nest's router throws, to map
 import { NotFoundException } from '@nestjs/common';
 import express, { Request, Response } from 'express';
 import { DomainError } from '@gateway/domain';

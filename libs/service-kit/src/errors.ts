@@ -1,3 +1,4 @@
+// eslint-disable-next-line no-restricted-imports -- the one filter is where Nest's own exceptions (unknown path, …) are mapped
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { denialHttpStatus, denialShouldRetry, DomainError, ErrorCode } from '@gateway/domain';
