@@ -69,6 +69,19 @@ describe('GatewayExceptionFilter', () => {
     expect(out.body).toMatchObject({ error: { code: 400, status: 'invalid_request' } });
   });
 
+  it.each([
+    ['/v1beta/models/m:generateContent', true],
+    ['/v1/models/m:streamGenerateContent', true],
+    ['/v1/models', false],
+    ['/v1/chat/completions', false],
+  ])('writes %s in the Gemini shape: %p', (path, gemini) => {
+    const { res, out } = fakeResponse();
+    filter.handle(new DomainError('unknown_route', 'no such alias', 'model'), req(path), res);
+    expect(out.status).toBe(404);
+    if (gemini) expect(out.body).toMatchObject({ error: { code: 404, status: 'unknown_route' } });
+    else expect(out.body).toMatchObject({ error: { code: 'unknown_route', param: 'model' } });
+  });
+
   it("sets the error's own headers", () => {
     const { res, out } = fakeResponse();
     filter.handle(

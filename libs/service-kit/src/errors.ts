@@ -24,6 +24,11 @@ const GEMINI_STATUS: Record<number, string> = {
   504: 'DEADLINE_EXCEEDED',
 };
 
+/** Gemini's endpoints: everything under /v1beta/, and `/v1/models/{model}:{method}` (what @google/genai calls by default). */
+function isGeminiPath(path: string): boolean {
+  return path.startsWith('/v1beta/') || /^\/v1\/models\/[^/]+:[A-Za-z]+$/.test(path);
+}
+
 /**
  * Writes a refusal in the caller's dialect: OpenAI's `{error:{message,type,code,param}}`, or for
  * the Gemini endpoints Gemini's `{error:{code,message,status,details}}` with our stable code in
@@ -36,7 +41,7 @@ export function writeDenial(req: Request, res: Response, err: DomainError, extra
   const retry = denialShouldRetry(err.code);
   if (retry !== null) res.setHeader('x-should-retry', String(retry));
   for (const [k, v] of Object.entries({ ...err.headers, ...extraHeaders })) res.setHeader(k, v);
-  if (req.path.startsWith('/v1beta/')) {
+  if (isGeminiPath(req.path)) {
     res.status(status).json({
       error: {
         code: status,

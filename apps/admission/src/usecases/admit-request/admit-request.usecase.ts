@@ -7,13 +7,14 @@ import {
   budgetPeriodStart,
   decideAdmission,
   DenialCode,
+  DomainError,
   estimateInputTokens,
   fingerprint,
   hashCredential,
   tokenWindow,
 } from '@gateway/domain';
 import { ContentCipher, KafkaBus, ReplyRouter } from '@gateway/messaging';
-import { GatewayError, InjectConfig, InjectLogger, ServiceConfig } from '@gateway/service-kit';
+import { InjectConfig, InjectLogger, ServiceConfig } from '@gateway/service-kit';
 import { AdmitRequestCommand } from './admit-request.command';
 import { AdmissionMetrics } from '../../admission.metrics';
 import { Clock, IdGenerator, InjectClock, InjectIds } from '@gateway/service-kit';
@@ -286,7 +287,7 @@ export class AdmitRequest {
     message: string,
     param?: string,
     headers: Record<string, string> = {},
-  ): Promise<GatewayError> {
+  ): Promise<DomainError> {
     this.metrics.decisions.inc({ result: 'deny', code });
     await this.admissions.recordDenial(workload?.id ?? 'unauthenticated', {
       ...base,
@@ -295,7 +296,7 @@ export class AdmitRequest {
       policy_reason: code,
     });
     this.log.info({ action_id: base.action_id, workload_id: workload?.id ?? null, code }, 'admission denied');
-    return new GatewayError(code, message, param, { 'x-gateway-action-id': base.action_id, ...headers });
+    return new DomainError(code, message, param, { 'x-gateway-action-id': base.action_id, ...headers });
   }
 
   private eventBase(cmd: AdmitRequestCommand, actionId: string, requestId: string, now: Date): AdmissionDecisionV1 {
