@@ -5,7 +5,6 @@ module.exports = {
   testMatch: [process.env.E2E_ONLY ? `<rootDir>/e2e/${process.env.E2E_ONLY}` : '<rootDir>/e2e/**/*.e2e-spec.ts'],
   // @google/genai needs Node's undici global dispatcher inside jest's sandbox.
   testEnvironment: '<rootDir>/libs/testing/src/node-undici.environment.ts',
-  testSequencer: '<rootDir>/e2e/sequencer.js',
   testTimeout: 60000,
   maxWorkers: 1,
 };

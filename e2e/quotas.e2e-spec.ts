@@ -1,5 +1,5 @@
 import OpenAI, { APIError } from 'openai';
-import { simLastSeq, simRequestsSince, stack, uid, withSeeder } from './support';
+import { eventually, simLastSeq, simRequestsSince, stack, uid, withSeeder } from './support';
 
 /**
  * The backstops of DESIGN §7: a token rate per workload and an in-flight ceiling. Both refuse
@@ -36,9 +36,12 @@ describe('token quota and concurrency ceiling', () => {
   });
 
   it('a request that would exceed the tokens-per-minute quota → 429 token_quota_exceeded, Retry-After, not dispatched', async () => {
-    // Both requests must fall in the same one-minute window.
-    const secondsIntoMinute = new Date().getUTCSeconds();
-    if (secondsIntoMinute >= 55) await new Promise((r) => setTimeout(r, (61 - secondsIntoMinute) * 1000));
+    // Both requests must fall in the same UTC-minute window: start well before its end.
+    await eventually(() => (new Date().getUTCSeconds() < 55 ? true : undefined), {
+      timeoutMs: 10_000,
+      intervalMs: 200,
+      what: 'a UTC minute with time left for two requests',
+    });
     const first = await client(tpmKey).chat.completions.create({ model: fast, messages: [{ role: 'user', content: 'first' }] });
     expect(first.choices).toHaveLength(1);
     const before = await simLastSeq();
@@ -54,9 +57,12 @@ describe('token quota and concurrency ceiling', () => {
 
   it('a second concurrent request over the in-flight ceiling → 429 concurrency_limit_exceeded', async () => {
     const c = client(oneAtATimeKey);
+    const before = await simLastSeq();
     const slowOne = c.chat.completions.create({ model: slow, messages: [{ role: 'user', content: 'slow' }] });
-    // Give the first request time to be admitted before the second arrives.
-    await new Promise((r) => setTimeout(r, 300));
+    // The first request holds the only slot once it reached the upstream (which answers after 1.5 s).
+    await eventually(async () => ((await simRequestsSince(before)).some((r) => r.directives.includes('latency=1500')) ? true : undefined), {
+      what: 'the first request in flight upstream',
+    });
     const err = (await c.chat.completions
       .create({ model: slow, messages: [{ role: 'user', content: 'again' }] })
       .catch((e) => e)) as APIError;

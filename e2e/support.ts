@@ -61,7 +61,7 @@ export async function simLastSeq(): Promise<number> {
 
 /** A plain kafkajs consumer, as finance would write one, collecting raw messages of one topic. */
 export class TopicReader {
-  readonly messages: Array<{ key: string | null; value: string }> = [];
+  readonly messages: Array<{ key: string | null; value: string; partition: number }> = [];
   private readonly kafka = new Kafka({ clientId: `e2e-${uid()}`, brokers: stack.brokers, logLevel: logLevel.NOTHING });
   private consumer = this.kafka.consumer({ groupId: `e2e-reader-${uid()}`, maxWaitTimeInMs: 100 });
 
@@ -72,8 +72,8 @@ export class TopicReader {
     await this.consumer.subscribe({ topics: this.topics, fromBeginning: true });
     const joined = new Promise<void>((resolve) => this.consumer.on(this.consumer.events.GROUP_JOIN, () => resolve()));
     await this.consumer.run({
-      eachMessage: async ({ message }) => {
-        this.messages.push({ key: message.key?.toString() ?? null, value: message.value?.toString('utf8') ?? '' });
+      eachMessage: async ({ partition, message }) => {
+        this.messages.push({ key: message.key?.toString() ?? null, value: message.value?.toString('utf8') ?? '', partition });
       },
     });
     await joined;

@@ -1,4 +1,4 @@
-import type { CatalogRepository, PriceRevision, RouteContract, WorkloadPolicy } from '@gateway/db';
+import type { PriceRevision, RouteContract, WorkloadPolicy } from '@gateway/db';
 import { CatalogCache } from './catalog-cache';
 
 const T0 = Date.parse('2026-03-17T10:00:00.000Z');
@@ -44,11 +44,9 @@ describe('CatalogCache', () => {
 
   beforeEach(() => {
     now = T0;
-    jest.spyOn(Date, 'now').mockImplementation(() => now);
   });
 
   afterEach(() => {
-    jest.restoreAllMocks();
     if (saved === undefined) delete process.env.ADMISSION_CATALOG_TTL_MS;
     else process.env.ADMISSION_CATALOG_TTL_MS = saved;
   });
@@ -57,7 +55,7 @@ describe('CatalogCache', () => {
     if (ttl === undefined) delete process.env.ADMISSION_CATALOG_TTL_MS;
     else process.env.ADMISSION_CATALOG_TTL_MS = ttl;
     const catalog = new FakeCatalog();
-    return { catalog, cache: new CatalogCache(catalog as unknown as CatalogRepository) };
+    return { catalog, cache: new CatalogCache(catalog, { now: () => new Date(now) }) };
   };
 
   it('serves hits within the TTL without reloading', async () => {

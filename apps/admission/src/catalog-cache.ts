@@ -1,4 +1,5 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { Clock, InjectClock } from '@gateway/service-kit';
 import { CatalogRepository, PriceRevision, RouteContract, WorkloadPolicy } from '@gateway/db';
 
 /**
@@ -13,7 +14,10 @@ export class CatalogCache {
   private readonly entries = new Map<string, { until: number; value: unknown }>();
   private readonly ttlMs: number;
 
-  constructor(private readonly catalog: CatalogRepository) {
+  constructor(
+    @Inject(CatalogRepository) private readonly catalog: Pick<CatalogRepository, 'workloadByKeyHash' | 'routeByAlias' | 'priceAt'>,
+    @InjectClock() private readonly clock: Clock,
+  ) {
     const env = process.env.ADMISSION_CATALOG_TTL_MS;
     const raw = env === undefined || env.trim() === '' ? 1000 : Number(env);
     this.ttlMs = Number.isFinite(raw) && raw >= 0 ? raw : 1000;
@@ -34,7 +38,7 @@ export class CatalogCache {
   /** Misses (null) are not cached, so a key or route created a moment ago works at once. */
   private async cached<T>(key: string, load: () => Promise<T | null>): Promise<T | null> {
     if (this.ttlMs === 0) return load();
-    const now = Date.now();
+    const now = this.clock.now().getTime();
     const hit = this.entries.get(key);
     if (hit && hit.until > now) return hit.value as T;
     const value = await load();

@@ -1,18 +1,18 @@
-import { createLogger, loadConfig, portFromEnv, RunningService, startHttpService } from '@gateway/service-kit';
+import { createLogger, loadConfig, portFromEnv, HttpServiceDefinition, RunningService, startHttpService } from '@gateway/service-kit';
 import { PolicyModule } from './policy.module';
 
-/** Starts the policy service; used by main.ts and by in-process test stacks. */
-export async function startPolicy(env: NodeJS.ProcessEnv = process.env): Promise<RunningService> {
+/** Policy's root module and HTTP options for this environment (also what its OpenAPI document is built from). */
+export function policyHttpService(env: NodeJS.ProcessEnv = process.env): HttpServiceDefinition {
   const config = loadConfig('policy', env);
   const logger = createLogger('policy', config.logLevel);
-  return startHttpService(
-    PolicyModule.register({
+  return {
+    module: PolicyModule.register({
       config,
       logger,
       probeTimeoutMs: msFromEnv('POLICY_PROBE_TIMEOUT_MS', 15_000, env),
       expirySweepMs: msFromEnv('POLICY_EXPIRY_SWEEP_MS', 60_000, env),
     }),
-    {
+    options: {
       title: 'LLM gateway: policy',
       description:
         'Operator API: route contracts (versioned, verified), price revisions, workload policies and keys, time-boxed candidate exceptions with four-eyes approval. Money is integer micro-USD in strings.',
@@ -20,7 +20,13 @@ export async function startPolicy(env: NodeJS.ProcessEnv = process.env): Promise
       host: config.host,
       logger,
     },
-  );
+  };
+}
+
+/** Starts the policy service; used by main.ts and by in-process test stacks. */
+export async function startPolicy(env: NodeJS.ProcessEnv = process.env): Promise<RunningService> {
+  const { module, options } = policyHttpService(env);
+  return startHttpService(module, options);
 }
 
 function msFromEnv(name: string, fallback: number, env: NodeJS.ProcessEnv): number {

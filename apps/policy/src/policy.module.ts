@@ -1,6 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { Database, ExceptionRepository, OutboxRepository } from '@gateway/db';
-import { CoreModule, CoreOptions } from '@gateway/service-kit';
+import { Clock, CLOCK, CoreModule, CoreOptions, ID_GENERATOR, IdGenerator } from '@gateway/service-kit';
 import { EXPIRY_SWEEP_MS, ExpirySweeper } from './expiry-sweeper';
 import { ExceptionsController } from './http/exceptions.controller';
 import { RoutesController } from './http/routes.controller';
@@ -37,7 +37,11 @@ export class PolicyModule {
       controllers: [RoutesController, WorkloadsController, ExceptionsController],
       providers: [
         { provide: EXPIRY_SWEEP_MS, useValue: opts.expirySweepMs },
-        { provide: RouteProbe, useValue: new RouteProbe({ timeoutMs: opts.probeTimeoutMs }) },
+        {
+          provide: RouteProbe,
+          useFactory: (clock: Clock, ids: IdGenerator) => new RouteProbe({ timeoutMs: opts.probeTimeoutMs }, clock, ids),
+          inject: [CLOCK, ID_GENERATOR],
+        },
         {
           provide: ExceptionRepository,
           useFactory: (db: Database, outbox: OutboxRepository) => new ExceptionRepository(db, outbox),

@@ -5,6 +5,7 @@ import type { PolicyChangedV1 } from '@gateway/contracts';
 import { CatalogRepository, Database, OutboxRepository, PolicyRepository } from '@gateway/db';
 import { hashCredential } from '@gateway/domain';
 import { KafkaBus } from '@gateway/messaging';
+import { eventually } from '@gateway/testing';
 import type { RunningService } from '@gateway/service-kit';
 import { startPolicy } from '../src/app';
 import { FakeUpstream, startFakeUpstream } from './fake-upstream';
@@ -284,10 +285,10 @@ describe('exceptions', () => {
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('invalid_transition');
 
-    await eventually(
-      () => (changes.filter((c) => c.entity === 'exception' && c.entity_id === id).length === 3 ? true : undefined),
-      'three policyChanged events on Kafka',
-    );
+    await eventually(() => (changes.filter((c) => c.entity === 'exception' && c.entity_id === id).length === 3 ? true : undefined), {
+      what: 'three policyChanged events on Kafka',
+      timeoutMs: 20_000,
+    });
     expect(changes.filter((c) => c.entity_id === id).map((c) => c.change)).toEqual([
       'request: none -> requested',
       'approve: requested -> active',
@@ -359,6 +360,23 @@ describe('authentication and validation', () => {
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
   });
 
+  it('413 payload_too_large for a body over the limit, through the one exception filter', async () => {
+    const res = await fetch(`${policy.url}/routes`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tokens.operator}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...contract(), reason: 'x'.repeat(3 * 1024 * 1024) }),
+    });
+    expect(res.status).toBe(413);
+    expect(res.headers.get('x-should-retry')).toBe('false');
+    expect(((await res.json()) as { error: { code: string } }).error).toMatchObject({ code: 'payload_too_large' });
+  });
+
+  it('404 not_found for an unknown path, in the same error shape', async () => {
+    const res = await call('GET', '/nowhere', tokens.operator);
+    expect(res.status).toBe(404);
+    expect(res.body.error).toMatchObject({ code: 'not_found', type: 'invalid_request_error', param: null });
+  });
+
   it('publishes its OpenAPI document', async () => {
     const doc = (await (await fetch(`${policy.url}/docs/openapi.json`)).json()) as any;
     expect(Object.keys(doc.paths)).toEqual(
@@ -407,14 +425,4 @@ async function call(method: string, path: string, token?: string, body?: unknown
   const res = await fetch(`${policy.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
-}
-
-async function eventually<T>(probe: () => T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }

@@ -1,29 +1,14 @@
-import { assertNever } from '@gateway/domain';
+import { DomainError, ReconciliationErrorCode } from '@gateway/domain';
 
-/** Why a case operation was refused; stable codes for the operator API. */
-export type ReconciliationErrorCode =
-  'case_not_found' | 'case_already_resolved' | 'attempt_already_settled' | 'case_not_resolvable' | 'provider_request_mismatch';
+export type { ReconciliationErrorCode } from '@gateway/domain';
 
-export class ReconciliationError extends Error {
-  constructor(
-    readonly code: ReconciliationErrorCode,
-    message: string,
-  ) {
-    super(message);
+/**
+ * Why a case operation was refused: a `DomainError` narrowed to the reconciliation codes (status
+ * and x-should-retry come from the one registry in @gateway/domain).
+ */
+export class ReconciliationError extends DomainError<ReconciliationErrorCode> {
+  constructor(code: ReconciliationErrorCode, message: string) {
+    super(code, message);
     this.name = 'ReconciliationError';
-  }
-}
-
-export function reconciliationErrorStatus(code: ReconciliationErrorCode): number {
-  switch (code) {
-    case 'case_not_found':
-      return 404;
-    case 'case_already_resolved':
-    case 'attempt_already_settled':
-    case 'case_not_resolvable':
-    case 'provider_request_mismatch':
-      return 409;
-    default:
-      return assertNever(code, 'reconciliation error code');
   }
 }

@@ -1,11 +1,10 @@
 import { DynamicModule, INestApplication, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import express, { NextFunction, Request, Response } from 'express';
+import express from 'express';
 import { Logger as PinoNestLogger } from 'nestjs-pino';
 import type { Logger } from 'pino';
-import { DomainError } from '@gateway/domain';
-import { GatewayExceptionFilter, writeDenial } from './errors';
+import { GatewayExceptionFilter } from './errors';
 import { startCpuProfile } from './profiling';
 
 export interface HttpServiceOptions {
@@ -33,13 +32,9 @@ export async function startHttpService(module: Type<unknown> | DynamicModule, op
   const app = await NestFactory.create(module, { bodyParser: false, bufferLogs: true });
   app.useLogger(app.get(PinoNestLogger));
   app.use(express.json({ limit: opts.bodyLimit ?? '2mb', type: () => true }));
-  app.use((err: Error & { type?: string; status?: number }, req: Request, res: Response, next: NextFunction) => {
-    if (!err) return next();
-    const tooLarge = err.type === 'entity.too.large';
-    const message = tooLarge ? `request body exceeds ${opts.bodyLimit ?? '2mb'}` : 'request body is not valid JSON';
-    writeDenial(req, res, new DomainError('invalid_request', message));
-  });
-  app.useGlobalFilters(new GatewayExceptionFilter(opts.logger));
+  const filter = new GatewayExceptionFilter(opts.logger);
+  app.use(filter.expressErrorHandler);
+  app.useGlobalFilters(filter);
   app.enableShutdownHooks();
   if (stopProfile) {
     const origClose = app.close.bind(app);

@@ -1,18 +1,8 @@
+// eslint-disable-next-line no-restricted-imports -- the one filter is where Nest's own exceptions (unknown path, …) are mapped
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { DenialCode, denialHttpStatus, denialShouldRetry, DomainError } from '@gateway/domain';
+import { denialHttpStatus, denialShouldRetry, DomainError, ErrorCode } from '@gateway/domain';
 
-/** Extra response headers a denial wants (Retry-After for the 429s). */
-export class GatewayError extends DomainError {
-  constructor(
-    code: DenialCode,
-    message: string,
-    param?: string,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(code, message, param);
-  }
-}
 
 const GEMINI_STATUS: Record<number, string> = {
   400: 'INVALID_ARGUMENT',
@@ -20,10 +10,18 @@ const GEMINI_STATUS: Record<number, string> = {
   403: 'PERMISSION_DENIED',
   404: 'NOT_FOUND',
   409: 'ALREADY_EXISTS',
+  413: 'INVALID_ARGUMENT',
   429: 'RESOURCE_EXHAUSTED',
+  500: 'INTERNAL',
   502: 'UNAVAILABLE',
+  503: 'UNAVAILABLE',
   504: 'DEADLINE_EXCEEDED',
 };
+
+/** Gemini's endpoints: everything under /v1beta/, and `/v1/models/{model}:{method}` (what @google/genai calls by default). */
+function isGeminiPath(path: string): boolean {
+  return path.startsWith('/v1beta/') || /^\/v1\/models\/[^/]+:[A-Za-z]+$/.test(path);
+}
 
 /**
  * A denial's body in the caller's dialect: OpenAI's `{error:{message,type,code,param}}`, or for
@@ -32,7 +30,7 @@ const GEMINI_STATUS: Record<number, string> = {
  */
 export function denialBody(req: Pick<Request, 'path'>, err: DomainError): { error: Record<string, unknown> } {
   const status = denialHttpStatus(err.code);
-  if (req.path.startsWith('/v1beta/')) {
+  if (isGeminiPath(req.path)) {
     return {
       error: {
         code: status,
@@ -60,7 +58,11 @@ export interface DenialTarget {
   status(code: number): { json(body: unknown): unknown };
 }
 
-/** Writes a denial in the caller's dialect (see denialBody); always sets x-should-retry where the design says so. */
+/**
+ * Writes a refusal in the caller's dialect (see denialBody). Status and x-should-retry come from
+ * the one registry in @gateway/domain; the error's own headers (Retry-After, x-gateway-action-id)
+ * and `extraHeaders` are set too.
+ */
 export function writeDenial(
   req: Pick<Request, 'path'>,
   res: DenialTarget,
@@ -69,44 +71,92 @@ export function writeDenial(
 ): void {
   const retry = denialShouldRetry(err.code);
   if (retry !== null) res.setHeader('x-should-retry', String(retry));
-  for (const [k, v] of Object.entries(extraHeaders)) res.setHeader(k, v);
+  for (const [k, v] of Object.entries({ ...err.headers, ...extraHeaders })) res.setHeader(k, v);
   res.status(denialHttpStatus(err.code)).json(denialBody(req, err));
 }
 
-/** Maps every error to a stable shape; anything unexpected is a 500 without internals. */
+/** What express's body parser (body-parser / raw-body) attaches to the errors it passes to `next`. */
+interface BodyParserError {
+  type: string;
+  status?: number;
+  statusCode?: number;
+  limit?: number;
+}
+
+function isBodyParserError(e: unknown): e is BodyParserError {
+  return (
+    typeof e === 'object' &&
+    e !== null &&
+    typeof (e as BodyParserError).type === 'string' &&
+    (typeof (e as BodyParserError).status === 'number' || typeof (e as BodyParserError).statusCode === 'number')
+  );
+}
+
+/** The code a framework-raised HTTP status stands for (Nest's own 404 for an unknown path, …). */
+function codeForStatus(status: number): ErrorCode {
+  if (status === 401) return 'unauthorized';
+  if (status === 403) return 'forbidden';
+  if (status === 404) return 'not_found';
+  if (status === 413) return 'payload_too_large';
+  if (status >= 400 && status < 500) return 'invalid_request';
+  return 'internal_error';
+}
+
+/**
+ * Everything thrown while serving a request, as a `DomainError` of the one registry:
+ * - a `DomainError` (or a subclass: `PolicyError`, `ReconciliationError`) as it is;
+ * - express body-parser failures: a body over the limit is `payload_too_large` (413), anything
+ *   else it refuses (malformed JSON, bad charset or encoding, aborted upload) `invalid_request`;
+ * - Nest's own `HttpException`s (unknown path, wrong method): the code their status stands for;
+ * - anything else: `null`, an internal error the caller must not see the details of.
+ */
+export function toDomainError(exception: unknown): DomainError | null {
+  if (exception instanceof DomainError) return exception;
+  if (isBodyParserError(exception)) {
+    if (exception.type === 'entity.too.large') {
+      const limit = exception.limit ? ` of ${exception.limit} bytes` : '';
+      return new DomainError('payload_too_large', `request body exceeds the limit${limit}`);
+    }
+    if (exception.type === 'entity.parse.failed') return new DomainError('invalid_request', 'request body is not valid JSON');
+    const status = exception.status ?? exception.statusCode ?? 400;
+    return status < 500 ? new DomainError('invalid_request', `request body refused (${exception.type})`) : null;
+  }
+  if (exception instanceof HttpException) {
+    const response = exception.getResponse();
+    return new DomainError(codeForStatus(exception.getStatus()), typeof response === 'string' ? response : exception.message);
+  }
+  return null;
+}
+
+/**
+ * The one exception filter of every service: maps whatever was thrown to the stable error shape
+ * through `toDomainError`; anything unexpected is logged (name and message, never a body) and
+ * answered as a 500 `internal_error` without internals. Also the express error middleware for
+ * what fails before Nest routes a request (the body parser): see `handle`.
+ */
 @Catch()
 export class GatewayExceptionFilter implements ExceptionFilter {
   constructor(private readonly log: { error(obj: object, msg?: string): void }) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const ctx = host.switchToHttp();
-    const req = ctx.getRequest<Request>();
-    const res = ctx.getResponse<Response>();
+    this.handle(exception, ctx.getRequest<Request>(), ctx.getResponse<Response>());
+  }
+
+  handle(exception: unknown, req: Request, res: Response): void {
     if (res.headersSent) {
       res.end();
       return;
     }
-    if (exception instanceof GatewayError) return writeDenial(req, res, exception, exception.headers);
-    if (exception instanceof DomainError) return writeDenial(req, res, exception);
-    if (exception instanceof HttpException) {
-      const status = exception.getStatus();
-      const code =
-        status === 404
-          ? 'not_found'
-          : status === 401
-            ? 'unauthorized'
-            : status === 403
-              ? 'forbidden'
-              : status === 413
-                ? 'payload_too_large'
-                : status < 500
-                  ? 'invalid_request'
-                  : 'internal_error';
-      const message = typeof exception.getResponse() === 'string' ? String(exception.getResponse()) : exception.message;
-      res.status(status).json({ error: { message, type: status < 500 ? 'invalid_request_error' : 'api_error', code, param: null } });
-      return;
-    }
+    const err = toDomainError(exception);
+    if (err) return writeDenial(req, res, err);
     this.log.error({ error: (exception as Error)?.name, message: (exception as Error)?.message }, 'unhandled error');
-    res.status(500).json({ error: { message: 'internal error', type: 'api_error', code: 'internal_error', param: null } });
+    writeDenial(req, res, new DomainError('internal_error', 'internal error'));
   }
+
+  /** Express error middleware (4 arguments) sending body-parser failures through this filter. */
+  readonly expressErrorHandler = (err: unknown, req: Request, res: Response, next: (err?: unknown) => void): void => {
+    if (!err) return next();
+    this.handle(err, req, res);
+  };
 }

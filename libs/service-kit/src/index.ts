@@ -10,5 +10,7 @@ export * from './metrics';
 export * from './health';
 export * from './core.module';
 export * from './bootstrap';
+export * from './openapi';
 export * from './operator-auth';
+export * from './operator-guard';
 export * from './profiling';

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { ForbiddenException, UnauthorizedException } from '@nestjs/common';
 import type { Request } from 'express';
 import type { WorkloadPolicy } from '@gateway/db';
 import { OperatorAuth } from './operator-auth';
@@ -24,13 +23,13 @@ describe('OperatorAuth', () => {
     await expect(auth.require(req('Bearer op-token'), ['operator'])).resolves.toEqual({ subject: 'olga', roles: ['operator'] });
   });
 
-  it('answers a valid workload key with 403, not 401', async () => {
-    await expect(auth.require(req('Bearer gw_app_key'), ['operator'])).rejects.toBeInstanceOf(ForbiddenException);
+  it('answers a valid workload key with 403 forbidden, not 401', async () => {
+    await expect(auth.require(req('Bearer gw_app_key'), ['operator'])).rejects.toMatchObject({ code: 'forbidden' });
   });
 
   it('keeps 401 for unknown or missing tokens and 403 for a missing role', async () => {
-    await expect(auth.require(req('Bearer gw_unknown'), ['operator'])).rejects.toBeInstanceOf(UnauthorizedException);
-    await expect(auth.require(req(), ['operator'])).rejects.toBeInstanceOf(UnauthorizedException);
-    await expect(auth.require(req('Bearer op-token'), ['approver'])).rejects.toBeInstanceOf(ForbiddenException);
+    await expect(auth.require(req('Bearer gw_unknown'), ['operator'])).rejects.toMatchObject({ code: 'unauthorized' });
+    await expect(auth.require(req(), ['operator'])).rejects.toMatchObject({ code: 'unauthorized' });
+    await expect(auth.require(req('Bearer op-token'), ['approver'])).rejects.toMatchObject({ code: 'forbidden' });
   });
 });

@@ -1,7 +1,7 @@
-import { ForbiddenException, Inject, Injectable, UnauthorizedException } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
 import { CatalogRepository, PolicyRepository } from '@gateway/db';
-import { hashCredential } from '@gateway/domain';
+import { DomainError, hashCredential } from '@gateway/domain';
 
 export type OperatorRole = 'operator' | 'approver' | 'finance';
 
@@ -24,15 +24,15 @@ export class OperatorAuth {
 
   async require(req: Request, anyOf: OperatorRole[]): Promise<Operator> {
     const token = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim();
-    if (!token) throw new UnauthorizedException('operator bearer token required');
+    if (!token) throw new DomainError('unauthorized', 'operator bearer token required');
     const op = await this.tokens.operatorByTokenHash(hashCredential(token));
     if (!op) {
       if (await this.keys.workloadByKeyHash(hashCredential(token))) {
-        throw new ForbiddenException('workload API keys cannot call operator APIs; use an operator token');
+        throw new DomainError('forbidden', 'workload API keys cannot call operator APIs; use an operator token');
       }
-      throw new UnauthorizedException('unknown or revoked operator token');
+      throw new DomainError('unauthorized', 'unknown or revoked operator token');
     }
-    if (!anyOf.some((r) => op.roles.includes(r))) throw new ForbiddenException(`requires one of the roles: ${anyOf.join(', ')}`);
+    if (!anyOf.some((r) => op.roles.includes(r))) throw new DomainError('forbidden', `requires one of the roles: ${anyOf.join(', ')}`);
     return op;
   }
 }

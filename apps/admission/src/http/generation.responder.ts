@@ -3,7 +3,7 @@ import type { Request } from 'express';
 import type { Logger } from 'pino';
 import { DispatchReplyV1 } from '@gateway/contracts';
 import { DomainError } from '@gateway/domain';
-import { denialBody, DenialTarget, GatewayError, InjectLogger, writeDenial } from '@gateway/service-kit';
+import { denialBody, DenialTarget, InjectLogger, writeDenial } from '@gateway/service-kit';
 import { AdmitRequestCommand } from '../usecases/admit-request/admit-request.command';
 import { AdmitRequest, AdmittedAction, IdempotentReplay } from '../usecases/admit-request/admit-request.usecase';
 import { AdmissionMetrics } from '../admission.metrics';
@@ -231,7 +231,7 @@ export class GenerationResponder {
       );
       return 'idempotency_replay';
     }
-    if (err instanceof GatewayError) {
+    if (err instanceof DomainError) {
       writeDenial(req, res, err, err.headers);
       return err.code;
     }

@@ -1,7 +1,6 @@
-import { OperatorAuth } from '@gateway/service-kit';
-import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, UseFilters } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { Request } from 'express';
+import { CurrentOperator, Operator, OperatorApi, Roles } from '@gateway/service-kit';
+import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiBody, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { DecideException } from '../usecases/decide-exception/decide-exception.usecase';
 import { approveExceptionBody, rejectExceptionBody } from '../usecases/decide-exception/decide-exception.command';
 import { GetException } from '../usecases/get-exception/get-exception.usecase';
@@ -13,18 +12,12 @@ import { RevokeException } from '../usecases/revoke-exception/revoke-exception.u
 import { revokeExceptionBody } from '../usecases/revoke-exception/revoke-exception.command';
 import { bodySchema } from './openapi';
 
-import { PolicyErrorFilter } from './policy-error';
-
 @ApiTags('exceptions')
-@ApiBearerAuth()
+@OperatorApi()
 @ApiResponse({ status: 400, description: 'invalid_request: the body failed validation (param names the field)' })
-@ApiResponse({ status: 401, description: 'unauthorized: missing or unknown operator token' })
-@ApiResponse({ status: 403, description: 'forbidden: wrong role, or a workload key' })
-@UseFilters(PolicyErrorFilter)
 @Controller('exceptions')
 export class ExceptionsController {
   constructor(
-    private readonly auth: OperatorAuth,
     private readonly requestException: RequestException,
     private readonly decide: DecideException,
     private readonly revokeException: RevokeException,
@@ -35,8 +28,8 @@ export class ExceptionsController {
   @Post()
   @ApiOperation({ summary: 'Request a time-boxed candidate exception (expires within 90 days); status requested. Role: operator' })
   @ApiBody({ schema: bodySchema(requestExceptionBody) })
-  async request(@Req() req: Request, @Body() body: unknown) {
-    const op = await this.auth.require(req, ['operator']);
+  @Roles('operator')
+  request(@CurrentOperator() op: Operator, @Body() body: unknown) {
     return this.requestException.execute(op, parseBody(requestExceptionBody, body));
   }
 
@@ -46,16 +39,16 @@ export class ExceptionsController {
   })
   @ApiQuery({ name: 'workload_id', required: false })
   @ApiQuery({ name: 'limit', required: false })
-  async list(@Req() req: Request, @Query('workload_id') workloadId?: string, @Query('limit') limit?: string) {
-    await this.auth.require(req, ['operator', 'approver']);
+  @Roles('operator', 'approver')
+  list(@Query('workload_id') workloadId?: string, @Query('limit') limit?: string) {
     return this.listExceptions.execute({ workloadId: workloadId || null, limit: limit ? Number(limit) : 100 });
   }
 
   @Get(':id')
   @ApiOperation({ summary: 'One exception with its audit trail. Role: operator or approver' })
   @ApiResponse({ status: 404, description: 'not_found' })
-  async get(@Req() req: Request, @Param('id') id: string) {
-    await this.auth.require(req, ['operator', 'approver']);
+  @Roles('operator', 'approver')
+  get(@Param('id') id: string) {
     return this.getException.execute(id);
   }
 
@@ -65,8 +58,8 @@ export class ExceptionsController {
   @ApiBody({ schema: bodySchema(approveExceptionBody), required: false })
   @ApiResponse({ status: 403, description: 'self_approval' })
   @ApiResponse({ status: 409, description: 'invalid_transition / exception_expired / concurrent_change' })
-  async approve(@Req() req: Request, @Param('id') id: string, @Body() body: unknown) {
-    const op = await this.auth.require(req, ['approver']);
+  @Roles('approver')
+  approve(@CurrentOperator() op: Operator, @Param('id') id: string, @Body() body: unknown) {
     return this.decide.execute(op, id, { decision: 'approve', ...parseBody(approveExceptionBody, body ?? {}) });
   }
 
@@ -76,8 +69,8 @@ export class ExceptionsController {
   @ApiBody({ schema: bodySchema(rejectExceptionBody) })
   @ApiResponse({ status: 403, description: 'self_approval' })
   @ApiResponse({ status: 409, description: 'invalid_transition / exception_expired / concurrent_change' })
-  async reject(@Req() req: Request, @Param('id') id: string, @Body() body: unknown) {
-    const op = await this.auth.require(req, ['approver']);
+  @Roles('approver')
+  reject(@CurrentOperator() op: Operator, @Param('id') id: string, @Body() body: unknown) {
     return this.decide.execute(op, id, { decision: 'reject', ...parseBody(rejectExceptionBody, body) });
   }
 
@@ -88,8 +81,8 @@ export class ExceptionsController {
   })
   @ApiBody({ schema: bodySchema(revokeExceptionBody) })
   @ApiResponse({ status: 409, description: 'invalid_transition / exception_expired / concurrent_change' })
-  async revoke(@Req() req: Request, @Param('id') id: string, @Body() body: unknown) {
-    const op = await this.auth.require(req, ['operator', 'approver']);
+  @Roles('operator', 'approver')
+  revoke(@CurrentOperator() op: Operator, @Param('id') id: string, @Body() body: unknown) {
     return this.revokeException.execute(op, id, parseBody(revokeExceptionBody, body));
   }
 }

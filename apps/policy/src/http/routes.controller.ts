@@ -1,7 +1,6 @@
-import { OperatorAuth } from '@gateway/service-kit';
-import { Body, Controller, Get, HttpCode, Param, Post, Put, Req, UseFilters } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { Request } from 'express';
+import { CurrentOperator, Operator, OperatorApi, Roles } from '@gateway/service-kit';
+import { Body, Controller, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
+import { ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { AddPriceRevision } from '../usecases/add-price-revision/add-price-revision.usecase';
 import { addPriceRevisionBody } from '../usecases/add-price-revision/add-price-revision.command';
 import { CreateRoute } from '../usecases/create-route/create-route.usecase';
@@ -15,18 +14,12 @@ import { VerifyRoute } from '../usecases/verify-route/verify-route.usecase';
 import { verifyRouteBody } from '../usecases/verify-route/verify-route.command';
 import { bodySchema } from './openapi';
 
-import { PolicyErrorFilter } from './policy-error';
-
 @ApiTags('routes')
-@ApiBearerAuth()
+@OperatorApi()
 @ApiResponse({ status: 400, description: 'invalid_request: the body failed validation (param names the field)' })
-@ApiResponse({ status: 401, description: 'unauthorized: missing or unknown operator token' })
-@ApiResponse({ status: 403, description: 'forbidden: wrong role, or a workload key' })
-@UseFilters(PolicyErrorFilter)
 @Controller('routes')
 export class RoutesController {
   constructor(
-    private readonly auth: OperatorAuth,
     private readonly createRoute: CreateRoute,
     private readonly updateContract: UpdateRouteContract,
     private readonly listRoutes: ListRoutes,
@@ -39,23 +32,23 @@ export class RoutesController {
   @ApiOperation({ summary: 'Create a route: alias + contract version 1 (unverified). Role: operator' })
   @ApiBody({ schema: bodySchema(createRouteBody) })
   @ApiResponse({ status: 409, description: 'route_exists / alias_taken' })
-  async create(@Req() req: Request, @Body() body: unknown) {
-    const op = await this.auth.require(req, ['operator']);
+  @Roles('operator')
+  create(@CurrentOperator() op: Operator, @Body() body: unknown) {
     return this.createRoute.execute(op, parseBody(createRouteBody, body));
   }
 
   @Get()
   @ApiOperation({ summary: 'Routes with their current contract and verification state (verified / unverified / stale). Role: operator' })
-  async list(@Req() req: Request) {
-    await this.auth.require(req, ['operator']);
+  @Roles('operator')
+  list() {
     return this.listRoutes.execute();
   }
 
   @Get(':id')
   @ApiOperation({ summary: 'One route: every contract version with its verification state, and its price revisions. Role: operator' })
   @ApiResponse({ status: 404, description: 'not_found' })
-  async get(@Req() req: Request, @Param('id') id: string) {
-    await this.auth.require(req, ['operator']);
+  @Roles('operator')
+  get(@Param('id') id: string) {
     return this.getRoute.execute(id);
   }
 
@@ -66,8 +59,8 @@ export class RoutesController {
   @ApiBody({ schema: bodySchema(updateRouteContractBody) })
   @ApiResponse({ status: 404, description: 'not_found' })
   @ApiResponse({ status: 409, description: 'alias_taken' })
-  async putContract(@Req() req: Request, @Param('id') id: string, @Body() body: unknown) {
-    const op = await this.auth.require(req, ['operator']);
+  @Roles('operator')
+  putContract(@CurrentOperator() op: Operator, @Param('id') id: string, @Body() body: unknown) {
     return this.updateContract.execute(op, id, parseBody(updateRouteContractBody, body));
   }
 
@@ -79,8 +72,8 @@ export class RoutesController {
   })
   @ApiBody({ schema: bodySchema(verifyRouteBody) })
   @ApiResponse({ status: 409, description: 'probe_failed / version_not_current' })
-  async verify(@Req() req: Request, @Param('id') id: string, @Body() body: unknown) {
-    const op = await this.auth.require(req, ['operator']);
+  @Roles('operator')
+  verify(@CurrentOperator() op: Operator, @Param('id') id: string, @Body() body: unknown) {
     return this.verifyRoute.execute(op, id, parseBody(verifyRouteBody, body ?? {}));
   }
 
@@ -88,8 +81,8 @@ export class RoutesController {
   @ApiOperation({ summary: 'Add an immutable price revision (integer micro-USD per 1M tokens per category). Role: operator or finance' })
   @ApiBody({ schema: bodySchema(addPriceRevisionBody) })
   @ApiResponse({ status: 409, description: 'price_revision_exists' })
-  async addPrice(@Req() req: Request, @Param('id') id: string, @Body() body: unknown) {
-    const op = await this.auth.require(req, ['operator', 'finance']);
+  @Roles('operator', 'finance')
+  addPrice(@CurrentOperator() op: Operator, @Param('id') id: string, @Body() body: unknown) {
     return this.addPriceRevision.execute(op, id, parseBody(addPriceRevisionBody, body));
   }
 }

@@ -1,7 +1,6 @@
-import { OperatorAuth } from '@gateway/service-kit';
-import { Body, Controller, Get, HttpCode, Param, Post, Put, Req, UseFilters } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { Request } from 'express';
+import { CurrentOperator, Operator, OperatorApi, Roles } from '@gateway/service-kit';
+import { Body, Controller, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
+import { ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { GetWorkload } from '../usecases/get-workload/get-workload.usecase';
 import { parseBody } from '../usecases/input';
 import { IssueApiKey } from '../usecases/issue-api-key/issue-api-key.usecase';
@@ -11,18 +10,12 @@ import { RevokeApiKey } from '../usecases/revoke-api-key/revoke-api-key.usecase'
 import { revokeApiKeyBody } from '../usecases/revoke-api-key/revoke-api-key.command';
 import { bodySchema } from './openapi';
 
-import { PolicyErrorFilter } from './policy-error';
-
 @ApiTags('workloads')
-@ApiBearerAuth()
+@OperatorApi()
 @ApiResponse({ status: 400, description: 'invalid_request: the body failed validation (param names the field)' })
-@ApiResponse({ status: 401, description: 'unauthorized: missing or unknown operator token' })
-@ApiResponse({ status: 403, description: 'forbidden: wrong role, or a workload key' })
-@UseFilters(PolicyErrorFilter)
 @Controller('workloads')
 export class WorkloadsController {
   constructor(
-    private readonly auth: OperatorAuth,
     private readonly putWorkload: PutWorkload,
     private readonly getWorkload: GetWorkload,
     private readonly issueKey: IssueApiKey,
@@ -32,24 +25,24 @@ export class WorkloadsController {
   @Put(':id')
   @ApiOperation({ summary: 'Create or replace a workload policy (money as integer micro-USD). Role: operator' })
   @ApiBody({ schema: bodySchema(putWorkloadBody) })
-  async put(@Req() req: Request, @Param('id') id: string, @Body() body: unknown) {
-    const op = await this.auth.require(req, ['operator']);
+  @Roles('operator')
+  put(@CurrentOperator() op: Operator, @Param('id') id: string, @Body() body: unknown) {
     return this.putWorkload.execute(op, id, parseBody(putWorkloadBody, body));
   }
 
   @Get(':id')
   @ApiOperation({ summary: 'A workload policy and its keys (prefix and status only). Role: operator' })
   @ApiResponse({ status: 404, description: 'not_found' })
-  async get(@Req() req: Request, @Param('id') id: string) {
-    await this.auth.require(req, ['operator']);
+  @Roles('operator')
+  get(@Param('id') id: string) {
     return this.getWorkload.execute(id);
   }
 
   @Post(':id/keys')
   @ApiOperation({ summary: 'Issue a workload key (gw_…); the key is in this response only, just its SHA-256 is stored. Role: operator' })
   @ApiResponse({ status: 404, description: 'not_found' })
-  async issue(@Req() req: Request, @Param('id') id: string) {
-    const op = await this.auth.require(req, ['operator']);
+  @Roles('operator')
+  issue(@CurrentOperator() op: Operator, @Param('id') id: string) {
     return this.issueKey.execute(op, id);
   }
 
@@ -58,8 +51,8 @@ export class WorkloadsController {
   @ApiOperation({ summary: 'Revoke a workload key (reason required); effective on the next admission request. Role: operator' })
   @ApiBody({ schema: bodySchema(revokeApiKeyBody) })
   @ApiResponse({ status: 409, description: 'key_already_revoked' })
-  async revoke(@Req() req: Request, @Param('id') id: string, @Param('keyId') keyId: string, @Body() body: unknown) {
-    const op = await this.auth.require(req, ['operator']);
+  @Roles('operator')
+  revoke(@CurrentOperator() op: Operator, @Param('id') id: string, @Param('keyId') keyId: string, @Body() body: unknown) {
     return this.revokeKey.execute(op, id, keyId, parseBody(revokeApiKeyBody, body));
   }
 }

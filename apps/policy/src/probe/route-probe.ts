@@ -1,9 +1,10 @@
-import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { Injectable } from '@nestjs/common';
 import { Dispatcher, request } from 'undici';
 import type { DispatchCommandV1, ProviderKind } from '@gateway/contracts';
 import type { RouteContractVersionView } from '@gateway/db';
 import { adapterFor } from '@gateway/providers';
+import type { Clock, IdGenerator } from '@gateway/service-kit';
 
 /** How many candidates a probe asks for, and the tiny per-candidate output cap it sets. */
 export const PROBE_CANDIDATES = 2;
@@ -40,16 +41,20 @@ export interface ProbeTarget {
  */
 @Injectable()
 export class RouteProbe {
-  constructor(private readonly opts: { timeoutMs: number; dispatcher?: Dispatcher }) {}
+  constructor(
+    private readonly opts: { timeoutMs: number; dispatcher?: Dispatcher },
+    private readonly clock: Clock,
+    private readonly ids: IdGenerator,
+  ) {}
 
   async run(target: ProbeTarget): Promise<ProbeObservation> {
     const c = target.contract;
     const kind = c.providerKind as ProviderKind;
     const adapter = adapterFor(kind);
-    const deadline = new Date(Date.now() + this.opts.timeoutMs).toISOString();
+    const deadline = new Date(this.clock.now().getTime() + this.opts.timeoutMs).toISOString();
     const cmd: DispatchCommandV1 = {
-      action_id: `probe-${randomUUID()}`,
-      request_id: randomUUID(),
+      action_id: `probe-${this.ids.next()}`,
+      request_id: this.ids.next(),
       workload_id: 'policy-probe',
       environment: 'probe',
       api_kind: kind === 'gemini-generate' ? 'gemini-generate' : 'openai-chat',
@@ -79,7 +84,8 @@ export class RouteProbe {
           : { model: target.alias, messages: [{ role: 'user', content: PROBE_PROMPT }] },
     };
     const req = adapter.buildRequest(cmd);
-    const started = Date.now();
+    // Elapsed time from the monotonic timer: the wall clock may step, and a frozen one never moves.
+    const started = performance.now();
     const base = { url: req.url, requested_candidates: PROBE_CANDIDATES, output_cap: PROBE_OUTPUT_CAP };
     try {
       const res = await request(req.url, {
@@ -104,7 +110,7 @@ export class RouteProbe {
         reasoning_tokens: parsed?.usage?.reasoningTokens ?? null,
         provider_request_id: parsed?.providerRequestId ?? null,
         prompt_block_reason: parsed?.promptBlockReason ?? null,
-        duration_ms: Date.now() - started,
+        duration_ms: Math.round(performance.now() - started),
       };
     } catch (err) {
       return {
@@ -118,7 +124,7 @@ export class RouteProbe {
         reasoning_tokens: null,
         provider_request_id: null,
         prompt_block_reason: null,
-        duration_ms: Date.now() - started,
+        duration_ms: Math.round(performance.now() - started),
       };
     }
   }

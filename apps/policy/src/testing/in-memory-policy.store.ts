@@ -15,7 +15,7 @@ import type {
   WorkloadInput,
   WorkloadView,
 } from '@gateway/db';
-import type { Clock, Entropy } from '@gateway/service-kit';
+import type { Clock, Entropy, IdGenerator } from '@gateway/service-kit';
 import type { ExceptionStore, RouteStore, WorkloadStore } from '../ports';
 
 /** A policyChanged event as the fakes record it (the real repositories write it to the outbox). */
@@ -271,3 +271,12 @@ export class FakeClock implements Clock {
 export const countingEntropy: Entropy = {
   bytes: (n) => Buffer.from(Array.from({ length: n }, (_, i) => i % 256)),
 };
+
+/** Ids `<prefix>-1`, `<prefix>-2`, ... in the order they are asked for. */
+export class SequentialIds implements IdGenerator {
+  private n = 0;
+  constructor(private readonly prefix = 'id') {}
+  next(): string {
+    return `${this.prefix}-${++this.n}`;
+  }
+}

@@ -1,6 +1,6 @@
 import type { ExceptionView } from '@gateway/db';
 import { effectiveExceptionStatus, ExceptionEvent, exceptionMachine, ExceptionStatus } from '@gateway/domain';
-import { PolicyError } from '../http/policy-error';
+import { PolicyError } from '../policy.errors';
 import type { ExceptionStore } from '../ports';
 
 /**

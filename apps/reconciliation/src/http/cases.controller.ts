@@ -1,25 +1,22 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, UseFilters } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
-import type { Request } from 'express';
-import { OperatorAuth } from '@gateway/service-kit';
+import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiBody, ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { Clock, CurrentOperator, InjectClock, Operator, OperatorApi, Roles } from '@gateway/service-kit';
 import { importUsageBody, importUsageCommand } from '../usecases/import-usage/import-usage.command';
 import { ImportUsage } from '../usecases/import-usage/import-usage.usecase';
 import { ListCases } from '../usecases/list-cases/list-cases.usecase';
 import { releaseCaseBody, releaseCaseCommand } from '../usecases/release-case/release-case.command';
 import { ReleaseCase } from '../usecases/release-case/release-case.usecase';
 import { caseSchema, schemaOf } from './openapi';
-import { ReconciliationErrorFilter } from './reconciliation-error.filter';
 
 @ApiTags('cases')
-@ApiBearerAuth()
-@UseFilters(ReconciliationErrorFilter)
+@OperatorApi()
 @Controller('cases')
 export class CasesController {
   constructor(
-    private readonly auth: OperatorAuth,
     private readonly listCases: ListCases,
     private readonly importUsage: ImportUsage,
     private readonly releaseCase: ReleaseCase,
+    @InjectClock() private readonly clock: Clock,
   ) {}
 
   @Get()
@@ -30,13 +27,8 @@ export class CasesController {
   @ApiQuery({ name: 'workload_id', required: false })
   @ApiQuery({ name: 'limit', required: false, description: '1 to 1000, default 100' })
   @ApiOkResponse({ schema: { type: 'object', properties: { cases: { type: 'array', items: caseSchema } } } })
-  async list(
-    @Req() req: Request,
-    @Query('status') status?: string,
-    @Query('workload_id') workloadId?: string,
-    @Query('limit') limit?: string,
-  ) {
-    await this.auth.require(req, ['operator', 'finance']);
+  @Roles('operator', 'finance')
+  list(@Query('status') status?: string, @Query('workload_id') workloadId?: string, @Query('limit') limit?: string) {
     return this.listCases.execute({ status, workload_id: workloadId, limit });
   }
 
@@ -48,9 +40,9 @@ export class CasesController {
   })
   @ApiParam({ name: 'id', description: 'case id' })
   @ApiBody({ schema: schemaOf(importUsageBody) })
-  async import(@Req() req: Request, @Param('id') id: string, @Body() body: unknown) {
-    const op = await this.auth.require(req, ['operator', 'finance']);
-    return this.importUsage.execute(importUsageCommand(id, body, op.subject), new Date());
+  @Roles('operator', 'finance')
+  import(@CurrentOperator() op: Operator, @Param('id') id: string, @Body() body: unknown) {
+    return this.importUsage.execute(importUsageCommand(id, body, op.subject), this.clock.now());
   }
 
   @Post(':id/release')
@@ -61,8 +53,8 @@ export class CasesController {
   })
   @ApiParam({ name: 'id', description: 'case id' })
   @ApiBody({ schema: schemaOf(releaseCaseBody) })
-  async release(@Req() req: Request, @Param('id') id: string, @Body() body: unknown) {
-    const op = await this.auth.require(req, ['operator']);
-    return this.releaseCase.execute(releaseCaseCommand(id, body, op.subject), new Date());
+  @Roles('operator')
+  release(@CurrentOperator() op: Operator, @Param('id') id: string, @Body() body: unknown) {
+    return this.releaseCase.execute(releaseCaseCommand(id, body, op.subject), this.clock.now());
   }
 }

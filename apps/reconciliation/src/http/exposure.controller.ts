@@ -1,18 +1,14 @@
-import { Controller, Get, Query, Req } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
-import type { Request } from 'express';
-import { OperatorAuth } from '@gateway/service-kit';
+import { Controller, Get, Query } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { OperatorApi, Roles } from '@gateway/service-kit';
 import { QueryExposure } from '../usecases/query-exposure/query-exposure.usecase';
 import { exposureSchema } from './openapi';
 
 @ApiTags('exposure')
-@ApiBearerAuth()
+@OperatorApi()
 @Controller('exposure')
 export class ExposureController {
-  constructor(
-    private readonly auth: OperatorAuth,
-    private readonly exposure: QueryExposure,
-  ) {}
+  constructor(private readonly exposure: QueryExposure) {}
 
   @Get()
   @ApiOperation({
@@ -25,8 +21,8 @@ export class ExposureController {
     description: "the workload's accounts and those of its exceptions; all accounts when omitted",
   })
   @ApiOkResponse({ schema: exposureSchema })
-  async get(@Req() req: Request, @Query('workload_id') workloadId?: string) {
-    await this.auth.require(req, ['operator', 'finance']);
+  @Roles('operator', 'finance')
+  get(@Query('workload_id') workloadId?: string) {
     return this.exposure.execute({ workload_id: workloadId });
   }
 }

@@ -1,6 +1,6 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { InjectLogger } from '@gateway/service-kit';
+import { Clock, InjectClock, InjectLogger } from '@gateway/service-kit';
 import { SWEEP_CONFIG, SweepConfig } from '../reconciliation.config';
 import { ReconciliationMetrics } from '../reconciliation.metrics';
 import { SweepReservations } from '../usecases/sweep-reservations/sweep-reservations.usecase';
@@ -16,6 +16,7 @@ export class SweepScheduler implements OnApplicationBootstrap, OnApplicationShut
     private readonly metrics: ReconciliationMetrics,
     @Inject(SWEEP_CONFIG) private readonly config: SweepConfig,
     @InjectLogger() private readonly log: Logger,
+    @InjectClock() private readonly clock: Clock,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -32,7 +33,7 @@ export class SweepScheduler implements OnApplicationBootstrap, OnApplicationShut
   private tick(): void {
     if (this.running) return;
     this.running = this.sweep
-      .execute(new Date())
+      .execute(this.clock.now())
       .then((report) => {
         this.metrics.swept.inc({ kind: 'voided' }, report.voidedActionIds.length);
         this.metrics.swept.inc({ kind: 'orphaned_attempt' }, report.orphans.length);

@@ -1,17 +1,13 @@
-import { Controller, Get, Query, Req } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
-import type { Request } from 'express';
-import { OperatorAuth } from '@gateway/service-kit';
+import { Controller, Get, Query } from '@nestjs/common';
+import { ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { OperatorApi, Roles } from '@gateway/service-kit';
 import { QueryLedger } from '../usecases/query-ledger/query-ledger.usecase';
 
 @ApiTags('ledger')
-@ApiBearerAuth()
+@OperatorApi()
 @Controller('ledger')
 export class LedgerController {
-  constructor(
-    private readonly auth: OperatorAuth,
-    private readonly ledger: QueryLedger,
-  ) {}
+  constructor(private readonly ledger: QueryLedger) {}
 
   @Get()
   @ApiOperation({ summary: 'Ledger rows (one per upstream attempt), newest first; money in integer micro-USD strings' })
@@ -21,8 +17,8 @@ export class LedgerController {
   @ApiQuery({ name: 'to', required: false, description: 'ISO timestamp; settled_at < to' })
   @ApiQuery({ name: 'cursor', required: false, description: 'next_cursor of the previous page' })
   @ApiQuery({ name: 'limit', required: false })
-  async list(
-    @Req() req: Request,
+  @Roles('finance', 'operator')
+  list(
     @Query('workload_id') workloadId?: string,
     @Query('action_id') actionId?: string,
     @Query('from') from?: string,
@@ -30,7 +26,6 @@ export class LedgerController {
     @Query('cursor') cursor?: string,
     @Query('limit') limit?: string,
   ) {
-    await this.auth.require(req, ['finance', 'operator']);
     return this.ledger.execute({
       workloadId: workloadId ?? null,
       actionId: actionId ?? null,

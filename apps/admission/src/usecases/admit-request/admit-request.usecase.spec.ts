@@ -20,7 +20,7 @@ import type {
 } from '@gateway/db';
 import { DenialCode, DomainError } from '@gateway/domain';
 import { ContentCipher, EncryptedBody, KafkaBus, ReplyRouter } from '@gateway/messaging';
-import { GatewayError, Metrics, ServiceConfig } from '@gateway/service-kit';
+import { Metrics, ServiceConfig } from '@gateway/service-kit';
 import { AdmissionMetrics } from '../../admission.metrics';
 import { CatalogCache } from '../../catalog-cache';
 import { Clock } from '@gateway/service-kit';
@@ -219,6 +219,7 @@ function setup() {
   const cipher = new ContentCipher(Buffer.alloc(32, 1));
   const metrics = new AdmissionMetrics(new Metrics('test'));
   const clock: Clock = { now: () => new Date(T0) };
+  let ids = 0;
   const admit = new AdmitRequest(
     catalog as unknown as CatalogCache,
     exceptions as unknown as CatalogRepository,
@@ -230,6 +231,7 @@ function setup() {
     CONFIG,
     silentLogger,
     clock,
+    { next: () => `00000000-0000-4000-8000-${String(++ids).padStart(12, '0')}` },
   );
   return { admit, catalog, exceptions, admissions, bus, replies, cipher, metrics };
 }
@@ -328,7 +330,7 @@ describe('AdmitRequest', () => {
       const f = setup();
       const err = await rejectionOf(f.admit.execute(build(f)));
 
-      expect(err).toBeInstanceOf(GatewayError);
+      expect(err).toBeInstanceOf(DomainError);
       expect(err).toMatchObject({ code });
       expect(f.admissions.admitted).toHaveLength(0);
       expect(f.bus.published).toHaveLength(0);
@@ -344,7 +346,7 @@ describe('AdmitRequest', () => {
       });
       // the event fits the public topic's schema, carries the action id the client sees, and no content
       expect(() => admissionDecisionV1.parse(event)).not.toThrow();
-      expect((err as GatewayError).headers['x-gateway-action-id']).toBe(event.action_id);
+      expect((err as DomainError).headers['x-gateway-action-id']).toBe(event.action_id);
       expect(JSON.stringify(event)).not.toContain(PROMPT);
       expect(JSON.stringify(event)).not.toContain(KEY);
     });
@@ -391,10 +393,10 @@ describe('AdmitRequest', () => {
       f.admissions.nextResult = { ok: false, code: 'budget_exhausted', scope: 'workload', remainingMicrousd: 12n };
       const err = await rejectionOf(f.admit.execute(chat()));
 
-      expect(err).toBeInstanceOf(GatewayError);
+      expect(err).toBeInstanceOf(DomainError);
       expect(err).toMatchObject({ code: 'budget_exhausted' });
-      expect((err as GatewayError).message).toContain('12 micro-USD left');
-      expect((err as GatewayError).headers['retry-after']).toBeUndefined();
+      expect((err as DomainError).message).toContain('12 micro-USD left');
+      expect((err as DomainError).headers['retry-after']).toBeUndefined();
       expect(f.admissions.admitted).toHaveLength(1);
       expect(f.admissions.denials).toEqual([
         {
@@ -412,9 +414,9 @@ describe('AdmitRequest', () => {
       f.admissions.nextResult = { ok: false, code: 'concurrency_limit_exceeded', inFlight: 8 };
       const err = await rejectionOf(f.admit.execute(chat()));
 
-      expect(err).toBeInstanceOf(GatewayError);
+      expect(err).toBeInstanceOf(DomainError);
       expect(err).toMatchObject({ code: 'concurrency_limit_exceeded' });
-      expect((err as GatewayError).headers).toEqual({ 'x-gateway-action-id': f.admissions.admitted[0].action.id, 'retry-after': '1' });
+      expect((err as DomainError).headers).toEqual({ 'x-gateway-action-id': f.admissions.admitted[0].action.id, 'retry-after': '1' });
       expect(f.admissions.denials.map((d) => d.event.policy_reason)).toEqual(['concurrency_limit_exceeded']);
     });
 

@@ -1,5 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { AdmissionDecisionV1, DispatchCommandV1, DispatchReplyV1, ProviderKind, RouteTarget } from '@gateway/contracts';
 import { AdmissionRepository, CatalogRepository, RouteContract, WorkloadPolicy } from '@gateway/db';
@@ -8,16 +7,17 @@ import {
   budgetPeriodStart,
   decideAdmission,
   DenialCode,
+  DomainError,
   estimateInputTokens,
   fingerprint,
   hashCredential,
   tokenWindow,
 } from '@gateway/domain';
 import { ContentCipher, KafkaBus, ReplyRouter } from '@gateway/messaging';
-import { GatewayError, InjectConfig, InjectLogger, ServiceConfig } from '@gateway/service-kit';
+import { InjectConfig, InjectLogger, ServiceConfig } from '@gateway/service-kit';
 import { AdmitRequestCommand } from './admit-request.command';
 import { AdmissionMetrics } from '../../admission.metrics';
-import { Clock, CLOCK } from '@gateway/service-kit';
+import { Clock, IdGenerator, InjectClock, InjectIds } from '@gateway/service-kit';
 
 export interface AdmittedAction {
   actionId: string;
@@ -45,13 +45,14 @@ export class AdmitRequest {
     private readonly metrics: AdmissionMetrics,
     @InjectConfig() private readonly config: ServiceConfig,
     @InjectLogger() private readonly log: Logger,
-    @Inject(CLOCK) private readonly clock: Clock,
+    @InjectClock() private readonly clock: Clock,
+    @InjectIds() private readonly ids: IdGenerator,
   ) {}
 
   async execute(cmd: AdmitRequestCommand): Promise<AdmittedAction> {
     const now = this.clock.now();
-    const actionId = randomUUID();
-    const requestId = randomUUID();
+    const actionId = this.ids.next();
+    const requestId = this.ids.next();
     const base = this.eventBase(cmd, actionId, requestId, now);
 
     const workload = cmd.credential ? await this.catalog.workloadByKeyHash(hashCredential(cmd.credential)) : null;
@@ -128,7 +129,7 @@ export class AdmitRequest {
         dispatchDeadlineAt: dispatchDeadline,
       },
       reservation: {
-        id: randomUUID(),
+        id: this.ids.next(),
         reservedOutputTokens: decision.reservedOutputTokens,
         reservedMicrousd: decision.reservedMicrousd,
         priceRevisionId: price.id,
@@ -242,7 +243,7 @@ export class AdmitRequest {
       {
         key: admitted.actionId,
         value: {
-          event_id: randomUUID(),
+          event_id: this.ids.next(),
           action_id: admitted.actionId,
           reply_to: this.config.instanceId,
           dispatch_deadline: admitted.command.dispatch_deadline,
@@ -286,21 +287,21 @@ export class AdmitRequest {
     message: string,
     param?: string,
     headers: Record<string, string> = {},
-  ): Promise<GatewayError> {
+  ): Promise<DomainError> {
     this.metrics.decisions.inc({ result: 'deny', code });
     await this.admissions.recordDenial(workload?.id ?? 'unauthenticated', {
       ...base,
-      event_id: randomUUID(),
+      event_id: this.ids.next(),
       policy_result: 'deny',
       policy_reason: code,
     });
     this.log.info({ action_id: base.action_id, workload_id: workload?.id ?? null, code }, 'admission denied');
-    return new GatewayError(code, message, param, { 'x-gateway-action-id': base.action_id, ...headers });
+    return new DomainError(code, message, param, { 'x-gateway-action-id': base.action_id, ...headers });
   }
 
   private eventBase(cmd: AdmitRequestCommand, actionId: string, requestId: string, now: Date): AdmissionDecisionV1 {
     return {
-      event_id: randomUUID(),
+      event_id: this.ids.next(),
       timestamp: now.toISOString(),
       request_id: requestId,
       action_id: actionId,

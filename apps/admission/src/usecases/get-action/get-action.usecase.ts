@@ -1,4 +1,4 @@
-import { Inject, Injectable, NotFoundException } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { CatalogRepository, OutcomesView, ViewsRepository } from '@gateway/db';
 import { DomainError, hashCredential, pendingOf } from '@gateway/domain';
 
@@ -14,7 +14,7 @@ export class GetAction {
     const workload = credential ? await this.catalog.workloadByKeyHash(hashCredential(credential)) : null;
     if (!workload) throw new DomainError('unauthorized', 'missing, unknown or revoked workload key');
     const view = /^[0-9a-f-]{36}$/i.test(actionId) ? await this.views.action(actionId) : null;
-    if (!view || view.workloadId !== workload.id) throw new NotFoundException(`no action ${actionId} for this workload`);
+    if (!view || view.workloadId !== workload.id) throw new DomainError('not_found', `no action ${actionId} for this workload`);
     const r = view.reservation;
     return {
       action_id: view.actionId,

@@ -1,4 +1,4 @@
-import { FakeClock, InMemoryPolicyStore } from '../../testing/in-memory-policy.store';
+import { FakeClock, InMemoryPolicyStore, SequentialIds } from '../../testing/in-memory-policy.store';
 import { olga, routeCommand, T0 } from '../../testing/fixtures';
 import { CreateRoute } from '../create-route/create-route.usecase';
 import { GetRoute } from '../get-route/get-route.usecase';
@@ -16,8 +16,8 @@ describe('AddPriceRevision', () => {
   const setup = async () => {
     const store = new InMemoryPolicyStore();
     const clock = new FakeClock(T0);
-    await new CreateRoute(store, clock).execute(olga, routeCommand());
-    return { store, clock, add: new AddPriceRevision(store, clock) };
+    await new CreateRoute(store, clock, new SequentialIds('rt')).execute(olga, routeCommand());
+    return { store, clock, add: new AddPriceRevision(store, clock, new SequentialIds('price')) };
   };
 
   it('adds an immutable revision with money as integer strings, effective now by default', async () => {

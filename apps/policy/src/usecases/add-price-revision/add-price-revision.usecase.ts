@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { PolicyRepository, PriceRevisionView } from '@gateway/db';
 import { DomainError } from '@gateway/domain';
 import type { Operator } from '@gateway/service-kit';
-import { Clock, CLOCK } from '@gateway/service-kit';
-import { PolicyError } from '../../http/policy-error';
+import { Clock, CLOCK, IdGenerator, InjectIds } from '@gateway/service-kit';
+import { PolicyError } from '../../policy.errors';
 import type { RouteStore } from '../../ports';
 import { priceJson } from '../views';
 import { AddPriceRevisionCommand } from './add-price-revision.command';
@@ -22,6 +21,7 @@ export class AddPriceRevision {
   constructor(
     @Inject(PolicyRepository) private readonly routes: RouteStore,
     @Inject(CLOCK) private readonly clock: Clock,
+    @InjectIds() private readonly ids: IdGenerator,
   ) {}
 
   async execute(op: Operator, routeId: string, cmd: AddPriceRevisionCommand) {
@@ -37,7 +37,7 @@ export class AddPriceRevision {
     const route = await this.routes.routeById(routeId);
     if (!route) throw new PolicyError('not_found', `route ${routeId} not found`);
     const revision: Omit<PriceRevisionView, 'createdAt' | 'createdBy' | 'reason'> = {
-      id: cmd.id ?? randomUUID(),
+      id: cmd.id ?? this.ids.next(),
       routeId,
       effectiveFrom,
       inputPerMTokMicrousd: cmd.input_per_mtok_microusd,

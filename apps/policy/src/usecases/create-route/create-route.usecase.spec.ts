@@ -1,11 +1,11 @@
-import { FakeClock, InMemoryPolicyStore } from '../../testing/in-memory-policy.store';
+import { FakeClock, InMemoryPolicyStore, SequentialIds } from '../../testing/in-memory-policy.store';
 import { olga, routeCommand, T0 } from '../../testing/fixtures';
 import { CreateRoute } from './create-route.usecase';
 
 describe('CreateRoute', () => {
   const setup = () => {
     const store = new InMemoryPolicyStore();
-    return { store, createRoute: new CreateRoute(store, new FakeClock(T0)) };
+    return { store, createRoute: new CreateRoute(store, new FakeClock(T0), new SequentialIds('rt')) };
   };
 
   it('creates the route with an unverified contract version 1 and announces it', async () => {
@@ -29,10 +29,10 @@ describe('CreateRoute', () => {
     expect(store.changes).toEqual([{ entity: 'route', entityId: 'rt-openai', change: 'contract version 1', actor: 'olga' }]);
   });
 
-  it('generates an id when none is given', async () => {
+  it('takes an id from the injected generator when none is given', async () => {
     const { createRoute } = setup();
     const route = await createRoute.execute(olga, routeCommand({ id: undefined }));
-    expect(route.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(route.id).toBe('rt-1');
   });
 
   it('refuses an existing id or alias with 409 codes instead of appending a version', async () => {

@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { PolicyRepository } from '@gateway/db';
 import type { Operator } from '@gateway/service-kit';
-import { Clock, CLOCK } from '@gateway/service-kit';
-import { PolicyError } from '../../http/policy-error';
+import { Clock, CLOCK, IdGenerator, InjectIds } from '@gateway/service-kit';
+import { PolicyError } from '../../policy.errors';
 import type { RouteStore } from '../../ports';
 import { toContractInput } from '../route-contract.schema';
 import { routeJson } from '../views';
@@ -15,11 +14,12 @@ export class CreateRoute {
   constructor(
     @Inject(PolicyRepository) private readonly routes: RouteStore,
     @Inject(CLOCK) private readonly clock: Clock,
+    @InjectIds() private readonly ids: IdGenerator,
   ) {}
 
   async execute(op: Operator, cmd: CreateRouteCommand) {
     const now = this.clock.now();
-    const routeId = cmd.id ?? randomUUID();
+    const routeId = cmd.id ?? this.ids.next();
     const result = await this.routes.createRoute(toContractInput(routeId, cmd.alias, cmd, op.subject, cmd.reason ?? 'route created'), now);
     if (!result.ok) {
       throw result.reason === 'id_taken'

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { PolicyRepository } from '@gateway/db';
-import { PolicyError } from '../../http/policy-error';
+import { PolicyError } from '../../policy.errors';
 import type { WorkloadStore } from '../../ports';
 import { workloadJson } from '../views';
 

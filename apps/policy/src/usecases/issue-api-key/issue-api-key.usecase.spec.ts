@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { countingEntropy, FakeClock, InMemoryPolicyStore } from '../../testing/in-memory-policy.store';
+import { countingEntropy, FakeClock, InMemoryPolicyStore, SequentialIds } from '../../testing/in-memory-policy.store';
 import { olga, T0, workloadCommand } from '../../testing/fixtures';
 import { PutWorkload } from '../put-workload/put-workload.usecase';
 import { RevokeApiKey } from '../revoke-api-key/revoke-api-key.usecase';
@@ -10,7 +10,12 @@ describe('IssueApiKey and RevokeApiKey', () => {
     const store = new InMemoryPolicyStore();
     const clock = new FakeClock(T0);
     await new PutWorkload(store, clock).execute(olga, 'wl', workloadCommand());
-    return { store, clock, issue: new IssueApiKey(store, clock, countingEntropy), revoke: new RevokeApiKey(store, clock) };
+    return {
+      store,
+      clock,
+      issue: new IssueApiKey(store, clock, new SequentialIds('key'), countingEntropy),
+      revoke: new RevokeApiKey(store, clock),
+    };
   };
 
   it('returns gw_ + 32 random bytes in base64url once, storing only its SHA-256 and a prefix', async () => {

@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { PolicyRepository } from '@gateway/db';
 import { hashCredential } from '@gateway/domain';
 import type { Operator } from '@gateway/service-kit';
-import { Clock, CLOCK, ENTROPY, Entropy } from '@gateway/service-kit';
-import { PolicyError } from '../../http/policy-error';
+import { Clock, CLOCK, ENTROPY, Entropy, IdGenerator, InjectIds } from '@gateway/service-kit';
+import { PolicyError } from '../../policy.errors';
 import type { WorkloadStore } from '../../ports';
 import { apiKeyJson } from '../views';
 
@@ -19,6 +18,7 @@ export class IssueApiKey {
   constructor(
     @Inject(PolicyRepository) private readonly workloads: WorkloadStore,
     @Inject(CLOCK) private readonly clock: Clock,
+    @InjectIds() private readonly ids: IdGenerator,
     @Inject(ENTROPY) private readonly entropy: Entropy,
   ) {}
 
@@ -26,7 +26,7 @@ export class IssueApiKey {
     const workload = await this.workloads.workloadById(workloadId);
     if (!workload) throw new PolicyError('not_found', `workload ${workloadId} not found`);
     const key = `gw_${this.entropy.bytes(32).toString('base64url')}`;
-    const id = randomUUID();
+    const id = this.ids.next();
     await this.workloads.addApiKey(
       {
         id,

@@ -1,4 +1,4 @@
-import { FakeClock, InMemoryExceptionStore, InMemoryPolicyStore } from '../../testing/in-memory-policy.store';
+import { FakeClock, InMemoryExceptionStore, InMemoryPolicyStore, SequentialIds } from '../../testing/in-memory-policy.store';
 import { DAY_MS, exceptionCommand, olga, routeCommand, T0, workloadCommand } from '../../testing/fixtures';
 import { CreateRoute } from '../create-route/create-route.usecase';
 import { parseBody } from '../input';
@@ -11,9 +11,9 @@ describe('RequestException', () => {
     const policy = new InMemoryPolicyStore();
     const exceptions = new InMemoryExceptionStore();
     const clock = new FakeClock(T0);
-    await new CreateRoute(policy, clock).execute(olga, routeCommand());
+    await new CreateRoute(policy, clock, new SequentialIds('rt')).execute(olga, routeCommand());
     await new PutWorkload(policy, clock).execute(olga, 'wl', workloadCommand());
-    return { exceptions, request: new RequestException(exceptions, policy, clock) };
+    return { exceptions, request: new RequestException(exceptions, policy, clock, new SequentialIds('ex')) };
   };
 
   it('files a request (nothing granted yet) with requested_by = caller, an audit row and a policy event', async () => {

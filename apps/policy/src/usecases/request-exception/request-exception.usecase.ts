@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { ExceptionRepository, PolicyRepository } from '@gateway/db';
 import { DomainError } from '@gateway/domain';
 import type { Operator } from '@gateway/service-kit';
-import { Clock, CLOCK } from '@gateway/service-kit';
+import { Clock, CLOCK, IdGenerator, InjectIds } from '@gateway/service-kit';
 import type { ExceptionStore, RouteStore, WorkloadStore } from '../../ports';
 import { currentVersionOf, exceptionJson } from '../views';
 import { RequestExceptionCommand } from './request-exception.command';
@@ -21,6 +20,7 @@ export class RequestException {
     @Inject(ExceptionRepository) private readonly exceptions: ExceptionStore,
     @Inject(PolicyRepository) private readonly policy: Pick<WorkloadStore, 'workloadById'> & Pick<RouteStore, 'routeById'>,
     @Inject(CLOCK) private readonly clock: Clock,
+    @InjectIds() private readonly ids: IdGenerator,
   ) {}
 
   async execute(op: Operator, cmd: RequestExceptionCommand) {
@@ -52,7 +52,7 @@ export class RequestException {
     }
     const created = await this.exceptions.create(
       {
-        id: randomUUID(),
+        id: this.ids.next(),
         workloadId: cmd.workload_id,
         routeId,
         owner: cmd.owner,

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { PolicyRepository } from '@gateway/db';
 import type { Operator } from '@gateway/service-kit';
 import { Clock, CLOCK } from '@gateway/service-kit';
-import { PolicyError } from '../../http/policy-error';
+import { PolicyError } from '../../policy.errors';
 import type { WorkloadStore } from '../../ports';
 import { apiKeyJson } from '../views';
 import { RevokeApiKeyCommand } from './revoke-api-key.command';

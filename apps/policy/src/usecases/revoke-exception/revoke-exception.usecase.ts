@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ExceptionRepository } from '@gateway/db';
 import type { Operator } from '@gateway/service-kit';
 import { Clock, CLOCK } from '@gateway/service-kit';
-import { PolicyError } from '../../http/policy-error';
+import { PolicyError } from '../../policy.errors';
 import type { ExceptionStore } from '../../ports';
 import { applyExceptionEvent } from '../exception-transition';
 import { exceptionJson } from '../views';

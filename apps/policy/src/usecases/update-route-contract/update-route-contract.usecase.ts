@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { isUniqueViolation, PolicyRepository } from '@gateway/db';
 import type { Operator } from '@gateway/service-kit';
 import { Clock, CLOCK } from '@gateway/service-kit';
-import { PolicyError } from '../../http/policy-error';
+import { PolicyError } from '../../policy.errors';
 import type { RouteStore } from '../../ports';
 import { contractDiffers, toContractInput } from '../route-contract.schema';
 import { currentVersionOf, routeJson } from '../views';

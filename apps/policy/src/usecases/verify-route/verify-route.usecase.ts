@@ -3,7 +3,7 @@ import { PolicyRepository } from '@gateway/db';
 import { DomainError } from '@gateway/domain';
 import type { Operator } from '@gateway/service-kit';
 import { Clock, CLOCK } from '@gateway/service-kit';
-import { PolicyError } from '../../http/policy-error';
+import { PolicyError } from '../../policy.errors';
 import type { RouteStore } from '../../ports';
 import { PROBE_CANDIDATES, RouteProbe } from '../../probe/route-probe';
 import { currentVersionOf, routeJson } from '../views';

@@ -1,0 +1,104 @@
+import { Readable } from 'node:stream';
+// eslint-disable-next-line no-restricted-imports -- what Nest's router throws, to map
+import { NotFoundException } from '@nestjs/common';
+import express, { Request, Response } from 'express';
+import { DomainError } from '@gateway/domain';
+import { GatewayExceptionFilter, toDomainError } from './errors';
+
+/** What express's JSON body parser passes to `next` for this body (in process, no socket). */
+function bodyParserError(body: string, limit = '64b'): Promise<unknown> {
+  const req = Object.assign(Readable.from([Buffer.from(body)]), {
+    headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+  });
+  return new Promise((resolve) => express.json({ limit })(req as unknown as Request, {} as Response, resolve));
+}
+
+function fakeResponse() {
+  const out = { status: 0, headers: {} as Record<string, string>, body: undefined as unknown };
+  const res = {
+    headersSent: false,
+    setHeader: (k: string, v: string) => void (out.headers[k] = v),
+    status: (s: number) => ((out.status = s), res),
+    json: (b: unknown) => void (out.body = b),
+  };
+  return { res: res as unknown as Response, out };
+}
+
+describe('toDomainError', () => {
+  it('keeps domain errors (and their subclasses) as they are', () => {
+    const e = new DomainError('case_not_found', 'gone');
+    expect(toDomainError(e)).toBe(e);
+  });
+
+  it("maps Nest's own exceptions by status", () => {
+    expect(toDomainError(new NotFoundException('Cannot GET /nope'))).toMatchObject({ code: 'not_found', message: 'Cannot GET /nope' });
+  });
+
+  it('maps malformed JSON from the body parser to invalid_request', async () => {
+    expect(toDomainError(await bodyParserError('{"model":'))).toMatchObject({ code: 'invalid_request' });
+  });
+
+  it('maps a body over the limit to payload_too_large (was 400 invalid_request)', async () => {
+    expect(toDomainError(await bodyParserError(JSON.stringify({ text: 'x'.repeat(200) })))).toMatchObject({ code: 'payload_too_large' });
+  });
+
+  it('leaves anything else to the 500 path', () => {
+    expect(toDomainError(new Error('db down'))).toBeNull();
+  });
+});
+
+describe('GatewayExceptionFilter', () => {
+  const errors: object[] = [];
+  const filter = new GatewayExceptionFilter({ error: (o) => errors.push(o) });
+  const req = (path: string) => ({ path }) as Request;
+
+  it('writes a body-parser failure as 413 with x-should-retry false, through the express error handler', async () => {
+    const { res, out } = fakeResponse();
+    filter.expressErrorHandler(await bodyParserError('"' + 'x'.repeat(100) + '"'), req('/v1/chat/completions'), res, () => undefined);
+    expect(out.status).toBe(413);
+    expect(out.headers['x-should-retry']).toBe('false');
+    expect(out.body).toEqual({
+      error: { message: expect.stringContaining('exceeds'), type: 'invalid_request_error', code: 'payload_too_large', param: null },
+    });
+  });
+
+  it('answers the Gemini endpoints in the Gemini shape', async () => {
+    const { res, out } = fakeResponse();
+    filter.handle(await bodyParserError('{'), req('/v1beta/models/m:generateContent'), res);
+    expect(out.status).toBe(400);
+    expect(out.body).toMatchObject({ error: { code: 400, status: 'invalid_request' } });
+  });
+
+  it.each([
+    ['/v1beta/models/m:generateContent', true],
+    ['/v1/models/m:streamGenerateContent', true],
+    ['/v1/models', false],
+    ['/v1/chat/completions', false],
+  ])('writes %s in the Gemini shape: %p', (path, gemini) => {
+    const { res, out } = fakeResponse();
+    filter.handle(new DomainError('unknown_route', 'no such alias', 'model'), req(path), res);
+    expect(out.status).toBe(404);
+    if (gemini) expect(out.body).toMatchObject({ error: { code: 404, status: 'unknown_route' } });
+    else expect(out.body).toMatchObject({ error: { code: 'unknown_route', param: 'model' } });
+  });
+
+  it("sets the error's own headers", () => {
+    const { res, out } = fakeResponse();
+    filter.handle(
+      new DomainError('token_quota_exceeded', 'slow down', undefined, { 'retry-after': '7' }),
+      req('/v1/chat/completions'),
+      res,
+    );
+    expect(out.status).toBe(429);
+    expect(out.headers).toEqual({ 'x-should-retry': 'true', 'retry-after': '7' });
+  });
+
+  it('answers anything unexpected with a 500 without internals, and logs it', () => {
+    const { res, out } = fakeResponse();
+    filter.handle(new Error('secret internals'), req('/routes'), res);
+    expect(out.status).toBe(500);
+    expect(JSON.stringify(out.body)).not.toContain('secret');
+    expect(out.body).toMatchObject({ error: { code: 'internal_error', type: 'api_error' } });
+    expect(errors).toHaveLength(1);
+  });
+});
