@@ -3,7 +3,6 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/co
 import type { Request, Response } from 'express';
 import { denialHttpStatus, denialShouldRetry, DomainError, ErrorCode } from '@gateway/domain';
 
-
 const GEMINI_STATUS: Record<number, string> = {
   400: 'INVALID_ARGUMENT',
   401: 'UNAUTHENTICATED',

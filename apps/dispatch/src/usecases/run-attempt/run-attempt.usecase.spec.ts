@@ -3,7 +3,7 @@ import { Dispatcher, MockAgent } from 'undici';
 import { DispatchCommandV1, DispatchReplyV1, dispatchReplyV1, TopicKey, TopicPayload, Topics } from '@gateway/contracts';
 import type { AttemptOutcome, ClaimInput, ClaimResult } from '@gateway/db';
 import { ContentCipher } from '@gateway/messaging';
-import { Clock, Metrics, ServiceConfig } from '@gateway/service-kit';
+import { Clock, Metrics, randomIds, ServiceConfig } from '@gateway/service-kit';
 import { DispatchMetrics } from '../../dispatch.metrics';
 import { dispatchCommand } from './dispatch-command.fixture';
 import type { AttemptStore, ReplyPublisher } from './ports';
@@ -108,6 +108,7 @@ function setup(interceptor?: Dispatcher.DispatcherComposeInterceptor) {
     CONFIG,
     pino({ level: 'silent' }),
     clock,
+    randomIds,
   );
   const replies = (): DispatchReplyV1[] =>
     bus.sent.map((m) => {

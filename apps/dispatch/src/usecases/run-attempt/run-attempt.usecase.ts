@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { Dispatcher, request } from 'undici';
@@ -7,7 +6,7 @@ import { DispatchRepository } from '@gateway/db';
 import { accept } from '@gateway/domain';
 import { ContentCipher, KafkaBus } from '@gateway/messaging';
 import { adapterFor, ParsedResponse, SseDecoder, UpstreamRequest } from '@gateway/providers';
-import { Clock, CLOCK, InjectConfig, InjectLogger, ServiceConfig } from '@gateway/service-kit';
+import { Clock, CLOCK, IdGenerator, InjectConfig, InjectIds, InjectLogger, ServiceConfig } from '@gateway/service-kit';
 import { AttemptStatus, buildAttemptEvent, deliveryOf, shortfallOf } from './attempt-report';
 import type { AttemptStore, ReplyPublisher, ReplySealer } from './ports';
 import { DispatchMetrics } from '../../dispatch.metrics';
@@ -39,6 +38,7 @@ export class RunAttempt {
     @InjectConfig() private readonly config: ServiceConfig,
     @InjectLogger() private readonly log: Logger,
     @Inject(CLOCK) private readonly clock: Clock,
+    @InjectIds() private readonly ids: IdGenerator,
   ) {}
 
   /**
@@ -52,7 +52,7 @@ export class RunAttempt {
       this.log.warn({ action_id: cmd.action_id }, 'refusing expired dispatch command');
       return { done: Promise.resolve() };
     }
-    const attemptId = randomUUID();
+    const attemptId = this.ids.next();
     const claim = await this.repo.claim({
       actionId: cmd.action_id,
       attemptId,
@@ -273,7 +273,7 @@ export class RunAttempt {
     const { cmd, attemptId } = ctx;
     const now = this.clock.now();
     const event = buildAttemptEvent({
-      eventId: randomUUID(),
+      eventId: this.ids.next(),
       cmd,
       attemptId,
       attemptNo: ATTEMPT_NO,
@@ -335,7 +335,7 @@ export class RunAttempt {
       {
         key: ctx.cmd.action_id,
         value: {
-          event_id: randomUUID(),
+          event_id: this.ids.next(),
           action_id: ctx.cmd.action_id,
           reply_to: ctx.replyTo,
           body: this.cipher.encrypt(reply, ctx.cmd.action_id),
