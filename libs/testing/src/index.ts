@@ -5,3 +5,4 @@
 export * from './seed';
 export * from './demo-seed';
 export * from './eventually';
+export * from './admission-input';
