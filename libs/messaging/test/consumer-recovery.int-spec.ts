@@ -1,0 +1,78 @@
+/**
+ * Issue 7 item 2: after a broker restart a consumer must consume again by itself, and readiness
+ * must say when it does not. Runs against a broker of its own (KAFKA_PORT + 200, fresh data dir)
+ * so stopping it leaves the shared broker of the other integration tests alone.
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { PolicyChangedV1 } from '@gateway/contracts';
+import { eventually } from '@gateway/testing';
+import { KafkaBus } from '../src';
+import { OwnBroker, startOwnBroker } from './kafka-broker';
+
+const PORT = Number(process.env.KAFKA_PORT ?? 9092) + 200;
+const DATA_DIR = path.resolve(__dirname, `../../../.local/kafka/recovery-${process.pid}-${randomUUID().slice(0, 8)}`);
+const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+function change(entityId: string): PolicyChangedV1 {
+  return {
+    event_id: randomUUID(),
+    timestamp: new Date().toISOString(),
+    entity: 'workload',
+    entity_id: entityId,
+    change: 'test',
+    actor: 'recovery',
+  };
+}
+
+describe('a consumer across a broker restart', () => {
+  let broker: OwnBroker | undefined;
+  let bus: KafkaBus;
+
+  afterAll(async () => {
+    await bus?.disconnect();
+    await broker?.stop();
+    fs.rmSync(DATA_DIR, { recursive: true, force: true });
+  });
+
+  it('reports itself not consuming while the broker is gone, then recovers and consumes what was published after the restart', async () => {
+    broker = await startOwnBroker({ port: PORT, dataDir: DATA_DIR, fresh: true });
+    bus = new KafkaBus({
+      brokers: [broker.brokers],
+      clientId: 'recovery-int',
+      logger: quiet,
+      consumerStallMs: 3000,
+      restartBackoff: { initialMs: 200, maxMs: 2000 },
+    });
+    await bus.connect();
+    await bus.ensureTopics();
+    const seen: string[] = [];
+    await bus.subscribe('policyChanged', { groupId: `recovery-${randomUUID()}`, fromBeginning: false }, async (e) => {
+      seen.push(e.entity_id);
+    });
+    const consuming = () => bus.consumerStatus().every((c) => c.consuming);
+
+    await bus.publish('policyChanged', [{ key: 'before', value: change('before') }]);
+    await eventually(() => (seen.includes('before') ? true : undefined), { what: 'message before the restart' });
+    expect(consuming()).toBe(true);
+
+    await broker.stop();
+    await eventually(() => (consuming() ? undefined : true), { timeoutMs: 30_000, what: 'readiness to report the consumer down' });
+
+    broker = await startOwnBroker({ port: PORT, dataDir: DATA_DIR, fresh: false });
+    await eventually(() => (consuming() ? true : undefined), { timeoutMs: 90_000, intervalMs: 200, what: 'the consumer to consume again' });
+    await eventually(
+      async () => {
+        await bus.publish('policyChanged', [{ key: 'after', value: change('after') }]);
+        return true;
+      },
+      { timeoutMs: 30_000, intervalMs: 500, what: 'a publish after the restart' },
+    );
+    await eventually(() => (seen.includes('after') ? true : undefined), {
+      timeoutMs: 30_000,
+      what: 'the message published after the restart',
+    });
+    expect(bus.consumerStatus()).toEqual([expect.objectContaining({ state: 'consuming', consuming: true })]);
+  }, 240_000);
+});
