@@ -76,3 +76,55 @@ describe('a consumer across a broker restart', () => {
     expect(bus.consumerStatus()).toEqual([expect.objectContaining({ state: 'consuming', consuming: true })]);
   }, 240_000);
 });
+
+describe('a consumer that kafkajs crashed for good', () => {
+  let bus: KafkaBus;
+
+  afterAll(async () => {
+    await bus?.disconnect();
+  });
+
+  it('is re-created, reports not consuming meanwhile, and gets the uncommitted message again', async () => {
+    const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',');
+    bus = new KafkaBus({ brokers, clientId: 'recreate-int', logger: quiet, restartBackoff: { initialMs: 1500, maxMs: 3000 } });
+    await bus.connect();
+    await bus.ensureTopics();
+    const tag = randomUUID();
+    const seen: string[] = [];
+    const parked: string[] = [];
+    let hookCalls = 0;
+    await bus.subscribe(
+      'policyChanged',
+      {
+        groupId: `recreate-${tag}`,
+        fromBeginning: false,
+        // The hook fails once with a TypeError, which kafkajs treats as unrecoverable: the
+        // consumer crashes without restart (as with "Failed to find group coordinator").
+        onPoison: async (record) => {
+          if (++hookCalls === 1) throw new TypeError('hook bug');
+          parked.push(record.source_event_id ?? '');
+        },
+      },
+      async (e) => {
+        if (e.entity_id === `${tag}-poison`) throw new RangeError('deterministic');
+        seen.push(e.entity_id);
+      },
+    );
+    // A first message commits the group's offset, so the re-created consumer resumes there.
+    await bus.publish('policyChanged', [{ key: tag, value: change(`${tag}-first`) }]);
+    await eventually(() => (seen.includes(`${tag}-first`) ? true : undefined), { what: 'the first message' });
+    const poison = change(`${tag}-poison`);
+    await bus.publish('policyChanged', [
+      { key: tag, value: poison },
+      { key: tag, value: change(`${tag}-good`) },
+    ]);
+
+    await eventually(() => (bus.consumerStatus()[0].consuming ? undefined : true), { what: 'the crash to show in readiness' });
+    await eventually(() => (seen.includes(`${tag}-good`) ? true : undefined), {
+      timeoutMs: 30_000,
+      what: 'the message after the poison one',
+    });
+    expect(parked).toEqual([poison.event_id]);
+    expect(bus.consumerStatus()[0]).toMatchObject({ consuming: true, restarts: 1, lastError: 'KafkaJSNonRetriableError' });
+  });
+});
