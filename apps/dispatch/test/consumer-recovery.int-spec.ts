@@ -1,6 +1,7 @@
 /**
- * Issue 7 item 2: after a broker restart a consumer must consume again by itself, and readiness
- * must say when it does not. Runs against a broker of its own (KAFKA_PORT + 200, fresh data dir)
+ * Issue 7 item 2 (dispatch stopped consuming for good after a broker restart): every consumer
+ * runs on `KafkaBus`, which must make it consume again by itself, and readiness must say when it
+ * does not. Runs against a broker of its own (KAFKA_PORT + 200, fresh data dir)
  * so stopping it leaves the shared broker of the other integration tests alone.
  */
 import { randomUUID } from 'node:crypto';
@@ -8,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PolicyChangedV1 } from '@gateway/contracts';
 import { eventually } from '@gateway/testing';
-import { KafkaBus } from '../src';
+import { KafkaBus } from '@gateway/messaging';
 import { OwnBroker, startOwnBroker } from './kafka-broker';
 
 const PORT = Number(process.env.KAFKA_PORT ?? 9092) + 200;
