@@ -330,6 +330,8 @@ class ManagedConsumer implements ConsumerHandle {
       partitionsConsumedConcurrently: this.options.concurrency ?? 3,
       eachMessage: (payload) => this.eachMessage(payload, () => this.stopped || this.consumer !== consumer),
     });
+    // stop() during a re-creation saw no consumer yet: take this one down too.
+    if (this.stopped) await consumer.disconnect().catch(() => undefined);
   }
 
   /** Re-creates the consumer until it runs again (or the bus stops). */
