@@ -62,11 +62,14 @@ export interface BusTransportOptions {
   instanceSuffix: () => string;
 }
 
+/** What the transport needs of the bus (narrow, so a spec can fake it). */
+export type BusSubscriber = Pick<KafkaBus, 'subscribe'>;
+
 export class BusTransport extends Server implements CustomTransportStrategy {
   private readonly handles: ConsumerHandle[] = [];
 
   constructor(
-    private readonly bus: KafkaBus,
+    private readonly bus: BusSubscriber,
     private readonly opts: BusTransportOptions,
   ) {
     super();
