@@ -95,7 +95,7 @@ describe('PoisonGuard', () => {
     const handler = jest.fn(async () => undefined);
     const h = harness(handler, hook);
     await h.guard.deliver(h.delivery(JSON.stringify({ event_id: 'e2', n: 'x' })));
-    await h.guard.deliver(h.delivery('not json'));
+    await h.guard.deliver(h.delivery('CANARY not json'));
     expect(handler).not.toHaveBeenCalled();
     expect(hook).not.toHaveBeenCalled();
     expect(h.parked.map((p) => [p.reason_class, p.source_event_id])).toEqual([
@@ -103,6 +103,7 @@ describe('PoisonGuard', () => {
       ['schema_invalid', null],
     ]);
     expect(h.parked[0].reason).toMatch(/^invalid_type at action_id/);
+    expect(h.parked[1]).toMatchObject({ error_class: 'SyntaxError', reason: 'message value is not JSON' });
   });
 
   it('runs the poison hook before parking; when it fails nothing is parked and the delivery fails', async () => {

@@ -66,6 +66,11 @@ export class PoisonGuard<P> {
     let payload: P;
     try {
       raw = JSON.parse(d.value ?? 'null');
+    } catch {
+      // JSON.parse quotes the text it choked on: never let that reach the dead-letter record.
+      return this.park(d.meta, null, new SyntaxError('message value is not JSON'), 'schema_invalid', 1, firstSeen);
+    }
+    try {
       payload = this.schema.parse(raw);
     } catch (err) {
       return this.park(d.meta, raw, err, 'schema_invalid', 1, firstSeen);
