@@ -1,7 +1,7 @@
 /**
  * Issue 7 item 2 (dispatch stopped consuming for good after a broker restart): every consumer
  * runs on `KafkaBus`, which must make it consume again by itself, and readiness must say when it
- * does not. Runs against a broker of its own (KAFKA_PORT + 200, fresh data dir)
+ * does not. Runs against a broker of its own (the first free port pair from KAFKA_PORT + 200, fresh data dir)
  * so stopping it leaves the shared broker of the other integration tests alone.
  */
 import { randomUUID } from 'node:crypto';
@@ -10,9 +10,8 @@ import path from 'node:path';
 import { PolicyChangedV1 } from '@gateway/contracts';
 import { eventually } from '@gateway/testing';
 import { KafkaBus } from '@gateway/messaging';
-import { OwnBroker, startOwnBroker } from './kafka-broker';
+import { freeBrokerPort, OwnBroker, startOwnBroker } from './kafka-broker';
 
-const PORT = Number(process.env.KAFKA_PORT ?? 9092) + 200;
 const DATA_DIR = path.resolve(__dirname, `../../../.local/kafka/recovery-${process.pid}-${randomUUID().slice(0, 8)}`);
 const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
@@ -38,7 +37,8 @@ describe('a consumer across a broker restart', () => {
   });
 
   it('reports itself not consuming while the broker is gone, then recovers and consumes what was published after the restart', async () => {
-    broker = await startOwnBroker({ port: PORT, dataDir: DATA_DIR, fresh: true });
+    const port = await freeBrokerPort(Number(process.env.KAFKA_PORT ?? 9092) + 200);
+    broker = await startOwnBroker({ port, dataDir: DATA_DIR, fresh: true });
     bus = new KafkaBus({
       brokers: [broker.brokers],
       clientId: 'recovery-int',
@@ -49,19 +49,28 @@ describe('a consumer across a broker restart', () => {
     await bus.connect();
     await bus.ensureTopics();
     const seen: string[] = [];
-    await bus.subscribe('policyChanged', { groupId: `recovery-${randomUUID()}`, fromBeginning: false }, async (e) => {
+    // The broker is new and the topic empty: reading from the beginning avoids racing the
+    // resolution of "latest" on a broker whose partition leaders are still settling.
+    await bus.subscribe('policyChanged', { groupId: `recovery-${randomUUID()}`, fromBeginning: true }, async (e) => {
       seen.push(e.entity_id);
     });
     const consuming = () => bus.consumerStatus().every((c) => c.consuming);
 
-    await bus.publish('policyChanged', [{ key: 'before', value: change('before') }]);
-    await eventually(() => (seen.includes('before') ? true : undefined), { what: 'message before the restart' });
+    // A new broker may still be settling its partition leaders: publish until it takes it.
+    await eventually(
+      async () => {
+        await bus.publish('policyChanged', [{ key: 'before', value: change('before') }]);
+        return true;
+      },
+      { timeoutMs: 30_000, intervalMs: 500, what: 'a publish to the new broker' },
+    );
+    await eventually(() => (seen.includes('before') ? true : undefined), { timeoutMs: 30_000, what: 'message before the restart' });
     expect(consuming()).toBe(true);
 
     await broker.stop();
     await eventually(() => (consuming() ? undefined : true), { timeoutMs: 30_000, what: 'readiness to report the consumer down' });
 
-    broker = await startOwnBroker({ port: PORT, dataDir: DATA_DIR, fresh: false });
+    broker = await startOwnBroker({ port, dataDir: DATA_DIR, fresh: false });
     await eventually(() => (consuming() ? true : undefined), { timeoutMs: 90_000, intervalMs: 200, what: 'the consumer to consume again' });
     await eventually(
       async () => {

@@ -1,4 +1,5 @@
 import { ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import net from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -51,5 +52,24 @@ export function startOwnBroker(opts: { port: number; dataDir: string; fresh: boo
       });
     });
     void exited.then((code) => reject(new Error(`broker helper exited (${code}) before the broker was ready: ${err.slice(-2000)}`)));
+  });
+}
+
+/**
+ * The first port from `from` upward (in steps of 2) where both the broker port and its
+ * controller port (port + 1) are free, so a test's broker never lands on another checkout's.
+ */
+export async function freeBrokerPort(from: number): Promise<number> {
+  for (let port = from; port < from + 200; port += 2) {
+    if ((await bindable(port)) && (await bindable(port + 1))) return port;
+  }
+  throw new Error(`no free port pair from ${from}`);
+}
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
