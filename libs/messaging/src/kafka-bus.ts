@@ -1,5 +1,4 @@
 import { Admin, Consumer, ConsumerConfig, EachMessagePayload, IHeaders, Kafka, KafkaMessage, logLevel, Producer } from 'kafkajs';
-import { z } from 'zod';
 import { allTopics, TopicKey, TopicPayload, Topics } from '@gateway/contracts';
 import { BusLogger, DeadLetterCounter, MessageMeta, PoisonGuard, PoisonHook } from './poison-guard';
 import { PoisonPolicy } from './poison-policy';
@@ -145,7 +144,7 @@ export class KafkaBus {
     const spec = Topics[topicKey];
     const guard = new PoisonGuard(
       options.groupId,
-      spec.schema as unknown as z.ZodType<TopicPayload<K>>,
+      (raw) => spec.schema.parse(raw) as TopicPayload<K>,
       handler,
       {
         logger: this.opts.logger,

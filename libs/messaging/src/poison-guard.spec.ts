@@ -14,7 +14,7 @@ function harness(handler: (p: P) => Promise<void>, onPoison?: (r: DeadLetterV1) 
   const counted: string[] = [];
   const guard = new PoisonGuard<P>(
     'group-1',
-    schema,
+    (raw) => schema.parse(raw),
     handler,
     {
       logger: quiet,

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { DeadLetterReasonClass, DeadLetterV1 } from '@gateway/contracts';
 import { backoffMs, deadLetterId, defaultPoisonPolicy, errorClass, ErrorKind, PoisonPolicy, sanitisedReason } from './poison-policy';
 
@@ -51,7 +50,8 @@ export class PoisonGuard<P> {
 
   constructor(
     private readonly groupId: string,
-    private readonly schema: z.ZodType<P>,
+    /** the topic schema's parse: throws on a message that does not match */
+    private readonly parse: (raw: unknown) => P,
     private readonly handler: (payload: P, meta: MessageMeta) => Promise<void>,
     private readonly deps: GuardDeps,
     policy: Partial<PoisonPolicy> = {},
@@ -71,7 +71,7 @@ export class PoisonGuard<P> {
       return this.park(d.meta, null, new SyntaxError('message value is not JSON'), 'schema_invalid', 1, firstSeen);
     }
     try {
-      payload = this.schema.parse(raw);
+      payload = this.parse(raw);
     } catch (err) {
       return this.park(d.meta, raw, err, 'schema_invalid', 1, firstSeen);
     }
