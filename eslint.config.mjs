@@ -136,10 +136,6 @@ export default tseslint.config(
       '**/*.spec.ts',
       // The one home of the system clock and UUIDs.
       'libs/service-kit/src/clock.ts',
-      // TEMPORARY ALLOWLIST: files other engineers are moving to the injected clock/ids in
-      // parallel (issue 6). The integrator removes each line once its file is clean; do not add to it.
-      'apps/*/src/consumers/**',
-      // END TEMPORARY ALLOWLIST
     ],
     rules: {
       'no-restricted-syntax': ['error', TOPIC_RULE, ...injected('use the injected Clock (InjectClock())'), ...INJECTED_IDS],

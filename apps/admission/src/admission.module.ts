@@ -5,6 +5,7 @@ import { CoreModule, CoreOptions } from '@gateway/service-kit';
 import { AdmissionMetrics } from './admission.metrics';
 import { CatalogCache } from './catalog-cache';
 import { DispatchRepliesConsumer } from './consumers/dispatch-replies.consumer';
+import { DispatchRepliesIntake } from './consumers/dispatch-replies.intake';
 import { ActionsController } from './http/actions.controller';
 import { ChatCompletionsController } from './http/chat-completions.controller';
 import { GeminiController } from './http/gemini.controller';
@@ -19,7 +20,7 @@ export class AdmissionModule {
     return {
       module: AdmissionModule,
       imports: [CoreModule.forService(core)],
-      controllers: [ChatCompletionsController, GeminiController, ActionsController],
+      controllers: [ChatCompletionsController, GeminiController, ActionsController, DispatchRepliesConsumer],
       providers: [
         { provide: ContentCipher, useValue: core.cipher },
         { provide: ReplyRouter, useValue: new ReplyRouter() },
@@ -35,7 +36,7 @@ export class AdmissionModule {
         AdmitRequest,
         GetAction,
         GenerationResponder,
-        DispatchRepliesConsumer,
+        DispatchRepliesIntake,
       ],
     };
   }

@@ -4,6 +4,7 @@ import { Database, DispatchRepository, OutboxRepository } from '@gateway/db';
 import { ContentCipher } from '@gateway/messaging';
 import { CoreModule, CoreOptions } from '@gateway/service-kit';
 import { DispatchCommandsConsumer } from './consumers/dispatch-commands.consumer';
+import { DispatchCommandsIntake } from './consumers/dispatch-commands.intake';
 import { DispatchMetrics } from './dispatch.metrics';
 import { UPSTREAM } from './tokens';
 import { RunAttempt } from './usecases/run-attempt/run-attempt.usecase';
@@ -14,6 +15,7 @@ export class DispatchModule {
     return {
       module: DispatchModule,
       imports: [CoreModule.forService(core)],
+      controllers: [DispatchCommandsConsumer],
       providers: [
         { provide: ContentCipher, useValue: core.cipher },
         { provide: UPSTREAM, useValue: new Agent({ connections: 256, keepAliveTimeout: 30_000, pipelining: 1 }) },
@@ -24,7 +26,7 @@ export class DispatchModule {
         },
         DispatchMetrics,
         RunAttempt,
-        DispatchCommandsConsumer,
+        DispatchCommandsIntake,
       ],
     };
   }

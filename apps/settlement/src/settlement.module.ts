@@ -11,6 +11,7 @@ import {
 import { CoreModule, CoreOptions } from '@gateway/service-kit';
 import { AttemptCompletedConsumer } from './consumers/attempt-completed.consumer';
 import { LedgerController } from './http/ledger.controller';
+import { OpenPoisonCase } from './usecases/open-poison-case/open-poison-case.usecase';
 import { QueryLedger } from './usecases/query-ledger/query-ledger.usecase';
 import { SettleAttempt } from './usecases/settle-attempt/settle-attempt.usecase';
 
@@ -20,7 +21,7 @@ export class SettlementModule {
     return {
       module: SettlementModule,
       imports: [CoreModule.forService(core)],
-      controllers: [LedgerController],
+      controllers: [LedgerController, AttemptCompletedConsumer],
       providers: [
         { provide: ReservationHoldRepository, useValue: new ReservationHoldRepository() },
         { provide: AttemptRepository, useValue: new AttemptRepository() },
@@ -33,7 +34,7 @@ export class SettlementModule {
         { provide: LedgerQueryRepository, useFactory: (db: Database) => new LedgerQueryRepository(db), inject: [Database] },
         SettleAttempt,
         QueryLedger,
-        AttemptCompletedConsumer,
+        OpenPoisonCase,
       ],
     };
   }

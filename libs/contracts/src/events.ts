@@ -28,6 +28,8 @@ export const caseReason = z.enum([
   'candidate_shortfall_unexplained',
   'orphaned_attempt',
   'no_reservation',
+  /** settlement parked the attempt's event on the dead-letter topic (it cannot be processed) */
+  'settlement_failed',
 ]);
 export type CaseReason = z.infer<typeof caseReason>;
 

@@ -4,6 +4,7 @@
  */
 export * from './topics';
 export * from './events';
+export * from './dead-letter';
 export * from './dispatch';
 export * from './errors';
 export * from './money';

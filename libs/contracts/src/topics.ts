@@ -8,6 +8,7 @@ import {
   reconciliationRequiredV1,
   usageSettledV1,
 } from './events';
+import { deadLetterV1 } from './dead-letter';
 
 /**
  * The topic registry: the only place a topic name is written. Public topics are fixed by
@@ -85,6 +86,14 @@ export const Topics = {
     retentionMs: 60 * 60 * 1000,
     visibility: 'internal',
     contentBearing: true,
+  }),
+  deadLetters: topic({
+    name: 'gateway.consumer.dead_letters.v1',
+    schema: deadLetterV1,
+    partitions: 1,
+    retentionMs: 30 * DAY,
+    visibility: 'internal',
+    contentBearing: false,
   }),
 } as const;
 

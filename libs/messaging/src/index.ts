@@ -1,9 +1,13 @@
 /**
- * @gateway/messaging: Kafka wiring (the only kafkajs importer), the transactional-outbox relay,
- * the idempotent-consumer helper, dispatch reply correlation and content encryption.
+ * @gateway/messaging: Kafka wiring (the only kafkajs importer) with the consumers' poison policy
+ * and self-recovery, the Nest transport over it, the transactional-outbox relay, the
+ * idempotent-consumer helper, dispatch reply correlation and content encryption.
  */
 export * from './kafka-bus';
+export * from './poison-policy';
+export * from './poison-guard';
 export * from './outbox-relay';
 export * from './reply-router';
 export * from './content-cipher';
 export * from './idempotent-consumer';
+export * from './nest/bus.transport';

@@ -1,16 +1,22 @@
-import { Admin, Consumer, Kafka, logLevel, Producer, IHeaders, KafkaMessage } from 'kafkajs';
+import { Admin, Consumer, ConsumerConfig, EachMessagePayload, IHeaders, Kafka, KafkaMessage, logLevel, Producer } from 'kafkajs';
 import { allTopics, TopicKey, TopicPayload, Topics } from '@gateway/contracts';
+import { BusLogger, DeadLetterCounter, MessageMeta, PoisonGuard, PoisonHook } from './poison-guard';
+import { PoisonPolicy } from './poison-policy';
 
-export interface BusLogger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
+export type { BusLogger, MessageMeta };
 
 export interface BusOptions {
   brokers: string[];
   clientId: string;
   logger: BusLogger;
+  /** the injected clock: dead-letter timestamps and consumer liveness */
+  now?: () => Date;
+  /** counts messages parked on the dead-letter topic */
+  deadLetterCounter?: DeadLetterCounter;
+  /** a consumer without a fetch or heartbeat for this long is reported as not consuming */
+  consumerStallMs?: number;
+  /** backoff between attempts to re-create a consumer that crashed for good */
+  restartBackoff?: { initialMs: number; maxMs: number };
 }
 
 export interface RawMessage {
@@ -19,19 +25,33 @@ export interface RawMessage {
   headers?: Record<string, string>;
 }
 
-export interface MessageMeta {
-  topic: string;
-  partition: number;
-  offset: string;
-  key: string | null;
-  headers: Record<string, string>;
-}
-
 export interface SubscribeOptions {
   groupId: string;
   fromBeginning?: boolean;
   /** partitions handled in parallel; ordering still holds within a partition */
   concurrency?: number;
+  /** how handler errors are told apart and retried (defaults: `defaultPoisonPolicy`) */
+  poison?: Partial<PoisonPolicy>;
+  /** runs before a message that fails for good is parked (e.g. to open a reconciliation case) */
+  onPoison?: PoisonHook;
+}
+
+export type ConsumerState = 'starting' | 'consuming' | 'restarting' | 'stopped';
+
+export interface ConsumerStatus {
+  groupId: string;
+  topic: string;
+  state: ConsumerState;
+  /** joined, fetched, and fetched or heartbeated within the stall window */
+  consuming: boolean;
+  lastActivityAt: string | null;
+  restarts: number;
+  lastError: string | null;
+}
+
+export interface ConsumerHandle {
+  status(): ConsumerStatus;
+  stop(): Promise<void>;
 }
 
 /**
@@ -42,9 +62,11 @@ export class KafkaBus {
   private readonly kafka: Kafka;
   private producer?: Producer;
   private admin?: Admin;
-  private readonly consumers: Consumer[] = [];
+  private readonly consumers: ManagedConsumer[] = [];
+  private readonly now: () => Date;
 
   constructor(private readonly opts: BusOptions) {
+    this.now = opts.now ?? (() => new Date());
     this.kafka = new Kafka({
       clientId: opts.clientId,
       brokers: opts.brokers,
@@ -108,57 +130,63 @@ export class KafkaBus {
   }
 
   /**
-   * Runs `handler` for every valid message. A message that fails its schema is logged (ids only)
-   * and skipped so it cannot block its partition; a handler error is retried by kafkajs.
+   * Runs `handler` for every message that matches the topic's schema, under the poison policy:
+   * transient failures retry in place, messages that cannot succeed (schema-invalid included) are
+   * parked on the dead-letter topic, so no message blocks its partition. Resolves once the
+   * consumer has joined its group and fetched (so "latest" offsets are resolved); a consumer that
+   * crashes later is re-created with backoff, and `consumerStatus()` says whether it consumes.
    */
   async subscribe<K extends TopicKey>(
     topicKey: K,
     options: SubscribeOptions,
     handler: (payload: TopicPayload<K>, meta: MessageMeta) => Promise<void>,
-  ): Promise<Consumer> {
+  ): Promise<ConsumerHandle> {
     const spec = Topics[topicKey];
-    const consumer = this.kafka.consumer({
-      groupId: options.groupId,
-      allowAutoTopicCreation: false,
-      maxWaitTimeInMs: 100,
-      minBytes: 1,
-      sessionTimeout: 6000,
-      rebalanceTimeout: 10000,
-      heartbeatInterval: 500,
-      retry: { initialRetryTime: 100, retries: 10 },
-    });
-    await consumer.connect();
-    await consumer.subscribe({ topic: spec.name, fromBeginning: options.fromBeginning ?? true });
-    // Ready means joined AND one fetch done: only then are "latest" offsets resolved, so a
-    // message published after subscribe() returns is never skipped.
-    const joined = new Promise<void>((resolve) => {
-      consumer.on(consumer.events.GROUP_JOIN, () => {
-        const off = consumer.on(consumer.events.FETCH, () => {
-          off();
-          resolve();
-        });
-      });
-    });
-    await consumer.run({
-      partitionsConsumedConcurrently: options.concurrency ?? 3,
-      eachMessage: async ({ topic, partition, message }) => {
-        const meta = toMeta(topic, partition, message);
-        let payload: TopicPayload<K>;
-        try {
-          payload = spec.schema.parse(JSON.parse(message.value?.toString('utf8') ?? 'null')) as TopicPayload<K>;
-        } catch (err) {
-          this.opts.logger.error(
-            { topic, partition, offset: message.offset, error: (err as Error).name },
-            'skipping message that does not match its topic schema',
-          );
-          return;
-        }
-        await handler(payload, meta);
+    const guard = new PoisonGuard(
+      options.groupId,
+      (raw) => spec.schema.parse(raw) as TopicPayload<K>,
+      handler,
+      {
+        logger: this.opts.logger,
+        now: this.now,
+        publishDeadLetter: (record) => this.publish('deadLetters', [{ key: record.consumer_group, value: record }]),
+        counter: this.opts.deadLetterCounter,
       },
-    });
-    await joined;
-    this.consumers.push(consumer);
-    return consumer;
+      options.poison,
+      options.onPoison,
+    );
+    const managed = new ManagedConsumer(
+      this.kafka,
+      spec.name,
+      options,
+      (payload, stopping) =>
+        guard.deliver({
+          meta: toMeta(payload.topic, payload.partition, payload.message),
+          value: payload.message.value?.toString('utf8') ?? null,
+          heartbeat: payload.heartbeat,
+          stopping,
+        }),
+      {
+        logger: this.opts.logger,
+        now: this.now,
+        stallMs: this.opts.consumerStallMs ?? 15_000,
+        backoff: this.opts.restartBackoff ?? { initialMs: 500, maxMs: 15_000 },
+      },
+    );
+    this.consumers.push(managed);
+    try {
+      await managed.start();
+    } catch (err) {
+      await managed.stop();
+      this.consumers.splice(this.consumers.indexOf(managed), 1);
+      throw err;
+    }
+    return managed;
+  }
+
+  /** Every consumer this bus runs, and whether it is consuming (readiness reports these). */
+  consumerStatus(): ConsumerStatus[] {
+    return this.consumers.map((c) => c.status());
   }
 
   async healthy(): Promise<boolean> {
@@ -171,8 +199,13 @@ export class KafkaBus {
     }
   }
 
+  /** Stops every consumer (their handlers finish; no new message is taken). */
+  async stopConsumers(): Promise<void> {
+    await Promise.allSettled(this.consumers.map((c) => c.stop()));
+  }
+
   async disconnect(): Promise<void> {
-    await Promise.allSettled(this.consumers.map((c) => c.disconnect()));
+    await this.stopConsumers();
     await Promise.allSettled([this.producer?.disconnect(), this.admin?.disconnect()]);
   }
 
@@ -182,6 +215,159 @@ export class KafkaBus {
       await this.admin.connect();
     }
     return this.admin;
+  }
+}
+
+interface ManagedDeps {
+  logger: BusLogger;
+  now: () => Date;
+  stallMs: number;
+  backoff: { initialMs: number; maxMs: number };
+}
+
+/**
+ * One kafkajs consumer that stays alive. kafkajs restarts a consumer itself after retriable
+ * errors, but a non-retriable one (e.g. "Failed to find group coordinator" after a broker
+ * restart) crashes it for good and leaves its group empty; then this re-creates the consumer,
+ * with backoff, until it runs again. Its state and last fetch/heartbeat feed readiness.
+ */
+class ManagedConsumer implements ConsumerHandle {
+  private consumer?: Consumer;
+  private state: ConsumerState = 'starting';
+  private stopped = false;
+  private recovering = false;
+  private awaitingFetch = false;
+  private lastActivityAt: Date | null = null;
+  private restarts = 0;
+  private lastError: string | null = null;
+  private onReady: Array<() => void> = [];
+  private wake?: () => void;
+
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly topic: string,
+    private readonly options: SubscribeOptions,
+    private readonly eachMessage: (payload: EachMessagePayload, stopping: () => boolean) => Promise<void>,
+    private readonly deps: ManagedDeps,
+  ) {}
+
+  /** First start: failures propagate (the service does not come up without its consumers). */
+  async start(): Promise<void> {
+    const ready = new Promise<void>((resolve) => this.onReady.push(resolve));
+    await this.launch();
+    await ready;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.state = 'stopped';
+    this.wake?.();
+    const c = this.consumer;
+    this.consumer = undefined;
+    await c?.disconnect().catch(() => undefined);
+  }
+
+  status(): ConsumerStatus {
+    const now = this.deps.now().getTime();
+    const fresh = this.lastActivityAt !== null && now - this.lastActivityAt.getTime() <= this.deps.stallMs;
+    return {
+      groupId: this.options.groupId,
+      topic: this.topic,
+      state: this.state,
+      consuming: this.state === 'consuming' && fresh,
+      lastActivityAt: this.lastActivityAt?.toISOString() ?? null,
+      restarts: this.restarts,
+      lastError: this.lastError,
+    };
+  }
+
+  private async launch(): Promise<void> {
+    const config: ConsumerConfig = {
+      groupId: this.options.groupId,
+      allowAutoTopicCreation: false,
+      maxWaitTimeInMs: 100,
+      minBytes: 1,
+      sessionTimeout: 6000,
+      rebalanceTimeout: 10000,
+      heartbeatInterval: 500,
+      retry: { initialRetryTime: 100, retries: 10 },
+    };
+    const consumer = this.kafka.consumer(config);
+    this.consumer = consumer;
+    this.state = 'starting';
+    const mine = () => this.consumer === consumer && !this.stopped;
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      if (mine()) this.awaitingFetch = true;
+    });
+    // Ready means joined AND one fetch done: only then are "latest" offsets resolved, so a
+    // message published after subscribe() returns is never skipped.
+    consumer.on(consumer.events.FETCH, () => {
+      if (!mine()) return;
+      this.lastActivityAt = this.deps.now();
+      if (!this.awaitingFetch) return;
+      this.awaitingFetch = false;
+      this.state = 'consuming';
+      for (const resolve of this.onReady.splice(0)) resolve();
+    });
+    consumer.on(consumer.events.HEARTBEAT, () => {
+      if (mine()) this.lastActivityAt = this.deps.now();
+    });
+    consumer.on(consumer.events.CRASH, (event) => {
+      if (!mine()) return;
+      const { error, restart } = event.payload;
+      this.state = 'restarting';
+      this.lastError = error.name;
+      this.deps.logger.error(
+        { group: this.options.groupId, topic: this.topic, error: error.name, message: error.message, restart },
+        'consumer crashed',
+      );
+      if (!restart) void this.recover();
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topic: this.topic, fromBeginning: this.options.fromBeginning ?? true });
+    await consumer.run({
+      partitionsConsumedConcurrently: this.options.concurrency ?? 3,
+      eachMessage: (payload) => this.eachMessage(payload, () => this.stopped || this.consumer !== consumer),
+    });
+    // stop() during a re-creation saw no consumer yet: take this one down too.
+    if (this.stopped) await consumer.disconnect().catch(() => undefined);
+  }
+
+  /** Re-creates the consumer until it runs again (or the bus stops). */
+  private async recover(): Promise<void> {
+    if (this.recovering) return;
+    this.recovering = true;
+    try {
+      for (let attempt = 1; !this.stopped; attempt++) {
+        const old = this.consumer;
+        this.consumer = undefined;
+        await old?.disconnect().catch(() => undefined);
+        await this.sleep(Math.min(this.deps.backoff.maxMs, this.deps.backoff.initialMs * 2 ** (attempt - 1)));
+        if (this.stopped) return;
+        try {
+          this.restarts += 1;
+          this.deps.logger.warn({ group: this.options.groupId, topic: this.topic, attempt }, 're-creating crashed consumer');
+          await this.launch();
+          return;
+        } catch (err) {
+          this.state = 'restarting';
+          this.lastError = (err as Error).name;
+        }
+      }
+    } finally {
+      this.recovering = false;
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      timer.unref();
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   }
 }
 

@@ -4,12 +4,13 @@ import { LoggerModule } from 'nestjs-pino';
 import type { Logger } from 'pino';
 import { CatalogRepository, Database, OutboxRepository, PolicyRepository, ProcessedEventRepository } from '@gateway/db';
 import { OperatorAuth } from './operator-auth';
-import { KafkaBus, OutboxRelay } from '@gateway/messaging';
+import { BusTransport, KafkaBus, OutboxRelay } from '@gateway/messaging';
+import { Counter } from 'prom-client';
 import { ServiceConfig } from './config';
 import { HealthController } from './health';
 import { httpLogSerializers } from './logger';
 import { Metrics, MetricsController } from './metrics';
-import { CLOCK, ENTROPY, ID_GENERATOR, randomIds, systemClock, systemEntropy } from './clock';
+import { Clock, CLOCK, ENTROPY, ID_GENERATOR, IdGenerator, randomIds, systemClock, systemEntropy } from './clock';
 
 export const SERVICE_CONFIG = 'SERVICE_CONFIG';
 export const LOGGER = 'LOGGER';
@@ -46,6 +47,13 @@ class CoreLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
 @Module({})
 export class CoreModule {
   static forService({ config, logger }: CoreOptions): DynamicModule {
+    const metrics = new Metrics(config.serviceName);
+    const deadLetterCounter = new Counter({
+      name: 'gateway_consumer_dead_lettered_total',
+      help: 'Messages a consumer parked on the dead-letter topic, by source topic, consumer group and reason class',
+      labelNames: ['topic', 'consumer', 'reason_class'],
+      registers: [metrics.registry],
+    });
     return {
       module: CoreModule,
       imports: [
@@ -66,16 +74,30 @@ export class CoreModule {
         { provide: ID_GENERATOR, useValue: randomIds },
         { provide: ENTROPY, useValue: systemEntropy },
         { provide: LOGGER, useValue: logger },
-        { provide: Metrics, useValue: new Metrics(config.serviceName) },
+        { provide: Metrics, useValue: metrics },
         { provide: Database, useFactory: () => new Database(config.databaseUrl) },
         {
           provide: KafkaBus,
-          useFactory: async () => {
-            const bus = new KafkaBus({ brokers: config.kafkaBrokers, clientId: config.instanceId, logger });
+          useFactory: async (clock: Clock) => {
+            const bus = new KafkaBus({
+              brokers: config.kafkaBrokers,
+              clientId: config.instanceId,
+              logger,
+              now: () => clock.now(),
+              deadLetterCounter,
+            });
             await bus.connect();
             await bus.ensureTopics();
             return bus;
           },
+          inject: [CLOCK],
+        },
+        // The @nestjs/microservices strategy bootstrap connects: every @EventPattern consumer.
+        {
+          provide: BusTransport,
+          useFactory: (bus: KafkaBus, ids: IdGenerator) =>
+            new BusTransport(bus, { instanceSuffix: () => `${config.instanceId}-${ids.next().slice(0, 8)}` }),
+          inject: [KafkaBus, ID_GENERATOR],
         },
         { provide: OutboxRepository, useFactory: (db: Database) => new OutboxRepository(db), inject: [Database] },
         { provide: ProcessedEventRepository, useFactory: (db: Database) => new ProcessedEventRepository(db), inject: [Database] },
@@ -110,6 +132,7 @@ export class CoreModule {
         Metrics,
         Database,
         KafkaBus,
+        BusTransport,
         OutboxRepository,
         ProcessedEventRepository,
         OutboxRelay,

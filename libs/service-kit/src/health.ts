@@ -4,7 +4,11 @@ import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs
 import { Database } from '@gateway/db';
 import { KafkaBus } from '@gateway/messaging';
 
-/** /health checks the two things every service needs: its Postgres and its Kafka connection. */
+/**
+ * /health (readiness) checks what every service needs: its Postgres, its Kafka connection, and
+ * that each of its consumers is consuming: joined, not crashed, and fetching or heartbeating
+ * within its stall window. A consumer that died while the broker is fine is not healthy.
+ */
 @ApiTags('health')
 @Controller('health')
 export class HealthController {
@@ -26,6 +30,21 @@ export class HealthController {
       async () => {
         const ind = this.indicators.check('kafka');
         return (await this.bus.healthy()) ? ind.up() : ind.down({ message: 'kafka unreachable' });
+      },
+      () => {
+        const ind = this.indicators.check('kafka_consumers');
+        const consumers = this.bus.consumerStatus().map((c) => ({
+          group: c.groupId,
+          topic: c.topic,
+          state: c.state,
+          consuming: c.consuming,
+          last_activity_at: c.lastActivityAt,
+          restarts: c.restarts,
+          last_error: c.lastError,
+        }));
+        return consumers.every((c) => c.consuming)
+          ? ind.up({ consumers })
+          : ind.down({ message: 'a consumer is not consuming', consumers });
       },
     ]);
   }

@@ -1,17 +1,28 @@
-import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
-import { KafkaBus } from '@gateway/messaging';
+import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { attemptCompletedV1, AttemptCompletedV1, DeadLetterV1, Topics } from '@gateway/contracts';
+import { BusConsumer, BusContext, ConsumerExtras, poisonPattern } from '@gateway/messaging';
+import { Clock, InjectClock } from '@gateway/service-kit';
+import { OpenPoisonCase } from '../usecases/open-poison-case/open-poison-case.usecase';
 import { SettleAttempt } from '../usecases/settle-attempt/settle-attempt.usecase';
 
-@Injectable()
-export class AttemptCompletedConsumer implements OnApplicationBootstrap {
+const SETTLEMENT: ConsumerExtras = { group: 'gateway-settlement', concurrency: 6 };
+
+@BusConsumer()
+export class AttemptCompletedConsumer {
   constructor(
-    private readonly bus: KafkaBus,
     private readonly settle: SettleAttempt,
+    private readonly openPoisonCase: OpenPoisonCase,
+    @InjectClock() private readonly clock: Clock,
   ) {}
 
-  async onApplicationBootstrap(): Promise<void> {
-    await this.bus.subscribe('attemptCompleted', { groupId: 'gateway-settlement', concurrency: 6 }, (e) =>
-      this.settle.execute(e, new Date()).then(() => undefined),
-    );
+  @EventPattern(Topics.attemptCompleted.name, SETTLEMENT)
+  async settleAttempt(@Payload() e: AttemptCompletedV1): Promise<void> {
+    await this.settle.execute(e, this.clock.now());
+  }
+
+  /** A parked attempt still holds money: its exposure becomes a reconciliation case. */
+  @EventPattern(poisonPattern(Topics.attemptCompleted.name))
+  async parked(@Payload() deadLetter: DeadLetterV1, @Ctx() ctx: BusContext): Promise<void> {
+    await this.openPoisonCase.execute({ deadLetter, event: attemptCompletedV1.parse(ctx.raw) }, this.clock.now());
   }
 }
