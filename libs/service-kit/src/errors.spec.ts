@@ -45,6 +45,16 @@ describe('toDomainError', () => {
   it('leaves anything else to the 500 path', () => {
     expect(toDomainError(new Error('db down'))).toBeNull();
   });
+
+  it('a database that cannot take work (terminated connection, pool exhausted) is a 503 with Retry-After, not a 500', () => {
+    for (const message of [
+      'Raw query failed. Code: `57P01`. Message: `terminating connection due to administrator command`',
+      'Transaction API error: Unable to start a transaction in the given time.',
+      'timeout exceeded when trying to connect',
+    ]) {
+      expect(toDomainError(new Error(message))).toMatchObject({ code: 'service_unavailable', headers: { 'retry-after': '1' } });
+    }
+  });
 });
 
 describe('GatewayExceptionFilter', () => {

@@ -1,6 +1,7 @@
 // eslint-disable-next-line no-restricted-imports -- the one filter is where Nest's own exceptions (unknown path, …) are mapped
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { isDatabaseUnavailable } from '@gateway/db';
 import { denialHttpStatus, denialShouldRetry, DomainError, ErrorCode } from '@gateway/domain';
 
 const GEMINI_STATUS: Record<number, string> = {
@@ -107,10 +108,17 @@ function codeForStatus(status: number): ErrorCode {
  * - express body-parser failures: a body over the limit is `payload_too_large` (413), anything
  *   else it refuses (malformed JSON, bad charset or encoding, aborted upload) `invalid_request`;
  * - Nest's own `HttpException`s (unknown path, wrong method): the code their status stands for;
+ * - the database out of reach (pool exhausted, connection refused or terminated):
+ *   `service_unavailable` (503, Retry-After), at once, never a 500;
  * - anything else: `null`, an internal error the caller must not see the details of.
  */
 export function toDomainError(exception: unknown): DomainError | null {
   if (exception instanceof DomainError) return exception;
+  if (isDatabaseUnavailable(exception)) {
+    return new DomainError('service_unavailable', 'the gateway cannot reach its database right now; retry shortly', undefined, {
+      'retry-after': '1',
+    });
+  }
   if (isBodyParserError(exception)) {
     if (exception.type === 'entity.too.large') {
       const limit = exception.limit ? ` of ${exception.limit} bytes` : '';

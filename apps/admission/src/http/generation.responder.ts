@@ -3,7 +3,7 @@ import type { Request } from 'express';
 import type { Logger } from 'pino';
 import { DispatchReplyV1 } from '@gateway/contracts';
 import { DomainError } from '@gateway/domain';
-import { denialBody, DenialTarget, InjectLogger, writeDenial } from '@gateway/service-kit';
+import { denialBody, DenialTarget, InjectLogger, toDomainError, writeDenial } from '@gateway/service-kit';
 import { AdmitRequestCommand } from '../usecases/admit-request/admit-request.command';
 import { AdmitRequest, AdmittedAction, IdempotentReplay } from '../usecases/admit-request/admit-request.usecase';
 import { AdmissionMetrics } from '../admission.metrics';
@@ -231,13 +231,10 @@ export class GenerationResponder {
       );
       return 'idempotency_replay';
     }
-    if (err instanceof DomainError) {
-      writeDenial(req, res, err, err.headers);
-      return err.code;
-    }
-    if (err instanceof DomainError) {
-      writeDenial(req, res, err);
-      return err.code;
+    const denial = toDomainError(err);
+    if (denial) {
+      writeDenial(req, res, denial);
+      return denial.code;
     }
     this.log.error({ error: (err as Error)?.name, message: (err as Error)?.message }, 'admission failed');
     if (!res.headersSent)
