@@ -3,7 +3,8 @@
 //   1. unit        jest.unit.config.js   (pure logic, fakes) + the OpenAPI documents are current
 //   2. integration jest.int.config.js    (real Postgres + Kafka)
 //   3. e2e         jest.e2e.config.js    (official SDKs against the running services)
-// Options: --only=unit,int,e2e   (default: all). Exit code is non-zero when anything failed.
+//   4. chaos       scripts/chaos.mjs --short (faults injected into a stack of its own; invariants)
+// Options: --only=unit,int,e2e,chaos   (default: all). Exit code is non-zero when anything failed.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -12,7 +13,7 @@ import { ensurePostgres, recreateDatabase } from './postgres.mjs';
 import { ensurePrismaClient } from './prisma-generate.mjs';
 import { contentKey, ROOT, runTs, startServices } from './services.mjs';
 
-const only = (process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'unit,int,e2e').split(',');
+const only = (process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'unit,int,e2e,chaos').split(',');
 const E2E_PORT_BASE = Number(process.env.E2E_PORT_BASE ?? 13000);
 const log = (msg) => console.log(`[test] ${msg}`);
 const totals = { passed: 0, failed: 0 };
@@ -54,7 +55,7 @@ async function main() {
     log('OpenAPI documents (docs/openapi) against the services');
     failed = !(await checkOpenApi(baseEnv)) || failed;
   }
-  if (!only.includes('int') && !only.includes('e2e')) return finish(failed);
+  if (!only.includes('int') && !only.includes('e2e')) return finish((await chaos()) || failed);
 
   // GATEWAY_TEST_DB / KAFKA_PORT / E2E_PORT_BASE let several checkouts run their suites side by side.
   const pg = await ensurePostgres({ database: process.env.GATEWAY_TEST_DB ?? 'gateway_test', log });
@@ -102,7 +103,27 @@ async function main() {
         E2E_LOG_DIR: logDir,
       })) !== 0 || failed;
   }
-  return finish(failed);
+  return finish((await chaos()) || failed);
+}
+
+/** The short chaos run, after the test stack is stopped (it starts its own; ports and database apart). */
+async function chaos() {
+  if (!only.includes('chaos')) return false;
+  for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
+  log('chaos (short): faults against a stack of its own');
+  const env = {
+    ...process.env,
+    CHAOS_DB: `${process.env.GATEWAY_TEST_DB ?? 'gateway_test'}_chaos`,
+    CHAOS_KAFKA_PORT: String(Number(process.env.KAFKA_PORT ?? 9092) + 20000),
+    CHAOS_PORT_BASE: String(E2E_PORT_BASE + 10000),
+  };
+  const code = await new Promise((resolve) => {
+    const child = spawn(process.execPath, ['scripts/chaos.mjs', '--short'], { cwd: ROOT, env, stdio: 'inherit' });
+    child.on('exit', (c) => resolve(c ?? 1));
+  });
+  if (code === 0) totals.passed += 1;
+  else totals.failed += 1;
+  return code !== 0;
 }
 
 /**
