@@ -40,7 +40,11 @@ export class Database {
    */
   readonly retries = { deadlock: 0, serialization: 0, connectionLost: 0 };
 
-  async transaction<T>(fn: (tx: Tx) => Promise<T>, opts: { timeoutMs?: number } = {}): Promise<T> {
+  /**
+   * Runs `fn` in one transaction. `maxWaitMs` bounds the wait for a pool connection (default 5 s):
+   * a caller with a deadline passes what is left of it, so an exhausted pool answers in time.
+   */
+  async transaction<T>(fn: (tx: Tx) => Promise<T>, opts: { timeoutMs?: number; maxWaitMs?: number } = {}): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       let hooks: Array<() => void> = [];
       try {
@@ -51,7 +55,7 @@ export class Database {
             this.afterCommitHooks.set(tx, hooks);
             return fn(tx);
           },
-          { timeout: opts.timeoutMs ?? 10000, maxWait: 5000 },
+          { timeout: opts.timeoutMs ?? 10000, maxWait: opts.maxWaitMs ?? 5000 },
         );
         for (const hook of hooks) hook();
         return result;

@@ -63,24 +63,30 @@ export class AdmissionRepository {
   ) {}
 
   async admit(input: AdmitInput): Promise<AdmitResult> {
+    // A pool connection that comes after the action's deadline is of no use: wait at most until then
+    // (the caller answers 503 service_unavailable when the pool cannot serve in time).
+    const maxWaitMs = Math.max(100, Math.min(5000, input.action.deadlineAt.getTime() - input.now.getTime()));
     try {
-      await this.db.transaction(async (tx) => {
-        const outcome = await this.reserveInOneStatement(tx, input);
-        if (outcome.slot === 0)
-          throw new Denied({ ok: false, code: 'concurrency_limit_exceeded', inFlight: input.concurrency.maxInFlight });
-        if (outcome.tokens === 0) throw new Denied({ ok: false, code: 'token_quota_exceeded', limit: input.tokenRate?.limit ?? 0 });
-        if (outcome.workloadBudget === 0)
-          throw new Denied(await this.budgetDenial(tx, 'workload', input.action.workloadId, input.workloadBudget.periodStart));
-        if (outcome.exceptionBudget === 0 && input.exceptionBudget) {
-          throw new Denied(await this.budgetDenial(tx, 'exception', input.exceptionBudget.exceptionId, EXCEPTION_PERIOD));
-        }
-        this.outbox.committed(tx, {
-          id: outcome.outboxId!,
-          topic: Topics.admissionDecisions.name,
-          key: input.action.workloadId,
-          payload: input.decisionEvent,
-        });
-      });
+      await this.db.transaction(
+        async (tx) => {
+          const outcome = await this.reserveInOneStatement(tx, input);
+          if (outcome.slot === 0)
+            throw new Denied({ ok: false, code: 'concurrency_limit_exceeded', inFlight: input.concurrency.maxInFlight });
+          if (outcome.tokens === 0) throw new Denied({ ok: false, code: 'token_quota_exceeded', limit: input.tokenRate?.limit ?? 0 });
+          if (outcome.workloadBudget === 0)
+            throw new Denied(await this.budgetDenial(tx, 'workload', input.action.workloadId, input.workloadBudget.periodStart));
+          if (outcome.exceptionBudget === 0 && input.exceptionBudget) {
+            throw new Denied(await this.budgetDenial(tx, 'exception', input.exceptionBudget.exceptionId, EXCEPTION_PERIOD));
+          }
+          this.outbox.committed(tx, {
+            id: outcome.outboxId!,
+            topic: Topics.admissionDecisions.name,
+            key: input.action.workloadId,
+            payload: input.decisionEvent,
+          });
+        },
+        { maxWaitMs },
+      );
       return { ok: true };
     } catch (err) {
       if (err instanceof Denied) return err.result;
