@@ -108,7 +108,10 @@ function run(cmd, args) {
  *
  * Options: dataDir (default .local/kafka/data-<port>), log (progress messages),
  * fresh (wipe the data dir first), detach (leave the broker running when this
- * process exits; used by the CLI).
+ * process exits; used by the CLI), scram (see scramListener below: a second,
+ * SASL_PLAINTEXT listener that only SCRAM users can use; its users are created
+ * when the data dir is formatted, so give it with `fresh` or a new dataDir).
+ * Returns { brokers, stop } plus saslBrokers when scram was given.
  */
 export async function startKafka({
   port = Number(process.env.KAFKA_PORT ?? 9092),
@@ -116,6 +119,7 @@ export async function startKafka({
   log = silent,
   fresh = false,
   detach = false,
+  scram = null,
 } = {}) {
   const noop = async () => {};
 
@@ -171,7 +175,7 @@ export async function startKafka({
   const logsDir = path.join(dataDir, 'logs');
   fs.mkdirSync(logsDir, { recursive: true });
   const config = path.join(dataDir, 'server.properties');
-  fs.writeFileSync(config, serverProperties({ port, logsDir }));
+  fs.writeFileSync(config, serverProperties({ port, logsDir }) + (scram ? scramListener({ brokerPort: port, saslPort: scram.port }) : ''));
 
   const cds = appCdsFlags();
 
@@ -185,7 +189,19 @@ export async function startKafka({
     log(`formatting ${path.relative(ROOT, logsDir)} (cluster id ${clusterId})`);
     const res = spawnSync(
       JAVA,
-      [...JVM_FLAGS, ...cds.useFlags, '-cp', cp, 'kafka.tools.StorageTool', 'format', '--config', config, '--cluster-id', clusterId],
+      [
+        ...JVM_FLAGS,
+        ...cds.useFlags,
+        '-cp',
+        cp,
+        'kafka.tools.StorageTool',
+        'format',
+        '--config',
+        config,
+        '--cluster-id',
+        clusterId,
+        ...(scram ? scramFormatArgs(scram.users) : []),
+      ],
       { cwd: ROOT, encoding: 'utf8' },
     );
     if (res.status !== 0) {
@@ -254,7 +270,37 @@ export async function startKafka({
   }
   log(`Kafka ready at ${brokers} in ${Date.now() - t0} ms`);
   warmup = warmUpProducerIds(brokers);
-  return { brokers, stop, pid: broker.pid, logFile };
+  return { brokers, stop, pid: broker.pid, logFile, ...(scram ? { saslBrokers: `127.0.0.1:${scram.port}` } : {}) };
+}
+
+/**
+ * The SCRAM option: { port, users: [{ mechanism: 'SCRAM-SHA-256' | 'SCRAM-SHA-512', username, password }] }.
+ * Adds a SASL_PLAINTEXT listener on 127.0.0.1:port accepting both SCRAM mechanisms; the
+ * PLAINTEXT listener and the controller stay as they are. These lines come after
+ * serverProperties()' and override its listener lines (in a properties file the last one wins).
+ */
+function scramListener({ brokerPort, saslPort }) {
+  return `
+# SCRAM listener (startKafka's scram option); overrides the listener lines above.
+listeners=PLAINTEXT://127.0.0.1:${brokerPort},CONTROLLER://127.0.0.1:${brokerPort + 1},SASL_PLAINTEXT://127.0.0.1:${saslPort}
+advertised.listeners=PLAINTEXT://127.0.0.1:${brokerPort},SASL_PLAINTEXT://127.0.0.1:${saslPort}
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
+sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512
+listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+`;
+}
+
+/**
+ * KRaft keeps SCRAM credentials in the metadata log: `kafka-storage format --add-scram` writes
+ * them at format time (kafka-configs --alter could add them after start, over a listener).
+ */
+function scramFormatArgs(users) {
+  return users.flatMap(({ mechanism, username, password }) => {
+    if (!/^SCRAM-SHA-(256|512)$/.test(mechanism)) throw new Error(`unsupported SCRAM mechanism ${mechanism}`);
+    if (/[\],="]/.test(username) || /[\],"]/.test(password)) throw new Error('SCRAM test users: no ] , = or " in names or passwords');
+    return ['--add-scram', `${mechanism}=[name=${username},password=${password}]`];
+  });
 }
 
 /**

@@ -13,23 +13,33 @@ const ROOT = path.resolve(__dirname, '../../..');
  */
 export interface OwnBroker {
   brokers: string;
+  /** the SASL_PLAINTEXT (SCRAM) listener, when started with `scram` */
+  saslBrokers?: string;
   stop(): Promise<void>;
 }
 
 const SCRIPT = `
 const { startKafka } = await import(process.env.KAFKA_MJS_URL);
-const kafka = await startKafka({ port: Number(process.env.OWN_KAFKA_PORT), dataDir: process.env.OWN_KAFKA_DIR, fresh: process.env.OWN_KAFKA_FRESH === '1' });
-process.stdout.write(JSON.stringify({ brokers: kafka.brokers }) + '\\n');
+const scram = process.env.OWN_KAFKA_SCRAM ? JSON.parse(process.env.OWN_KAFKA_SCRAM) : null;
+const kafka = await startKafka({ port: Number(process.env.OWN_KAFKA_PORT), dataDir: process.env.OWN_KAFKA_DIR, fresh: process.env.OWN_KAFKA_FRESH === '1', scram });
+process.stdout.write(JSON.stringify({ brokers: kafka.brokers, saslBrokers: kafka.saslBrokers }) + '\\n');
 process.stdin.once('data', () => kafka.stop().then(() => process.exit(0), () => process.exit(1)));
 `;
 
-export function startOwnBroker(opts: { port: number; dataDir: string; fresh: boolean }): Promise<OwnBroker> {
+/** startKafka's `scram` option: a SASL_PLAINTEXT listener on `port` with these users. */
+export interface ScramOption {
+  port: number;
+  users: Array<{ mechanism: 'SCRAM-SHA-256' | 'SCRAM-SHA-512'; username: string; password: string }>;
+}
+
+export function startOwnBroker(opts: { port: number; dataDir: string; fresh: boolean; scram?: ScramOption }): Promise<OwnBroker> {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     KAFKA_MJS_URL: pathToFileURL(path.join(ROOT, 'scripts/kafka.mjs')).href,
     OWN_KAFKA_PORT: String(opts.port),
     OWN_KAFKA_DIR: opts.dataDir,
     OWN_KAFKA_FRESH: opts.fresh ? '1' : '0',
+    ...(opts.scram ? { OWN_KAFKA_SCRAM: JSON.stringify(opts.scram) } : {}),
   };
   delete env.KAFKA_BROKERS;
   const child: ChildProcessWithoutNullStreams = spawn(process.execPath, ['--input-type=module', '-e', SCRIPT], { cwd: ROOT, env });
@@ -42,9 +52,10 @@ export function startOwnBroker(opts: { port: number; dataDir: string; fresh: boo
       out += d.toString();
       const line = out.split('\n')[0];
       if (!out.includes('\n')) return;
-      const { brokers } = JSON.parse(line) as { brokers: string };
+      const { brokers, saslBrokers } = JSON.parse(line) as { brokers: string; saslBrokers?: string };
       resolve({
         brokers,
+        saslBrokers,
         stop: async () => {
           child.stdin.write('stop\n');
           await exited;

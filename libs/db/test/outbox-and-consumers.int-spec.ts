@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { PolicyChangedV1, Topics } from '@gateway/contracts';
 import { Database, OutboxRepository, ProcessedEventRepository } from '../src';
 import { handleOnce, KafkaBus, OutboxRelay, ReplyRouter, ContentCipher, dispatchReplyV1Schema } from './messaging-under-test';
+import { until } from './until';
 
 /**
  * The reliability core against the real Postgres and Kafka: the transactional outbox, its relay
@@ -20,16 +21,6 @@ function policyEvent(entityId: string): PolicyChangedV1 {
     change: 'test',
     actor: 'int-spec',
   };
-}
-
-async function until<T>(probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 describe('outbox, relay, idempotent consumer, reply correlation', () => {

@@ -1,20 +1,49 @@
-import { Admin, Consumer, ConsumerConfig, EachMessagePayload, IHeaders, Kafka, KafkaMessage, logLevel, Producer } from 'kafkajs';
+import {
+  Admin,
+  ConfigResourceTypes,
+  Consumer,
+  ConsumerConfig,
+  EachMessagePayload,
+  IHeaders,
+  Kafka,
+  KafkaConfig,
+  KafkaMessage,
+  logLevel,
+  Producer,
+} from 'kafkajs';
 import { allTopics, TopicKey, TopicPayload, Topics } from '@gateway/contracts';
 import { BusLogger, DeadLetterCounter, MessageMeta, PoisonGuard, PoisonHook } from './poison-guard';
 import { PoisonPolicy } from './poison-policy';
 
 export type { BusLogger, MessageMeta };
 
+/** SCRAM mechanisms only: PLAIN would put the password on the wire as is. */
+export type SaslMechanism = 'scram-sha-256' | 'scram-sha-512';
+
+/**
+ * How the bus reaches a secured cluster. `ssl: true` uses the system trust store; `ca` adds a
+ * PEM bundle (a private CA). `sasl.password` must never reach a log: configs built by
+ * service-kit hold it as a non-enumerable property, which JSON and pino serialisers skip.
+ */
+export interface KafkaSecurity {
+  ssl?: boolean | { ca?: string };
+  sasl?: { mechanism: SaslMechanism; username: string; password: string };
+}
+
 export interface BusOptions {
   brokers: string[];
   clientId: string;
   logger: BusLogger;
+  /** TLS and SASL/SCRAM; omitted for a plaintext local broker */
+  security?: KafkaSecurity;
   /** the injected clock: dead-letter timestamps and consumer liveness */
   now?: () => Date;
   /** counts messages parked on the dead-letter topic */
   deadLetterCounter?: DeadLetterCounter;
   /** a consumer without a fetch or heartbeat for this long is reported as not consuming */
   consumerStallMs?: number;
+  /** kafkajs retry settings for connects and requests (tests shorten them) */
+  retry?: { initialRetryTime?: number; retries?: number; maxRetryTime?: number };
   /** backoff between attempts to re-create a consumer that crashed for good */
   restartBackoff?: { initialMs: number; maxMs: number };
 }
@@ -60,7 +89,7 @@ export interface ConsumerHandle {
  */
 export class KafkaBus {
   private readonly kafka: Kafka;
-  private producer?: Producer;
+  private producer?: Promise<Producer>;
   private admin?: Admin;
   private readonly consumers: ManagedConsumer[] = [];
   private readonly now: () => Date;
@@ -70,10 +99,11 @@ export class KafkaBus {
     this.kafka = new Kafka({
       clientId: opts.clientId,
       brokers: opts.brokers,
+      ...kafkaSecurityConfig(opts.security),
       logLevel: logLevel.WARN,
       connectionTimeout: 3000,
       requestTimeout: 10000,
-      retry: { initialRetryTime: 100, retries: 8, maxRetryTime: 3000 },
+      retry: { initialRetryTime: 100, retries: 8, maxRetryTime: 3000, ...opts.retry },
       logCreator: () => (entry) => {
         const { message, ...rest } = entry.log;
         const fields = { kafka: entry.namespace, ...rest };
@@ -83,13 +113,21 @@ export class KafkaBus {
     });
   }
 
+  /** Connects the producer; `publish` also connects on first use (and again after a failed connect). */
   async connect(): Promise<void> {
-    this.producer = this.kafka.producer({
-      idempotent: true,
-      maxInFlightRequests: 1,
-      allowAutoTopicCreation: false,
+    await this.getProducer();
+  }
+
+  private getProducer(): Promise<Producer> {
+    this.producer ??= (async () => {
+      const producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+      await producer.connect();
+      return producer;
+    })().catch((err: unknown) => {
+      this.producer = undefined;
+      throw err;
     });
-    await this.producer.connect();
+    return this.producer;
   }
 
   /** Creates every declared topic that does not exist yet, with its partitions and retention. */
@@ -109,6 +147,18 @@ export class KafkaBus {
     });
   }
 
+  /** The largest record batch the broker accepts on `topicName` (its `max.message.bytes`). */
+  async maxMessageBytes(topicName: string): Promise<number> {
+    const admin = await this.getAdmin();
+    const { resources } = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: [{ type: ConfigResourceTypes.TOPIC, name: topicName, configNames: ['max.message.bytes'] }],
+    });
+    const value = resources[0]?.configEntries.find((e) => e.configName === 'max.message.bytes')?.configValue;
+    if (!value) throw new Error(`broker did not report max.message.bytes for ${topicName}`);
+    return Number(value);
+  }
+
   /** Validates against the topic's schema, then publishes (acks=all). */
   async publish<K extends TopicKey>(
     topicKey: K,
@@ -123,10 +173,21 @@ export class KafkaBus {
     await this.publishRaw(spec.name, raw);
   }
 
-  /** For the outbox relay, whose payloads were validated when they were written. */
+  /**
+   * For the outbox relay, whose payloads were validated when they were written. A refusal of
+   * the messages themselves (too large, rejected record) is thrown as `PermanentPublishError`:
+   * sending them again cannot succeed. Anything else (broker down, leader moving, timeouts) is
+   * thrown as is and is worth retrying.
+   */
   async publishRaw(topicName: string, messages: RawMessage[]): Promise<void> {
-    if (!this.producer) throw new Error('KafkaBus.publish before connect()');
-    await this.producer.send({ topic: topicName, acks: -1, messages });
+    const producer = await this.getProducer();
+    try {
+      await producer.send({ topic: topicName, acks: -1, messages });
+    } catch (err) {
+      const refusal = messageRefusal(err);
+      if (refusal) throw new PermanentPublishError(refusal, err as Error);
+      throw err;
+    }
   }
 
   /**
@@ -206,7 +267,7 @@ export class KafkaBus {
 
   async disconnect(): Promise<void> {
     await this.stopConsumers();
-    await Promise.allSettled([this.producer?.disconnect(), this.admin?.disconnect()]);
+    await Promise.allSettled([this.producer?.then((p) => p.disconnect()), this.admin?.disconnect()]);
   }
 
   private async getAdmin(): Promise<Admin> {
@@ -369,6 +430,48 @@ class ManagedConsumer implements ConsumerHandle {
       };
     });
   }
+}
+
+/** The broker refused the messages themselves; the same messages can never be published. */
+export class PermanentPublishError extends Error {
+  constructor(
+    /** the broker's error type, e.g. MESSAGE_TOO_LARGE */
+    readonly refusal: string,
+    cause: Error,
+  ) {
+    super(`broker refused the messages: ${refusal}`, { cause });
+    this.name = 'PermanentPublishError';
+  }
+}
+
+/** Broker answers that concern the records sent, not the broker's state (kafkajs protocol error types). */
+const MESSAGE_REFUSALS = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD']);
+
+/** The refusal type when `err` (or an error it wraps) is a broker refusal of the records. */
+function messageRefusal(err: unknown): string | null {
+  const seen = new Set<unknown>();
+  const queue: unknown[] = [err];
+  while (queue.length > 0) {
+    const e = queue.shift();
+    if (!e || typeof e !== 'object' || seen.has(e)) continue;
+    seen.add(e);
+    const { type, cause, errors } = e as { type?: unknown; cause?: unknown; errors?: unknown };
+    if (typeof type === 'string' && MESSAGE_REFUSALS.has(type)) return type;
+    queue.push(cause);
+    if (Array.isArray(errors)) queue.push(...(errors as unknown[]));
+  }
+  return null;
+}
+
+function kafkaSecurityConfig(security: KafkaSecurity | undefined): Pick<KafkaConfig, 'ssl' | 'sasl'> {
+  if (!security) return {};
+  const out: Pick<KafkaConfig, 'ssl' | 'sasl'> = {};
+  if (security.ssl) out.ssl = security.ssl === true ? true : { ca: security.ssl.ca ? [security.ssl.ca] : undefined };
+  if (security.sasl) {
+    const { mechanism, username, password } = security.sasl;
+    out.sasl = mechanism === 'scram-sha-256' ? { mechanism, username, password } : { mechanism, username, password };
+  }
+  return out;
 }
 
 function toMeta(topic: string, partition: number, message: KafkaMessage): MessageMeta {

@@ -1,4 +1,5 @@
-import { BusLogger, RawMessage } from './kafka-bus';
+import { allTopics } from '@gateway/contracts';
+import { BusLogger, PermanentPublishError, RawMessage } from './kafka-bus';
 
 export interface OutboxRow {
   id: bigint;
@@ -7,11 +8,53 @@ export interface OutboxRow {
   payload: unknown;
 }
 
-/** Implemented in libs/db: lock a batch of unpublished rows, run `publish`, mark them sent. */
-export interface OutboxStore {
-  drainBatch(limit: number, publish: (rows: OutboxRow[]) => Promise<void>): Promise<number>;
-  markPublished(ids: bigint[]): Promise<void>;
+/**
+ * Why a row can never be published. Only the row's own content qualifies: a broker that is down
+ * or slow never quarantines anything.
+ */
+export type QuarantineReason = 'message_too_large' | 'record_rejected' | 'schema_invalid' | 'unknown_topic';
+
+/** What one sweep batch did: rows sent, rows set aside for good, and the transient error that stopped it (if any). */
+export interface BatchOutcome {
+  published: bigint[];
+  quarantined: Array<{ id: bigint; topic: string; reason: QuarantineReason }>;
+  error?: Error;
 }
+
+/**
+ * Implemented in libs/db: lock a batch of unpublished, unquarantined rows, run `publish`, mark
+ * what it published and quarantine what it refused, in one transaction; prune old published rows.
+ */
+export interface OutboxStore {
+  drainBatch(limit: number, publish: (rows: OutboxRow[]) => Promise<BatchOutcome>): Promise<{ claimed: number } & BatchOutcome>;
+  markPublished(ids: bigint[]): Promise<void>;
+  /** Deletes up to `limit` rows published more than `olderThanMs` ago; never unpublished or quarantined ones. */
+  prunePublished(olderThanMs: number, limit: number): Promise<number>;
+}
+
+/** Counts quarantined rows; a prom-client Counter with these labels fits. */
+export interface QuarantineCounter {
+  inc(labels: { topic: string; reason: QuarantineReason }): void;
+}
+
+export interface OutboxRelayOptions {
+  sweepIntervalMs?: number;
+  batchSize?: number;
+  markDelayMs?: number;
+  /** published rows older than this are deleted by the sweep (default 72 h) */
+  retentionMs?: number;
+  /** how often the sweep prunes (default 60 s) and how many rows one delete takes (default 1000) */
+  pruneIntervalMs?: number;
+  pruneBatchSize?: number;
+  /** one send carries at most this many bytes of values (default 512 KiB), below the broker's batch limit */
+  maxSendBytes?: number;
+  quarantineCounter?: QuarantineCounter;
+  /** the injected clock (prune scheduling only) */
+  now?: () => number;
+}
+
+const HOUR_MS = 3_600_000;
+const topicsByName = new Map(allTopics().map((t) => [t.name, t]));
 
 export interface OutboxPublisher {
   publishRaw(topicName: string, messages: RawMessage[]): Promise<void>;
@@ -36,8 +79,10 @@ export class OutboxRelay {
     private readonly store: OutboxStore,
     private readonly publisher: OutboxPublisher,
     private readonly logger: BusLogger,
-    private readonly opts: { sweepIntervalMs?: number; batchSize?: number; markDelayMs?: number } = {},
+    private readonly opts: OutboxRelayOptions = {},
   ) {}
+
+  private lastPruneAt = Number.NEGATIVE_INFINITY;
 
   start(): void {
     this.stopped = false;
@@ -104,29 +149,134 @@ export class OutboxRelay {
     });
   }
 
-  /** Publishes until nothing is left; returns how many rows went out. */
+  /**
+   * The sweep: publishes until nothing is left, quarantining rows that can never go out, then
+   * prunes old published rows when due. Returns how many rows went out.
+   */
   async drain(): Promise<number> {
     let total = 0;
     const batchSize = this.opts.batchSize ?? 200;
     try {
       for (;;) {
-        const n = await this.store.drainBatch(batchSize, (rows) => this.publishRows(rows));
-        total += n;
-        if (n < batchSize) break;
+        const outcome = await this.store.drainBatch(batchSize, (rows) => this.publishSweptRows(rows));
+        total += outcome.published.length;
+        this.alertQuarantined(outcome.quarantined);
+        if (outcome.error) {
+          this.logger.warn({ error: outcome.error.message }, 'outbox sweep publish failed; the next sweep retries');
+          break;
+        }
+        if (outcome.claimed < batchSize) break;
       }
     } catch (err) {
       this.logger.warn({ error: (err as Error).message }, 'outbox drain failed; the sweep will retry');
     }
+    await this.pruneIfDue();
     return total;
   }
 
+  private async pruneIfDue(): Promise<void> {
+    const now = (this.opts.now ?? Date.now)();
+    if (this.stopped || now - this.lastPruneAt < (this.opts.pruneIntervalMs ?? 60_000)) return;
+    this.lastPruneAt = now;
+    const limit = this.opts.pruneBatchSize ?? 1000;
+    const olderThanMs = this.opts.retentionMs ?? 72 * HOUR_MS;
+    try {
+      // A bounded number of batches per sweep, so a large backlog never holds the sweep for long.
+      for (let i = 0; i < 10; i++) {
+        const n = await this.store.prunePublished(olderThanMs, limit);
+        if (n < limit) break;
+      }
+    } catch (err) {
+      this.logger.warn({ error: (err as Error).message }, 'outbox prune failed; the next prune retries');
+    }
+  }
+
+  /** Ids only: the row's content stays in Postgres for whoever investigates. */
+  private alertQuarantined(rows: BatchOutcome['quarantined']): void {
+    for (const { id, topic, reason } of rows) {
+      this.opts.quarantineCounter?.inc({ topic, reason });
+      this.logger.error({ outbox_id: id.toString(), topic, reason }, 'outbox row quarantined: it can never be published');
+    }
+  }
+
+  /**
+   * Publishes a swept batch and sorts out rows that can never go out: a payload that no longer
+   * matches its topic's schema (or a topic no longer declared) is not sent; a send the broker
+   * refuses for its content is split until the refused row is alone, and that row is quarantined.
+   * A transient failure stops the batch: what went out so far is still marked.
+   */
+  private async publishSweptRows(rows: OutboxRow[]): Promise<BatchOutcome> {
+    const outcome: BatchOutcome = { published: [], quarantined: [] };
+    const quarantine = (row: OutboxRow, reason: QuarantineReason) => {
+      outcome.quarantined.push({ id: row.id, topic: row.topic, reason });
+    };
+    const sendable: OutboxRow[] = [];
+    for (const row of rows) {
+      const spec = topicsByName.get(row.topic);
+      if (!spec) quarantine(row, 'unknown_topic');
+      else if (!spec.schema.safeParse(row.payload).success) quarantine(row, 'schema_invalid');
+      else sendable.push(row);
+    }
+    const send = async (chunk: Encoded[]): Promise<void> => {
+      try {
+        await this.publisher.publishRaw(
+          chunk[0].row.topic,
+          chunk.map((c) => c.message),
+        );
+        outcome.published.push(...chunk.map((c) => c.row.id));
+      } catch (err) {
+        if (!(err instanceof PermanentPublishError)) throw err;
+        if (chunk.length === 1) return quarantine(chunk[0].row, err.refusal === 'INVALID_RECORD' ? 'record_rejected' : 'message_too_large');
+        const half = Math.ceil(chunk.length / 2);
+        await send(chunk.slice(0, half));
+        await send(chunk.slice(half));
+      }
+    };
+    try {
+      for (const chunk of this.chunks(sendable)) await send(chunk);
+    } catch (err) {
+      outcome.error = err as Error;
+    }
+    return outcome;
+  }
+
+  /** The direct path: any failure leaves the rows to the sweep, which sorts out permanent ones. */
   private async publishRows(rows: OutboxRow[]): Promise<void> {
-    const byTopic = new Map<string, RawMessage[]>();
+    for (const chunk of this.chunks(rows))
+      await this.publisher.publishRaw(
+        chunk[0].row.topic,
+        chunk.map((c) => c.message),
+      );
+  }
+
+  /** Rows grouped by topic (in order), cut so one send stays under `maxSendBytes`. */
+  private *chunks(rows: OutboxRow[]): Generator<Encoded[]> {
+    const maxBytes = this.opts.maxSendBytes ?? 512 * 1024;
+    const byTopic = new Map<string, Encoded[]>();
     for (const row of rows) {
       const list = byTopic.get(row.topic) ?? [];
-      list.push({ key: row.key, value: JSON.stringify(row.payload) });
+      list.push({ row, message: { key: row.key, value: JSON.stringify(row.payload) } });
       byTopic.set(row.topic, list);
     }
-    for (const [topic, messages] of byTopic) await this.publisher.publishRaw(topic, messages);
+    for (const list of byTopic.values()) {
+      let chunk: Encoded[] = [];
+      let bytes = 0;
+      for (const encoded of list) {
+        const size = Buffer.byteLength(encoded.message.value) + Buffer.byteLength(encoded.message.key);
+        if (chunk.length > 0 && bytes + size > maxBytes) {
+          yield chunk;
+          chunk = [];
+          bytes = 0;
+        }
+        chunk.push(encoded);
+        bytes += size;
+      }
+      if (chunk.length > 0) yield chunk;
+    }
   }
+}
+
+interface Encoded {
+  row: OutboxRow;
+  message: RawMessage;
 }

@@ -1,4 +1,11 @@
+import fs from 'node:fs';
 import { z } from 'zod';
+import type { KafkaSecurity, SaslMechanism } from '@gateway/messaging';
+
+const flag = z
+  .enum(['true', 'false', '1', '0', ''])
+  .optional()
+  .transform((v) => v === 'true' || v === '1');
 
 /** Environment shared by every service, validated once at start-up. */
 const schema = z.object({
@@ -7,6 +14,17 @@ const schema = z.object({
   GATEWAY_INSTANCE_ID: z.string().optional(),
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
   HOST: z.string().default('127.0.0.1'),
+  KAFKA_SSL: flag,
+  KAFKA_SSL_CA_FILE: z.string().min(1).optional(),
+  KAFKA_SASL_MECHANISM: z
+    .string()
+    .transform((v) => v.toLowerCase())
+    .pipe(z.enum(['scram-sha-256', 'scram-sha-512']))
+    .optional(),
+  KAFKA_SASL_USERNAME: z.string().min(1).optional(),
+  KAFKA_SASL_PASSWORD: z.string().min(1).optional(),
+  KAFKA_SASL_PASSWORD_FILE: z.string().min(1).optional(),
+  OUTBOX_RETENTION_HOURS: z.coerce.number().positive().optional(),
 });
 
 export interface ServiceConfig {
@@ -16,11 +34,17 @@ export interface ServiceConfig {
   instanceId: string;
   logLevel: string;
   host: string;
+  /** TLS / SASL for Kafka; undefined for a plaintext broker */
+  kafkaSecurity?: KafkaSecurity;
+  /** published outbox rows are pruned after this long (the relay's default, 72 h, when unset) */
+  outboxRetentionHours?: number;
 }
 
 export function loadConfig(serviceName: string, env: NodeJS.ProcessEnv = process.env): ServiceConfig {
   const parsed = schema.parse(env);
   return {
+    kafkaSecurity: kafkaSecurity(parsed),
+    outboxRetentionHours: parsed.OUTBOX_RETENTION_HOURS,
     serviceName,
     databaseUrl: parsed.DATABASE_URL,
     kafkaBrokers: parsed.KAFKA_BROKERS.split(',')
@@ -30,6 +54,33 @@ export function loadConfig(serviceName: string, env: NodeJS.ProcessEnv = process
     logLevel: parsed.LOG_LEVEL,
     host: parsed.HOST,
   };
+}
+
+/**
+ * TLS when KAFKA_SSL is set or a CA file is given; SCRAM when a mechanism is given, which then
+ * needs a user and exactly one of KAFKA_SASL_PASSWORD / KAFKA_SASL_PASSWORD_FILE. Error messages
+ * name the variables, never their values.
+ */
+function kafkaSecurity(parsed: z.infer<typeof schema>): KafkaSecurity | undefined {
+  const security: KafkaSecurity = {};
+  if (parsed.KAFKA_SSL || parsed.KAFKA_SSL_CA_FILE) {
+    security.ssl = parsed.KAFKA_SSL_CA_FILE ? { ca: fs.readFileSync(parsed.KAFKA_SSL_CA_FILE, 'utf8') } : true;
+  }
+  const mechanism: SaslMechanism | undefined = parsed.KAFKA_SASL_MECHANISM;
+  if (mechanism) {
+    if (!parsed.KAFKA_SASL_USERNAME) throw new Error('KAFKA_SASL_MECHANISM is set: KAFKA_SASL_USERNAME is required');
+    if (!parsed.KAFKA_SASL_PASSWORD === !parsed.KAFKA_SASL_PASSWORD_FILE) {
+      throw new Error('KAFKA_SASL_MECHANISM is set: give exactly one of KAFKA_SASL_PASSWORD and KAFKA_SASL_PASSWORD_FILE');
+    }
+    const password = parsed.KAFKA_SASL_PASSWORD ?? fs.readFileSync(parsed.KAFKA_SASL_PASSWORD_FILE ?? '', 'utf8').trim();
+    const sasl = { mechanism, username: parsed.KAFKA_SASL_USERNAME, password: '' };
+    // Not enumerable: a config logged or serialised by mistake does not carry the password.
+    Object.defineProperty(sasl, 'password', { value: password, enumerable: false });
+    security.sasl = sasl;
+  } else if (parsed.KAFKA_SASL_USERNAME || parsed.KAFKA_SASL_PASSWORD || parsed.KAFKA_SASL_PASSWORD_FILE) {
+    throw new Error('KAFKA_SASL_USERNAME / KAFKA_SASL_PASSWORD need KAFKA_SASL_MECHANISM (scram-sha-256 or scram-sha-512)');
+  }
+  return security.ssl || security.sasl ? security : undefined;
 }
 
 export function portFromEnv(name: string, fallback: number, env: NodeJS.ProcessEnv = process.env): number {

@@ -54,6 +54,12 @@ export class CoreModule {
       labelNames: ['topic', 'consumer', 'reason_class'],
       registers: [metrics.registry],
     });
+    const quarantineCounter = new Counter({
+      name: 'gateway_outbox_quarantined_total',
+      help: 'Outbox rows set aside because they can never be published (too large, schema), by topic and reason',
+      labelNames: ['topic', 'reason'],
+      registers: [metrics.registry],
+    });
     return {
       module: CoreModule,
       imports: [
@@ -81,6 +87,7 @@ export class CoreModule {
           useFactory: async (clock: Clock) => {
             const bus = new KafkaBus({
               brokers: config.kafkaBrokers,
+              security: config.kafkaSecurity,
               clientId: config.instanceId,
               logger,
               now: () => clock.now(),
@@ -103,13 +110,17 @@ export class CoreModule {
         { provide: ProcessedEventRepository, useFactory: (db: Database) => new ProcessedEventRepository(db), inject: [Database] },
         {
           provide: OutboxRelay,
-          useFactory: (outbox: OutboxRepository, bus: KafkaBus) => {
-            const relay = new OutboxRelay(outbox, bus, logger);
+          useFactory: (outbox: OutboxRepository, bus: KafkaBus, clock: Clock) => {
+            const relay = new OutboxRelay(outbox, bus, logger, {
+              quarantineCounter,
+              retentionMs: config.outboxRetentionHours === undefined ? undefined : config.outboxRetentionHours * 3_600_000,
+              now: () => clock.now().getTime(),
+            });
             // Publish right after each commit; the periodic sweep remains the delivery guarantee.
             outbox.onCommittedAppend((rows) => relay.publishCommitted(rows));
             return relay;
           },
-          inject: [OutboxRepository, KafkaBus],
+          inject: [OutboxRepository, KafkaBus, CLOCK],
         },
         {
           provide: PolicyRepository,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { TopicKey, TopicPayload, Topics } from '@gateway/contracts';
-import type { OutboxRow, OutboxStore } from '@gateway/messaging';
+import type { BatchOutcome, OutboxRow, OutboxStore } from '@gateway/messaging';
 import { Database, Tx, prismaTx } from '../database';
 
 /**
@@ -53,21 +53,44 @@ export class OutboxRepository implements OutboxStore {
       .$executeRaw`UPDATE outbox_message SET published_at = now() WHERE id = ANY(${ids}::bigint[]) AND published_at IS NULL`;
   }
 
-  /** The sweep: rows older than `sweepAfterMs` that are still unpublished, claimed with SKIP LOCKED. */
-  async drainBatch(limit: number, publish: (rows: OutboxRow[]) => Promise<void>): Promise<number> {
+  /**
+   * The sweep: rows older than `sweepAfterMs`, still unpublished and not quarantined, claimed
+   * with SKIP LOCKED. What `publish` sent is marked published and what it refused for good is
+   * quarantined with its reason, in the same transaction, even when a transient error stopped it.
+   */
+  async drainBatch(limit: number, publish: (rows: OutboxRow[]) => Promise<BatchOutcome>): Promise<{ claimed: number } & BatchOutcome> {
     return this.db.transaction(async (tx) => {
       const rows = await prismaTx(tx).$queryRaw<Array<{ id: bigint; topic: string; key: string; payload: unknown }>>`
         SELECT id, topic, key, payload FROM outbox_message
-        WHERE published_at IS NULL AND created_at < now() - make_interval(secs => ${this.sweepAfterMs / 1000})
+        WHERE published_at IS NULL AND quarantined_at IS NULL
+          AND created_at < now() - make_interval(secs => ${this.sweepAfterMs / 1000})
         ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
-      if (rows.length === 0) return 0;
-      await publish(rows);
-      await prismaTx(tx).$executeRaw`UPDATE outbox_message SET published_at = now() WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`;
-      return rows.length;
+      if (rows.length === 0) return { claimed: 0, published: [], quarantined: [] };
+      const outcome = await publish(rows);
+      if (outcome.published.length > 0) {
+        await prismaTx(tx).$executeRaw`UPDATE outbox_message SET published_at = now() WHERE id = ANY(${outcome.published}::bigint[])`;
+      }
+      if (outcome.quarantined.length > 0) {
+        await prismaTx(tx).$executeRaw`
+          UPDATE outbox_message o SET quarantined_at = now(), quarantine_reason = q.reason
+          FROM unnest(${outcome.quarantined.map((q) => q.id)}::bigint[], ${outcome.quarantined.map((q) => q.reason)}::text[]) AS q(id, reason)
+          WHERE o.id = q.id`;
+      }
+      return { claimed: rows.length, ...outcome };
     });
   }
 
+  /** Deletes up to `limit` rows published more than `olderThanMs` ago (unpublished and quarantined rows have no published_at). */
+  async prunePublished(olderThanMs: number, limit: number): Promise<number> {
+    return this.db.prisma.$executeRaw`
+      DELETE FROM outbox_message WHERE id IN (
+        SELECT id FROM outbox_message
+        WHERE published_at < now() - make_interval(secs => ${olderThanMs / 1000})
+        ORDER BY published_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)`;
+  }
+
+  /** Rows still waiting to be published (quarantined rows are not waiting). */
   async unpublishedCount(): Promise<number> {
-    return this.db.prisma.outboxMessage.count({ where: { publishedAt: null } });
+    return this.db.prisma.outboxMessage.count({ where: { publishedAt: null, quarantinedAt: null } });
   }
 }

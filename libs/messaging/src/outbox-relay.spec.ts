@@ -1,0 +1,110 @@
+import { randomUUID } from 'node:crypto';
+import { Topics } from '@gateway/contracts';
+import { PermanentPublishError, RawMessage } from './kafka-bus';
+import { BatchOutcome, OutboxRelay, OutboxRow, OutboxStore } from './outbox-relay';
+
+const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
+const topic = Topics.policyChanged.name;
+
+function row(id: number, change = 'c'): OutboxRow {
+  return {
+    id: BigInt(id),
+    topic,
+    key: `k${id}`,
+    payload: { event_id: randomUUID(), timestamp: new Date(0).toISOString(), entity: 'route', entity_id: `e${id}`, change, actor: 'a' },
+  };
+}
+
+/** A store holding `rows` that hands them to the relay once and records what it marked. */
+function storeOf(rows: OutboxRow[]) {
+  const result: { outcome?: BatchOutcome } = {};
+  const store: OutboxStore = {
+    drainBatch: async (_limit, publish) => {
+      const outcome = await publish(rows);
+      result.outcome = outcome;
+      return { claimed: rows.length, ...outcome };
+    },
+    markPublished: async () => undefined,
+    prunePublished: async () => 0,
+  };
+  return { store, result };
+}
+
+/** A publisher that refuses any send containing a value longer than `maxValue`, or fails transiently from `downAfter` sends on. */
+function publisher(opts: { maxValue?: number; downAfter?: number }) {
+  const sent: string[][] = [];
+  return {
+    sent,
+    publishRaw: async (_topic: string, messages: RawMessage[]) => {
+      if (opts.downAfter !== undefined && sent.length >= opts.downAfter) throw new Error('Connection error: ECONNREFUSED');
+      if (opts.maxValue !== undefined && messages.some((m) => m.value.length > opts.maxValue!)) {
+        throw new PermanentPublishError('MESSAGE_TOO_LARGE', new Error('too large'));
+      }
+      sent.push(messages.map((m) => m.key));
+    },
+  };
+}
+
+describe('OutboxRelay sweep', () => {
+  it('isolates the refused row of a batch, quarantines it and publishes every other row', async () => {
+    const rows = [row(1), row(2), row(3, 'x'.repeat(5000)), row(4), row(5)];
+    const { store, result } = storeOf(rows);
+    const pub = publisher({ maxValue: 1000 });
+    const counted: unknown[] = [];
+    await new OutboxRelay(store, pub, quiet, { quarantineCounter: { inc: (l) => counted.push(l) } }).drain();
+    expect(result.outcome?.published).toEqual([1n, 2n, 4n, 5n]);
+    expect(result.outcome?.quarantined).toEqual([{ id: 3n, topic, reason: 'message_too_large' }]);
+    expect(pub.sent.flat()).toEqual(['k1', 'k2', 'k4', 'k5']);
+    expect(counted).toEqual([{ topic, reason: 'message_too_large' }]);
+  });
+
+  it('a transient failure quarantines nothing and keeps what went out before it', async () => {
+    const rows = [row(1), row(2), row(3)];
+    const { store, result } = storeOf(rows);
+    const pub = publisher({ downAfter: 1 });
+    await new OutboxRelay(store, pub, quiet, { maxSendBytes: 1 }).drain();
+    expect(result.outcome?.published).toEqual([1n]);
+    expect(result.outcome?.quarantined).toEqual([]);
+    expect(result.outcome?.error?.message).toMatch(/ECONNREFUSED/);
+  });
+
+  it('never sends a row whose payload fails its topic schema or whose topic is not declared', async () => {
+    const bad = { ...row(2), payload: { entity: 'nope' } };
+    const undeclared = { ...row(3), topic: 'gateway.nowhere.v1' };
+    const { store, result } = storeOf([row(1), bad, undeclared]);
+    const pub = publisher({});
+    await new OutboxRelay(store, pub, quiet).drain();
+    expect(pub.sent.flat()).toEqual(['k1']);
+    expect(result.outcome?.quarantined).toEqual([
+      { id: 2n, topic, reason: 'schema_invalid' },
+      { id: 3n, topic: 'gateway.nowhere.v1', reason: 'unknown_topic' },
+    ]);
+  });
+
+  it('cuts sends at maxSendBytes so rows that fit alone are not refused together', async () => {
+    const rows = [row(1, 'x'.repeat(400)), row(2, 'x'.repeat(400)), row(3, 'x'.repeat(400))];
+    const { store } = storeOf(rows);
+    const pub = publisher({});
+    await new OutboxRelay(store, pub, quiet, { maxSendBytes: 1000 }).drain();
+    expect(pub.sent).toEqual([['k1'], ['k2'], ['k3']]);
+  });
+
+  it('prunes when due, on the injected clock', async () => {
+    const pruned: number[] = [];
+    const store: OutboxStore = {
+      drainBatch: async () => ({ claimed: 0, published: [], quarantined: [] }),
+      markPublished: async () => undefined,
+      prunePublished: async (olderThanMs) => {
+        pruned.push(olderThanMs);
+        return 0;
+      },
+    };
+    let now = 0;
+    const relay = new OutboxRelay(store, publisher({}), quiet, { retentionMs: 5000, pruneIntervalMs: 1000, now: () => now });
+    await relay.drain();
+    await relay.drain();
+    now = 1000;
+    await relay.drain();
+    expect(pruned).toEqual([5000, 5000]);
+  });
+});

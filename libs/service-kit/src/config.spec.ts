@@ -1,0 +1,64 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from './config';
+
+const base = { DATABASE_URL: 'postgresql://x' };
+
+describe('loadConfig: Kafka security', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kafka-config-'));
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('is plaintext unless asked', () => {
+    expect(loadConfig('t', base).kafkaSecurity).toBeUndefined();
+    expect(loadConfig('t', { ...base, KAFKA_SSL: 'false' }).kafkaSecurity).toBeUndefined();
+  });
+
+  it('KAFKA_SSL uses the system trust store; a CA file adds a private CA (and implies TLS)', () => {
+    expect(loadConfig('t', { ...base, KAFKA_SSL: 'true' }).kafkaSecurity).toEqual({ ssl: true });
+    const ca = path.join(dir, 'ca.pem');
+    fs.writeFileSync(ca, '-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n');
+    expect(loadConfig('t', { ...base, KAFKA_SSL_CA_FILE: ca }).kafkaSecurity?.ssl).toEqual({ ca: fs.readFileSync(ca, 'utf8') });
+  });
+
+  it('SCRAM takes the password from the variable or a file, and never serialises it', () => {
+    const file = path.join(dir, 'pw');
+    fs.writeFileSync(file, 's3cret-from-file\n');
+    const fromFile = loadConfig('t', {
+      ...base,
+      KAFKA_SASL_MECHANISM: 'SCRAM-SHA-512',
+      KAFKA_SASL_USERNAME: 'u',
+      KAFKA_SASL_PASSWORD_FILE: file,
+    });
+    expect(fromFile.kafkaSecurity?.sasl).toMatchObject({ mechanism: 'scram-sha-512', username: 'u' });
+    expect(fromFile.kafkaSecurity?.sasl?.password).toBe('s3cret-from-file');
+    expect(JSON.stringify(fromFile)).not.toContain('s3cret');
+    const fromVar = loadConfig('t', {
+      ...base,
+      KAFKA_SASL_MECHANISM: 'scram-sha-256',
+      KAFKA_SASL_USERNAME: 'u',
+      KAFKA_SASL_PASSWORD: 'pw-var',
+    });
+    expect(fromVar.kafkaSecurity?.sasl?.password).toBe('pw-var');
+    expect(JSON.stringify(fromVar)).not.toContain('pw-var');
+  });
+
+  it.each([
+    [{ KAFKA_SASL_MECHANISM: 'scram-sha-256', KAFKA_SASL_PASSWORD: 'p' }, /KAFKA_SASL_USERNAME/],
+    [{ KAFKA_SASL_MECHANISM: 'scram-sha-256', KAFKA_SASL_USERNAME: 'u' }, /exactly one/],
+    [
+      { KAFKA_SASL_MECHANISM: 'scram-sha-256', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'p', KAFKA_SASL_PASSWORD_FILE: '/f' },
+      /exactly one/,
+    ],
+    [{ KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'p' }, /need KAFKA_SASL_MECHANISM/],
+    [{ KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'p' }, /scram-sha-256/],
+  ])('refuses an incomplete or unsupported SASL setting %#', (env, message) => {
+    const run = () => loadConfig('t', { ...base, ...env });
+    expect(run).toThrow(message);
+    try {
+      run();
+    } catch (err) {
+      expect((err as Error).message).not.toMatch(/\bp\b/);
+    }
+  });
+});
