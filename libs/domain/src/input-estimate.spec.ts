@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { DEFAULT_MEDIA_INPUT_TOKENS, estimateRequestInputTokens, MediaInputTokens } from './input-estimate';
+import { DEFAULT_MEDIA_INPUT_TOKENS, estimateRequestInputTokens, MediaInputTokens, serialisedInput } from './input-estimate';
 import { estimateInputTokens } from './reservation';
 
 const MEDIA: MediaInputTokens = { image: 100, audio: 200, video: 300, document: 400 };
@@ -14,7 +14,11 @@ function tokens(body: Record<string, unknown>, dialect: 'openai-chat' | 'gemini-
 describe('estimateRequestInputTokens', () => {
   it('is the serialised body at the text rate plus the per-message overhead', () => {
     const body = { model: 'm', messages: [text('hello')] };
-    expect(tokens(body)).toBe(estimateInputTokens([JSON.stringify(body)], 1));
+    expect(tokens(body)).toBe(estimateInputTokens([JSON.stringify({ messages: [text('hello')] })], 1));
+  });
+
+  it('does not count the alias in model (the adapter replaces it)', () => {
+    expect(tokens({ model: 'a', messages: [text('q')] })).toBe(tokens({ model: 'a-much-longer-alias-name', messages: [text('q')] }));
   });
 
   it.each<[string, Record<string, unknown>]>([
@@ -76,7 +80,7 @@ describe('estimateRequestInputTokens', () => {
     ['Gemini inline pdf', { contents: [{ parts: [{ inlineData: { mimeType: 'application/pdf', data: 'AA' } }] }] }, 'gemini-generate', 400],
   ])('adds the contract minimum for %s', (_name, body, dialect, minimum) => {
     const r = estimateRequestInputTokens(body, dialect, MEDIA);
-    expect(r.ok && r.tokens).toBe(estimateInputTokens([JSON.stringify(body)], dialect === 'openai-chat' ? 1 : 1) + minimum);
+    expect(r.ok && r.tokens).toBe(estimateInputTokens([serialisedInput(body)], dialect === 'openai-chat' ? 1 : 1) + minimum);
   });
 
   it('counts a snake_case system instruction as a message', () => {
@@ -139,7 +143,7 @@ describe('estimateRequestInputTokens', () => {
       fc.property(fc.array(fc.constantFrom('image/png', 'audio/wav', 'video/mp4', 'application/pdf'), { maxLength: 10 }), (mimes) => {
         const body = { contents: [{ parts: mimes.map((mimeType) => ({ inlineData: { mimeType, data: 'AAAA' } })) }] };
         const r = estimateRequestInputTokens(body, 'gemini-generate', MEDIA);
-        const floor = estimateInputTokens([JSON.stringify(body)], 1);
+        const floor = estimateInputTokens([serialisedInput(body)], 1);
         const minimums = mimes.reduce(
           (n, m) => n + ({ image: 100, audio: 200, video: 300, application: 400 } as Record<string, number>)[m.split('/')[0]],
           0,

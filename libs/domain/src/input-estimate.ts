@@ -43,9 +43,15 @@ export function estimateRequestInputTokens(
     };
   }
   // The whole serialised body at the text rate: every text is in it, and so is everything else.
-  let tokens = estimateInputTokens([JSON.stringify(body)], scan.messages);
+  // `model` names the gateway's alias, which the adapter replaces; it is not input to the model.
+  let tokens = estimateInputTokens([serialisedInput(body)], scan.messages);
   for (const kind of MEDIA_KINDS) tokens += scan.media[kind] * mediaTokens[kind];
   return { ok: true, tokens, media: scan.media };
+}
+
+/** The body as the estimate counts it: everything but the alias in `model`. */
+export function serialisedInput(body: Record<string, unknown>): string {
+  return JSON.stringify({ ...body, model: undefined });
 }
 
 type Scan = { messages: number; media: Record<MediaKind, number> } | { unpriced: { param: string; why: string } };

@@ -37,10 +37,10 @@ const KEY = 'gw-key-wl-1';
 const PROMPT = 'the plum tree is secret';
 /**
  * The estimate counts the whole serialised body (without the candidate and cap fields, which the
- * adapter writes): the chat body is 94 bytes → ceil(94 / 3) + 4 per message + 3 = 39; the Gemini
+ * adapter writes): the chat body without its `model` alias is 66 bytes → ceil(66 / 3) + 4 per message + 3 = 29; the Gemini
  * body (with its emptied generationConfig) 97 bytes → 33 + 4 + 3 = 40.
  */
-const INPUT_TOKENS = 39;
+const INPUT_TOKENS = 29;
 const GEMINI_INPUT_TOKENS = 40;
 
 /** $2 in, $8 out per MTok: 2 and 8 micro-USD per token. */
@@ -449,8 +449,8 @@ describe('AdmitRequest', () => {
 
       expect(f.admissions.admitted).toHaveLength(1);
       const input = f.admissions.admitted[0];
-      // price(39 input tokens × 2) + 1 × 500 output tokens × 8
-      const reserved = 39n * 2n + 500n * 8n;
+      // price(29 input tokens × 2) + 1 × 500 output tokens × 8
+      const reserved = 29n * 2n + 500n * 8n;
       expect(input.reservation).toMatchObject({ reservedOutputTokens: 500, reservedMicrousd: reserved, priceRevisionId: 'price-1' });
       expect(input.action).toMatchObject({
         id: admitted.actionId,
@@ -482,7 +482,7 @@ describe('AdmitRequest', () => {
         'x-gateway-effective-candidates': '1',
         'x-gateway-reserved-microusd': input.reservation.reservedMicrousd.toString(),
       });
-      expect(admitted.headers['x-gateway-reserved-microusd']).toBe('4078');
+      expect(admitted.headers['x-gateway-reserved-microusd']).toBe('4058');
       expect(admitted.deadline).toEqual(new Date(T0.getTime() + 30_000));
 
       const event = input.decisionEvent;
@@ -498,7 +498,7 @@ describe('AdmitRequest', () => {
         stream_mode: 'none',
         policy_result: 'allow',
         policy_reason: 'within_policy',
-        reserved_microusd: '4078',
+        reserved_microusd: '4058',
         exception_id: null,
         timestamp: T0.toISOString(),
       });
@@ -547,8 +547,8 @@ describe('AdmitRequest', () => {
         messages: [{ role: 'user', content: PROMPT }],
         stream_options: { include_usage: true },
       });
-      // a smaller cap than policy shrinks the reservation: 52 input tokens (this body) × 2 + 100 × 8
-      expect(f.admissions.admitted[0].reservation.reservedMicrousd).toBe(904n);
+      // a smaller cap than policy shrinks the reservation: 43 input tokens (this body) × 2 + 100 × 8
+      expect(f.admissions.admitted[0].reservation.reservedMicrousd).toBe(886n);
     });
 
     it('a cap above policy is clamped to the workload ceiling', async () => {
@@ -569,19 +569,19 @@ describe('AdmitRequest', () => {
       expect(input.workloadBudget).toEqual({ budgetMicrousd: 10_000_000n, periodStart: MONTH_START });
       expect(input.action).toMatchObject({ requestedCandidates: 2, effectiveCandidates: 2, outputCeiling: 200, exceptionId: 'ex-wide' });
       // per_candidate: 2 × 200 output tokens
-      expect(input.reservation).toMatchObject({ reservedOutputTokens: 400, reservedMicrousd: 39n * 2n + 400n * 8n });
+      expect(input.reservation).toMatchObject({ reservedOutputTokens: 400, reservedMicrousd: 29n * 2n + 400n * 8n });
       expect(input.decisionEvent).toMatchObject({
         policy_result: 'allow',
         policy_reason: 'within_exception',
         exception_id: 'ex-wide',
         requested_candidate_count: 2,
         effective_candidate_count: 2,
-        reserved_microusd: '3278',
+        reserved_microusd: '3258',
       });
       expect(admitted.headers).toMatchObject({
         'x-gateway-requested-candidates': '2',
         'x-gateway-effective-candidates': '2',
-        'x-gateway-reserved-microusd': '3278',
+        'x-gateway-reserved-microusd': '3258',
       });
       expect(admitted.command).toMatchObject({ requested_candidates: 2, effective_candidates: 2, output_ceiling: 200 });
     });
