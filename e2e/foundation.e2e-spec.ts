@@ -73,9 +73,9 @@ describe('foundation: one request through every service', () => {
     expect(actionId).toMatch(/^[0-9a-f-]{36}$/);
     const sent = await simRequestsSince(before);
     expect(sent).toHaveLength(1);
-    // The gateway always sets the output cap upstream, and the candidate count only when needed.
+    // The gateway always writes the output cap and the effective candidate count upstream.
     expect(sent[0].maxTokens).toBe(256);
-    expect(sent[0].candidateCount).toBeNull();
+    expect(sent[0].candidateCount).toBe(1);
   });
 
   it('(b) n: 3 → 400 candidate_count_exceeds_policy, x-should-retry: false, nothing dispatched', async () => {

@@ -6,6 +6,7 @@ import type { SimContext } from './context';
 import { BodyTooLargeError, readBody, sendJson, sleep } from './http';
 import type { SimRequestLogEntry } from './request-log';
 import { resolveScript, scenarioLabel, ScriptError, type ResolvedScript } from './script';
+import { emptySpendFields, spendFieldsOf } from './spend-fields';
 import { randomInt } from './text';
 
 export const SCRIPT_HEADER = 'x-sim-script';
@@ -86,6 +87,7 @@ export async function handleProviderRequest(
     status: 0,
     aborted: false,
     durationMs: null,
+    ...emptySpendFields(),
   });
   const abort = new AbortController();
   let cutOnPurpose = false;
@@ -120,6 +122,7 @@ export async function handleProviderRequest(
   } catch {
     return fail(400, 'We could not parse the JSON body of your request.', { code: 'invalid_json' });
   }
+  Object.assign(entry, spendFieldsOf(body));
   try {
     parsed = adapter.parse(body, url);
     entry.model = parsed.modelSpec.split(';')[0].trim();

@@ -104,19 +104,25 @@ function adapter(stream: boolean): ProviderAdapter {
       if (!body || typeof body !== 'object' || Array.isArray(body)) throw new InvalidRequest('Invalid JSON payload: expected an object.');
       const b = body as Record<string, unknown>;
       if (!Array.isArray(b.contents)) throw new InvalidRequest('* GenerateContentRequest.contents: contents is not specified');
-      const config = (b.generationConfig ?? {}) as Record<string, unknown>;
+      // Like Gemini itself, proto field names are accepted as well as lowerCamel.
+      const config = { ...((b.generation_config ?? {}) as object), ...((b.generationConfig ?? {}) as object) } as Record<string, unknown>;
       const lengths = b.contents.map(textChars);
-      if (b.systemInstruction) lengths.push(textChars(b.systemInstruction));
+      const system = b.systemInstruction ?? b.system_instruction;
+      if (system) lengths.push(textChars(system));
       return {
         modelSpec: modelFromPath(url),
         asked: optionalCount(
-          config.candidateCount,
+          config.candidateCount ?? config.candidate_count,
           'candidateCount',
           `* GenerationConfig.candidateCount: must be between 1 and ${MAX_CANDIDATES}`,
           null,
           MAX_CANDIDATES,
         ),
-        cap: optionalCount(config.maxOutputTokens, 'maxOutputTokens', '* GenerationConfig.maxOutputTokens: must be a positive integer'),
+        cap: optionalCount(
+          config.maxOutputTokens ?? config.max_output_tokens,
+          'maxOutputTokens',
+          '* GenerationConfig.maxOutputTokens: must be a positive integer',
+        ),
         stream,
         promptTokens: estimatePromptTokens(lengths),
         lastText: contentText(b.contents[b.contents.length - 1]),

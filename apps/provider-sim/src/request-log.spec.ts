@@ -14,6 +14,10 @@ const entry = (path: string): Omit<SimRequestLogEntry, 'seq'> => ({
   status: 200,
   aborted: false,
   durationMs: 1,
+  candidateFields: {},
+  capFields: {},
+  pricedFields: [],
+  store: null,
 });
 
 describe('RequestLog', () => {

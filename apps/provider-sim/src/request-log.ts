@@ -1,6 +1,8 @@
-// In-memory log of provider requests. Never stores prompt text: only a sha256 fingerprint of the body.
+// In-memory log of provider requests. Never stores prompt text: only a sha256 fingerprint of the body
+// and the spend fields received (counts, caps, names of price-changing fields, `store`).
+import type { SpendFields } from './spend-fields';
 
-export interface SimRequestLogEntry {
+export interface SimRequestLogEntry extends SpendFields {
   seq: number;
   time: string;
   method: string;
@@ -38,7 +40,15 @@ export class RequestLog {
 
   /** Copies of the entries with seq > since. */
   list(since = 0): SimRequestLogEntry[] {
-    return this.entries.filter((e) => e.seq > since).map((e) => ({ ...e, directives: [...e.directives] }));
+    return this.entries
+      .filter((e) => e.seq > since)
+      .map((e) => ({
+        ...e,
+        directives: [...e.directives],
+        candidateFields: { ...e.candidateFields },
+        capFields: { ...e.capFields },
+        pricedFields: [...e.pricedFields],
+      }));
   }
 
   /** Drops entries; seq keeps increasing so `since` cursors stay valid. */

@@ -38,10 +38,15 @@ export const dispatchCommandV1 = z.object({
   effective_candidates: z.number().int().positive(),
   output_ceiling: z.number().int().positive(),
   include_usage_for_client: z.boolean(),
+  /** the workload lets the provider keep prompts (OpenAI `store`); absent = no */
+  allow_provider_storage: z.boolean().optional(),
   deadline: z.string(),
   dispatch_deadline: z.string(),
   acceptance: z.object({ allow_length: z.boolean(), allow_content_filter: z.boolean() }),
-  /** the application's request body, already validated by admission: content */
+  /**
+   * the application's request body, validated and normalised by admission (canonical spelling,
+   * no candidate-count or output-cap field in any spelling: the adapter writes the reserved ones): content
+   */
   request: z.record(z.string(), z.unknown()),
 });
 export type DispatchCommandV1 = z.infer<typeof dispatchCommandV1>;

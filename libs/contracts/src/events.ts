@@ -30,6 +30,8 @@ export const caseReason = z.enum([
   'no_reservation',
   /** settlement parked the attempt's event on the dead-letter topic (it cannot be processed) */
   'settlement_failed',
+  /** the provider reported usage fields the adapter does not know; settled from the total, to be checked */
+  'usage_shape_unknown',
 ]);
 export type CaseReason = z.infer<typeof caseReason>;
 
@@ -130,6 +132,11 @@ export const attemptCompletedV1 = sanitisedFields.extend({
   prompt_block_reason: z.string().nullable(),
   attempts_total: z.number().int().positive(),
   action_final: z.boolean(),
+  /**
+   * usage fields the adapter did not know (names only, never values). When present, the attempt
+   * was settled from the reported total and settlement opens a `usage_shape_unknown` case.
+   */
+  usage_unknown_fields: z.array(z.string().max(128)).max(32).optional(),
 });
 export type AttemptCompletedV1 = z.infer<typeof attemptCompletedV1>;
 

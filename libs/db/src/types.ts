@@ -1,4 +1,4 @@
-import type { ExceptionStatus, OutputCapSemantics, PriceRevision } from '@gateway/domain';
+import type { ExceptionStatus, MediaInputTokens, OutputCapSemantics, PriceRevision } from '@gateway/domain';
 import type { ProviderKind } from '@gateway/contracts';
 
 /** Read models returned by repositories: plain data, no Prisma types. */
@@ -18,6 +18,8 @@ export interface WorkloadPolicy {
   deadlineMs: number;
   maxInFlight: number;
   tokensPerMinute: number | null;
+  /** the workload lets the provider keep prompts (OpenAI `store`); otherwise the gateway sends `store: false` */
+  allowProviderStorage: boolean;
 }
 
 export interface RouteContract {
@@ -38,6 +40,10 @@ export interface RouteContract {
   verifiedAt: Date | null;
   verifiedBy: string | null;
   verificationTtlSeconds: number;
+  /** price-changing features (libs/domain PRICED_FEATURES) this contract declares and prices */
+  pricedFeatures: string[];
+  /** input tokens added per media item in the estimate */
+  mediaInputTokens: MediaInputTokens;
 }
 
 export interface ActiveException {
@@ -70,6 +76,7 @@ export function toWorkloadPolicy(w: {
   deadlineMs: number;
   maxInFlight: number;
   tokensPerMinute: number | null;
+  allowProviderStorage: boolean;
 }): WorkloadPolicy {
   return {
     id: w.id,
@@ -86,5 +93,6 @@ export function toWorkloadPolicy(w: {
     deadlineMs: w.deadlineMs,
     maxInFlight: w.maxInFlight,
     tokensPerMinute: w.tokensPerMinute,
+    allowProviderStorage: w.allowProviderStorage,
   };
 }

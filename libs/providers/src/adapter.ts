@@ -8,6 +8,37 @@ export interface ParsedUsage {
   /** aggregate output over all candidates, reasoning included */
   outputTokensTotal: number;
   reasoningTokens: number;
+  /**
+   * Usage fields the adapter does not know (names, never values), plus `total_exceeds_parts` when
+   * the reported total is larger than the parts it knows. Either way the parts were settled from
+   * the total (the unexplained rest counted as output, the dearer side) and a case is opened.
+   */
+  unknownFields: string[];
+}
+
+/** Names of `usage` keys outside `known` whose value could carry tokens (non-zero, non-empty). */
+export function unknownUsageFields(usage: Record<string, unknown>, known: readonly string[], prefix = ''): string[] {
+  return Object.entries(usage)
+    .filter(([k, v]) => !known.includes(k) && carriesValue(v))
+    .map(([k]) => prefix + k);
+}
+
+function carriesValue(v: unknown): boolean {
+  if (v === null || v === undefined || v === 0 || v === false || v === '') return false;
+  if (Array.isArray(v)) return v.length > 0;
+  if (typeof v === 'object') return Object.values(v as Record<string, unknown>).some(carriesValue);
+  return true;
+}
+
+/**
+ * Settles from the total when the parts do not add up to it: whatever the total holds beyond the
+ * known input and output is counted as output (never as zero), and flagged.
+ */
+export function reconcileWithTotal(usage: ParsedUsage, total: unknown): ParsedUsage {
+  const reported = nonNegInt(total);
+  const rest = reported - usage.inputTokens - usage.outputTokensTotal;
+  if (rest <= 0) return usage;
+  return { ...usage, outputTokensTotal: usage.outputTokensTotal + rest, unknownFields: [...usage.unknownFields, 'total_exceeds_parts'] };
 }
 
 export interface ParsedResponse {

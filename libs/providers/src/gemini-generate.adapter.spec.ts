@@ -55,15 +55,31 @@ describe('GeminiGenerateAdapter.buildRequest', () => {
     const req = adapter.buildRequest(
       command({ output_ceiling: 300, request: { contents: [], generationConfig: { maxOutputTokens: 9000, temperature: 0.2 } } }),
     );
-    expect(req.body.generationConfig).toEqual({ maxOutputTokens: 300, temperature: 0.2 });
+    expect(req.body.generationConfig).toEqual({ candidateCount: 1, maxOutputTokens: 300, temperature: 0.2 });
   });
 
-  it('writes the cap even when the client sent no generationConfig', () => {
-    expect(adapter.buildRequest(command()).body.generationConfig).toEqual({ maxOutputTokens: 512 });
+  it('writes the count and the cap even when the client sent no generationConfig', () => {
+    expect(adapter.buildRequest(command()).body.generationConfig).toEqual({ candidateCount: 1, maxOutputTokens: 512 });
+  });
+
+  it('exactly one candidate field and one cap field reach upstream, whatever spellings the request still held', () => {
+    const req = adapter.buildRequest(
+      command({
+        effective_candidates: 2,
+        output_ceiling: 300,
+        request: {
+          contents: [],
+          generation_config: { candidate_count: 8, max_output_tokens: 9000, top_k: 3 },
+          generationConfig: { candidateCount: 8, max_output_tokens: 9000 },
+        },
+      }),
+    );
+    expect(req.body).not.toHaveProperty('generation_config');
+    expect(req.body.generationConfig).toEqual({ candidateCount: 2, maxOutputTokens: 300, top_k: 3 });
   });
 
   it.each([
-    { name: 'omitted, effective 1', requested: null, effective: 1, param: 'candidateCount', sent: undefined },
+    { name: 'omitted, effective 1 (written explicitly)', requested: null, effective: 1, param: 'candidateCount', sent: 1 },
     { name: 'explicit candidateCount=1', requested: 1, effective: 1, param: 'candidateCount', sent: 1 },
     { name: 'explicit candidateCount=3', requested: 3, effective: 3, param: 'candidateCount', sent: 3 },
     { name: 'contract names another parameter', requested: 2, effective: 2, param: 'candidate_count', sent: 2 },
@@ -80,7 +96,6 @@ describe('GeminiGenerateAdapter.buildRequest', () => {
     );
     const config = req.body.generationConfig as Record<string, unknown>;
     expect(config[param]).toBe(sent);
-    if (sent === undefined) expect(Object.keys(config)).not.toContain(param);
     if (param !== 'candidateCount') expect(config).not.toHaveProperty('candidateCount');
   });
 
@@ -136,7 +151,7 @@ describe('GeminiGenerateAdapter.parseResponse', () => {
           { index: 2, finishReason: 'STOP', hasContent: true },
         ],
         promptBlockReason: null,
-        usage: { inputTokens: 58, cachedInputTokens: 0, outputTokensTotal: 41, reasoningTokens: 0 },
+        usage: { inputTokens: 58, cachedInputTokens: 0, outputTokensTotal: 41, reasoningTokens: 0, unknownFields: [] },
       },
     },
     {
@@ -146,7 +161,7 @@ describe('GeminiGenerateAdapter.parseResponse', () => {
         providerRequestId: 'Zx4QaP7sM8a9nvgPq5DPmQ4',
         candidates: [],
         promptBlockReason: 'SAFETY',
-        usage: { inputTokens: 23, cachedInputTokens: 0, outputTokensTotal: 0, reasoningTokens: 0 },
+        usage: { inputTokens: 23, cachedInputTokens: 0, outputTokensTotal: 0, reasoningTokens: 0, unknownFields: [] },
       },
     },
     {
@@ -156,11 +171,30 @@ describe('GeminiGenerateAdapter.parseResponse', () => {
         providerRequestId: 'pC4QaOGnF6-EnvgP2K_O8Aw',
         candidates: [{ index: 0, finishReason: 'STOP', hasContent: true }],
         promptBlockReason: null,
-        usage: { inputTokens: 4312, cachedInputTokens: 4096, outputTokensTotal: 19 + 349, reasoningTokens: 349 },
+        usage: { inputTokens: 4312, cachedInputTokens: 4096, outputTokensTotal: 19 + 349, reasoningTokens: 349, unknownFields: [] },
       },
     },
   ])('$name', ({ file, expected }) => {
     expect(adapter.parseResponse(json(file), { 'x-request-id': 'hdr' })).toEqual(expected);
+  });
+
+  it('settles toolUsePromptTokenCount as input', () => {
+    const usage = adapter.parseResponse(
+      {
+        candidates: [],
+        usageMetadata: { promptTokenCount: 10, toolUsePromptTokenCount: 400, candidatesTokenCount: 5, totalTokenCount: 415 },
+      },
+      {},
+    ).usage;
+    expect(usage).toEqual({ inputTokens: 410, cachedInputTokens: 0, outputTokensTotal: 5, reasoningTokens: 0, unknownFields: [] });
+  });
+
+  it('settles from the total and names usage fields it does not know', () => {
+    const usage = adapter.parseResponse(
+      { candidates: [], usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 5, groundingTokenCount: 30, totalTokenCount: 45 } },
+      {},
+    ).usage;
+    expect(usage).toMatchObject({ inputTokens: 10, outputTokensTotal: 35, unknownFields: ['groundingTokenCount', 'total_exceeds_parts'] });
   });
 
   it('falls back to the x-request-id header when the body has no responseId', () => {
@@ -232,7 +266,7 @@ describe('GeminiGenerateAdapter.streamAccumulator', () => {
         { index: 1, finishReason: 'STOP', hasContent: true },
       ],
       promptBlockReason: null,
-      usage: { inputTokens: 9, cachedInputTokens: 0, outputTokensTotal: 14, reasoningTokens: 0 },
+      usage: { inputTokens: 9, cachedInputTokens: 0, outputTokensTotal: 14, reasoningTokens: 0, unknownFields: [] },
     });
   });
 
@@ -264,7 +298,13 @@ describe('GeminiGenerateAdapter.streamAccumulator', () => {
     );
     const acc = accumulate(stream, 13);
     expect(acc.sawUsage).toBe(true);
-    expect(acc.result().usage).toEqual({ inputTokens: 40, cachedInputTokens: 32, outputTokensTotal: 122, reasoningTokens: 120 });
+    expect(acc.result().usage).toEqual({
+      inputTokens: 40,
+      cachedInputTokens: 32,
+      outputTokensTotal: 122,
+      reasoningTokens: 120,
+      unknownFields: [],
+    });
   });
 
   it('ignores the prompt-only usage Gemini repeats on unfinished chunks of a single candidate', () => {

@@ -1,11 +1,22 @@
 import type { DispatchCommandV1 } from '@gateway/contracts';
-import type { NormalisedCandidate } from '@gateway/domain';
-import { headerValue, nonNegInt, ParsedResponse, ParsedUsage, ProviderAdapter, StreamAccumulator, UpstreamRequest } from './adapter';
+import { NormalisedCandidate, spendFieldSpellings } from '@gateway/domain';
+import {
+  headerValue,
+  nonNegInt,
+  ParsedResponse,
+  ParsedUsage,
+  ProviderAdapter,
+  reconcileWithTotal,
+  StreamAccumulator,
+  unknownUsageFields,
+  UpstreamRequest,
+} from './adapter';
 import { asRecord, joinUrl, safeJson } from './openai-chat.adapter';
 
 /**
- * Gemini generateContent. `candidateCount` and `maxOutputTokens` (per candidate) are always set
- * by the gateway; every candidate is read (never only candidates[0]); a blocked prompt comes as
+ * Gemini generateContent. Every spelling of the candidate count and the cap (`candidateCount` /
+ * `candidate_count`, `maxOutputTokens` / `max_output_tokens`, under `generationConfig` or
+ * `generation_config`) is removed and exactly one of each is written, with the reserved values; every candidate is read (never only candidates[0]); a blocked prompt comes as
  * `promptFeedback.blockReason` with no candidates.
  */
 export class GeminiGenerateAdapter implements ProviderAdapter {
@@ -14,11 +25,19 @@ export class GeminiGenerateAdapter implements ProviderAdapter {
   buildRequest(cmd: DispatchCommandV1): UpstreamRequest {
     const body: Record<string, unknown> = { ...cmd.request };
     delete body.model;
-    const generationConfig: Record<string, unknown> = { ...(asRecord(body.generationConfig) ?? {}) };
+    // Admission sends the canonical spelling; a snake_case config must still never survive beside it.
+    const generationConfig: Record<string, unknown> = {
+      ...(asRecord(body.generation_config) ?? {}),
+      ...(asRecord(body.generationConfig) ?? {}),
+    };
+    delete body.generation_config;
+    const spellings = spendFieldSpellings('gemini-generate', {
+      candidateParam: cmd.route.candidate_param,
+      outputCapParam: cmd.route.output_cap_param,
+    });
+    for (const f of [...spellings.candidate, ...spellings.cap]) delete generationConfig[f];
+    generationConfig[cmd.route.candidate_param ?? 'candidateCount'] = cmd.effective_candidates;
     generationConfig[cmd.route.output_cap_param] = cmd.output_ceiling;
-    const candidateParam = cmd.route.candidate_param ?? 'candidateCount';
-    delete generationConfig.candidateCount;
-    if (cmd.effective_candidates > 1 || cmd.requested_candidates !== null) generationConfig[candidateParam] = cmd.effective_candidates;
     body.generationConfig = generationConfig;
     const method = cmd.stream ? 'streamGenerateContent?alt=sse' : 'generateContent';
     const headers: Record<string, string> = { 'content-type': 'application/json' };
@@ -117,18 +136,39 @@ function toCandidate(c: Record<string, unknown>, fallbackIndex: number): Normali
   };
 }
 
+const KNOWN_USAGE = [
+  'promptTokenCount',
+  'candidatesTokenCount',
+  'totalTokenCount',
+  'cachedContentTokenCount',
+  'thoughtsTokenCount',
+  'toolUsePromptTokenCount',
+  // per-modality breakdowns of the counts above (subsets, not extra tokens)
+  'promptTokensDetails',
+  'candidatesTokensDetails',
+  'cacheTokensDetails',
+  'toolUsePromptTokensDetails',
+  'trafficType',
+];
+
 /**
  * candidatesTokenCount is summed over candidates; thoughtsTokenCount is reported separately, so
- * the aggregate output is their sum. Cached tokens are a subset of promptTokenCount.
+ * the aggregate output is their sum. Cached tokens are a subset of promptTokenCount. Tool-use
+ * prompt tokens (what grounding or code execution fed back to the model) are billed as input but
+ * reported outside promptTokenCount, so they are added to it.
  */
 function parseUsage(raw: unknown): ParsedUsage | null {
   const u = asRecord(raw);
   if (!u || typeof u.promptTokenCount !== 'number') return null;
   const thoughts = nonNegInt(u.thoughtsTokenCount);
-  return {
-    inputTokens: nonNegInt(u.promptTokenCount),
-    cachedInputTokens: nonNegInt(u.cachedContentTokenCount),
-    outputTokensTotal: nonNegInt(u.candidatesTokenCount) + thoughts,
-    reasoningTokens: thoughts,
-  };
+  return reconcileWithTotal(
+    {
+      inputTokens: nonNegInt(u.promptTokenCount) + nonNegInt(u.toolUsePromptTokenCount),
+      cachedInputTokens: nonNegInt(u.cachedContentTokenCount),
+      outputTokensTotal: nonNegInt(u.candidatesTokenCount) + thoughts,
+      reasoningTokens: thoughts,
+      unknownFields: unknownUsageFields(u, KNOWN_USAGE),
+    },
+    u.totalTokenCount,
+  );
 }

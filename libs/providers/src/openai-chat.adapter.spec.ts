@@ -63,7 +63,7 @@ describe('OpenAiChatAdapter.buildRequest', () => {
   });
 
   it.each([
-    { name: 'omitted, effective 1', requested: null, effective: 1, param: 'n', sent: undefined },
+    { name: 'omitted, effective 1 (written explicitly)', requested: null, effective: 1, param: 'n', sent: 1 },
     { name: 'explicit n=1', requested: 1, effective: 1, param: 'n', sent: 1 },
     { name: 'explicit n=3', requested: 3, effective: 3, param: 'n', sent: 3 },
     { name: 'aggregator parameter name', requested: 2, effective: 2, param: 'num_completions', sent: 2 },
@@ -76,7 +76,6 @@ describe('OpenAiChatAdapter.buildRequest', () => {
     );
     expect(req.body[param]).toBe(sent);
     if (param !== 'n') expect(req.body).not.toHaveProperty('n');
-    if (sent === undefined) expect(Object.keys(req.body)).not.toContain(param);
   });
 
   it('defaults the candidate parameter to n when the contract names none', () => {
@@ -84,9 +83,40 @@ describe('OpenAiChatAdapter.buildRequest', () => {
     expect(req.body.n).toBe(2);
   });
 
-  it('never forwards the client n when the count was omitted (the app sent it as a stray field)', () => {
-    const req = adapter.buildRequest(command({ request: { messages: [], n: 1 } }));
-    expect(req.body).not.toHaveProperty('n');
+  it('never forwards a client n: the effective count replaces it', () => {
+    const req = adapter.buildRequest(command({ request: { messages: [], n: 8 } }));
+    expect(req.body.n).toBe(1);
+  });
+
+  it('exactly one candidate field and one cap field reach upstream, whatever spellings the request still held', () => {
+    const req = adapter.buildRequest(
+      command(
+        {
+          effective_candidates: 2,
+          output_ceiling: 300,
+          request: { messages: [], n: 8, num_completions: 8, max_tokens: 9000, max_completion_tokens: 9000, max_output_tokens: 9000 },
+        },
+        { candidate_param: 'num_completions', output_cap_param: 'max_output_tokens' },
+      ),
+    );
+    const spend = Object.keys(req.body).filter((k) => /^(n|num_completions|max_tokens|max_completion_tokens|max_output_tokens)$/.test(k));
+    expect(spend.sort()).toEqual(['max_output_tokens', 'num_completions']);
+    expect(req.body).toMatchObject({ num_completions: 2, max_output_tokens: 300 });
+  });
+
+  it.each([
+    { kind: 'openai-chat' as const, allow: undefined, sent: true, expected: false },
+    { kind: 'openai-chat' as const, allow: false, sent: undefined, expected: false },
+    { kind: 'openai-chat' as const, allow: true, sent: true, expected: true },
+    { kind: 'openai-compatible' as const, allow: undefined, sent: true, expected: undefined },
+  ])('store on $kind with allow_provider_storage=$allow, sent $sent → $expected', ({ kind, allow, sent, expected }) => {
+    const req = adapter.buildRequest(
+      command(
+        { allow_provider_storage: allow, request: { messages: [], ...(sent === undefined ? {} : { store: sent }) } },
+        { provider_kind: kind },
+      ),
+    );
+    expect(req.body.store).toBe(expected);
   });
 
   it.each([
@@ -143,7 +173,7 @@ describe('OpenAiChatAdapter.parseResponse', () => {
       ],
       promptBlockReason: null,
       // completion_tokens already includes the reasoning tokens: not added twice
-      usage: { inputTokens: 1117, cachedInputTokens: 1024, outputTokensTotal: 946, reasoningTokens: 704 },
+      usage: { inputTokens: 1117, cachedInputTokens: 1024, outputTokensTotal: 946, reasoningTokens: 704, unknownFields: [] },
     });
   });
 
@@ -168,12 +198,21 @@ describe('OpenAiChatAdapter.parseResponse', () => {
     expect(adapter.parseResponse({ choices: [], usage }, {}).usage).toBeNull();
   });
 
+  it('settles from the total and names usage fields it does not know', () => {
+    const usage = adapter.parseResponse(
+      { choices: [], usage: { prompt_tokens: 10, completion_tokens: 3, total_tokens: 20, search_tokens: 7, cost: 0 } },
+      {},
+    ).usage;
+    expect(usage).toMatchObject({ inputTokens: 10, outputTokensTotal: 10, unknownFields: ['search_tokens', 'total_exceeds_parts'] });
+  });
+
   it('reads usage without details as zero cached / zero reasoning', () => {
     expect(adapter.parseResponse({ choices: [], usage: { prompt_tokens: 10, completion_tokens: 3, total_tokens: 13 } }, {}).usage).toEqual({
       inputTokens: 10,
       cachedInputTokens: 0,
       outputTokensTotal: 3,
       reasoningTokens: 0,
+      unknownFields: [],
     });
   });
 
@@ -225,7 +264,7 @@ describe('OpenAiChatAdapter.streamAccumulator', () => {
         { index: 1, finishReason: 'length', hasContent: true },
       ],
       promptBlockReason: null,
-      usage: { inputTokens: 212, cachedInputTokens: 128, outputTokensTotal: 37, reasoningTokens: 0 },
+      usage: { inputTokens: 212, cachedInputTokens: 128, outputTokensTotal: 37, reasoningTokens: 0, unknownFields: [] },
     });
   });
 

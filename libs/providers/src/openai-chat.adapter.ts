@@ -1,24 +1,40 @@
 import type { DispatchCommandV1 } from '@gateway/contracts';
-import type { NormalisedCandidate } from '@gateway/domain';
-import { headerValue, nonNegInt, ParsedResponse, ParsedUsage, ProviderAdapter, StreamAccumulator, UpstreamRequest } from './adapter';
-
-const OUTPUT_CAP_FIELDS = ['max_tokens', 'max_completion_tokens'] as const;
+import { NormalisedCandidate, spendFieldSpellings } from '@gateway/domain';
+import {
+  headerValue,
+  nonNegInt,
+  ParsedResponse,
+  ParsedUsage,
+  ProviderAdapter,
+  reconcileWithTotal,
+  StreamAccumulator,
+  unknownUsageFields,
+  UpstreamRequest,
+} from './adapter';
 
 /**
- * OpenAI chat completions and OpenAI-compatible aggregators. The candidate count and the output
- * cap are always written by the gateway (the contract says which field caps output), and usage
- * is always requested on streams.
+ * OpenAI chat completions and OpenAI-compatible aggregators. Every spelling of the candidate
+ * count and the output cap is removed and exactly one of each is written, with the reserved
+ * values, in the contract's field; usage is always requested on streams; the provider keeps no
+ * prompt (`store: false`) unless the workload opted in.
  */
 export class OpenAiChatAdapter implements ProviderAdapter {
   constructor(private readonly upstreamKey: (routeId: string) => string | null = () => null) {}
 
   buildRequest(cmd: DispatchCommandV1): UpstreamRequest {
     const body: Record<string, unknown> = { ...cmd.request, model: cmd.route.upstream_model };
-    for (const f of OUTPUT_CAP_FIELDS) delete body[f];
+    const spellings = spendFieldSpellings('openai-chat', {
+      candidateParam: cmd.route.candidate_param,
+      outputCapParam: cmd.route.output_cap_param,
+    });
+    for (const f of [...spellings.candidate, ...spellings.cap]) delete body[f];
+    body[cmd.route.candidate_param ?? 'n'] = cmd.effective_candidates;
     body[cmd.route.output_cap_param] = cmd.output_ceiling;
-    const candidateParam = cmd.route.candidate_param ?? 'n';
-    delete body.n;
-    if (cmd.effective_candidates > 1 || cmd.requested_candidates !== null) body[candidateParam] = cmd.effective_candidates;
+    if (!cmd.allow_provider_storage) {
+      // OpenAI's field; an aggregator may not know it, and without it OpenAI's default is not to store.
+      if (cmd.route.provider_kind === 'openai-chat') body.store = false;
+      else delete body.store;
+    }
     if (cmd.stream) {
       body.stream = true;
       body.stream_options = { ...(asRecord(body.stream_options) ?? {}), include_usage: true };
@@ -107,16 +123,30 @@ function toCandidate(c: Record<string, unknown>, fallbackIndex: number): Normali
   };
 }
 
+const KNOWN_USAGE = ['prompt_tokens', 'completion_tokens', 'total_tokens', 'prompt_tokens_details', 'completion_tokens_details'];
+const KNOWN_PROMPT_DETAILS = ['cached_tokens', 'audio_tokens'];
+const KNOWN_COMPLETION_DETAILS = ['reasoning_tokens', 'audio_tokens', 'accepted_prediction_tokens', 'rejected_prediction_tokens'];
+
 /** completion_tokens already includes reasoning tokens; cached tokens are part of prompt_tokens. */
 function parseUsage(raw: unknown): ParsedUsage | null {
   const u = asRecord(raw);
   if (!u || typeof u.prompt_tokens !== 'number' || typeof u.completion_tokens !== 'number') return null;
-  return {
-    inputTokens: nonNegInt(u.prompt_tokens),
-    cachedInputTokens: nonNegInt(asRecord(u.prompt_tokens_details)?.cached_tokens),
-    outputTokensTotal: nonNegInt(u.completion_tokens),
-    reasoningTokens: nonNegInt(asRecord(u.completion_tokens_details)?.reasoning_tokens),
-  };
+  const promptDetails = asRecord(u.prompt_tokens_details) ?? {};
+  const completionDetails = asRecord(u.completion_tokens_details) ?? {};
+  return reconcileWithTotal(
+    {
+      inputTokens: nonNegInt(u.prompt_tokens),
+      cachedInputTokens: nonNegInt(promptDetails.cached_tokens),
+      outputTokensTotal: nonNegInt(u.completion_tokens),
+      reasoningTokens: nonNegInt(completionDetails.reasoning_tokens),
+      unknownFields: [
+        ...unknownUsageFields(u, KNOWN_USAGE),
+        ...unknownUsageFields(promptDetails, KNOWN_PROMPT_DETAILS, 'prompt_tokens_details.'),
+        ...unknownUsageFields(completionDetails, KNOWN_COMPLETION_DETAILS, 'completion_tokens_details.'),
+      ],
+    },
+    u.total_tokens,
+  );
 }
 
 export function asRecord(v: unknown): Record<string, unknown> | null {

@@ -47,6 +47,13 @@ export class CatalogRepository {
       verifiedAt: v.verifiedAt,
       verifiedBy: v.verifiedBy,
       verificationTtlSeconds: v.verificationTtlSeconds,
+      pricedFeatures: v.pricedFeatures,
+      mediaInputTokens: {
+        image: v.imageInputTokens,
+        audio: v.audioInputTokens,
+        video: v.videoInputTokens,
+        document: v.documentInputTokens,
+      },
     };
   }
 

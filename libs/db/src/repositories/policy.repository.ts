@@ -18,6 +18,13 @@ export interface ContractFields {
   gatewayVersion: string;
   clientLibraryVersion: string;
   verificationTtlSeconds: number;
+  /** price-changing features the contract prices; omitted = none (the database default) */
+  pricedFeatures?: string[];
+  /** input tokens per media item; omitted = the database defaults (libs/domain DEFAULT_MEDIA_INPUT_TOKENS) */
+  imageInputTokens?: number;
+  audioInputTokens?: number;
+  videoInputTokens?: number;
+  documentInputTokens?: number;
 }
 
 /** Exactly the contract-defining fields of `c` (so extra properties never reach storage). */
@@ -35,6 +42,11 @@ export function contractFields(c: ContractFields): ContractFields {
     gatewayVersion: c.gatewayVersion,
     clientLibraryVersion: c.clientLibraryVersion,
     verificationTtlSeconds: c.verificationTtlSeconds,
+    pricedFeatures: c.pricedFeatures,
+    imageInputTokens: c.imageInputTokens,
+    audioInputTokens: c.audioInputTokens,
+    videoInputTokens: c.videoInputTokens,
+    documentInputTokens: c.documentInputTokens,
   };
 }
 
@@ -46,8 +58,10 @@ export interface RouteContractInput extends ContractFields {
 }
 
 /** A workload's policy as an operator sets it, with who changed it and why. */
-export interface WorkloadInput extends Omit<WorkloadPolicy, 'budgetPeriod'> {
+export interface WorkloadInput extends Omit<WorkloadPolicy, 'budgetPeriod' | 'allowProviderStorage'> {
   budgetPeriod: 'day' | 'month';
+  /** omitted = false (the database default): the provider may not keep prompts */
+  allowProviderStorage?: boolean;
   actor: string;
   reason: string;
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DomainError } from '@gateway/domain';
+import { DomainError, normaliseRequest, RequestDialect } from '@gateway/domain';
 import type { ApiKind } from '@gateway/contracts';
 
 /**
@@ -14,15 +14,25 @@ export interface AdmitRequestCommand {
   stream: boolean;
   /** how a stream is framed for the client: SSE, or (Gemini without `alt=sse`) a JSON array */
   streamFormat: 'sse' | 'json-array';
-  /** raw candidate-count field as sent (undefined when omitted): the domain validates it */
+  /**
+   * The candidate count as sent in any of the dialect's spellings (undefined when omitted), for
+   * the decision event of refusals that come before the route is known. The use case reads the
+   * count again with the route contract's spellings; that reading is the one that is reserved.
+   */
   requestedCandidates: unknown;
-  candidateParamName: 'n' | 'candidateCount';
-  requestedOutputCap: number | null;
   includeUsageForClient: boolean;
-  /** texts only to estimate input tokens; never stored */
-  promptTexts: string[];
-  messageCount: number;
+  /** the body as sent (content: never stored); admission normalises it against the route contract */
   body: Record<string, unknown>;
+}
+
+/** Reads the count with the dialect's own spellings, before a route contract adds its own. */
+function preRead(body: Record<string, unknown>, dialect: RequestDialect): unknown {
+  const n = normaliseRequest(body, dialect, {
+    candidateParam: null,
+    outputCapParam: dialect === 'gemini-generate' ? 'maxOutputTokens' : 'max_completion_tokens',
+  });
+  if (!n.ok) throw new DomainError(n.code, n.message, n.param);
+  return n.requestedCandidates;
 }
 
 const content = z.union([z.string(), z.array(z.record(z.string(), z.unknown())), z.null()]);
@@ -45,24 +55,17 @@ export const openAiChatBody = z
 export function fromOpenAiChat(raw: unknown, credential: string | null, idempotencyKey: string | null): AdmitRequestCommand {
   const parsed = openAiChatBody.safeParse(raw);
   if (!parsed.success) throw invalid(parsed.error);
-  const body = parsed.data;
-  const texts: string[] = [];
-  for (const m of body.messages) collectTexts(m.content, texts);
-  const cap = body.max_completion_tokens ?? body.max_tokens ?? null;
+  const body = parsed.data as Record<string, unknown>;
   return {
     apiKind: 'openai-chat',
     credential,
     idempotencyKey,
-    modelAlias: body.model,
-    stream: body.stream === true,
+    modelAlias: parsed.data.model,
+    stream: parsed.data.stream === true,
     streamFormat: 'sse',
-    requestedCandidates: body.n,
-    candidateParamName: 'n',
-    requestedOutputCap: cap,
-    includeUsageForClient: body.stream_options?.include_usage === true,
-    promptTexts: texts,
-    messageCount: body.messages.length,
-    body: body as Record<string, unknown>,
+    requestedCandidates: preRead(body, 'openai-chat'),
+    includeUsageForClient: parsed.data.stream_options?.include_usage === true,
+    body,
   };
 }
 
@@ -91,10 +94,7 @@ export function fromGeminiGenerate(
 ): AdmitRequestCommand {
   const parsed = geminiGenerateBody.safeParse(raw);
   if (!parsed.success) throw invalid(parsed.error);
-  const body = parsed.data;
-  const texts: string[] = [];
-  for (const c of body.contents) for (const p of c.parts) if (p.text) texts.push(p.text);
-  for (const p of body.systemInstruction?.parts ?? []) if (p.text) texts.push(p.text);
+  const body = parsed.data as Record<string, unknown>;
   return {
     apiKind: 'gemini-generate',
     credential,
@@ -102,19 +102,10 @@ export function fromGeminiGenerate(
     modelAlias,
     stream,
     streamFormat,
-    requestedCandidates: body.generationConfig?.candidateCount,
-    candidateParamName: 'candidateCount',
-    requestedOutputCap: body.generationConfig?.maxOutputTokens ?? null,
+    requestedCandidates: preRead(body, 'gemini-generate'),
     includeUsageForClient: true,
-    promptTexts: texts,
-    messageCount: body.contents.length,
-    body: body as Record<string, unknown>,
+    body,
   };
-}
-
-function collectTexts(c: unknown, out: string[]): void {
-  if (typeof c === 'string') out.push(c);
-  else if (Array.isArray(c)) for (const part of c) if (part && typeof part.text === 'string') out.push(part.text);
 }
 
 function invalid(error: z.ZodError): DomainError {

@@ -18,7 +18,7 @@ import type {
   RouteContract,
   WorkloadPolicy,
 } from '@gateway/db';
-import { DenialCode, DomainError } from '@gateway/domain';
+import { DEFAULT_MEDIA_INPUT_TOKENS, DenialCode, DomainError } from '@gateway/domain';
 import { ContentCipher, EncryptedBody, KafkaBus, ReplyRouter } from '@gateway/messaging';
 import { Metrics, ServiceConfig } from '@gateway/service-kit';
 import { AdmissionMetrics } from '../../admission.metrics';
@@ -35,7 +35,13 @@ const HOUR_MS = 60 * 60 * 1000;
 const KEY = 'gw-key-wl-1';
 /** 23 UTF-8 bytes: ceil(23/3) + 4 per message + 3 = 15 input tokens for one message. */
 const PROMPT = 'the plum tree is secret';
-const INPUT_TOKENS = 15;
+/**
+ * The estimate counts the whole serialised body (without the candidate and cap fields, which the
+ * adapter writes): the chat body without its `model` alias is 66 bytes → ceil(66 / 3) + 4 per message + 3 = 29; the Gemini
+ * body (with its emptied generationConfig) 97 bytes → 33 + 4 + 3 = 40.
+ */
+const INPUT_TOKENS = 29;
+const GEMINI_INPUT_TOKENS = 40;
 
 /** $2 in, $8 out per MTok: 2 and 8 micro-USD per token. */
 const PRICE: PriceRevision = {
@@ -61,6 +67,7 @@ const WORKLOAD: WorkloadPolicy = {
   deadlineMs: 30_000,
   maxInFlight: 8,
   tokensPerMinute: null,
+  allowProviderStorage: false,
 };
 
 function route(alias: string, routeId: string, change: Partial<RouteContract> = {}): RouteContract {
@@ -82,6 +89,8 @@ function route(alias: string, routeId: string, change: Partial<RouteContract> = 
     verifiedAt: new Date(T0.getTime() - HOUR_MS),
     verifiedBy: 'olga',
     verificationTtlSeconds: 24 * 3600,
+    pricedFeatures: [],
+    mediaInputTokens: DEFAULT_MEDIA_INPUT_TOKENS,
     ...change,
   };
 }
@@ -373,7 +382,9 @@ describe('AdmitRequest', () => {
       const f = setup();
       await expect(f.admit.execute(chat({ model: 'nope' }))).rejects.toMatchObject({ param: 'model' });
       await expect(f.admit.execute(chat({ n: 3 }))).rejects.toMatchObject({ param: 'n' });
-      await expect(f.admit.execute(gemini('gemini-standard', { candidateCount: 3 }))).rejects.toMatchObject({ param: 'candidateCount' });
+      await expect(f.admit.execute(gemini('gemini-standard', { candidateCount: 3 }))).rejects.toMatchObject({
+        param: 'generationConfig.candidateCount',
+      });
     });
 
     it.each<[string, unknown, boolean]>([
@@ -438,8 +449,8 @@ describe('AdmitRequest', () => {
 
       expect(f.admissions.admitted).toHaveLength(1);
       const input = f.admissions.admitted[0];
-      // price(15 input tokens × 2) + 1 × 500 output tokens × 8
-      const reserved = 15n * 2n + 500n * 8n;
+      // price(29 input tokens × 2) + 1 × 500 output tokens × 8
+      const reserved = 29n * 2n + 500n * 8n;
       expect(input.reservation).toMatchObject({ reservedOutputTokens: 500, reservedMicrousd: reserved, priceRevisionId: 'price-1' });
       expect(input.action).toMatchObject({
         id: admitted.actionId,
@@ -471,7 +482,7 @@ describe('AdmitRequest', () => {
         'x-gateway-effective-candidates': '1',
         'x-gateway-reserved-microusd': input.reservation.reservedMicrousd.toString(),
       });
-      expect(admitted.headers['x-gateway-reserved-microusd']).toBe('4030');
+      expect(admitted.headers['x-gateway-reserved-microusd']).toBe('4058');
       expect(admitted.deadline).toEqual(new Date(T0.getTime() + 30_000));
 
       const event = input.decisionEvent;
@@ -487,7 +498,7 @@ describe('AdmitRequest', () => {
         stream_mode: 'none',
         policy_result: 'allow',
         policy_reason: 'within_policy',
-        reserved_microusd: '4030',
+        reserved_microusd: '4058',
         exception_id: null,
         timestamp: T0.toISOString(),
       });
@@ -497,7 +508,7 @@ describe('AdmitRequest', () => {
       expect(f.exceptions.queries).toHaveLength(0);
     });
 
-    it('builds the dispatch command: route target, ceiling, acceptance and the body as sent', async () => {
+    it('builds the dispatch command: route target, ceiling, acceptance and the normalised body', async () => {
       const f = setup();
       const admitted = await f.admit.execute(chat({ max_tokens: 100, stream_options: { include_usage: true } }));
       const command: DispatchCommandV1 = admitted.command;
@@ -530,9 +541,14 @@ describe('AdmitRequest', () => {
           price_revision_id: 'price-1',
         },
       });
-      expect(command.request).toMatchObject({ model: 'approved-standard', messages: [{ role: 'user', content: PROMPT }], max_tokens: 100 });
-      // a smaller cap than policy shrinks the reservation: 15 × 2 + 100 × 8
-      expect(f.admissions.admitted[0].reservation.reservedMicrousd).toBe(830n);
+      // the body travels without any cap or count field: the adapter writes the reserved ones
+      expect(command.request).toEqual({
+        model: 'approved-standard',
+        messages: [{ role: 'user', content: PROMPT }],
+        stream_options: { include_usage: true },
+      });
+      // a smaller cap than policy shrinks the reservation: 43 input tokens (this body) × 2 + 100 × 8
+      expect(f.admissions.admitted[0].reservation.reservedMicrousd).toBe(886n);
     });
 
     it('a cap above policy is clamped to the workload ceiling', async () => {
@@ -553,19 +569,19 @@ describe('AdmitRequest', () => {
       expect(input.workloadBudget).toEqual({ budgetMicrousd: 10_000_000n, periodStart: MONTH_START });
       expect(input.action).toMatchObject({ requestedCandidates: 2, effectiveCandidates: 2, outputCeiling: 200, exceptionId: 'ex-wide' });
       // per_candidate: 2 × 200 output tokens
-      expect(input.reservation).toMatchObject({ reservedOutputTokens: 400, reservedMicrousd: 15n * 2n + 400n * 8n });
+      expect(input.reservation).toMatchObject({ reservedOutputTokens: 400, reservedMicrousd: 29n * 2n + 400n * 8n });
       expect(input.decisionEvent).toMatchObject({
         policy_result: 'allow',
         policy_reason: 'within_exception',
         exception_id: 'ex-wide',
         requested_candidate_count: 2,
         effective_candidate_count: 2,
-        reserved_microusd: '3230',
+        reserved_microusd: '3258',
       });
       expect(admitted.headers).toMatchObject({
         'x-gateway-requested-candidates': '2',
         'x-gateway-effective-candidates': '2',
-        'x-gateway-reserved-microusd': '3230',
+        'x-gateway-reserved-microusd': '3258',
       });
       expect(admitted.command).toMatchObject({ requested_candidates: 2, effective_candidates: 2, output_ceiling: 200 });
     });
@@ -593,7 +609,7 @@ describe('AdmitRequest', () => {
       expect(f.admissions.admitted[0].action).toMatchObject({
         apiKind: 'gemini-generate',
         routeId: 'rt-gemini',
-        inputTokensEstimate: INPUT_TOKENS,
+        inputTokensEstimate: GEMINI_INPUT_TOKENS,
       });
     });
 
@@ -602,6 +618,92 @@ describe('AdmitRequest', () => {
       f.catalog.workloads.set(hashKey(KEY), { ...WORKLOAD, budgetPeriod: 'day' });
       await f.admit.execute(chat());
       expect(f.admissions.admitted[0].workloadBudget.periodStart).toEqual(new Date('2026-03-17T00:00:00.000Z'));
+    });
+  });
+
+  describe('spend integrity: spellings, unpriced input and features', () => {
+    it('reserves a snake_case Gemini count (it is the count that goes upstream)', async () => {
+      const f = setup();
+      f.exceptions.exceptions = [{ ...EXCEPTION, routeId: null }];
+      const cmd = fromGeminiGenerate(
+        { contents: [{ parts: [{ text: PROMPT }] }], generation_config: { candidate_count: 2, max_output_tokens: 100 } },
+        'gemini-standard',
+        false,
+        KEY,
+        null,
+      );
+      const admitted = await f.admit.execute(cmd);
+      expect(admitted.command).toMatchObject({ requested_candidates: 2, effective_candidates: 2, output_ceiling: 100 });
+      expect(admitted.command.request).toEqual({ contents: [{ parts: [{ text: PROMPT }] }], generationConfig: {} });
+      expect(f.admissions.admitted[0].reservation.reservedOutputTokens).toBe(200);
+    });
+
+    it('refuses two spellings of one field that disagree, before anything is reserved', async () => {
+      const f = setup();
+      expect(() =>
+        fromGeminiGenerate(
+          { contents: [{ parts: [{ text: PROMPT }] }], generationConfig: { candidateCount: 1, candidate_count: 8 } },
+          'gemini-standard',
+          false,
+          KEY,
+          null,
+        ),
+      ).toThrow(expect.objectContaining({ code: 'invalid_request' }));
+      expect(() => chat({ max_tokens: 10, max_completion_tokens: 20 })).toThrow(expect.objectContaining({ code: 'invalid_request' }));
+      expect(f.admissions.admitted).toHaveLength(0);
+    });
+
+    it("reads the contract's own candidate spelling on an openai-compatible route", async () => {
+      const f = setup();
+      f.catalog.routes.set('approved-standard', {
+        ...route('approved-standard', 'rt-openai'),
+        providerKind: 'openai-compatible',
+        candidateParam: 'num_completions',
+      });
+      await expect(f.admit.execute(chat({ num_completions: 8 }))).rejects.toMatchObject({ code: 'candidate_count_exceeds_policy' });
+    });
+
+    it.each<[string, Record<string, unknown>, string]>([
+      ['service_tier', { service_tier: 'priority' }, 'service_tier'],
+      ['audio output', { modalities: ['text', 'audio'], audio: { voice: 'alloy', format: 'wav' } }, 'modalities'],
+      ['web search', { web_search_options: {} }, 'web_search_options'],
+      ['predicted output', { prediction: { type: 'content', content: 'x' } }, 'prediction'],
+    ])('refuses %s as unpriced_feature unless the contract prices it', async (_name, change, param) => {
+      const f = setup();
+      await expect(f.admit.execute(chat(change))).rejects.toMatchObject({ code: 'unpriced_feature', param });
+      expect(f.admissions.denials[0].event).toMatchObject({ policy_reason: 'unpriced_feature' });
+      f.catalog.routes.set('approved-standard', {
+        ...route('approved-standard', 'rt-openai'),
+        pricedFeatures: ['service_tier', 'audio_output', 'web_search', 'predicted_output'],
+      });
+      await expect(f.admit.execute(chat(change))).resolves.toMatchObject({ actionId: expect.any(String) });
+    });
+
+    it('refuses cached content and remote files as unpriced_input', async () => {
+      const f = setup();
+      const withBody = (body: Record<string, unknown>) => fromGeminiGenerate(body, 'gemini-standard', false, KEY, null);
+      await expect(
+        f.admit.execute(withBody({ contents: [{ parts: [{ text: PROMPT }] }], cached_content: 'cachedContents/abc' })),
+      ).rejects.toMatchObject({ code: 'unpriced_input', param: 'cachedContent' });
+      await expect(
+        f.admit.execute(withBody({ contents: [{ parts: [{ file_data: { file_uri: 'gs://b/f.pdf', mime_type: 'application/pdf' } }] }] })),
+      ).rejects.toMatchObject({ code: 'unpriced_input', param: 'contents[0].parts[0].file_data' });
+      expect(f.admissions.admitted).toHaveLength(0);
+    });
+
+    it('counts tools and inline media in the input estimate', async () => {
+      const f = setup();
+      const tools = [
+        { type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } } },
+      ];
+      const image = { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } };
+      await f.admit.execute(chat({ tools, messages: [{ role: 'user', content: [{ type: 'text', text: PROMPT }, image] }] }));
+      expect(f.admissions.admitted[0].action.inputTokensEstimate).toBeGreaterThan(INPUT_TOKENS + DEFAULT_MEDIA_INPUT_TOKENS.image);
+    });
+
+    it("passes the workload's storage opt-in to dispatch", async () => {
+      const f = setup();
+      expect((await f.admit.execute(chat())).command.allow_provider_storage).toBe(false);
     });
   });
 

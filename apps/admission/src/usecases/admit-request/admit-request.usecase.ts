@@ -8,10 +8,13 @@ import {
   decideAdmission,
   DenialCode,
   DomainError,
-  estimateInputTokens,
+  estimateRequestInputTokens,
   fingerprint,
   hashCredential,
+  normaliseRequest,
+  pricedFeaturesUsed,
   tokenWindow,
+  unpricedFeature,
 } from '@gateway/domain';
 import { ContentCipher, KafkaBus, ReplyRouter } from '@gateway/messaging';
 import { InjectConfig, InjectLogger, ServiceConfig } from '@gateway/service-kit';
@@ -79,24 +82,42 @@ export class AdmitRequest {
       if (prior) return this.replay(base, workload, prior, fingerprintHex);
     }
 
+    // Every spelling of the candidate count and the cap, read against the contract's own names;
+    // the body that travels on holds none of them (the adapter writes the reserved values).
+    const shape = normaliseRequest(cmd.body, cmd.apiKind, { candidateParam: route.candidateParam, outputCapParam: route.outputCapParam });
+    if (!shape.ok) throw await this.deny(base, workload, shape.code, shape.message, shape.param);
+    base.requested_candidate_count = countAsSent(shape.requestedCandidates);
+    const feature = unpricedFeature(pricedFeaturesUsed(shape.body, route.providerKind), route.pricedFeatures);
+    if (feature) {
+      throw await this.deny(
+        base,
+        workload,
+        'unpriced_feature',
+        `${feature.param} asks for ${feature.feature}, which changes the provider's price and is not priced by route ${route.routeId}'s contract; remove it or ask an operator to price it`,
+        feature.param,
+      );
+    }
+    const estimate = estimateRequestInputTokens(shape.body, cmd.apiKind, route.mediaInputTokens);
+    if (!estimate.ok) throw await this.deny(base, workload, estimate.code, estimate.message, estimate.param);
+    const inputTokensEstimate = estimate.tokens;
+
     const price = await this.catalog.priceAt(route.routeId, now);
     if (!price) throw await this.deny(base, workload, 'route_contract_unverified', `route ${route.routeId} has no price revision in force`);
+    const requested = shape.requestedCandidates;
     // Fallback contracts only constrain multi-candidate requests (DESIGN §7).
-    const fallbacks =
-      typeof cmd.requestedCandidates === 'number' && cmd.requestedCandidates > 1 ? await this.fallbackRoutes(workload, route) : [];
+    const fallbacks = typeof requested === 'number' && requested > 1 ? await this.fallbackRoutes(workload, route) : [];
     // Exceptions only matter above the workload default, and are always read fresh.
-    const wantsMore = typeof cmd.requestedCandidates === 'number' && cmd.requestedCandidates > workload.defaultMaxCandidates;
+    const wantsMore = typeof requested === 'number' && requested > workload.defaultMaxCandidates;
     const exceptions = wantsMore ? await this.exceptionsSource.activeExceptions(workload.id, now) : [];
-    const inputTokensEstimate = estimateInputTokens(cmd.promptTexts, cmd.messageCount);
     const decision = decideAdmission({
       now,
       workload,
       route,
       fallbackRoutes: fallbacks,
       exceptions,
-      requestedCandidates: cmd.requestedCandidates,
-      candidateParamName: cmd.candidateParamName,
-      requestedOutputCap: cmd.requestedOutputCap,
+      requestedCandidates: requested,
+      candidateParamName: shape.candidateParamName,
+      requestedOutputCap: shape.requestedOutputCap,
       stream: cmd.stream,
       inputTokensEstimate,
       price,
@@ -204,10 +225,11 @@ export class AdmitRequest {
       effective_candidates: decision.effective,
       output_ceiling: decision.outputCeiling,
       include_usage_for_client: cmd.includeUsageForClient,
+      allow_provider_storage: workload.allowProviderStorage,
       deadline: deadline.toISOString(),
       dispatch_deadline: dispatchDeadline.toISOString(),
       acceptance: { allow_length: workload.allowLength, allow_content_filter: workload.allowContentFilter },
-      request: cmd.body,
+      request: shape.body,
     };
     return {
       actionId,
@@ -313,9 +335,7 @@ export class AdmitRequest {
       route_version: null,
       model_alias: cmd.modelAlias,
       provider_request_id: null,
-      // as sent, when it is a valid count; null means omitted (or not a count at all)
-      requested_candidate_count:
-        typeof cmd.requestedCandidates === 'number' && Number.isInteger(cmd.requestedCandidates) ? cmd.requestedCandidates : null,
+      requested_candidate_count: countAsSent(cmd.requestedCandidates),
       effective_candidate_count: null,
       returned_candidate_count: null,
       input_tokens: null,
@@ -337,6 +357,11 @@ export class IdempotentReplay extends Error {
   constructor(readonly actionId: string) {
     super('idempotent replay');
   }
+}
+
+/** As sent, when it is a valid count; null means omitted (or not a count at all). */
+function countAsSent(requested: unknown): number | null {
+  return typeof requested === 'number' && Number.isInteger(requested) ? requested : null;
 }
 
 function dialectServes(apiKind: 'openai-chat' | 'gemini-generate', provider: ProviderKind): boolean {

@@ -8,7 +8,7 @@ const NOW = new Date('2026-03-01T12:00:00.000Z');
 const command = dispatchCommand;
 
 const cand = (index: number, finishReason: string | null, hasContent = true) => ({ index, finishReason, hasContent });
-const USAGE: ParsedUsage = { inputTokens: 58, cachedInputTokens: 16, outputTokensTotal: 141, reasoningTokens: 100 };
+const USAGE: ParsedUsage = { inputTokens: 58, cachedInputTokens: 16, outputTokensTotal: 141, reasoningTokens: 100, unknownFields: [] };
 
 function parsed(candidates: ParsedResponse['candidates'], over: Partial<ParsedResponse> = {}): ParsedResponse {
   return { providerRequestId: 'resp-1', candidates, promptBlockReason: null, usage: USAGE, ...over };
@@ -133,8 +133,14 @@ describe('buildAttemptEvent', () => {
     });
   });
 
+  it('carries the usage fields the adapter did not know, and nothing when it knew them all', () => {
+    const unknown = { ...USAGE, unknownFields: ['groundingTokenCount'] };
+    expect(event(command(), parsed([cand(0, 'STOP')], { usage: unknown })).usage_unknown_fields).toEqual(['groundingTokenCount']);
+    expect(event(command(), parsed([cand(0, 'STOP')]))).not.toHaveProperty('usage_unknown_fields');
+  });
+
   it('keeps a zero usage from a provider error as zero, not null', () => {
-    const zero = { inputTokens: 0, cachedInputTokens: 0, outputTokensTotal: 0, reasoningTokens: 0 };
+    const zero = { inputTokens: 0, cachedInputTokens: 0, outputTokensTotal: 0, reasoningTokens: 0, unknownFields: [] };
     const e = event(command(), parsed([], { usage: zero, providerRequestId: null }), { status: 'failed', httpStatus: 400 });
     expect(e).toMatchObject({
       input_tokens: 0,

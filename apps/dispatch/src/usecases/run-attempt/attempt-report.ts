@@ -58,6 +58,7 @@ export function buildAttemptEvent(input: {
     prompt_block_reason: parsed?.promptBlockReason ?? null,
     attempts_total: input.attemptsTotal,
     action_final: input.actionFinal,
+    ...(usage && usage.unknownFields.length > 0 ? { usage_unknown_fields: usage.unknownFields } : {}),
   };
 }
 

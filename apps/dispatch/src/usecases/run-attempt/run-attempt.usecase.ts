@@ -19,7 +19,7 @@ const PROVIDER_ERROR_EVIDENCE: ParsedResponse = {
   providerRequestId: null,
   candidates: [],
   promptBlockReason: null,
-  usage: { inputTokens: 0, cachedInputTokens: 0, outputTokensTotal: 0, reasoningTokens: 0 },
+  usage: { inputTokens: 0, cachedInputTokens: 0, outputTokensTotal: 0, reasoningTokens: 0, unknownFields: [] },
 };
 
 /**

@@ -406,6 +406,24 @@ describe('SettleAttempt', () => {
     expect(state().cases.map((c) => c.reason)).toEqual(['candidate_shortfall_unexplained']);
   });
 
+  it('settles usage of an unknown shape from its total AND opens a usage_shape_unknown case', async () => {
+    const { useCase, state } = harness();
+    const e = attemptEvent({ usage_unknown_fields: ['groundingTokenCount', 'total_exceeds_parts'] });
+
+    await expect(useCase.execute(e, NOW)).resolves.toBe('settled');
+
+    const s = state();
+    expect(s.ledger).toHaveLength(1);
+    expect(s.cases).toEqual([
+      expect.objectContaining({
+        reason: 'usage_shape_unknown',
+        exposureMicrousd: 0n,
+        details: { unknown_fields: ['groundingTokenCount', 'total_exceeds_parts'] },
+      }),
+    ]);
+    expect(byTopic(s, 'reconciliationRequired')).toEqual([expect.objectContaining({ reason: 'usage_shape_unknown' })]);
+  });
+
   it('settles a provider error (zero usage) at 0 and releases the whole hold', async () => {
     const { useCase, state } = harness({ attemptStatus: 'failed' });
     const e = attemptEvent({

@@ -66,6 +66,10 @@ export class SettleAttempt {
         hasUsage(e) && !excess
           ? await this.settle(tx, e, reservation, now)
           : await this.requireReconciliation(tx, e, reservation, excess ? 'returned_exceeds_effective' : missingUsageReason(e), now);
+      if (outcome === 'settled' && (e.usage_unknown_fields?.length ?? 0) > 0) {
+        // Settled from the reported total; the fields we could not read go to an operator.
+        await this.openCase(tx, e, 'usage_shape_unknown', 0n, now, { unknown_fields: e.usage_unknown_fields });
+      }
       if (e.outcome === 'succeeded' && silentShortfall(e)) {
         await this.openCase(tx, e, 'candidate_shortfall_unexplained', 0n, now, {
           effective: e.effective_candidate_count,
