@@ -109,6 +109,11 @@ describe('crash recovery: a dispatch instance killed mid-attempt', () => {
         },
         { what: 'a slow attempt in flight' },
       );
+      // "In flight" is written just before the upstream call: kill only once the sim has it.
+      await eventually(
+        async () => ((await simRequestsSince(before)).filter((r) => r.directives.includes('latency=3000')).length > i ? true : undefined),
+        { what: 'the slow request received upstream' },
+      );
       if (ours.includes(partition)) target = { actionId, pending };
       else others.push(pending);
     }
