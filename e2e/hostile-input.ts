@@ -127,7 +127,7 @@ const deep = fc
   });
 
 /** A field set to a hostile value, or left as a valid one. */
-const field = (valid: string) => fc.oneof({ weight: 2, arbitrary: fc.constant(valid) }, { weight: 3, arbitrary: value });
+const field = (valid: string) => fc.oneof({ weight: 3, arbitrary: fc.constant(valid) }, { weight: 1, arbitrary: value });
 
 function object(fields: Array<[string, string | undefined]>): string {
   return `{${fields
@@ -144,10 +144,10 @@ const chatBody = (alias: string) =>
         fc.integer({ min: 129, max: 2000 }).map((n) => JSON.stringify('a'.repeat(n))),
       ),
       messages: field('[{"role":"user","content":"hi"}]'),
-      n: fc.option(fc.oneof(hostileNumber, value), { nil: undefined }),
-      max_tokens: fc.option(fc.oneof(hostileNumber, value), { nil: undefined }),
-      stream: fc.option(fc.oneof(fc.constantFrom('true', 'false'), value), { nil: undefined }),
-      extra: fc.option(value, { nil: undefined }),
+      n: fc.option(fc.oneof(hostileNumber, value), { nil: undefined, freq: 2 }),
+      max_tokens: fc.option(fc.oneof(hostileNumber, value), { nil: undefined, freq: 2 }),
+      stream: fc.option(fc.oneof(fc.constantFrom('true', 'false'), value), { nil: undefined, freq: 2 }),
+      extra: fc.option(value, { nil: undefined, freq: 2 }),
     })
     .map((r) =>
       object([
