@@ -160,6 +160,44 @@ const chatBody = (alias: string) =>
       ]),
     );
 
+/**
+ * A well-formed request with one hostile value where the request schema does not look (a
+ * passthrough field, a message text, the count): what gets past validation to authentication,
+ * the decision, the reservation and the encrypted command.
+ */
+const targetedChat = (alias: string) =>
+  fc
+    .record({
+      text: fc.oneof(hostileString, fc.constant('"hi"')),
+      n: fc.option(hostileNumber, { nil: undefined }),
+      extra: fc.oneof(value, deep, hostileNumber),
+    })
+    .map((r) =>
+      object([
+        ['model', JSON.stringify(alias)],
+        ['messages', `[{"role":"user","content":${r.text}}]`],
+        ['n', r.n],
+        ['max_tokens', '16'],
+        ['metadata', r.extra],
+      ]),
+    );
+
+const targetedGemini = fc
+  .record({
+    text: fc.oneof(hostileString, fc.constant('"hi"')),
+    configKey: fc.constantFrom('generationConfig', 'generation_config'),
+    countKey: fc.constantFrom('candidateCount', 'candidate_count'),
+    count: fc.option(hostileNumber, { nil: undefined }),
+    extra: fc.oneof(value, deep, hostileNumber),
+  })
+  .map((r) =>
+    object([
+      ['contents', `[{"role":"user","parts":[{"text":${r.text}}]}]`],
+      [r.configKey, object([[r.countKey, r.count]])],
+      ['labels', r.extra],
+    ]),
+  );
+
 /** Gemini bodies in both JSON spellings (lowerCamel and proto snake_case), mixed. */
 const geminiBody = fc
   .record({
@@ -273,9 +311,10 @@ function authFor(c: HostileCredentials, kind: 'workload' | 'operator'): fc.Arbit
   );
 }
 
-const bodyFor = (shaped: fc.Arbitrary<string>) =>
+const bodyFor = (shaped: fc.Arbitrary<string>, targeted: fc.Arbitrary<string> = shaped) =>
   fc.oneof(
-    { weight: 6, arbitrary: shaped as fc.Arbitrary<string | Buffer> },
+    { weight: 4, arbitrary: shaped as fc.Arbitrary<string | Buffer> },
+    { weight: 6, arbitrary: targeted as fc.Arbitrary<string | Buffer> },
     { weight: 2, arbitrary: value as fc.Arbitrary<string | Buffer> },
     { weight: 2, arbitrary: deep as fc.Arbitrary<string | Buffer> },
     { weight: 2, arbitrary: nonJson },
@@ -289,7 +328,7 @@ function admissionCase(c: HostileCredentials): fc.Arbitrary<HostileCase> {
   const chat = fc
     .record({
       auth: authFor(c, 'workload'),
-      body: bodyFor(chatBody(c.alias)),
+      body: bodyFor(chatBody(c.alias), targetedChat(c.alias)),
       ct: contentType,
       idem: idempotency,
       q: query(['stream', 'n']),
@@ -314,7 +353,7 @@ function admissionCase(c: HostileCredentials): fc.Arbitrary<HostileCase> {
       model: fc.oneof({ weight: 3, arbitrary: fc.constant(c.geminiAlias) }, { weight: 2, arbitrary: pathParam }),
       method: fc.constantFrom('generateContent', 'streamGenerateContent', 'countTokens', ''),
       q: query(['alt', 'key']),
-      body: bodyFor(geminiBody),
+      body: bodyFor(geminiBody, targetedGemini),
       ct: contentType,
       idem: idempotency,
     })
