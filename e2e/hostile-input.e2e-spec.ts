@@ -53,6 +53,9 @@ describe('hostile input: a 4xx with a stable code, never a 5xx, never a row for 
     expect(report.failures).toEqual([]);
     expect(report.sent).toBe(COUNT);
     expect(Object.values(await healthy()).every((s) => s === 200)).toBe(true);
+    // the operator APIs count their unauthenticated refusals too (and store nothing)
+    const metrics = await (await fetch(`${stack.policy}/metrics`)).text();
+    expect(metrics).toMatch(/gateway_unauthenticated_refusals_total\{[^}]*reason="unknown_credential"[^}]*\} [1-9]/);
   }, 180_000);
 
   it('unauthenticated bad requests write no row: no decision event, no action', async () => {
