@@ -20,24 +20,14 @@
 //   node scripts/chaos.mjs [--short] [--seconds=N] [--rate=N] [--seed=N] [--report=FILE]
 //
 // `--short` is the version `npm test` runs (fewer faults, ~30 s of load).
-import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { startKafka } from './kafka.mjs';
-import { ensurePostgres, recreateDatabase } from './postgres.mjs';
 import { ensurePrismaClient } from './prisma-generate.mjs';
-import { contentKey, ROOT, runTs, sleep, startServices } from './services.mjs';
+import { runTs, sleep, scriptArgs, startOwnInfra, startServices, tsRequire, withStops } from './services.mjs';
 
-const args = Object.fromEntries(
-  process.argv
-    .slice(2)
-    .filter((a) => a.startsWith('--'))
-    .map((a) => {
-      const [k, v] = a.slice(2).split('=');
-      return [k, v ?? 'true'];
-    }),
-);
+const args = scriptArgs();
 const SHORT = args.short === 'true';
 const LOAD_SECONDS = Number(args.seconds ?? (SHORT ? 30 : 120));
 const RATE = Number(args.rate ?? (SHORT ? 8 : 20));
@@ -48,9 +38,7 @@ const DEADLINE_MS = 4000;
 const CLIENT_SLACK_MS = 2000;
 const ORPHAN_GRACE_MS = 2000;
 
-const require = createRequire(import.meta.url);
-process.env.SWC_NODE_PROJECT = path.join(ROOT, 'tsconfig.json');
-require('@swc-node/register');
+const require = tsRequire();
 const { Topics } = require('@gateway/contracts');
 const { Kafka, logLevel } = require('kafkajs');
 
@@ -77,46 +65,22 @@ const violate = (what) => {
 
 async function main() {
   await ensurePrismaClient({ quiet: true });
-  const stops = [];
-  const cleanup = async () => {
-    for (const stop of stops.reverse()) await stop().catch(() => undefined);
-  };
-  process.on('SIGINT', () => void cleanup().then(() => process.exit(130)));
-  try {
-    return await run(stops);
-  } finally {
-    await cleanup();
-  }
+  return withStops(run);
 }
 
 async function run(stops) {
-  const pgServer = await ensurePostgres({ database: process.env.CHAOS_DB ?? 'gateway_chaos', log });
-  stops.push(pgServer.stop);
-  await recreateDatabase(pgServer.url);
-  const dataDir = path.join(ROOT, '.local', 'kafka', `chaos-${KAFKA_PORT}`);
-  let kafka = await startKafka({ port: KAFKA_PORT, dataDir, fresh: true, log });
+  const infra = await startOwnInfra({
+    name: 'chaos',
+    database: process.env.CHAOS_DB ?? 'gateway_chaos',
+    kafkaPort: KAFKA_PORT,
+    portBase: PORT_BASE,
+    extraEnv: { RECONCILIATION_SWEEP_MS: '1000', RECONCILIATION_ORPHAN_GRACE_MS: String(ORPHAN_GRACE_MS), LOG_LEVEL: 'warn' },
+    stops,
+    log,
+  });
+  const { pgServer, dataDir, logDir, env } = infra;
+  let kafka = infra.kafka;
   stops.push(() => kafka.stop());
-  const logDir = path.join(ROOT, '.local', 'chaos-logs');
-  fs.rmSync(logDir, { recursive: true, force: true });
-  const env = {
-    ...process.env,
-    DATABASE_URL: pgServer.url,
-    KAFKA_BROKERS: kafka.brokers,
-    GATEWAY_CONTENT_KEY: contentKey(),
-    ADMISSION_PORT: String(PORT_BASE),
-    POLICY_PORT: String(PORT_BASE + 1),
-    DISPATCH_PORT: String(PORT_BASE + 2),
-    SETTLEMENT_PORT: String(PORT_BASE + 3),
-    RECONCILIATION_PORT: String(PORT_BASE + 4),
-    PROVIDER_SIM_PORT: String(PORT_BASE + 10),
-    GATEWAY_INSTANCE_ID: '',
-    RECONCILIATION_SWEEP_MS: '1000',
-    RECONCILIATION_ORPHAN_GRACE_MS: String(ORPHAN_GRACE_MS),
-    LOG_LEVEL: 'warn',
-  };
-  delete env.GATEWAY_INSTANCE_ID;
-  log('migrating');
-  await runTs('libs/db/src/migrations/migrate.cli.ts', env);
   const seeded = JSON.parse(
     (await runTs('libs/testing/src/seed-chaos.cli.ts', { ...env, PROVIDER_SIM_URL: `http://127.0.0.1:${PORT_BASE + 10}` }))
       .trim()

@@ -14,7 +14,8 @@
 //   node scripts/kafka.mjs stop [port]    stop the broker started by `start`
 //
 // Environment: KAFKA_BROKERS (reuse an existing cluster when it answers),
-// KAFKA_PORT (default port), JAVA_HOME (which java to run).
+// KAFKA_PORT (default port), JAVA_HOME (which java to run), KAFKA_MESSAGE_MAX_BYTES
+// (the broker's message.max.bytes; the services derive their body limit from it).
 
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -34,6 +35,9 @@ const LIBS = path.join(LOCAL, 'libs');
 const MARKER = '.pom-sha256';
 const READY_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 15_000;
+
+// Kafka's default; the services read the same variable for their body limit (see serverProperties).
+const MESSAGE_MAX_BYTES = Number(process.env.KAFKA_MESSAGE_MAX_BYTES ?? 1048588);
 
 const JAVA = process.env.JAVA_HOME ? path.join(process.env.JAVA_HOME, 'bin/java') : 'java';
 
@@ -363,6 +367,12 @@ broker.heartbeat.interval.ms=500
 # session timeouts so tests notice a dead consumer quickly.
 group.initial.rebalance.delay.ms=0
 group.min.session.timeout.ms=1000
+
+# The largest record batch the broker accepts. The services derive their request-body limit
+# from the same value (KAFKA_MESSAGE_MAX_BYTES, libs/service-kit/src/config.ts): a body that
+# fits the limit fits one encrypted dispatch command, so nothing is admitted and reserved that
+# cannot be published. Change both together (the default is Kafka's own).
+message.max.bytes=${MESSAGE_MAX_BYTES}
 
 # Small, test-sized logs.
 log.segment.bytes=1048576

@@ -2,8 +2,11 @@
 // waits for each /health. Used by `npm start` and by the e2e stage of `npm test`.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startKafka } from './kafka.mjs';
+import { ensurePostgres, recreateDatabase } from './postgres.mjs';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -164,4 +167,80 @@ export function runTs(entry, env) {
     child.stderr.on('data', (d) => (err += d));
     child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${entry} exited ${code}\n${err}${out}`))));
   });
+}
+
+/** The port variables of a stack of its own (tests, chaos, fuzz): admission at `base`, policy +1 … reconciliation +4, provider-sim +10. */
+export function stackPorts(base) {
+  return {
+    ADMISSION_PORT: String(base),
+    POLICY_PORT: String(base + 1),
+    DISPATCH_PORT: String(base + 2),
+    SETTLEMENT_PORT: String(base + 3),
+    RECONCILIATION_PORT: String(base + 4),
+    PROVIDER_SIM_PORT: String(base + 10),
+  };
+}
+
+/**
+ * For a script that starts a stack of its own: runs `run(stops)`, then calls what it pushed on
+ * `stops` in reverse order, also on Ctrl-C.
+ */
+export async function withStops(run) {
+  const stops = [];
+  const cleanup = async () => {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  };
+  process.on('SIGINT', () => void cleanup().then(() => process.exit(130)));
+  try {
+    return await run(stops);
+  } finally {
+    await cleanup();
+  }
+}
+
+/**
+ * An empty, migrated database `database`, a fresh broker on `kafkaPort` (data in
+ * .local/kafka/<name>-<port>), an empty log folder .local/<name>-logs, and the services'
+ * environment for ports from `portBase` plus `extraEnv`; the stops are pushed on `stops`.
+ */
+export async function startOwnInfra({ name, database, kafkaPort, portBase, extraEnv = {}, stops, log }) {
+  const pgServer = await ensurePostgres({ database, log });
+  stops.push(pgServer.stop);
+  await recreateDatabase(pgServer.url);
+  const dataDir = path.join(ROOT, '.local', 'kafka', `${name}-${kafkaPort}`);
+  const kafka = await startKafka({ port: kafkaPort, dataDir, fresh: true, log });
+  const logDir = path.join(ROOT, '.local', `${name}-logs`);
+  fs.rmSync(logDir, { recursive: true, force: true });
+  const env = {
+    ...process.env,
+    DATABASE_URL: pgServer.url,
+    KAFKA_BROKERS: kafka.brokers,
+    GATEWAY_CONTENT_KEY: contentKey(),
+    ...stackPorts(portBase),
+    ...extraEnv,
+  };
+  delete env.GATEWAY_INSTANCE_ID;
+  log('migrating');
+  await runTs('libs/db/src/migrations/migrate.cli.ts', env);
+  return { pgServer, kafka, dataDir, logDir, env };
+}
+
+/** `--name=value` and `--flag` (→ 'true') arguments of a script. */
+export function scriptArgs(argv = process.argv.slice(2)) {
+  return Object.fromEntries(
+    argv
+      .filter((a) => a.startsWith('--'))
+      .map((a) => {
+        const [k, v] = a.slice(2).split('=');
+        return [k, v ?? 'true'];
+      }),
+  );
+}
+
+/** A `require` that loads the repo's TypeScript (workspace aliases included) through @swc-node/register. */
+export function tsRequire() {
+  const require = createRequire(import.meta.url);
+  process.env.SWC_NODE_PROJECT = path.join(ROOT, 'tsconfig.json');
+  require('@swc-node/register');
+  return require;
 }

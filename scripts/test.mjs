@@ -11,7 +11,7 @@ import path from 'node:path';
 import { startKafka } from './kafka.mjs';
 import { ensurePostgres, recreateDatabase } from './postgres.mjs';
 import { ensurePrismaClient } from './prisma-generate.mjs';
-import { contentKey, ROOT, runTs, startServices } from './services.mjs';
+import { contentKey, ROOT, runTs, stackPorts, startServices } from './services.mjs';
 
 const only = (process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'unit,int,e2e,chaos').split(',');
 const E2E_PORT_BASE = Number(process.env.E2E_PORT_BASE ?? 13000);
@@ -79,12 +79,7 @@ async function main() {
     // Ports of their own, so a running `npm start` does not collide with the test stack.
     const e2eEnv = {
       ...env,
-      ADMISSION_PORT: String(E2E_PORT_BASE),
-      POLICY_PORT: String(E2E_PORT_BASE + 1),
-      DISPATCH_PORT: String(E2E_PORT_BASE + 2),
-      SETTLEMENT_PORT: String(E2E_PORT_BASE + 3),
-      RECONCILIATION_PORT: String(E2E_PORT_BASE + 4),
-      PROVIDER_SIM_PORT: String(E2E_PORT_BASE + 10),
+      ...stackPorts(E2E_PORT_BASE),
       GATEWAY_INSTANCE_ID: `e2e-${process.pid}`,
       RECONCILIATION_SWEEP_MS: '1000',
       RECONCILIATION_ORPHAN_GRACE_MS: '2000',

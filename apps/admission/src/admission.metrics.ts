@@ -6,8 +6,11 @@ import { Metrics } from '@gateway/service-kit';
 export class AdmissionMetrics {
   readonly decisions: Counter<'result' | 'code'>;
   readonly latency: Histogram<'outcome'>;
+  /** service-kit's counter of unauthenticated refusals (a missing or unknown key writes no row) */
+  readonly unauthenticated: Counter<'reason'>;
 
   constructor(metrics: Metrics) {
+    this.unauthenticated = metrics.unauthenticated;
     this.decisions = new Counter({
       name: 'gateway_admission_decisions_total',
       help: 'Admission decisions by result and stable code',

@@ -47,6 +47,7 @@ describe('error registry', () => {
     ['case_not_resolvable', 409, false],
     ['provider_request_mismatch', 409, false],
     ['internal_error', 500, null],
+    ['authentication_rate_limited', 429, true],
   ];
 
   it.each(table)('%s -> HTTP %i, x-should-retry %p', (code, status, retry) => {

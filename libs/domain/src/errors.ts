@@ -9,7 +9,10 @@
  * decision, or a transient condition worth retrying.
  */
 
-/** The public admission API's codes (DESIGN §4), plus the Idempotency-Key conflict. */
+/**
+ * The public admission API's codes (DESIGN §4), plus the Idempotency-Key conflict and the 429 of
+ * a source address over its failed-authentication budget (every service answers it).
+ */
 export type DenialCode =
   | 'candidate_count_exceeds_policy'
   | 'route_contract_unverified'
@@ -25,7 +28,8 @@ export type DenialCode =
   | 'unpriced_feature'
   | 'payload_too_large'
   | 'service_unavailable'
-  | 'idempotency_key_reused';
+  | 'idempotency_key_reused'
+  | 'authentication_rate_limited';
 
 export const DENIAL_CODES: readonly DenialCode[] = [
   'candidate_count_exceeds_policy',
@@ -43,6 +47,7 @@ export const DENIAL_CODES: readonly DenialCode[] = [
   'payload_too_large',
   'service_unavailable',
   'idempotency_key_reused',
+  'authentication_rate_limited',
 ];
 
 /** Refusals of the policy API (routes, workloads, keys, exceptions, prices). */
@@ -145,6 +150,7 @@ export function denialHttpStatus(code: ErrorCode): number {
       return 413;
     case 'token_quota_exceeded':
     case 'concurrency_limit_exceeded':
+    case 'authentication_rate_limited':
       return 429;
     case 'internal_error':
       return 500;
@@ -173,6 +179,7 @@ export function denialShouldRetry(code: ErrorCode): boolean | null {
   switch (code) {
     case 'token_quota_exceeded':
     case 'concurrency_limit_exceeded':
+    case 'authentication_rate_limited':
     case 'service_unavailable':
     case 'concurrent_change':
       return true;

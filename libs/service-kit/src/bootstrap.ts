@@ -2,11 +2,17 @@ import { DynamicModule, INestApplication, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { MicroserviceOptions } from '@nestjs/microservices';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import express from 'express';
+import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger as PinoNestLogger } from 'nestjs-pino';
 import type { Logger } from 'pino';
 import { BusTransport } from '@gateway/messaging';
+import { AuthFailureThrottle, authThrottleMiddleware } from './auth-throttle';
+import { Clock, CLOCK } from './clock';
+import { loadHttpInputConfig, ServiceConfig } from './config';
+import { SERVICE_CONFIG } from './core.module';
 import { GatewayExceptionFilter } from './errors';
+import { inputGuard } from './input-guard';
+import { Metrics } from './metrics';
 import { startCpuProfile } from './profiling';
 
 export interface HttpServiceOptions {
@@ -15,7 +21,6 @@ export interface HttpServiceOptions {
   port: number;
   host: string;
   logger: Logger;
-  bodyLimit?: string;
 }
 
 export interface RunningService {
@@ -26,15 +31,24 @@ export interface RunningService {
 }
 
 /**
- * Starts one HTTP service: our own JSON parser (so malformed bodies get the stable
- * `invalid_request` error instead of a framework default), the exception filter, OpenAPI at /docs,
- * and the Kafka consumers through `BusTransport` (a hybrid app: HTTP + @nestjs/microservices).
+ * Starts one HTTP service: the failed-authentication throttle and the input guard (our own strict
+ * JSON parser, URL and header checks, the body limit), so hostile input gets a stable 4xx from
+ * the registry before any handler runs; the exception filter, OpenAPI at /docs, and the Kafka
+ * consumers through `BusTransport` (a hybrid app: HTTP + @nestjs/microservices).
  */
 export async function startHttpService(module: Type<unknown> | DynamicModule, opts: HttpServiceOptions): Promise<RunningService> {
   const stopProfile = startCpuProfile(opts.title.replace(/\W+/g, '-'));
-  const app = await NestFactory.create(module, { bodyParser: false, bufferLogs: true });
+  const app = await NestFactory.create<NestExpressApplication>(module, { bodyParser: false, bufferLogs: true });
   app.useLogger(app.get(PinoNestLogger));
-  app.use(express.json({ limit: opts.bodyLimit ?? '2mb', type: () => true }));
+  const limits = app.get<ServiceConfig>(SERVICE_CONFIG).http ?? loadHttpInputConfig({});
+  if (limits.trustProxy !== null) app.set('trust proxy', trustProxyValue(limits.trustProxy));
+  const clock = app.get<Clock>(CLOCK);
+  const metrics = app.get(Metrics);
+  const throttle = new AuthFailureThrottle({ burst: limits.authFailureBurst, perMinute: limits.authFailuresPerMinute }, () =>
+    clock.now().getTime(),
+  );
+  app.use(authThrottleMiddleware(throttle, () => metrics.unauthenticated.inc({ reason: 'rate_limited' })));
+  app.use(...inputGuard({ bodyLimitBytes: limits.maxBodyBytes }));
   const filter = new GatewayExceptionFilter(opts.logger);
   app.use(filter.expressErrorHandler);
   app.useGlobalFilters(filter);
@@ -63,6 +77,11 @@ export async function startHttpService(module: Type<unknown> | DynamicModule, op
     openapi,
     close: () => app.close(),
   };
+}
+
+/** `GATEWAY_TRUST_PROXY`: a hop count, or what Express accepts as a list (`loopback`, addresses, subnets). */
+function trustProxyValue(raw: string): number | string {
+  return /^\d+$/.test(raw) ? Number(raw) : raw;
 }
 
 export function buildOpenApi(app: INestApplication, opts: { title: string; description: string }): OpenAPIObject {

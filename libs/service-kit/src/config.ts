@@ -7,8 +7,34 @@ const flag = z
   .optional()
   .transform((v) => v === 'true' || v === '1');
 
+/** Kafka's own default `message.max.bytes` (1 MiB + 12 bytes of record-batch overhead). */
+export const KAFKA_DEFAULT_MESSAGE_MAX_BYTES = 1_048_588;
+
+/** Fixed bytes around the client's body in a dispatch command: record batch and headers, key, envelope, the command's own fields. */
+const DISPATCH_MESSAGE_OVERHEAD_BYTES = 16_384;
+const DISPATCH_COMMAND_FIELDS_BYTES = 8_192;
+
+/**
+ * The largest request body that still fits one dispatch command on a broker whose
+ * `message.max.bytes` is `messageMaxBytes`: the command (body + its own fields) is encrypted and
+ * base64-encoded (4/3 of its size) inside an envelope. A body above it would be admitted and
+ * reserved, then fail to publish; it is refused with 413 instead.
+ */
+export function maxBodyBytesFor(messageMaxBytes: number): number {
+  return Math.floor(((messageMaxBytes - DISPATCH_MESSAGE_OVERHEAD_BYTES) * 3) / 4) - DISPATCH_COMMAND_FIELDS_BYTES;
+}
+
+/** HTTP input limits from the environment. */
+const httpSchema = z.object({
+  KAFKA_MESSAGE_MAX_BYTES: z.coerce.number().int().min(65_536).default(KAFKA_DEFAULT_MESSAGE_MAX_BYTES),
+  GATEWAY_MAX_BODY_BYTES: z.coerce.number().int().min(1024).optional(),
+  GATEWAY_AUTH_FAILURE_BURST: z.coerce.number().int().min(1).default(30),
+  GATEWAY_AUTH_FAILURES_PER_MINUTE: z.coerce.number().positive().default(30),
+  GATEWAY_TRUST_PROXY: z.string().min(1).optional(),
+});
+
 /** Environment shared by every service, validated once at start-up. */
-const schema = z.object({
+const schema = httpSchema.extend({
   DATABASE_URL: z.string().min(1),
   KAFKA_BROKERS: z.string().min(1).default('127.0.0.1:9092'),
   GATEWAY_INSTANCE_ID: z.string().optional(),
@@ -38,6 +64,19 @@ export interface ServiceConfig {
   kafkaSecurity?: KafkaSecurity;
   /** published outbox rows are pruned after this long (the relay's default, 72 h, when unset) */
   outboxRetentionHours?: number;
+  /** what HTTP clients may send (filled by loadConfig; hand-made test configs may leave it out: defaults) */
+  http?: HttpInputConfig;
+}
+
+/** Limits on HTTP input, shared by every service (docs/decisions.md, "Inputs that hurt the service"). */
+export interface HttpInputConfig {
+  /** request bodies above this are 413 payload_too_large (default: what fits one Kafka message) */
+  maxBodyBytes: number;
+  /** failed authentications per source address and instance: burst, then per minute */
+  authFailureBurst: number;
+  authFailuresPerMinute: number;
+  /** Express `trust proxy` (hop count, `loopback`, a list of addresses); null trusts no proxy */
+  trustProxy: string | null;
 }
 
 export function loadConfig(serviceName: string, env: NodeJS.ProcessEnv = process.env): ServiceConfig {
@@ -53,6 +92,21 @@ export function loadConfig(serviceName: string, env: NodeJS.ProcessEnv = process
     instanceId: parsed.GATEWAY_INSTANCE_ID ?? `${serviceName}-${process.pid}`,
     logLevel: parsed.LOG_LEVEL,
     host: parsed.HOST,
+    http: httpInputFrom(parsed),
+  };
+}
+
+/** The HTTP input limits alone (defaults for an empty environment). */
+export function loadHttpInputConfig(env: NodeJS.ProcessEnv = process.env): HttpInputConfig {
+  return httpInputFrom(httpSchema.parse(env));
+}
+
+function httpInputFrom(parsed: z.infer<typeof httpSchema>): HttpInputConfig {
+  return {
+    maxBodyBytes: parsed.GATEWAY_MAX_BODY_BYTES ?? maxBodyBytesFor(parsed.KAFKA_MESSAGE_MAX_BYTES),
+    authFailureBurst: parsed.GATEWAY_AUTH_FAILURE_BURST,
+    authFailuresPerMinute: parsed.GATEWAY_AUTH_FAILURES_PER_MINUTE,
+    trustProxy: parsed.GATEWAY_TRUST_PROXY ?? null,
   };
 }
 

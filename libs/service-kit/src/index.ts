@@ -14,3 +14,5 @@ export * from './openapi';
 export * from './operator-auth';
 export * from './operator-guard';
 export * from './profiling';
+export * from './input-guard';
+export * from './auth-throttle';

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Request } from 'express';
 import type { WorkloadPolicy } from '@gateway/db';
+import { Metrics } from './metrics';
 import { OperatorAuth } from './operator-auth';
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -17,7 +18,8 @@ describe('OperatorAuth', () => {
       return hash === sha('gw_app_key') ? ({ id: 'wl' } as WorkloadPolicy) : null;
     },
   };
-  const auth = new OperatorAuth(tokens, keys);
+  const metrics = new Metrics('test');
+  const auth = new OperatorAuth(tokens, keys, metrics);
 
   it('passes operators with a required role', async () => {
     await expect(auth.require(req('Bearer op-token'), ['operator'])).resolves.toEqual({ subject: 'olga', roles: ['operator'] });
@@ -31,5 +33,18 @@ describe('OperatorAuth', () => {
     await expect(auth.require(req('Bearer gw_unknown'), ['operator'])).rejects.toMatchObject({ code: 'unauthorized' });
     await expect(auth.require(req(), ['operator'])).rejects.toMatchObject({ code: 'unauthorized' });
     await expect(auth.require(req('Bearer op-token'), ['approver'])).rejects.toMatchObject({ code: 'forbidden' });
+  });
+
+  it('counts unauthenticated refusals by reason (no row is written for them)', async () => {
+    const m = new Metrics('test');
+    const counted = new OperatorAuth(tokens, keys, m);
+    await counted.require(req('Bearer gw_unknown'), ['operator']).catch(() => undefined);
+    await counted.require(req(), ['operator']).catch(() => undefined);
+    await counted.require(req('Bearer gw_app_key'), ['operator']).catch(() => undefined);
+    const values = (await m.unauthenticated.get()).values.map((v) => [v.labels.reason, v.value]);
+    expect(values.sort()).toEqual([
+      ['missing_credential', 1],
+      ['unknown_credential', 1],
+    ]);
   });
 });

@@ -3,7 +3,7 @@ import type { Request } from 'express';
 import type { Logger } from 'pino';
 import { DispatchReplyV1 } from '@gateway/contracts';
 import { DomainError } from '@gateway/domain';
-import { denialBody, DenialTarget, InjectLogger, toDomainError, writeDenial } from '@gateway/service-kit';
+import { denialBody, DenialTarget, INPUT_LIMITS, InjectLogger, toDomainError, writeDenial } from '@gateway/service-kit';
 import { AdmitRequestCommand } from '../usecases/admit-request/admit-request.command';
 import { AdmitRequest, AdmittedAction, IdempotentReplay } from '../usecases/admit-request/admit-request.usecase';
 import { AdmissionMetrics } from '../admission.metrics';
@@ -41,6 +41,7 @@ export class GenerationResponder {
     let outcome = 'error';
     try {
       const cmd = build();
+      assertModelAcceptable(cmd.modelAlias);
       const admitted = await this.admit.execute(cmd);
       outcome = cmd.stream ? await this.stream(admitted, cmd, req, res) : await this.whole(admitted, req, res);
     } catch (err) {
@@ -240,6 +241,13 @@ export class GenerationResponder {
     if (!res.headersSent)
       res.status(500).json({ error: { message: 'internal error', type: 'api_error', code: 'internal_error', param: null } });
     return 'internal_error';
+  }
+}
+
+/** A pre-authentication cap: an alias longer than any route's is refused before the key is looked up. */
+function assertModelAcceptable(model: string): void {
+  if (model.length > INPUT_LIMITS.modelMaxChars) {
+    throw new DomainError('invalid_request', `model must be at most ${INPUT_LIMITS.modelMaxChars} characters`, 'model');
   }
 }
 

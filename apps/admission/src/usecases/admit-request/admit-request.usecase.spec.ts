@@ -265,8 +265,6 @@ async function rejectionOf(p: Promise<unknown>): Promise<unknown> {
 describe('AdmitRequest', () => {
   describe('denials: a typed error, one sanitised deny event, no reservation', () => {
     it.each<[string, DenialCode, (f: ReturnType<typeof setup>) => AdmitRequestCommand, Partial<AdmissionDecisionV1>]>([
-      ['a missing key', 'unauthorized', () => chat({}, null), { workload_id: null, route_id: null }],
-      ['an unknown key', 'unauthorized', () => chat({}, 'gw-key-nobody'), { workload_id: null, environment: null }],
       [
         'an alias the workload may not use',
         'unknown_route',
@@ -429,6 +427,24 @@ describe('AdmitRequest', () => {
       expect(err).toMatchObject({ code: 'concurrency_limit_exceeded' });
       expect((err as DomainError).headers).toEqual({ 'x-gateway-action-id': f.admissions.admitted[0].action.id, 'retry-after': '1' });
       expect(f.admissions.denials.map((d) => d.event.policy_reason)).toEqual(['concurrency_limit_exceeded']);
+    });
+
+    // Issue 8 item 7: a 401 used to write a decision event (an outbox row) per request, so a flood
+    // of bad keys became a flood of rows. Nobody is accountable for it: it is counted instead.
+    it.each([
+      ['a missing key', null, 'missing_credential'],
+      ['an unknown key', 'gw-key-nobody', 'unknown_credential'],
+    ])('%s → unauthorized, nothing recorded or published, counted by reason', async (_what, key, reason) => {
+      const f = setup();
+      const err = await rejectionOf(f.admit.execute(chat({}, key)));
+
+      expect(err).toMatchObject({ code: 'unauthorized' });
+      expect(f.admissions.denials).toHaveLength(0);
+      expect(f.admissions.admitted).toHaveLength(0);
+      expect(f.bus.published).toHaveLength(0);
+      expect((err as DomainError).headers['x-gateway-action-id']).toBeUndefined();
+      const metric = await f.metrics.unauthenticated.get();
+      expect(metric.values.map((v) => [v.labels.reason, v.value])).toEqual([[reason, 1]]);
     });
 
     it('counts every decision by result and code', async () => {

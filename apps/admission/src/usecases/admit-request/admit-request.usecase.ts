@@ -17,7 +17,7 @@ import {
   unpricedFeature,
 } from '@gateway/domain';
 import { ContentCipher, KafkaBus, ReplyRouter } from '@gateway/messaging';
-import { InjectConfig, InjectLogger, ServiceConfig } from '@gateway/service-kit';
+import { InjectConfig, InjectLogger, ServiceConfig, UnauthenticatedReason } from '@gateway/service-kit';
 import { AdmitRequestCommand } from './admit-request.command';
 import { AdmissionMetrics } from '../../admission.metrics';
 import { Clock, IdGenerator, InjectClock, InjectIds } from '@gateway/service-kit';
@@ -59,7 +59,7 @@ export class AdmitRequest {
     const base = this.eventBase(cmd, actionId, requestId, now);
 
     const workload = cmd.credential ? await this.catalog.workloadByKeyHash(hashCredential(cmd.credential)) : null;
-    if (!workload) throw await this.deny(base, null, 'unauthorized', 'missing, unknown or revoked workload key');
+    if (!workload) throw this.unauthenticated(cmd.credential ? 'unknown_credential' : 'missing_credential');
     base.workload_id = workload.id;
     base.environment = workload.environment;
 
@@ -302,22 +302,33 @@ export class AdmitRequest {
     return out;
   }
 
+  /**
+   * A request nobody is accountable for writes nothing: no decision event, no row (a flood of
+   * bad keys must not become a flood of rows). It is counted by reason, and the 401 it gets costs
+   * its source address a token of the failed-authentication throttle (service-kit).
+   */
+  private unauthenticated(reason: Exclude<UnauthenticatedReason, 'rate_limited'>): DomainError {
+    this.metrics.decisions.inc({ result: 'deny', code: 'unauthorized' });
+    this.metrics.unauthenticated.inc({ reason });
+    return new DomainError('unauthorized', 'missing, unknown or revoked workload key');
+  }
+
   private async deny(
     base: AdmissionDecisionV1,
-    workload: WorkloadPolicy | null,
+    workload: WorkloadPolicy,
     code: DenialCode,
     message: string,
     param?: string,
     headers: Record<string, string> = {},
   ): Promise<DomainError> {
     this.metrics.decisions.inc({ result: 'deny', code });
-    await this.admissions.recordDenial(workload?.id ?? 'unauthenticated', {
+    await this.admissions.recordDenial(workload.id, {
       ...base,
       event_id: this.ids.next(),
       policy_result: 'deny',
       policy_reason: code,
     });
-    this.log.info({ action_id: base.action_id, workload_id: workload?.id ?? null, code }, 'admission denied');
+    this.log.info({ action_id: base.action_id, workload_id: workload.id, code }, 'admission denied');
     return new DomainError(code, message, param, { 'x-gateway-action-id': base.action_id, ...headers });
   }
 
