@@ -240,13 +240,11 @@ describe('RunAttempt', () => {
 
   describe('recording the evidence', () => {
     const answered = (f: ReturnType<typeof setup>) =>
-      f.pool
-        .intercept({ path: OPENAI_PATH, method: 'POST' })
-        .reply(200, {
-          id: 'chatcmpl-1',
-          choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-          usage: USAGE,
-        });
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, {
+        id: 'chatcmpl-1',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+        usage: USAGE,
+      });
 
     it.each([
       ['a terminated connection', new Error('Connection terminated unexpectedly')],
