@@ -7,3 +7,4 @@ export * from './demo-seed';
 export * from './eventually';
 export * from './admission-input';
 export * from './attempt-outcome';
+export * from './ledger-rows';
