@@ -314,6 +314,55 @@ describe('authentication and validation', () => {
     ['a decimal-string budget', 'PUT', `/workloads/wl-bad-${run}`, workload({ budget_microusd: '1.50' }), 'budget_microusd'],
     ['an unknown budget period', 'PUT', `/workloads/wl-bad-${run}`, workload({ budget_period: 'week' }), 'budget_period'],
     ['an int4 overflow', 'PUT', `/workloads/wl-bad-${run}`, workload({ deadline_ms: 2 ** 40 }), 'deadline_ms'],
+    // issue 7 item 7: products that would overflow a reservation's columns at admission
+    [
+      'a ceiling whose reservation overflows int4',
+      'PUT',
+      `/workloads/wl-bad-${run}`,
+      workload({ per_candidate_output_ceiling: 2_147_483_647 }),
+      'per_candidate_output_ceiling',
+    ],
+    [
+      'a count × ceiling past the bound',
+      'PUT',
+      `/workloads/wl-bad-${run}`,
+      workload({ default_max_candidates: 8, per_candidate_output_ceiling: 300_000_000 }),
+      'per_candidate_output_ceiling',
+    ],
+    [
+      'a token quota whose window overflows',
+      'PUT',
+      `/workloads/wl-bad-${run}`,
+      workload({ tokens_per_minute: 2 ** 31 - 1 }),
+      'tokens_per_minute',
+    ],
+    [
+      'a price whose worst reservation overflows bigint',
+      'POST',
+      `/routes/rt-priced-${run}/prices`,
+      {
+        input_per_mtok_microusd: '1',
+        cached_input_per_mtok_microusd: '1',
+        output_per_mtok_microusd: '9000000000000000',
+        reasoning_per_mtok_microusd: '1',
+      },
+      'output_per_mtok_microusd',
+    ],
+    [
+      'an exception whose count × ceiling overflows',
+      'POST',
+      '/exceptions',
+      {
+        owner: 'o',
+        workload_id: `wl-keys-${run}`,
+        max_candidates: 4,
+        per_candidate_output_ceiling: 600_000_000,
+        budget_microusd: '1',
+        expires_at: new Date(Date.now() + DAY_MS).toISOString(),
+        justification: 'j',
+      },
+      'per_candidate_output_ceiling',
+    ],
     [
       'an exception without justification',
       'POST',
@@ -348,6 +397,14 @@ describe('authentication and validation', () => {
     const res = await call(method, path, tokens.requester, body);
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ code: 'invalid_request', type: 'invalid_request_error', param });
+  });
+
+  it('names the bound when count × ceiling cannot be reserved, and stores nothing', async () => {
+    const wl = `wl-huge-${run}`;
+    const res = await call('PUT', `/workloads/${wl}`, tokens.operator, workload({ per_candidate_output_ceiling: 2_147_483_647 }));
+    expect(res.status).toBe(400);
+    expect(res.body.error.message).toMatch(/2147483647 output tokens, above the 2130706431 one reservation can hold/);
+    expect((await call('GET', `/workloads/${wl}`, tokens.operator)).status).toBe(404);
   });
 
   it('400 invalid_request for a body that is not JSON', async () => {

@@ -11,6 +11,7 @@ import {
 import { CoreModule, CoreOptions } from '@gateway/service-kit';
 import { AttemptCompletedConsumer } from './consumers/attempt-completed.consumer';
 import { LedgerController } from './http/ledger.controller';
+import { ExportLedger } from './usecases/export-ledger/export-ledger.usecase';
 import { OpenPoisonCase } from './usecases/open-poison-case/open-poison-case.usecase';
 import { QueryLedger } from './usecases/query-ledger/query-ledger.usecase';
 import { SettleAttempt } from './usecases/settle-attempt/settle-attempt.usecase';
@@ -34,6 +35,7 @@ export class SettlementModule {
         { provide: LedgerQueryRepository, useFactory: (db: Database) => new LedgerQueryRepository(db), inject: [Database] },
         SettleAttempt,
         QueryLedger,
+        ExportLedger,
         OpenPoisonCase,
       ],
     };

@@ -8,7 +8,6 @@ import { AttemptCompletedV1, Topics } from '@gateway/contracts';
 import {
   AttemptRepository,
   budgetAccountId,
-  buildLedgerRow,
   CaseRepository,
   CatalogRepository,
   Database,
@@ -19,7 +18,7 @@ import {
   ReservationHoldRepository,
 } from '@gateway/db';
 import { randomIds } from '@gateway/service-kit';
-import { Seeder } from '@gateway/testing';
+import { ledgerRow, Seeder } from '@gateway/testing';
 import { QueryLedger } from '../src/usecases/query-ledger/query-ledger.usecase';
 import { SettleAttempt } from '../src/usecases/settle-attempt/settle-attempt.usecase';
 
@@ -228,28 +227,7 @@ describe('settlement on Postgres', () => {
     const at = [0, 1, 1, 2, 3, 4, 5].map((m) => new Date(base + m * 60_000));
     await db.transaction(async (tx) => {
       for (const settledAt of at) {
-        const row = buildLedgerRow({
-          id: randomUUID(),
-          facts: {
-            attemptId: randomUUID(),
-            actionId: randomUUID(),
-            attemptRole: 'primary',
-            requestId: null,
-            workloadId,
-            environment: 'test',
-            routeId,
-            routeVersion: 1,
-            modelAlias: 'm',
-            providerRequestId: null,
-            requestedCandidates: null,
-            effectiveCandidates: 1,
-            returnedCandidates: 1,
-            streamMode: 'none',
-          },
-          evidence: { kind: 'attested', amountMicrousd: 10n, caseId: 'c', attestedBy: 'ops', reason: 'test' },
-          priceRevisionId: priceId,
-          settledAt,
-        });
+        const row = ledgerRow({ workloadId, routeId, priceRevisionId: priceId, settledAt });
         await ledger.record(tx, row, randomUUID());
       }
     });

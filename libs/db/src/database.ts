@@ -121,6 +121,18 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   );
 }
 
+/**
+ * A write that failed for a reason that can pass by itself: the database was unavailable, the
+ * transaction was a deadlock or serialisation victim, its connection was terminated, or a statement
+ * or lock wait timed out. Whether the write committed may be unknown (a connection lost after
+ * COMMIT was sent), so a caller that retries must make the second run recognise the first.
+ */
+export function isTransientDatabaseError(err: unknown): boolean {
+  if (isDatabaseUnavailable(err) || retryCause(err) !== null) return true;
+  const text = String((err as { message?: string })?.message ?? '');
+  return /57014|55P03|canceling statement due to (statement|lock) timeout|lock timeout/.test(text);
+}
+
 /** Postgres unique violation (directly or wrapped by Prisma as P2002). */
 export function isUniqueViolation(err: unknown): boolean {
   const e = err as { code?: string; message?: string };

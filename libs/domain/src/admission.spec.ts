@@ -45,6 +45,17 @@ function input(over: Partial<AdmissionInput> = {}): AdmissionInput {
 }
 
 describe('decideAdmission', () => {
+  it('refuses (invalid_request) a stored policy whose ceiling overflows the reservation columns, and admits a lower cap', () => {
+    const old = { workload: { defaultMaxCandidates: 1, perCandidateOutputCeiling: 2_147_483_647 } };
+    expect(decideAdmission(input(old))).toMatchObject({ ok: false, code: 'invalid_request', param: 'max_tokens' });
+    expect(decideAdmission(input({ ...old, requestedOutputCap: 1000 }))).toMatchObject({ ok: true, reservedOutputTokens: 1000 });
+    const grantTooWide = { ...grant, perCandidateOutputCeiling: 1_100_000_000 };
+    expect(decideAdmission(input({ requestedCandidates: 2, exceptions: [grantTooWide] }))).toMatchObject({
+      ok: false,
+      code: 'invalid_request',
+    });
+  });
+
   it.each([
     ['omitted → one candidate', {}, { ok: true, effective: 1, requested: null }],
     ['explicit 1', { requestedCandidates: 1 }, { ok: true, effective: 1, requested: 1 }],

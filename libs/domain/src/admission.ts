@@ -7,7 +7,7 @@ import { approvedMaxCandidates, normaliseCandidateCount } from './candidates';
 import { DenialCode } from './errors';
 import type { ExceptionStatus } from './state-machines';
 import { PriceRevision } from './pricing';
-import { computeReservation, OutputCapSemantics, outputCeiling } from './reservation';
+import { computeReservation, OutputCapSemantics, outputCeiling, reservationOutOfRange } from './reservation';
 
 export type ContractStatus = 'verified' | 'unverified' | 'stale';
 
@@ -134,6 +134,16 @@ export function decideAdmission(input: AdmissionInput): AdmissionDecision {
     semantics,
     price: input.price,
   });
+  // A policy stored before the policy service checked its products: refuse, never fail the INSERT.
+  const outOfRange = reservationOutOfRange({ inputTokensEstimate: input.inputTokensEstimate, ...reservation });
+  if (outOfRange !== null) {
+    return {
+      ok: false,
+      code: 'invalid_request',
+      message: `${outOfRange}; lower the output token cap or the candidate count, or ask an operator to lower the policy's per_candidate_output_ceiling`,
+      param: 'max_tokens',
+    };
+  }
   const fallbackRouteIds =
     count.effective > 1 && !input.fallbackRoutes.every((f) => contractAllowsMultiCandidate(f, count.effective, now))
       ? []

@@ -1,6 +1,19 @@
 import fc from 'fast-check';
 import { PriceRevision } from './pricing';
-import { OutputCapSemantics, computeReservation, estimateInputTokens, outputCeiling } from './reservation';
+import {
+  MAX_BUDGET_MICROUSD,
+  MAX_INPUT_TOKENS_ESTIMATE,
+  MAX_RESERVED_OUTPUT_TOKENS,
+  MAX_STORED_MICROUSD,
+  MAX_STORED_TOKENS,
+  MAX_TOKENS_PER_MINUTE,
+  OutputCapSemantics,
+  computeReservation,
+  estimateInputTokens,
+  outputCeiling,
+  reservationOutOfRange,
+  worstReservationMicrousd,
+} from './reservation';
 
 const price: PriceRevision = {
   id: 'p1',
@@ -161,6 +174,92 @@ describe('estimateInputTokens', () => {
         expect(estimateInputTokens(texts, messages + 1)).toBe(base + 4);
         const bytes = texts.reduce((n, t) => n + Buffer.byteLength(t, 'utf8'), 0);
         expect(base * 3).toBeGreaterThanOrEqual(bytes);
+      }),
+    );
+  });
+});
+
+describe('storage bounds of a reservation', () => {
+  /** Rates up to ~5e15 micro-USD/MTok: around where the worst reservation stops fitting bigint. */
+  const boundaryPriceArb: fc.Arbitrary<PriceRevision> = fc.record({
+    id: fc.constant('edge'),
+    inputPerMTokMicrousd: fc.bigInt({ min: 0n, max: 5_000_000_000_000_000n }),
+    cachedInputPerMTokMicrousd: fc.bigInt({ min: 0n, max: 5_000_000_000_000_000n }),
+    outputPerMTokMicrousd: fc.bigInt({ min: 0n, max: 5_000_000_000_000_000n }),
+    reasoningPerMTokMicrousd: fc.bigInt({ min: 0n, max: 5_000_000_000_000_000n }),
+  });
+
+  it('leaves room: a budget plus one reservation, and a token window plus one request, fit their columns', () => {
+    expect(MAX_BUDGET_MICROUSD * 2n).toBeLessThanOrEqual(MAX_STORED_MICROUSD);
+    expect(MAX_TOKENS_PER_MINUTE * 2).toBeLessThanOrEqual(MAX_STORED_TOKENS);
+    expect(MAX_INPUT_TOKENS_ESTIMATE + MAX_RESERVED_OUTPUT_TOKENS).toBe(MAX_STORED_TOKENS);
+    // A 2 MB body of one-byte messages stays far below the input bound.
+    const messages = Math.floor((2 * 1024 * 1024) / 3);
+    expect(estimateInputTokens(['x'.repeat(messages)], messages)).toBeLessThan(MAX_INPUT_TOKENS_ESTIMATE);
+  });
+
+  it.each<[string, number, number, number, boolean]>([
+    ['the issue: one candidate at 2147483647', 0, 1, 2_147_483_647, false],
+    ['exactly the output bound', MAX_INPUT_TOKENS_ESTIMATE, 1, MAX_RESERVED_OUTPUT_TOKENS, true],
+    ['one token past the output bound', 0, 1, MAX_RESERVED_OUTPUT_TOKENS + 1, false],
+    ['128 candidates at the largest ceiling that fits', MAX_INPUT_TOKENS_ESTIMATE, 128, Math.floor(MAX_RESERVED_OUTPUT_TOKENS / 128), true],
+    ['128 candidates one token over', 0, 128, Math.floor(MAX_RESERVED_OUTPUT_TOKENS / 128) + 1, false],
+    ['input past its bound with the full output', MAX_INPUT_TOKENS_ESTIMATE + 1, 1, MAX_RESERVED_OUTPUT_TOKENS, false],
+  ])('%s', (_name, inputTokensEstimate, n, ceiling, fits) => {
+    const r = computeReservation({
+      inputTokensEstimate,
+      effectiveCandidates: n,
+      perCandidateOutputCeiling: ceiling,
+      semantics: 'per_candidate',
+      price,
+    });
+    expect(reservationOutOfRange({ inputTokensEstimate, ...r }) === null).toBe(fits);
+  });
+
+  it('names micro-USD beyond bigint', () => {
+    expect(reservationOutOfRange({ inputTokensEstimate: 1, reservedOutputTokens: 1, reservedMicrousd: MAX_STORED_MICROUSD + 1n })).toMatch(
+      /micro-USD/,
+    );
+  });
+
+  it('whatever a policy that passed the write-time checks allows, the reservation fits its columns', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 128 }),
+        fc.integer({ min: 1, max: MAX_STORED_TOKENS }),
+        fc.integer({ min: 0, max: MAX_INPUT_TOKENS_ESTIMATE }),
+        fc.constantFrom<OutputCapSemantics>('per_candidate', 'shared'),
+        boundaryPriceArb,
+        (n, ceiling, inputTokensEstimate, semantics, p) => {
+          // the checks the policy service makes when the workload/exception and the price are written
+          fc.pre(n * ceiling <= MAX_RESERVED_OUTPUT_TOKENS);
+          fc.pre(worstReservationMicrousd(p) <= MAX_STORED_MICROUSD);
+          const r = computeReservation({
+            inputTokensEstimate,
+            effectiveCandidates: n,
+            perCandidateOutputCeiling: ceiling,
+            semantics,
+            price: p,
+          });
+          expect(reservationOutOfRange({ inputTokensEstimate, ...r })).toBeNull();
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('a count × ceiling past the bound is always refused, never stored', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 128 }), fc.integer({ min: 1, max: MAX_STORED_TOKENS }), (n, ceiling) => {
+        fc.pre(n * ceiling > MAX_RESERVED_OUTPUT_TOKENS);
+        const r = computeReservation({
+          inputTokensEstimate: 0,
+          effectiveCandidates: n,
+          perCandidateOutputCeiling: ceiling,
+          semantics: 'per_candidate',
+          price,
+        });
+        expect(reservationOutOfRange({ inputTokensEstimate: 0, ...r })).not.toBeNull();
       }),
     );
   });

@@ -48,6 +48,54 @@ export function computeReservation(input: {
   return { reservedOutputTokens: outputTokens, reservedMicrousd };
 }
 
+/** Largest token count the gateway stores (Postgres `integer` columns and token counters). */
+export const MAX_STORED_TOKENS = 2_147_483_647;
+/** Largest amount the gateway stores (Postgres `bigint` micro-USD). */
+export const MAX_STORED_MICROUSD = 9_223_372_036_854_775_807n;
+/**
+ * A bound on the input estimate of any request admission can accept: a 2 MB body estimates below
+ * 3.5 M tokens (bytes / 3, plus 4 per message of at least 3 bytes), so 2^24 leaves ample room.
+ */
+export const MAX_INPUT_TOKENS_ESTIMATE = 16_777_216;
+/** The most output one reservation may hold, so that input + output still fits a token counter. */
+export const MAX_RESERVED_OUTPUT_TOKENS = MAX_STORED_TOKENS - MAX_INPUT_TOKENS_ESTIMATE;
+/**
+ * Budgets: admission compares pending + unresolved + settled + one reservation (each at most the
+ * budget) with the budget in `bigint`, so a budget may be at most half the column's range.
+ */
+export const MAX_BUDGET_MICROUSD = MAX_STORED_MICROUSD / 2n;
+/** Token quotas: the window's counter (at most the limit) plus one request (at most the limit) fits. */
+export const MAX_TOKENS_PER_MINUTE = Math.floor(MAX_STORED_TOKENS / 2);
+
+/**
+ * The worst reservation any policy can reach under a price: the largest input estimate and the
+ * most output a reservation may hold (policies are held to `MAX_RESERVED_OUTPUT_TOKENS`).
+ */
+export function worstReservationMicrousd(price: PriceRevision): bigint {
+  return estimateCostMicrousd(MAX_INPUT_TOKENS_ESTIMATE, MAX_RESERVED_OUTPUT_TOKENS, price);
+}
+
+/**
+ * Why a computed reservation cannot be stored, or null when it can. Policies are checked when
+ * written; this catches a row written before that check (a 4xx denial, never a failed INSERT).
+ */
+export function reservationOutOfRange(r: {
+  inputTokensEstimate: number;
+  reservedOutputTokens: number;
+  reservedMicrousd: bigint;
+}): string | null {
+  if (r.reservedOutputTokens > MAX_RESERVED_OUTPUT_TOKENS) {
+    return `the request would reserve ${r.reservedOutputTokens} output tokens, above the gateway's limit of ${MAX_RESERVED_OUTPUT_TOKENS}`;
+  }
+  if (r.inputTokensEstimate + r.reservedOutputTokens > MAX_STORED_TOKENS) {
+    return `the request would reserve ${r.inputTokensEstimate + r.reservedOutputTokens} tokens, above the gateway's limit of ${MAX_STORED_TOKENS}`;
+  }
+  if (r.reservedMicrousd > MAX_STORED_MICROUSD) {
+    return `the request would reserve ${r.reservedMicrousd} micro-USD, above the gateway's limit of ${MAX_STORED_MICROUSD}`;
+  }
+  return null;
+}
+
 /** The app may ask for less output than policy allows, never more. */
 export function outputCeiling(input: { requested: number | null; policyCeiling: number }): number {
   assertPositiveInteger(input.policyCeiling, 'policyCeiling');

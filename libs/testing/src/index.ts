@@ -7,3 +7,5 @@ export * from './demo-seed';
 export * from './eventually';
 export * from './admission-input';
 export * from './events';
+export * from './attempt-outcome';
+export * from './ledger-rows';

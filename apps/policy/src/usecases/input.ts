@@ -1,17 +1,20 @@
 import { z } from 'zod';
-import { DomainError } from '@gateway/domain';
+import {
+  DomainError,
+  MAX_BUDGET_MICROUSD,
+  MAX_RESERVED_OUTPUT_TOKENS,
+  MAX_STORED_MICROUSD,
+  MAX_STORED_TOKENS,
+  PriceRevision,
+  worstReservationMicrousd,
+} from '@gateway/domain';
 
 /**
  * Shared pieces of the policy API's request schemas. Every body is parsed here, so bad input is
  * always a 400 `invalid_request` naming the offending field, never a database error.
  */
 
-/** Postgres `integer` columns. */
-export const MAX_INT4 = 2_147_483_647;
-/** Postgres `bigint` columns (money). */
-export const MAX_INT8 = 9_223_372_036_854_775_807n;
-
-export const int = (min: number, max = MAX_INT4) => z.number().int().min(min).max(max);
+export const int = (min: number, max = MAX_STORED_TOKENS) => z.number().int().min(min).max(max);
 
 /**
  * Integer micro-USD, as a JSON number (a safe integer) or a string of digits; never a float.
@@ -20,7 +23,7 @@ export const int = (min: number, max = MAX_INT4) => z.number().int().min(min).ma
 export const microusd = z.union([z.number(), z.string()]).transform((v, ctx) => {
   const ok = typeof v === 'number' ? Number.isSafeInteger(v) && v >= 0 : /^\d{1,19}$/.test(v);
   const amount = ok ? BigInt(v) : null;
-  if (amount === null || amount > MAX_INT8) {
+  if (amount === null || amount > MAX_STORED_MICROUSD) {
     ctx.addIssue({
       code: 'custom',
       message: 'must be a non-negative integer number of micro-USD (a JSON integer below 2^53 or a string of digits), never a float',
@@ -29,6 +32,45 @@ export const microusd = z.union([z.number(), z.string()]).transform((v, ctx) => 
   }
   return amount;
 });
+
+/** A budget: at most half of `bigint`, so used + one reservation can be compared with it. */
+export const budgetMicrousd = microusd.refine((v) => v <= MAX_BUDGET_MICROUSD, {
+  message: `must be at most ${MAX_BUDGET_MICROUSD} micro-USD`,
+});
+
+/**
+ * Count × per-candidate ceiling is what one admission may reserve (per-candidate semantics, the
+ * worst case); it must fit the reservation's integer columns with the largest input estimate
+ * beside it. Refused on `ceilingField`, naming the bound and the largest ceiling that would fit.
+ */
+export function reservableOutput<C extends string, K extends string>(countField: C, ceilingField: K) {
+  return (v: Record<C | K, number>, ctx: z.RefinementCtx): void => {
+    const [count, ceiling] = [v[countField], v[ceilingField]];
+    if (count * ceiling <= MAX_RESERVED_OUTPUT_TOKENS) return;
+    ctx.addIssue({
+      code: 'custom',
+      path: [ceilingField],
+      message:
+        `${countField} × ${ceilingField} = ${count * ceiling} output tokens, above the ${MAX_RESERVED_OUTPUT_TOKENS} one reservation can hold; ` +
+        `with ${count} candidates ${ceilingField} may be at most ${Math.floor(MAX_RESERVED_OUTPUT_TOKENS / count)}`,
+    });
+  };
+}
+
+/**
+ * The worst reservation any policy can reach under a price (the largest input estimate and output
+ * a reservation may hold) must fit `bigint` micro-USD. Refused on the highest rate.
+ */
+export function checkReservablePrice(ctx: z.RefinementCtx, rates: Record<string, bigint>, price: PriceRevision): void {
+  const worst = worstReservationMicrousd(price);
+  if (worst <= MAX_STORED_MICROUSD) return;
+  const [field] = Object.entries(rates).reduce((a, b) => (b[1] > a[1] ? b : a));
+  ctx.addIssue({
+    code: 'custom',
+    path: [field],
+    message: `the largest reservation at this price would be ${worst} micro-USD, above the ${MAX_STORED_MICROUSD} the gateway can store; lower the rate`,
+  });
+}
 
 export const text = (max: number) => z.string().trim().min(1).max(max);
 

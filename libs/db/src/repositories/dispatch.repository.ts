@@ -103,8 +103,13 @@ export class DispatchRepository {
    * Records an attempt's end and its sanitised event in one transaction of a single statement:
    * both transitions are compare-and-set on the states libs/domain allows, the in-flight slot is
    * released when the action ends, and the outbox row is written with them.
+   *
+   * Safe to run again with the same outcome: when a previous run committed (a connection lost after
+   * COMMIT leaves the caller unsure), the outbox row of this outcome's event id is there, and the
+   * run answers `already_recorded` instead of failing the compare-and-set. A different outcome for
+   * an attempt that has already ended is still an InvalidTransitionError.
    */
-  async complete(o: AttemptOutcome): Promise<void> {
+  async complete(o: AttemptOutcome): Promise<'recorded' | 'already_recorded'> {
     const attemptEvent =
       o.status === 'succeeded' ? 'succeed' : o.status === 'failed' ? 'fail' : o.status === 'cancelled' ? 'cancel' : 'cut';
     const attemptGuard = transitionGuard(attemptMachine, attemptEvent);
@@ -117,8 +122,8 @@ export class DispatchRepository {
     const event = Topics.attemptCompleted.schema.parse(o.event);
     const key = o.event.workload_id ?? o.actionId;
     const finishing = o.finishAction !== null;
-    await this.db.transaction(async (tx) => {
-      const rows = await prismaTx(tx).$queryRaw<Array<{ attempt: bigint; action: bigint; outbox_id: bigint }>>`
+    return this.db.transaction(async (tx) => {
+      const rows = await prismaTx(tx).$queryRaw<Array<{ attempt: bigint; action: bigint; outbox_id: bigint; recorded: boolean }>>`
         WITH at AS (
           UPDATE attempt SET status = ${attemptGuard.to}, status_reason = ${o.statusReason}, provider_request_id = ${o.providerRequestId},
             http_status = ${o.httpStatus}::int, returned_candidates = ${o.returnedCandidates}::int,
@@ -149,12 +154,16 @@ export class DispatchRepository {
           SELECT ${event.event_id}, ${Topics.attemptCompleted.name}, ${key}, ${JSON.stringify(event)}::jsonb FROM at
           RETURNING id
         )
-        SELECT (SELECT count(*) FROM at) AS attempt, (SELECT count(*) FROM ac) AS action, (SELECT id FROM ob) AS outbox_id`;
+        SELECT (SELECT count(*) FROM at) AS attempt, (SELECT count(*) FROM ac) AS action, (SELECT id FROM ob) AS outbox_id,
+          EXISTS (SELECT 1 FROM outbox_message WHERE event_id = ${event.event_id}) AS recorded`;
       const r = rows[0];
+      // The statement's snapshot predates its own insert, so this is a previous run's row.
+      if (r.recorded) return 'already_recorded';
       if (Number(r.attempt) !== 1) throw new InvalidTransitionError('attempt', 'not ' + attemptGuard.from.join('|'), attemptEvent);
       if (finishing && Number(r.action) !== 1)
         throw new InvalidTransitionError('action', 'not ' + (actionGuard?.from.join('|') ?? ''), 'finish');
       this.outbox.committed(tx, { id: r.outbox_id, topic: Topics.attemptCompleted.name, key, payload: event });
+      return 'recorded';
     });
   }
 }

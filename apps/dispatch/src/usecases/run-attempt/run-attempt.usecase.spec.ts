@@ -3,7 +3,9 @@ import { Dispatcher, MockAgent } from 'undici';
 import { DispatchCommandV1, DispatchReplyV1, dispatchReplyV1, TopicKey, TopicPayload, Topics } from '@gateway/contracts';
 import type { AttemptOutcome, ClaimInput, ClaimResult } from '@gateway/db';
 import { ContentCipher } from '@gateway/messaging';
+import { InvalidTransitionError } from '@gateway/domain';
 import { Clock, Metrics, randomIds, ServiceConfig } from '@gateway/service-kit';
+import { eventually } from '@gateway/testing';
 import { DispatchMetrics } from '../../dispatch.metrics';
 import { dispatchCommand } from './dispatch-command.fixture';
 import type { AttemptStore, ReplyPublisher } from './ports';
@@ -24,19 +26,29 @@ const CONFIG: ServiceConfig = {
   host: '127.0.0.1',
 };
 
-/** Claims and completions in memory; the claim answer is scripted. */
+/** Claims and completions in memory; the claim answer and completion failures are scripted. */
 class FakeAttemptStore implements AttemptStore {
   claimAnswer: ClaimResult = { ok: true };
   readonly claims: ClaimInput[] = [];
   readonly completed: AttemptOutcome[] = [];
+  /** the next `failures` completion runs throw `failWith` */
+  failures = 0;
+  failWith: Error = new Error('Connection terminated unexpectedly');
+  runs = 0;
 
   async claim(input: ClaimInput): Promise<ClaimResult> {
     this.claims.push(input);
     return this.claimAnswer;
   }
 
-  async complete(outcome: AttemptOutcome): Promise<void> {
+  async complete(outcome: AttemptOutcome): Promise<'recorded'> {
+    this.runs += 1;
+    if (this.failures > 0) {
+      this.failures -= 1;
+      throw this.failWith;
+    }
     this.completed.push(outcome);
+    return 'recorded';
   }
 }
 
@@ -110,6 +122,7 @@ function setup(interceptor?: Dispatcher.DispatcherComposeInterceptor) {
     clock,
     randomIds,
   );
+  run.evidenceRetry = { baseMs: 1, capMs: 4 };
   const replies = (): DispatchReplyV1[] =>
     bus.sent.map((m) => {
       const envelope = Topics.dispatchReplies.schema.parse(m.value);
@@ -120,7 +133,7 @@ function setup(interceptor?: Dispatcher.DispatcherComposeInterceptor) {
     const { done } = await run.execute(cmd, 'admission-1');
     await done;
   };
-  return { agent, pool: agent.get(ORIGIN), store, bus, replies, attempt };
+  return { agent, pool: agent.get(ORIGIN), store, bus, replies, attempt, run };
 }
 
 const openAiCommand = (over: Partial<DispatchCommandV1> = {}) =>
@@ -222,6 +235,62 @@ describe('RunAttempt', () => {
 
       expect(f.store.completed[0]).toMatchObject({ status: 'usage_missing', httpStatus: null, usage: null });
       expect(f.replies()).toEqual([expect.objectContaining({ kind: 'error', http_status: 502, code: 'upstream_error' })]);
+    });
+  });
+
+  describe('recording the evidence', () => {
+    const answered = (f: ReturnType<typeof setup>) =>
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, {
+        id: 'chatcmpl-1',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+        usage: USAGE,
+      });
+
+    it.each([
+      ['a terminated connection', new Error('Connection terminated unexpectedly')],
+      [
+        'a pool timeout',
+        Object.assign(new Error('Transaction API error: Unable to start a transaction in the given time.'), { code: 'P2028' }),
+      ],
+      ['a statement timeout', new Error('canceling statement due to statement timeout (57014)')],
+    ])('retries the write after %s until it lands, then answers', async (_what, error) => {
+      const f = setup();
+      answered(f);
+      f.store.failures = 5;
+      f.store.failWith = error;
+      await f.attempt(openAiCommand());
+
+      expect(f.store.runs).toBe(6);
+      // Every run carries the same outcome (same event id), so a run that committed unseen is recognised.
+      expect(f.store.completed).toHaveLength(1);
+      expect(f.store.completed[0]).toMatchObject({ status: 'succeeded', usage: { inputTokens: 9, outputTokensTotal: 7 } });
+      expect(f.replies()).toEqual([expect.objectContaining({ kind: 'response', http_status: 200 })]);
+    });
+
+    it('does not retry a deterministic failure (the attempt already moved on) and sends no reply', async () => {
+      const f = setup();
+      answered(f);
+      f.store.failures = 1;
+      f.store.failWith = new InvalidTransitionError('attempt', 'not in_flight', 'succeed');
+      await f.attempt(openAiCommand());
+      expect(f.store.runs).toBe(1);
+      expect(f.bus.sent).toHaveLength(0);
+    });
+
+    it('answers at the action deadline while the write still retries, and gives up only on shutdown', async () => {
+      const f = setup();
+      answered(f);
+      f.store.failures = Number.POSITIVE_INFINITY;
+      const { done } = await f.run.execute(openAiCommand({ deadline: new Date(NOW.getTime() + 30).toISOString() }), 'admission-1');
+
+      await eventually(() => (f.bus.sent.length === 1 ? true : undefined), { intervalMs: 5 });
+      expect(f.replies()).toEqual([expect.objectContaining({ kind: 'response', http_status: 200 })]);
+      const runsAtReply = f.store.runs;
+      await eventually(() => (f.store.runs > runsAtReply ? true : undefined), { intervalMs: 5, what: 'a retry after the reply' });
+
+      f.run.beforeApplicationShutdown();
+      await done;
+      expect(f.store.completed).toHaveLength(0);
     });
   });
 

@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { Dispatcher, request } from 'undici';
 import { DispatchCommandV1, DispatchReplyV1 } from '@gateway/contracts';
@@ -9,6 +9,7 @@ import { adapterFor, ParsedResponse, SseDecoder, UpstreamRequest } from '@gatewa
 import { Clock, CLOCK, IdGenerator, InjectConfig, InjectIds, InjectLogger, ServiceConfig } from '@gateway/service-kit';
 import { AttemptStatus, buildAttemptEvent, deliveryOf, shortfallOf } from './attempt-report';
 import type { AttemptStore, ReplyPublisher, ReplySealer } from './ports';
+import { EVIDENCE_RETRY, EvidenceResult, recordEvidence } from './record-evidence';
 import { DispatchMetrics } from '../../dispatch.metrics';
 import { UPSTREAM } from '../../tokens';
 
@@ -25,10 +26,16 @@ const PROVIDER_ERROR_EVIDENCE: ParsedResponse = {
 /**
  * Runs the primary attempt of one admitted action: single-use claim, upstream call with the
  * contract's candidate and cap fields, acceptance, the sanitised attempt event (outbox), then the
- * encrypted reply. Usage evidence is recorded before the application is answered.
+ * encrypted reply. Usage evidence is recorded before the application is answered, unless the
+ * write is still being retried when the action's deadline comes: then the reply goes out and the
+ * write goes on (docs/decisions.md, "Attempt evidence is retried until it lands").
  */
 @Injectable()
-export class RunAttempt {
+export class RunAttempt implements BeforeApplicationShutdown {
+  private readonly stopping = new AbortController();
+  /** backoff of the evidence write; tests shorten it */
+  evidenceRetry = EVIDENCE_RETRY;
+
   constructor(
     @Inject(DispatchRepository) private readonly repo: AttemptStore,
     @Inject(KafkaBus) private readonly bus: ReplyPublisher,
@@ -69,8 +76,16 @@ export class RunAttempt {
       this.log.info({ action_id: cmd.action_id, reason: claim.reason }, 'dispatch claim refused');
       return { done: Promise.resolve() };
     }
-    const ctx = { cmd, attemptId, replyTo };
-    const done = (cmd.stream ? this.runStream(ctx) : this.runWhole(ctx)).catch((err) => {
+    const ctx: Ctx = { cmd, attemptId, replyTo, evidence: null };
+    const run = async () => {
+      try {
+        await (cmd.stream ? this.runStream(ctx) : this.runWhole(ctx));
+      } finally {
+        // A write still retrying after the reply: the process waits for it on shutdown.
+        await ctx.evidence;
+      }
+    };
+    const done = run().catch((err) => {
       // The attempt stays in flight without evidence; reconciliation picks it up after its deadline.
       this.log.error(
         { action_id: cmd.action_id, attempt_id: attemptId, error: (err as Error).message },
@@ -262,6 +277,16 @@ export class RunAttempt {
     return data;
   }
 
+  /** Writes still being retried get one last try, then give up with an error log. */
+  beforeApplicationShutdown(): void {
+    this.stopping.abort();
+  }
+
+  /**
+   * Records the attempt's outcome, retrying until it lands (`recordEvidence`). Waits for it at
+   * most until the action's deadline, after which admission has answered the client anyway; the
+   * write goes on in `ctx.evidence` and `done` waits for it.
+   */
   private async finish(
     ctx: Ctx,
     status: AttemptStatus,
@@ -292,30 +317,37 @@ export class RunAttempt {
       if (s.excess) this.metrics.contractFailures.inc({ route: cmd.route.route_id, kind: 'excess_candidates' });
     }
     const delivery = deliveryOf({ cmd, httpStatus, parsed, receivedAt: now, streamFinished: ctx.streamFinished ?? null });
-    await this.repo.complete({
-      attemptId,
-      actionId: cmd.action_id,
-      status,
-      statusReason: reason,
-      providerRequestId: parsed?.providerRequestId ?? null,
-      httpStatus,
-      returnedCandidates: event.returned_candidate_count,
-      candidateOutcomes: event.candidates,
-      promptBlockReason: parsed?.promptBlockReason ?? null,
-      usage: parsed?.usage ?? null,
-      usageSource: parsed?.usage ? source : null,
-      now,
-      event,
-      delivery,
-      finishAction: {
-        // Delivery and money are separate: the action is answered when the user got an answer,
-        // with or without usage (missing usage is settlement's case, not a failed delivery).
-        status: delivery.outcome === 'answered' || delivery.outcome === 'refused' ? 'answered' : 'failed',
-        reason,
+    const evidence = recordEvidence(
+      this.repo,
+      {
+        attemptId,
+        actionId: cmd.action_id,
+        status,
+        statusReason: reason,
+        providerRequestId: parsed?.providerRequestId ?? null,
+        httpStatus,
         returnedCandidates: event.returned_candidate_count,
-        workloadId: cmd.workload_id,
+        candidateOutcomes: event.candidates,
+        promptBlockReason: parsed?.promptBlockReason ?? null,
+        usage: parsed?.usage ?? null,
+        usageSource: parsed?.usage ? source : null,
+        now,
+        event,
+        delivery,
+        finishAction: {
+          // Delivery and money are separate: the action is answered when the user got an answer,
+          // with or without usage (missing usage is settlement's case, not a failed delivery).
+          status: delivery.outcome === 'answered' || delivery.outcome === 'refused' ? 'answered' : 'failed',
+          reason,
+          returnedCandidates: event.returned_candidate_count,
+          workloadId: cmd.workload_id,
+        },
       },
-    });
+      { ...this.evidenceRetry, stopping: this.stopping.signal },
+      this.log,
+    );
+    ctx.evidence = evidence;
+    await untilDeadline(evidence, new Date(cmd.deadline).getTime() - this.clock.now().getTime());
   }
 
   private counts(ctx: Ctx, parsed: ParsedResponse | null) {
@@ -351,6 +383,21 @@ interface Ctx {
   replyTo: string;
   /** streams: whether the provider's whole stream arrived (end marker or final chunk) */
   streamFinished?: boolean;
+  /** the outcome's write, once started; may outlive the reply */
+  evidence: Promise<EvidenceResult> | null;
+}
+
+/** Waits for `write` for at most `ms` (rethrowing its error if it fails within that time). */
+async function untilDeadline(write: Promise<EvidenceResult>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, ms));
+  });
+  try {
+    await Promise.race([write, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function safeParse(text: string): unknown {

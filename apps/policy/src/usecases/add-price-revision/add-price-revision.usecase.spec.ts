@@ -2,6 +2,8 @@ import { FakeClock, InMemoryPolicyStore, SequentialIds } from '../../testing/in-
 import { olga, routeCommand, T0 } from '../../testing/fixtures';
 import { CreateRoute } from '../create-route/create-route.usecase';
 import { GetRoute } from '../get-route/get-route.usecase';
+import { parseBody } from '../input';
+import { addPriceRevisionBody } from './add-price-revision.command';
 import { AddPriceRevision } from './add-price-revision.usecase';
 
 const finance = { subject: 'fin', roles: ['finance'] };
@@ -78,5 +80,19 @@ describe('AddPriceRevision', () => {
   it('is 404 for an unknown route', async () => {
     const { add } = await setup();
     await expect(add.execute(finance, 'nope', prices)).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it('refuses a rate at which the largest reservation would not fit bigint micro-USD, naming the rate', () => {
+    const wire = { input_per_mtok_microusd: '2500000', cached_input_per_mtok_microusd: '0', reasoning_per_mtok_microusd: '0' };
+    expect(() => parseBody(addPriceRevisionBody, { ...wire, output_per_mtok_microusd: '5000000000000000' })).toThrow(
+      expect.objectContaining({
+        code: 'invalid_request',
+        param: 'output_per_mtok_microusd',
+        message: expect.stringMatching(/above the 9223372036854775807 the gateway can store/),
+      }),
+    );
+    expect(parseBody(addPriceRevisionBody, { ...wire, output_per_mtok_microusd: '4000000000000000' })).toMatchObject({
+      output_per_mtok_microusd: 4_000_000_000_000_000n,
+    });
   });
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { int, microusd, text } from '../input';
+import { MAX_TOKENS_PER_MINUTE } from '@gateway/domain';
+import { budgetMicrousd, reservableOutput, int, text } from '../input';
 import { routeAlias } from '../route-contract.schema';
 
 const aliasList = (max: number) =>
@@ -18,7 +19,7 @@ export const putWorkloadBody = z
     environment: text(64),
     default_max_candidates: int(1, 128).default(1),
     per_candidate_output_ceiling: int(1),
-    budget_microusd: microusd,
+    budget_microusd: budgetMicrousd,
     budget_period: z.enum(['day', 'month']),
     allowed_aliases: aliasList(100).default([]),
     fallback_chain: aliasList(10).default([]),
@@ -26,8 +27,9 @@ export const putWorkloadBody = z
     allow_content_filter: z.boolean().default(false),
     deadline_ms: int(100, 600_000).default(30_000),
     max_in_flight: int(1, 100_000).default(16),
-    tokens_per_minute: int(1).nullable().default(null),
+    tokens_per_minute: int(1, MAX_TOKENS_PER_MINUTE).nullable().default(null),
     reason: text(500).optional(),
   })
-  .strict();
+  .strict()
+  .superRefine(reservableOutput('default_max_candidates', 'per_candidate_output_ceiling'));
 export type PutWorkloadCommand = z.output<typeof putWorkloadBody>;

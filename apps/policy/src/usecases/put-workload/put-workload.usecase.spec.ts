@@ -82,6 +82,11 @@ describe('PutWorkload', () => {
       [{ default_max_candidates: 0 }, 'default_max_candidates'],
       [{ per_candidate_output_ceiling: 2 ** 31 }, 'per_candidate_output_ceiling'],
       [{ allowed_aliases: ['a', 'a'] }, 'allowed_aliases'],
+      // issue 7 item 7: accepted before, then every request overflowed an integer column
+      [{ per_candidate_output_ceiling: 2_147_483_647 }, 'per_candidate_output_ceiling'],
+      [{ default_max_candidates: 128, per_candidate_output_ceiling: 16_646_144 }, 'per_candidate_output_ceiling'],
+      [{ tokens_per_minute: 2 ** 30 }, 'tokens_per_minute'],
+      [{ budget_microusd: '9223372036854775807' }, 'budget_microusd'],
       [{ surprise: true }, 'surprise'],
     ];
     for (const [change, param] of bad) {
@@ -89,5 +94,24 @@ describe('PutWorkload', () => {
         expect.objectContaining({ code: 'invalid_request', param }),
       );
     }
+  });
+
+  it('names the product, its bound and the largest ceiling that fits when count × ceiling cannot be reserved', () => {
+    const base = { team: 't', environment: 'dev', budget_microusd: '5000000', budget_period: 'month' };
+    expect(() => parseBody(putWorkloadBody, { ...base, default_max_candidates: 4, per_candidate_output_ceiling: 1_000_000_000 })).toThrow(
+      expect.objectContaining({
+        code: 'invalid_request',
+        param: 'per_candidate_output_ceiling',
+        message: expect.stringMatching(
+          /default_max_candidates × per_candidate_output_ceiling = 4000000000 .*2130706431.* at most 532676607/,
+        ),
+      }),
+    );
+    // exactly at the bounds
+    expect(parseBody(putWorkloadBody, { ...base, default_max_candidates: 128, per_candidate_output_ceiling: 16_646_143 })).toBeTruthy();
+    expect(
+      parseBody(putWorkloadBody, { ...base, per_candidate_output_ceiling: 2_130_706_431, tokens_per_minute: 2 ** 30 - 1 }),
+    ).toBeTruthy();
+    expect(parseBody(putWorkloadBody, { ...base, per_candidate_output_ceiling: 1, budget_microusd: '4611686018427387903' })).toBeTruthy();
   });
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { int, isoInstant, microusd, resourceId, text } from '../input';
+import { budgetMicrousd, reservableOutput, int, isoInstant, resourceId, text } from '../input';
 
 /** POST /exceptions: a time-boxed request to raise a workload's candidate limit. */
 export const requestExceptionBody = z
@@ -9,10 +9,11 @@ export const requestExceptionBody = z
     route_id: resourceId.nullable().optional(),
     max_candidates: int(2, 128),
     per_candidate_output_ceiling: int(1),
-    budget_microusd: microusd,
+    budget_microusd: budgetMicrousd,
     expires_at: isoInstant,
     justification: text(2000),
     allows_streaming: z.boolean().default(false),
   })
-  .strict();
+  .strict()
+  .superRefine(reservableOutput('max_candidates', 'per_candidate_output_ceiling'));
 export type RequestExceptionCommand = z.output<typeof requestExceptionBody>;

@@ -79,6 +79,18 @@ describe('RequestException', () => {
       expect.objectContaining({ param: 'justification' }),
     );
     expect(() => parseBody(requestExceptionBody, { ...wire(), status: 'active' })).toThrow(expect.objectContaining({ param: 'status' }));
+    // count × ceiling must fit one reservation; the budget must leave room for one more reservation
+    expect(() => parseBody(requestExceptionBody, { ...wire(), max_candidates: 2, per_candidate_output_ceiling: 1_065_353_216 })).toThrow(
+      expect.objectContaining({
+        code: 'invalid_request',
+        param: 'per_candidate_output_ceiling',
+        message: expect.stringMatching(/at most 1065353215/),
+      }),
+    );
+    expect(parseBody(requestExceptionBody, { ...wire(), max_candidates: 2, per_candidate_output_ceiling: 1_065_353_215 })).toBeTruthy();
+    expect(() => parseBody(requestExceptionBody, { ...wire(), budget_microusd: '4611686018427387904' })).toThrow(
+      expect.objectContaining({ param: 'budget_microusd' }),
+    );
   });
 });
 

@@ -21,9 +21,7 @@ export class QueryLedger {
   async execute(q: QueryLedgerCommand) {
     if (!Number.isInteger(q.limit) || q.limit < 1 || q.limit > 1000)
       throw new DomainError('invalid_request', 'limit must be an integer from 1 to 1000', 'limit');
-    const from = instant(q.from, 'from');
-    const to = instant(q.to, 'to');
-    if (from && to && from >= to) throw new DomainError('invalid_request', 'from must be before to', 'from');
+    const { from, to } = timeRange(q.from, q.to);
     const after = q.cursor === null ? null : decodeCursor(q.cursor);
     const rows = await this.ledger.page({ workloadId: q.workloadId, actionId: q.actionId, from, to, after, limit: q.limit });
     const last = rows.length === q.limit ? rows[rows.length - 1] : null;
@@ -33,6 +31,14 @@ export class QueryLedger {
       next_cursor: last ? encodeCursor(last) : null,
     };
   }
+}
+
+/** `[from, to)` on settled_at, both optional ISO timestamps. */
+export function timeRange(fromText: string | null, toText: string | null): { from: Date | null; to: Date | null } {
+  const from = instant(fromText, 'from');
+  const to = instant(toText, 'to');
+  if (from && to && from >= to) throw new DomainError('invalid_request', 'from must be before to', 'from');
+  return { from, to };
 }
 
 function instant(value: string | null, param: string): Date | null {
@@ -58,7 +64,8 @@ function decodeCursor(cursor: string): { settledAt: Date; id: string } {
   throw new DomainError('invalid_request', 'cursor is not one this API returned', 'cursor');
 }
 
-function toEntry(r: LedgerRow) {
+/** One ledger row as finance reads it (GET /ledger, the export): money in integer micro-USD strings. */
+export function toEntry(r: LedgerRow) {
   return {
     ledger_entry_id: r.id,
     attempt_id: r.attemptId,

@@ -1,0 +1,105 @@
+/**
+ * Issue 7 item 6 (usage lost when the attempt write timed out): the write of an attempt's outcome
+ * is retried until it lands, and a run after one that committed unseen is harmless. Real Postgres;
+ * the completion's connection is terminated by a second client while it waits for a row lock.
+ */
+import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
+import pino from 'pino';
+import { InvalidTransitionError } from '@gateway/domain';
+import { AttemptOutcome, Database, DispatchRepository, OutboxRepository } from '@gateway/db';
+import { eventually, insertAdmittedAction, succeededOutcome } from '@gateway/testing';
+import { recordEvidence } from '../src/usecases/run-attempt/record-evidence';
+
+const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
+const log = pino({ level: 'silent' });
+
+describe('the attempt evidence write', () => {
+  const db = new Database(url, { poolMax: 4 });
+  const repo = new DispatchRepository(db, new OutboxRepository(db));
+  const admin = new Client({ connectionString: url });
+
+  beforeAll(() => admin.connect());
+  afterAll(async () => {
+    await admin.end();
+    await db.close();
+  });
+
+  async function inFlightAttempt(): Promise<AttemptOutcome> {
+    const workloadId = `evidence-${randomUUID()}`;
+    const actionId = await insertAdmittedAction(db, { workloadId, deadline: new Date(Date.now() + 60_000) });
+    const attemptId = randomUUID();
+    const now = new Date();
+    const claim = await repo.claim({
+      actionId,
+      attemptId,
+      attemptNo: 1,
+      role: 'primary',
+      routeId: 'r',
+      routeVersion: 1,
+      effectiveCandidates: 1,
+      claimedBy: 'd',
+      now,
+    });
+    expect(claim).toEqual({ ok: true });
+    return succeededOutcome({ actionId, attemptId, workloadId, now });
+  }
+
+  async function recordedOnce(o: AttemptOutcome): Promise<void> {
+    expect(await db.prisma.attempt.findUniqueOrThrow({ where: { id: o.attemptId } })).toMatchObject({
+      status: 'succeeded',
+      inputTokens: 5,
+      outputTokensTotal: 7,
+      usageSource: 'provider_response',
+    });
+    expect((await db.prisma.action.findUniqueOrThrow({ where: { id: o.actionId } })).status).toBe('answered');
+    expect(await db.prisma.outboxMessage.count({ where: { key: o.event.workload_id ?? o.actionId } })).toBe(1);
+  }
+
+  it('lands exactly once although its connection is terminated four times (more than a transaction retries itself)', async () => {
+    const o = await inFlightAttempt();
+    const locker = new Client({ connectionString: url });
+    await locker.connect();
+    try {
+      // Hold the attempt row so each completion run waits on it, where it can be terminated.
+      await locker.query('BEGIN');
+      await locker.query('SELECT 1 FROM attempt WHERE id = $1 FOR UPDATE', [o.attemptId]);
+      const stopping = new AbortController();
+      const write = recordEvidence(repo, o, { baseMs: 10, capMs: 40, stopping: stopping.signal }, log);
+      for (let i = 0; i < 4; i++) {
+        await eventually(
+          async () => {
+            const r = await admin.query<{ n: number }>(
+              `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+               WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%WITH at AS%'
+                 AND pid <> pg_backend_pid()`,
+            );
+            return r.rows[0].n > 0 ? true : undefined;
+          },
+          { intervalMs: 10, what: `completion run ${i + 1} waiting on the lock` },
+        );
+      }
+      await locker.query('COMMIT');
+      await expect(write).resolves.toBe('recorded');
+    } finally {
+      await locker.end();
+    }
+    await recordedOnce(o);
+  });
+
+  it('an attempt ends once: a different outcome is refused and writes nothing', async () => {
+    const o = await inFlightAttempt();
+    await repo.complete(o);
+    const other = succeededOutcome({ actionId: o.actionId, attemptId: o.attemptId, workloadId: o.event.workload_id ?? '', now: o.now });
+    await expect(repo.complete(other)).rejects.toBeInstanceOf(InvalidTransitionError);
+    await recordedOnce(o);
+  });
+
+  it('a run after one that committed unseen (an ambiguous commit) is recognised as recorded and writes nothing', async () => {
+    const o = await inFlightAttempt();
+    await expect(repo.complete(o)).resolves.toBe('recorded');
+    const stopping = new AbortController();
+    await expect(recordEvidence(repo, o, { baseMs: 10, capMs: 40, stopping: stopping.signal }, log)).resolves.toBe('already_recorded');
+    await recordedOnce(o);
+  });
+});

@@ -1,0 +1,110 @@
+import type { LedgerQuery, LedgerQueryRepository, LedgerRow, SettlementEvidence } from '@gateway/db';
+import { ledgerRow } from '@gateway/testing';
+import { csvRow, ExportLedger } from './export-ledger.usecase';
+
+/** Keyset paging over rows in memory, newest first, counting reads. */
+class FakeLedger implements Pick<LedgerQueryRepository, 'page'> {
+  readonly reads: LedgerQuery[] = [];
+  constructor(private readonly rows: LedgerRow[]) {}
+
+  async page(q: LedgerQuery): Promise<LedgerRow[]> {
+    this.reads.push(q);
+    const key = (r: LedgerRow) => `${r.settledAt.toISOString()}|${r.id}`;
+    return [...this.rows]
+      .sort((a, b) => key(b).localeCompare(key(a)))
+      .filter((r) => q.after === null || key(r) < `${q.after.settledAt.toISOString()}|${q.after.id}`)
+      .slice(0, q.limit);
+  }
+}
+
+const USAGE: SettlementEvidence = {
+  kind: 'usage',
+  source: 'provider_response',
+  usage: { inputTokens: 10, cachedInputTokens: 0, outputTokensTotal: 5, reasoningTokens: 0 },
+  cost: { input: 25n, cachedInput: 0n, output: 9_007_199_254_740_993n, reasoning: 0n, total: 9_007_199_254_741_018n },
+};
+
+function row(i: number, evidence: SettlementEvidence = USAGE): LedgerRow {
+  return ledgerRow({
+    workloadId: 'wl',
+    routeId: 'r',
+    priceRevisionId: 'p',
+    settledAt: new Date(Date.UTC(2026, 10, 20, 0, 0, i % 7)),
+    evidence,
+  });
+}
+
+async function body(chunks: AsyncIterable<string>): Promise<string> {
+  let text = '';
+  for await (const c of chunks) text += c;
+  return text;
+}
+
+const cmd = { workloadId: null, from: null, to: null, format: null };
+
+describe('ExportLedger', () => {
+  it('streams every row once in keyset batches, newest first, money as integer strings (NDJSON)', async () => {
+    const rows = Array.from({ length: 23 }, (_, i) => row(i));
+    const ledger = new FakeLedger(rows);
+    const out = await new ExportLedger(ledger).execute(cmd, 5);
+    expect(out).toMatchObject({ format: 'ndjson', contentType: 'application/x-ndjson' });
+    // the first batch is read before anything is sent; the rest only as the body is consumed
+    expect(ledger.reads).toHaveLength(1);
+    const lines = (await body(out.chunks)).split('\n');
+    expect(lines.pop()).toBe('');
+    const entries = lines.map((l) => JSON.parse(l) as { ledger_entry_id: string; cost_microusd: string });
+    const all = await ledger.page({ ...ledger.reads[0], limit: 1000 });
+    expect(entries.map((e) => e.ledger_entry_id)).toEqual(all.map((r) => r.id));
+    expect(entries[0]).toMatchObject({
+      cost_microusd: '9007199254741018',
+      cost_microusd_by_category: { input: '25', cached_input: '0', output: '9007199254740993', reasoning: '0' },
+    });
+    // 23 rows in batches of 5: five reads (the last one short), plus the comparison read above
+    expect(ledger.reads).toHaveLength(5 + 1);
+  });
+
+  it('writes CSV with a header row, quoting, empty nulls and flattened category costs', async () => {
+    const ledger = new FakeLedger([
+      row(1, {
+        kind: 'attested',
+        amountMicrousd: 9_007_199_254_741_018n,
+        caseId: 'c1',
+        attestedBy: 'ops, "night"',
+        reason: '=HYPERLINK("x")\nline 2',
+      }),
+    ]);
+    const out = await new ExportLedger(ledger).execute({ ...cmd, format: 'csv' });
+    expect(out.contentType).toBe('text/csv; charset=utf-8');
+    const [header, line, end] = (await body(out.chunks)).split('\r\n');
+    const usage = (await body((await new ExportLedger(new FakeLedger([row(2)])).execute({ ...cmd, format: 'csv' })).chunks)).split(
+      '\r\n',
+    )[1];
+    expect(usage).toContain(',9007199254741018,25,0,9007199254740993,0,,,,');
+    expect(header.split(',')).toContain('cost_output_microusd');
+    expect(line).toContain(',"ops, ""night""","\'=HYPERLINK(""x"")\nline 2",c1,');
+    expect(line).toContain(',,1,1,'); // requested (null) / effective / returned
+    expect(line).toContain(',9007199254741018,,,,,"ops');
+    expect(end).toBe('');
+  });
+
+  it('an empty range is a header only (CSV) or an empty body (NDJSON)', async () => {
+    expect(await body((await new ExportLedger(new FakeLedger([])).execute({ ...cmd, format: 'csv' })).chunks)).toMatch(
+      /^ledger_entry_id,[^\n]*\r\n$/,
+    );
+    expect(await body((await new ExportLedger(new FakeLedger([])).execute(cmd)).chunks)).toBe('');
+  });
+
+  it.each([
+    [{ format: 'xml' }, 'format'],
+    [{ from: 'yesterday' }, 'from'],
+    [{ from: '2026-11-02T00:00:00Z', to: '2026-11-01T00:00:00Z' }, 'from'],
+  ])('refuses %p before sending anything', async (over, param) => {
+    const ledger = new FakeLedger([row(1)]);
+    await expect(new ExportLedger(ledger).execute({ ...cmd, ...over })).rejects.toMatchObject({ code: 'invalid_request', param });
+    expect(ledger.reads).toHaveLength(0);
+  });
+
+  it('csvRow quotes only what needs it', () => {
+    expect(csvRow(['a', 1, null, 'b,c', 'd"e', '-1', '+x', '@y', ''])).toBe('a,1,,"b,c","d""e",\'-1,\'+x,\'@y,\r\n');
+  });
+});
