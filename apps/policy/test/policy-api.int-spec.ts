@@ -113,8 +113,11 @@ describe('routes, contracts and prices', () => {
     expect(listed.body.routes).toEqual(
       expect.arrayContaining([expect.objectContaining({ id: routeId, current_version: 2, verification_state: 'unverified' })]),
     );
-    // Admission's read model sees the new, unverified version at once.
-    expect(await catalog.routeByAlias(`standard-${run}`)).toMatchObject({ version: 2, verifiedAt: null });
+    // Admission keeps serving the previous verified version until the new one is verified.
+    expect(await catalog.routeByAlias(`standard-${run}`)).toMatchObject({ version: 1, upstreamModel: 'gpt-test' });
+    const reverified = await call('POST', `/routes/${routeId}/verify`, tokens.operator, { probe: true });
+    expect(reverified.status).toBe(200);
+    expect(await catalog.routeByAlias(`standard-${run}`)).toMatchObject({ version: 2, upstreamModel: 'gpt-test-2' });
   });
 
   it('probes a Gemini route with candidateCount and maxOutputTokens from its contract', async () => {
