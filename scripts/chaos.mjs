@@ -113,6 +113,7 @@ async function run(stops) {
     RECONCILIATION_SWEEP_MS: '1000',
     RECONCILIATION_ORPHAN_GRACE_MS: String(ORPHAN_GRACE_MS),
     LOG_LEVEL: 'warn',
+    GATEWAY_UPSTREAM_ALLOWLIST: '127.0.0.1',
   };
   delete env.GATEWAY_INSTANCE_ID;
   log('migrating');

@@ -42,6 +42,8 @@ async function start() {
       DATABASE_URL: pg.url,
       KAFKA_BROKERS: kafka.brokers,
       GATEWAY_CONTENT_KEY: contentKey(),
+      // the provider simulator listens on loopback, which upstream URLs may only use when allowlisted
+      GATEWAY_UPSTREAM_ALLOWLIST: process.env.GATEWAY_UPSTREAM_ALLOWLIST ?? '127.0.0.1',
     };
     log('applying migrations');
     process.stdout.write(await runTs('libs/db/src/migrations/migrate.cli.ts', env));

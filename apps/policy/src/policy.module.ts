@@ -1,11 +1,13 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { Database, ExceptionRepository, OutboxRepository } from '@gateway/db';
+import { upstreamAgent } from '@gateway/providers';
 import { Clock, CLOCK, CoreModule, CoreOptions, ID_GENERATOR, IdGenerator } from '@gateway/service-kit';
 import { EXPIRY_SWEEP_MS, ExpirySweeper } from './expiry-sweeper';
 import { ExceptionsController } from './http/exceptions.controller';
 import { RoutesController } from './http/routes.controller';
 import { WorkloadsController } from './http/workloads.controller';
 import { RouteProbe } from './probe/route-probe';
+import { UPSTREAM_ALLOWLIST } from './upstream-allowlist';
 import { AddPriceRevision } from './usecases/add-price-revision/add-price-revision.usecase';
 import { CreateRoute } from './usecases/create-route/create-route.usecase';
 import { DecideException } from './usecases/decide-exception/decide-exception.usecase';
@@ -25,6 +27,7 @@ import { VerifyRoute } from './usecases/verify-route/verify-route.usecase';
 
 export interface PolicyOptions extends CoreOptions {
   probeTimeoutMs: number;
+  upstreamAllowlist: readonly string[];
   expirySweepMs: number;
 }
 
@@ -37,9 +40,11 @@ export class PolicyModule {
       controllers: [RoutesController, WorkloadsController, ExceptionsController],
       providers: [
         { provide: EXPIRY_SWEEP_MS, useValue: opts.expirySweepMs },
+        { provide: UPSTREAM_ALLOWLIST, useValue: opts.upstreamAllowlist },
         {
           provide: RouteProbe,
-          useFactory: (clock: Clock, ids: IdGenerator) => new RouteProbe({ timeoutMs: opts.probeTimeoutMs }, clock, ids),
+          useFactory: (clock: Clock, ids: IdGenerator) =>
+            new RouteProbe({ timeoutMs: opts.probeTimeoutMs, dispatcher: upstreamAgent(opts.upstreamAllowlist) }, clock, ids),
           inject: [CLOCK, ID_GENERATOR],
         },
         {

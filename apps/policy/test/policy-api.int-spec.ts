@@ -31,6 +31,7 @@ beforeAll(async () => {
     HOST: '127.0.0.1',
     LOG_LEVEL: 'silent',
     POLICY_PROBE_TIMEOUT_MS: '5000',
+    GATEWAY_UPSTREAM_ALLOWLIST: '127.0.0.1',
   });
   db = new Database(DATABASE_URL, { poolMax: 2 });
   catalog = new CatalogRepository(db);

@@ -17,3 +17,4 @@ export * from './idempotency';
 export * from './admission';
 export * from './holds';
 export * from './credentials';
+export * from './upstream-url';

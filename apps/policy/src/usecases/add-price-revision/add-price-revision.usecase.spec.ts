@@ -1,5 +1,5 @@
 import { FakeClock, InMemoryPolicyStore, SequentialIds } from '../../testing/in-memory-policy.store';
-import { olga, routeCommand, T0 } from '../../testing/fixtures';
+import { olga, routeCommand, T0, ALLOWLIST } from '../../testing/fixtures';
 import { CreateRoute } from '../create-route/create-route.usecase';
 import { GetRoute } from '../get-route/get-route.usecase';
 import { AddPriceRevision } from './add-price-revision.usecase';
@@ -16,7 +16,7 @@ describe('AddPriceRevision', () => {
   const setup = async () => {
     const store = new InMemoryPolicyStore();
     const clock = new FakeClock(T0);
-    await new CreateRoute(store, clock, new SequentialIds('rt')).execute(olga, routeCommand());
+    await new CreateRoute(store, clock, new SequentialIds('rt'), ALLOWLIST).execute(olga, routeCommand());
     return { store, clock, add: new AddPriceRevision(store, clock, new SequentialIds('price')) };
   };
 

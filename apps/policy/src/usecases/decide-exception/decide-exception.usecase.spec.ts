@@ -1,5 +1,5 @@
 import { FakeClock, InMemoryExceptionStore, InMemoryPolicyStore, SequentialIds } from '../../testing/in-memory-policy.store';
-import { alice, bob, DAY_MS, exceptionCommand, olga, routeCommand, T0, workloadCommand } from '../../testing/fixtures';
+import { alice, bob, DAY_MS, exceptionCommand, olga, routeCommand, T0, workloadCommand, ALLOWLIST } from '../../testing/fixtures';
 import { CreateRoute } from '../create-route/create-route.usecase';
 import { ListExceptions } from '../list-exceptions/list-exceptions.usecase';
 import { PutWorkload } from '../put-workload/put-workload.usecase';
@@ -12,7 +12,7 @@ describe('exception lifecycle: DecideException, RevokeException, ListExceptions'
     const policy = new InMemoryPolicyStore();
     const exceptions = new InMemoryExceptionStore();
     const clock = new FakeClock(T0);
-    await new CreateRoute(policy, clock, new SequentialIds('rt')).execute(olga, routeCommand());
+    await new CreateRoute(policy, clock, new SequentialIds('rt'), ALLOWLIST).execute(olga, routeCommand());
     await new PutWorkload(policy, clock).execute(olga, 'wl', workloadCommand());
     const requested = await new RequestException(exceptions, policy, clock, new SequentialIds('ex')).execute(alice, exceptionCommand());
     return {

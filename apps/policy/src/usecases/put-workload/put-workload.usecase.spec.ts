@@ -1,5 +1,5 @@
 import { FakeClock, InMemoryPolicyStore, SequentialIds } from '../../testing/in-memory-policy.store';
-import { olga, routeCommand, T0, workloadCommand } from '../../testing/fixtures';
+import { olga, routeCommand, T0, workloadCommand, ALLOWLIST } from '../../testing/fixtures';
 import { CreateRoute } from '../create-route/create-route.usecase';
 import { parseBody } from '../input';
 import { GetWorkload } from '../get-workload/get-workload.usecase';
@@ -10,7 +10,7 @@ describe('PutWorkload', () => {
   const setup = async () => {
     const store = new InMemoryPolicyStore();
     const clock = new FakeClock(T0);
-    await new CreateRoute(store, clock, new SequentialIds('rt')).execute(olga, routeCommand());
+    await new CreateRoute(store, clock, new SequentialIds('rt'), ALLOWLIST).execute(olga, routeCommand());
     return { store, clock, put: new PutWorkload(store, clock) };
   };
 

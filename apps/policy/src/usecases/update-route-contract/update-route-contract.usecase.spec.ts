@@ -1,5 +1,5 @@
 import { FakeClock, InMemoryPolicyStore, SequentialIds } from '../../testing/in-memory-policy.store';
-import { olga, routeCommand, T0 } from '../../testing/fixtures';
+import { olga, routeCommand, T0, ALLOWLIST } from '../../testing/fixtures';
 import { CreateRoute } from '../create-route/create-route.usecase';
 import { UpdateRouteContract } from './update-route-contract.usecase';
 
@@ -7,10 +7,10 @@ describe('UpdateRouteContract', () => {
   const setup = async () => {
     const store = new InMemoryPolicyStore();
     const clock = new FakeClock(T0);
-    await new CreateRoute(store, clock, new SequentialIds('rt')).execute(olga, routeCommand());
+    await new CreateRoute(store, clock, new SequentialIds('rt'), ALLOWLIST).execute(olga, routeCommand());
     await store.verifyCurrentVersion('rt-openai', 1, 'olga', {}, T0);
     const { id: _id, ...contract } = routeCommand();
-    return { store, contract, update: new UpdateRouteContract(store, clock) };
+    return { store, contract, update: new UpdateRouteContract(store, clock, ALLOWLIST) };
   };
 
   it.each([

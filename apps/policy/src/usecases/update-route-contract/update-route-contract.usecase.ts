@@ -3,6 +3,7 @@ import { isUniqueViolation, PolicyRepository } from '@gateway/db';
 import type { Operator } from '@gateway/service-kit';
 import { Clock, CLOCK } from '@gateway/service-kit';
 import { PolicyError } from '../../policy.errors';
+import { assertUpstreamAllowed, InjectUpstreamAllowlist } from '../../upstream-allowlist';
 import type { RouteStore } from '../../ports';
 import { contractDiffers, toContractInput } from '../route-contract.schema';
 import { currentVersionOf, routeJson } from '../views';
@@ -18,10 +19,12 @@ export class UpdateRouteContract {
   constructor(
     @Inject(PolicyRepository) private readonly routes: RouteStore,
     @Inject(CLOCK) private readonly clock: Clock,
+    @InjectUpstreamAllowlist() private readonly allowlist: readonly string[],
   ) {}
 
   async execute(op: Operator, routeId: string, cmd: UpdateRouteContractCommand) {
     const now = this.clock.now();
+    assertUpstreamAllowed(cmd.upstream_base_url, this.allowlist);
     const route = await this.routes.routeById(routeId);
     if (!route) throw new PolicyError('not_found', `route ${routeId} not found`);
     const alias = cmd.alias ?? route.alias;
