@@ -96,8 +96,13 @@ describe('routes, contracts and prices', () => {
       tokens.operator,
       contract({ alias: `standard-${run}`, upstream_model: 'gpt-test-2', reason: 'model bump' }),
     );
-    expect(changed.status).toBe(200);
-    expect(changed.body).toMatchObject({ changed: true, current_version: 2, verification_state: 'unverified' });
+    // A new model is a spend decision: it waits for a second operator, then lands unverified.
+    expect(changed.status).toBe(202);
+    expect(changed.body).toMatchObject({ kind: 'route_contract', status: 'pending', raises: ['upstream_model changed'] });
+    expect((await call('GET', `/routes/${routeId}`, tokens.operator)).body.current_version).toBe(1);
+    const approvedChange = await call('POST', `/change-requests/${changed.body.id}/approve`, tokens.approver, {});
+    expect(approvedChange.status).toBe(200);
+    expect(approvedChange.body).toMatchObject({ status: 'approved', decided_by: `bob-${run}` });
 
     const read = await call('GET', `/routes/${routeId}`, tokens.operator);
     expect(
@@ -176,15 +181,19 @@ describe('routes, contracts and prices', () => {
       output_per_mtok_microusd: '10000000',
       reasoning_per_mtok_microusd: '10000000',
     });
-    expect(price.status).toBe(201);
-    expect(price.body).toMatchObject({
+    // A route's first price is approved by a second operator before it is written.
+    expect(price.status).toBe(202);
+    expect((await call('POST', `/change-requests/${price.body.id}/approve`, tokens.finance, {})).status).toBe(403);
+    expect((await call('POST', `/change-requests/${price.body.id}/approve`, tokens.approver, {})).status).toBe(200);
+    const written = await call('GET', `/routes/${routeId}`, tokens.operator);
+    expect(written.body.price_in_force).toMatchObject({
       route_id: routeId,
       input_per_mtok_microusd: '2500000',
       cached_input_per_mtok_microusd: '1250000',
       created_by: `fin-${run}`,
     });
     expect(await catalog.priceAt(routeId, new Date(Date.now() + 1000))).toMatchObject({
-      id: price.body.id,
+      id: written.body.price_in_force.id,
       outputPerMTokMicrousd: 10_000_000n,
     });
     const refused = await call('POST', '/routes', tokens.finance, contract({ alias: `nope-${run}` }));
@@ -195,8 +204,7 @@ describe('routes, contracts and prices', () => {
 describe('workloads and keys', () => {
   it('sets a workload policy, issues a key shown once, refuses that key on the policy API (403), and revokes it', async () => {
     const wl = `wl-keys-${run}`;
-    const put = await call('PUT', `/workloads/${wl}`, tokens.operator, workload());
-    expect(put.status).toBe(200);
+    const put = await approvedWorkload(await call('PUT', `/workloads/${wl}`, tokens.operator, workload()));
     expect(put.body).toMatchObject({ id: wl, budget_microusd: '5000000', default_max_candidates: 1, budget_period: 'month', keys: [] });
 
     const issued = await call('POST', `/workloads/${wl}/keys`, tokens.operator);
@@ -232,7 +240,7 @@ describe('exceptions', () => {
     const routeId = `rt-exc-${run}`;
     const wl = `wl-exc-${run}`;
     await call('POST', '/routes', tokens.operator, contract({ id: routeId, alias: `exc-${run}` }));
-    await call('PUT', `/workloads/${wl}`, tokens.operator, workload({ allowed_aliases: [`exc-${run}`] }));
+    await approvedWorkload(await call('PUT', `/workloads/${wl}`, tokens.operator, workload({ allowed_aliases: [`exc-${run}`] })));
 
     const requested = await call('POST', '/exceptions', tokens.requester, {
       owner: 'search-team',
@@ -429,4 +437,12 @@ async function call(method: string, path: string, token?: string, body?: unknown
   const res = await fetch(`${policy.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+/** A write that raised spend came back 202 with a change request: a second operator approves it, then the target is read back. */
+async function approvedWorkload(res: { status: number; body: any }): Promise<{ status: number; body: any }> {
+  expect(res.status).toBe(202);
+  const decided = await call('POST', `/change-requests/${res.body.id}/approve`, tokens.approver, {});
+  expect(decided.status).toBe(200);
+  return call('GET', `/workloads/${res.body.target_id}`, tokens.operator);
 }

@@ -18,4 +18,5 @@ export * from './repositories/reconciliation.repository';
 export * from './repositories/views.repository';
 export * from './repositories/policy.repository';
 export * from './repositories/exception.repository';
+export * from './repositories/change-request.repository';
 export { migrate } from './migrations/migrate';

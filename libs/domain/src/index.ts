@@ -18,3 +18,4 @@ export * from './admission';
 export * from './holds';
 export * from './credentials';
 export * from './upstream-url';
+export * from './spend-changes';

@@ -130,8 +130,8 @@ export class PolicyRepository {
   ) {}
 
   /** Creates the route or appends a new, unverified contract version to it. */
-  async putRouteContract(input: RouteContractInput, now: Date): Promise<{ version: number }> {
-    return this.db.transaction(async (tx) => {
+  async putRouteContract(input: RouteContractInput, now: Date, outer?: Tx): Promise<{ version: number }> {
+    return this.inTx(outer, async (tx) => {
       const route = await lockRoute(tx, input.routeId);
       if (!route) {
         await prismaTx(tx).route.create({ data: { id: input.routeId, alias: input.alias, currentVersion: 0, createdAt: now } });
@@ -229,9 +229,9 @@ export class PolicyRepository {
     return rows.map(toRouteView);
   }
 
-  async putWorkload(input: WorkloadInput, now: Date): Promise<void> {
+  async putWorkload(input: WorkloadInput, now: Date, outer?: Tx): Promise<void> {
     const { actor, reason, ...fields } = input;
-    await this.db.transaction(async (tx) => {
+    await this.inTx(outer, async (tx) => {
       await prismaTx(tx).workload.upsert({
         where: { id: input.id },
         create: { ...fields, createdAt: now, updatedAt: now, updatedBy: actor, changeReason: reason },
@@ -254,9 +254,9 @@ export class PolicyRepository {
     };
   }
 
-  async putPrice(input: PriceInput, now: Date): Promise<void> {
+  async putPrice(input: PriceInput, now: Date, outer?: Tx): Promise<void> {
     const { actor, reason, ...fields } = input;
-    await this.db.transaction(async (tx) => {
+    await this.inTx(outer, async (tx) => {
       const existing = await prismaTx(tx).priceRevision.findUnique({ where: { id: input.id } });
       if (existing) return;
       await prismaTx(tx).priceRevision.create({ data: { ...fields, createdAt: now, createdBy: actor, reason } });
@@ -319,6 +319,11 @@ export class PolicyRepository {
   async operatorByTokenHash(tokenHash: string): Promise<{ subject: string; roles: string[] } | null> {
     const t = await this.db.prisma.operatorToken.findUnique({ where: { tokenHash } });
     return t && !t.revokedAt ? { subject: t.subject, roles: t.roles } : null;
+  }
+
+  /** Joins the caller's transaction (an approved change request) or opens one. */
+  private inTx<T>(outer: Tx | undefined, fn: (tx: Tx) => Promise<T>): Promise<T> {
+    return outer ? fn(outer) : this.db.transaction(fn);
   }
 
   private async appendVersion(tx: Tx, input: RouteContractInput, version: number, now: Date): Promise<{ version: number }> {

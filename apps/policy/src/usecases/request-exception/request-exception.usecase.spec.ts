@@ -2,7 +2,7 @@ import { FakeClock, InMemoryExceptionStore, InMemoryPolicyStore, SequentialIds }
 import { DAY_MS, exceptionCommand, olga, routeCommand, T0, workloadCommand, ALLOWLIST } from '../../testing/fixtures';
 import { CreateRoute } from '../create-route/create-route.usecase';
 import { parseBody } from '../input';
-import { PutWorkload } from '../put-workload/put-workload.usecase';
+import { fourEyes } from '../../testing/four-eyes';
 import { requestExceptionBody, RequestExceptionCommand } from './request-exception.command';
 import { RequestException } from './request-exception.usecase';
 
@@ -12,7 +12,7 @@ describe('RequestException', () => {
     const exceptions = new InMemoryExceptionStore();
     const clock = new FakeClock(T0);
     await new CreateRoute(policy, clock, new SequentialIds('rt'), ALLOWLIST).execute(olga, routeCommand());
-    await new PutWorkload(policy, clock).execute(olga, 'wl', workloadCommand());
+    await fourEyes(policy, clock).seedWorkload('wl', workloadCommand());
     return { exceptions, request: new RequestException(exceptions, policy, clock, new SequentialIds('ex')) };
   };
 
