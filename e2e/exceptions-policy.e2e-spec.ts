@@ -66,7 +66,9 @@ describe('exceptions through the policy API', () => {
       reasoning_per_mtok_microusd: '10000000',
       effective_from: new Date().toISOString(),
     });
-    expect(priced).toMatchObject({ ok: true });
+    // A route's first price and a new workload raise spend: a second operator approves them.
+    expect(priced.status).toBe(202);
+    expect((await call('POST', `/change-requests/${priced.body.id}/approve`, approver, {})).status).toBe(200);
     const wl = await call('PUT', `/workloads/${workloadId}`, operator, {
       team: 'search',
       environment: 'dev',
@@ -81,7 +83,8 @@ describe('exceptions through the policy API', () => {
       deadline_ms: 15000,
       max_in_flight: 8,
     });
-    expect(wl).toMatchObject({ ok: true });
+    expect(wl.status).toBe(202);
+    expect((await call('POST', `/change-requests/${wl.body.id}/approve`, approver, {})).status).toBe(200);
     const key = await call('POST', `/workloads/${workloadId}/keys`, operator, {});
     expect(key).toMatchObject({ ok: true });
     appKey = key.body.key;
