@@ -1,4 +1,5 @@
 import { APIError } from 'openai';
+import { simContract } from './policy-call';
 import { openai, simLastSeq, simRequestsSince, stack, uid, withSeeder } from './support';
 
 /**
@@ -39,22 +40,7 @@ describe('exceptions through the policy API', () => {
   let exceptionId = '';
 
   it('an operator creates and verifies a route, prices it, and sets up a workload with a key', async () => {
-    const created = await call('POST', '/routes', operator, {
-      id: routeId,
-      alias: routeId,
-      provider_kind: 'openai-chat',
-      upstream_base_url: stack.providerSim,
-      upstream_model: 'sim-gpt',
-      candidate_param: 'n',
-      max_candidates: 4,
-      output_cap_param: 'max_completion_tokens',
-      output_cap_semantics: 'per_candidate',
-      usage_shape: 'openai.usage',
-      streaming_usage: 'final_chunk_with_include_usage',
-      gateway_version: '0.1.0',
-      client_library_version: 'openai@6.49.0',
-      verification_ttl_seconds: 86400,
-    });
+    const created = await call('POST', '/routes', operator, { id: routeId, alias: routeId, ...simContract() });
     expect(created).toMatchObject({ ok: true });
     const verified = await call('POST', `/routes/${routeId}/verify`, operator, { probe: true });
     expect(verified).toMatchObject({ ok: true });

@@ -1,3 +1,4 @@
+import { openAiContractBody } from '@gateway/testing';
 import { stack } from './support';
 
 /** One call to the policy API as an operator would make it (fetch, bearer token, JSON). */
@@ -13,21 +14,7 @@ export async function policyCall(method: string, path: string, token: string, bo
 
 /** An openai-chat contract on the provider simulator, as the policy API takes it. */
 export function simContract(overrides: Record<string, unknown> = {}) {
-  return {
-    provider_kind: 'openai-chat',
-    upstream_base_url: stack.providerSim,
-    upstream_model: 'sim-gpt',
-    candidate_param: 'n',
-    max_candidates: 4,
-    output_cap_param: 'max_completion_tokens',
-    output_cap_semantics: 'per_candidate',
-    usage_shape: 'openai.usage',
-    streaming_usage: 'final_chunk_with_include_usage',
-    gateway_version: '0.1.0',
-    client_library_version: 'openai@6.49.0',
-    verification_ttl_seconds: 86400,
-    ...overrides,
-  };
+  return openAiContractBody(stack.providerSim, { upstream_model: 'sim-gpt', ...overrides });
 }
 
 export const simPrice = {

@@ -50,7 +50,10 @@ async function start() {
     const simPort = portOf(SERVICES[0], env);
     env.PROVIDER_SIM_URL = env.PROVIDER_SIM_URL ?? `http://127.0.0.1:${simPort}`;
     log('seeding demo data');
-    const seeded = JSON.parse((await runTs('libs/testing/src/seed-demo.cli.ts', env)).trim().split('\n').pop());
+    // The database the scripts chose themselves is a demo database; a DATABASE_URL passed in is
+    // seeded only when it is marked already or GATEWAY_DEMO_DATABASE=1 says so.
+    const seedEnv = { ...env, GATEWAY_DEMO_DATABASE: process.env.DATABASE_URL ? (process.env.GATEWAY_DEMO_DATABASE ?? '') : '1' };
+    const seeded = JSON.parse((await runTs('libs/testing/src/seed-demo.cli.ts', seedEnv)).trim().split('\n').pop());
     const logDir = LOG_DIR;
     log(`starting services (logs in ${path.relative(ROOT, logDir)}/)`);
     const services = await startServices({ env, logDir, supervise: true, log });

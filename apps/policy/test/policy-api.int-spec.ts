@@ -5,7 +5,7 @@ import type { PolicyChangedV1 } from '@gateway/contracts';
 import { CatalogRepository, Database, OutboxRepository, PolicyRepository } from '@gateway/db';
 import { hashCredential } from '@gateway/domain';
 import { KafkaBus } from '@gateway/messaging';
-import { eventually } from '@gateway/testing';
+import { eventually, openAiContractBody } from '@gateway/testing';
 import type { RunningService } from '@gateway/service-kit';
 import { startPolicy } from '../src/app';
 import { FakeUpstream, startFakeUpstream } from './fake-upstream';
@@ -54,6 +54,23 @@ afterAll(async () => {
   await policy?.close();
   await db?.close();
   await upstream?.close();
+});
+
+describe('operator tokens', () => {
+  it('an expired token is refused (401); an unexpired one works', async () => {
+    const repo = new PolicyRepository(db, new OutboxRepository(db));
+    const expired = `op_${randomBytes(18).toString('base64url')}`;
+    const fresh = `op_${randomBytes(18).toString('base64url')}`;
+    const add = (token: string, expiresAt: Date) =>
+      repo.addOperatorToken(
+        { id: randomUUID(), subject: `tmp-${run}`, roles: ['operator'], tokenHash: hashCredential(token), expiresAt },
+        new Date(),
+      );
+    await add(expired, new Date(Date.now() - 1000));
+    await add(fresh, new Date(Date.now() + DAY_MS));
+    expect((await call('GET', '/routes', expired)).status).toBe(401);
+    expect((await call('GET', '/routes', fresh)).status).toBe(200);
+  });
 });
 
 describe('routes, contracts and prices', () => {
@@ -401,23 +418,11 @@ describe('authentication and validation', () => {
 });
 
 function contract(overrides: Record<string, unknown> = {}) {
-  return {
+  // validation tables are built before beforeAll; they never reach the upstream
+  return openAiContractBody(upstream?.url ?? 'http://127.0.0.1:9', {
     alias: `alias-${randomBytes(3).toString('hex')}-${run}`,
-    provider_kind: 'openai-chat',
-    // validation tables are built before beforeAll; they never reach the upstream
-    upstream_base_url: upstream?.url ?? 'http://127.0.0.1:9',
-    upstream_model: 'gpt-test',
-    candidate_param: 'n',
-    max_candidates: 4,
-    output_cap_param: 'max_completion_tokens',
-    output_cap_semantics: 'per_candidate',
-    usage_shape: 'openai.usage',
-    streaming_usage: 'final_chunk_with_include_usage',
-    gateway_version: '0.1.0',
-    client_library_version: 'openai@6.49.0',
-    verification_ttl_seconds: 86400,
     ...overrides,
-  };
+  });
 }
 
 function workload(overrides: Record<string, unknown> = {}) {

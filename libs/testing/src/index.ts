@@ -6,3 +6,4 @@ export * from './seed';
 export * from './demo-seed';
 export * from './eventually';
 export * from './admission-input';
+export * from './policy-bodies';
