@@ -1,4 +1,5 @@
 import { APIError } from 'openai';
+import { simContract } from './policy-call';
 import { openai, simLastSeq, simRequestsSince, stack, uid, withSeeder } from './support';
 
 /**
@@ -39,22 +40,7 @@ describe('exceptions through the policy API', () => {
   let exceptionId = '';
 
   it('an operator creates and verifies a route, prices it, and sets up a workload with a key', async () => {
-    const created = await call('POST', '/routes', operator, {
-      id: routeId,
-      alias: routeId,
-      provider_kind: 'openai-chat',
-      upstream_base_url: stack.providerSim,
-      upstream_model: 'sim-gpt',
-      candidate_param: 'n',
-      max_candidates: 4,
-      output_cap_param: 'max_completion_tokens',
-      output_cap_semantics: 'per_candidate',
-      usage_shape: 'openai.usage',
-      streaming_usage: 'final_chunk_with_include_usage',
-      gateway_version: '0.1.0',
-      client_library_version: 'openai@6.49.0',
-      verification_ttl_seconds: 86400,
-    });
+    const created = await call('POST', '/routes', operator, { id: routeId, alias: routeId, ...simContract() });
     expect(created).toMatchObject({ ok: true });
     const verified = await call('POST', `/routes/${routeId}/verify`, operator, { probe: true });
     expect(verified).toMatchObject({ ok: true });
@@ -66,7 +52,9 @@ describe('exceptions through the policy API', () => {
       reasoning_per_mtok_microusd: '10000000',
       effective_from: new Date().toISOString(),
     });
-    expect(priced).toMatchObject({ ok: true });
+    // A route's first price and a new workload raise spend: a second operator approves them.
+    expect(priced.status).toBe(202);
+    expect((await call('POST', `/change-requests/${priced.body.id}/approve`, approver, {})).status).toBe(200);
     const wl = await call('PUT', `/workloads/${workloadId}`, operator, {
       team: 'search',
       environment: 'dev',
@@ -81,7 +69,8 @@ describe('exceptions through the policy API', () => {
       deadline_ms: 15000,
       max_in_flight: 8,
     });
-    expect(wl).toMatchObject({ ok: true });
+    expect(wl.status).toBe(202);
+    expect((await call('POST', `/change-requests/${wl.body.id}/approve`, approver, {})).status).toBe(200);
     const key = await call('POST', `/workloads/${workloadId}/keys`, operator, {});
     expect(key).toMatchObject({ ok: true });
     appKey = key.body.key;

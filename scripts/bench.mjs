@@ -102,6 +102,7 @@ async function main() {
     GATEWAY_INSTANCE_ID: `bench-${process.pid}`,
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
     PROVIDER_SIM_URL: SIM,
+    GATEWAY_UPSTREAM_ALLOWLIST: '127.0.0.1',
   };
   log('migrating gateway_bench');
   await runTs('libs/db/src/migrations/migrate.cli.ts', env);

@@ -217,6 +217,8 @@ export async function startOwnInfra({ name, database, kafkaPort, portBase, extra
     KAFKA_BROKERS: kafka.brokers,
     GATEWAY_CONTENT_KEY: contentKey(),
     ...stackPorts(portBase),
+    // The provider simulator runs on loopback, which the upstream allowlist refuses unless listed.
+    GATEWAY_UPSTREAM_ALLOWLIST: process.env.GATEWAY_UPSTREAM_ALLOWLIST ?? '127.0.0.1',
     ...extraEnv,
   };
   delete env.GATEWAY_INSTANCE_ID;

@@ -42,13 +42,18 @@ async function start() {
       DATABASE_URL: pg.url,
       KAFKA_BROKERS: kafka.brokers,
       GATEWAY_CONTENT_KEY: contentKey(),
+      // the provider simulator listens on loopback, which upstream URLs may only use when allowlisted
+      GATEWAY_UPSTREAM_ALLOWLIST: process.env.GATEWAY_UPSTREAM_ALLOWLIST ?? '127.0.0.1',
     };
     log('applying migrations');
     process.stdout.write(await runTs('libs/db/src/migrations/migrate.cli.ts', env));
     const simPort = portOf(SERVICES[0], env);
     env.PROVIDER_SIM_URL = env.PROVIDER_SIM_URL ?? `http://127.0.0.1:${simPort}`;
     log('seeding demo data');
-    const seeded = JSON.parse((await runTs('libs/testing/src/seed-demo.cli.ts', env)).trim().split('\n').pop());
+    // The database the scripts chose themselves is a demo database; a DATABASE_URL passed in is
+    // seeded only when it is marked already or GATEWAY_DEMO_DATABASE=1 says so.
+    const seedEnv = { ...env, GATEWAY_DEMO_DATABASE: process.env.DATABASE_URL ? (process.env.GATEWAY_DEMO_DATABASE ?? '') : '1' };
+    const seeded = JSON.parse((await runTs('libs/testing/src/seed-demo.cli.ts', seedEnv)).trim().split('\n').pop());
     const logDir = LOG_DIR;
     log(`starting services (logs in ${path.relative(ROOT, logDir)}/)`);
     const services = await startServices({ env, logDir, supervise: true, log });

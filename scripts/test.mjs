@@ -47,7 +47,12 @@ function jest(config, env) {
 async function main() {
   await ensurePrismaClient({ quiet: true });
   let failed = false;
-  const baseEnv = { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' };
+  // The provider simulator and the tests' fake upstreams listen on loopback, which must be allowlisted.
+  const baseEnv = {
+    ...process.env,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+    GATEWAY_UPSTREAM_ALLOWLIST: process.env.GATEWAY_UPSTREAM_ALLOWLIST ?? '127.0.0.1',
+  };
 
   if (only.includes('unit')) {
     log('unit tests');

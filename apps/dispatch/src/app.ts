@@ -1,3 +1,4 @@
+import { parseUpstreamAllowlist } from '@gateway/domain';
 import { ContentCipher } from '@gateway/messaging';
 import { createLogger, loadConfig, portFromEnv, HttpServiceDefinition, RunningService, startHttpService } from '@gateway/service-kit';
 import { DispatchModule } from './dispatch.module';
@@ -7,7 +8,12 @@ export function dispatchHttpService(env: NodeJS.ProcessEnv = process.env): HttpS
   const config = loadConfig('dispatch', env);
   const logger = createLogger('dispatch', config.logLevel);
   return {
-    module: DispatchModule.register({ config, logger, cipher: ContentCipher.fromEnv(env) }),
+    module: DispatchModule.register({
+      config,
+      logger,
+      cipher: ContentCipher.fromEnv(env),
+      upstreamAllowlist: parseUpstreamAllowlist(env.GATEWAY_UPSTREAM_ALLOWLIST),
+    }),
     options: {
       title: 'LLM gateway: dispatch',
       description: 'Runs upstream attempts for admitted actions. Operational endpoints only.',

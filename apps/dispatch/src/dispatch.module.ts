@@ -1,7 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { Agent } from 'undici';
 import { Database, DispatchRepository, OutboxRepository } from '@gateway/db';
 import { ContentCipher } from '@gateway/messaging';
+import { upstreamAgent } from '@gateway/providers';
 import { CoreModule, CoreOptions } from '@gateway/service-kit';
 import { DispatchCommandsConsumer } from './consumers/dispatch-commands.consumer';
 import { DispatchCommandsIntake } from './consumers/dispatch-commands.intake';
@@ -11,14 +11,17 @@ import { RunAttempt } from './usecases/run-attempt/run-attempt.usecase';
 
 @Module({})
 export class DispatchModule {
-  static register(core: CoreOptions & { cipher: ContentCipher }): DynamicModule {
+  static register(core: CoreOptions & { cipher: ContentCipher; upstreamAllowlist: readonly string[] }): DynamicModule {
     return {
       module: DispatchModule,
       imports: [CoreModule.forService(core)],
       controllers: [DispatchCommandsConsumer],
       providers: [
         { provide: ContentCipher, useValue: core.cipher },
-        { provide: UPSTREAM, useValue: new Agent({ connections: 256, keepAliveTimeout: 30_000, pipelining: 1 }) },
+        {
+          provide: UPSTREAM,
+          useValue: upstreamAgent(core.upstreamAllowlist, { connections: 256, keepAliveTimeout: 30_000, pipelining: 1 }),
+        },
         {
           provide: DispatchRepository,
           useFactory: (db: Database, outbox: OutboxRepository) => new DispatchRepository(db, outbox),

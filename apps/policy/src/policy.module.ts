@@ -1,19 +1,24 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { Database, ExceptionRepository, OutboxRepository } from '@gateway/db';
+import { ChangeRequestRepository, Database, ExceptionRepository, OutboxRepository } from '@gateway/db';
+import { upstreamAgent } from '@gateway/providers';
 import { Clock, CLOCK, CoreModule, CoreOptions, ID_GENERATOR, IdGenerator } from '@gateway/service-kit';
 import { EXPIRY_SWEEP_MS, ExpirySweeper } from './expiry-sweeper';
+import { ChangeRequestsController } from './http/change-requests.controller';
 import { ExceptionsController } from './http/exceptions.controller';
 import { RoutesController } from './http/routes.controller';
 import { WorkloadsController } from './http/workloads.controller';
 import { RouteProbe } from './probe/route-probe';
+import { UPSTREAM_ALLOWLIST } from './upstream-allowlist';
 import { AddPriceRevision } from './usecases/add-price-revision/add-price-revision.usecase';
 import { CreateRoute } from './usecases/create-route/create-route.usecase';
+import { DecideChangeRequest } from './usecases/decide-change-request/decide-change-request.usecase';
 import { DecideException } from './usecases/decide-exception/decide-exception.usecase';
 import { ExpireExceptions } from './usecases/expire-exceptions/expire-exceptions.usecase';
 import { GetException } from './usecases/get-exception/get-exception.usecase';
 import { GetRoute } from './usecases/get-route/get-route.usecase';
 import { GetWorkload } from './usecases/get-workload/get-workload.usecase';
 import { IssueApiKey } from './usecases/issue-api-key/issue-api-key.usecase';
+import { ListChangeRequests } from './usecases/list-change-requests/list-change-requests.usecase';
 import { ListExceptions } from './usecases/list-exceptions/list-exceptions.usecase';
 import { ListRoutes } from './usecases/list-routes/list-routes.usecase';
 import { PutWorkload } from './usecases/put-workload/put-workload.usecase';
@@ -25,6 +30,7 @@ import { VerifyRoute } from './usecases/verify-route/verify-route.usecase';
 
 export interface PolicyOptions extends CoreOptions {
   probeTimeoutMs: number;
+  upstreamAllowlist: readonly string[];
   expirySweepMs: number;
 }
 
@@ -34,12 +40,14 @@ export class PolicyModule {
     return {
       module: PolicyModule,
       imports: [CoreModule.forService(opts)],
-      controllers: [RoutesController, WorkloadsController, ExceptionsController],
+      controllers: [RoutesController, WorkloadsController, ExceptionsController, ChangeRequestsController],
       providers: [
         { provide: EXPIRY_SWEEP_MS, useValue: opts.expirySweepMs },
+        { provide: UPSTREAM_ALLOWLIST, useValue: opts.upstreamAllowlist },
         {
           provide: RouteProbe,
-          useFactory: (clock: Clock, ids: IdGenerator) => new RouteProbe({ timeoutMs: opts.probeTimeoutMs }, clock, ids),
+          useFactory: (clock: Clock, ids: IdGenerator) =>
+            new RouteProbe({ timeoutMs: opts.probeTimeoutMs, dispatcher: upstreamAgent(opts.upstreamAllowlist) }, clock, ids),
           inject: [CLOCK, ID_GENERATOR],
         },
         {
@@ -47,6 +55,9 @@ export class PolicyModule {
           useFactory: (db: Database, outbox: OutboxRepository) => new ExceptionRepository(db, outbox),
           inject: [Database, OutboxRepository],
         },
+        { provide: ChangeRequestRepository, useFactory: (db: Database) => new ChangeRequestRepository(db), inject: [Database] },
+        DecideChangeRequest,
+        ListChangeRequests,
         CreateRoute,
         UpdateRouteContract,
         ListRoutes,

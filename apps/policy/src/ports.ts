@@ -1,4 +1,4 @@
-import type { CatalogRepository, ExceptionRepository, PolicyRepository } from '@gateway/db';
+import type { CatalogRepository, ChangeRequestRepository, ExceptionRepository, PolicyRepository } from '@gateway/db';
 
 /**
  * The slices of the repositories each use case needs. Use cases inject the real classes under
@@ -22,3 +22,4 @@ export type WorkloadStore = Pick<
 >;
 export type ExceptionStore = Pick<ExceptionRepository, 'create' | 'findById' | 'eventsOf' | 'list' | 'transition' | 'dueForExpiry'>;
 export type WorkloadKeyLookup = Pick<CatalogRepository, 'workloadByKeyHash'>;
+export type ChangeRequestStore = Pick<ChangeRequestRepository, 'create' | 'findById' | 'list' | 'decide'>;

@@ -5,7 +5,7 @@ import type { PolicyChangedV1 } from '@gateway/contracts';
 import { CatalogRepository, Database, OutboxRepository, PolicyRepository } from '@gateway/db';
 import { hashCredential } from '@gateway/domain';
 import { KafkaBus } from '@gateway/messaging';
-import { eventually } from '@gateway/testing';
+import { eventually, openAiContractBody } from '@gateway/testing';
 import type { RunningService } from '@gateway/service-kit';
 import { startPolicy } from '../src/app';
 import { FakeUpstream, startFakeUpstream } from './fake-upstream';
@@ -31,6 +31,7 @@ beforeAll(async () => {
     HOST: '127.0.0.1',
     LOG_LEVEL: 'silent',
     POLICY_PROBE_TIMEOUT_MS: '5000',
+    GATEWAY_UPSTREAM_ALLOWLIST: '127.0.0.1',
   });
   db = new Database(DATABASE_URL, { poolMax: 2 });
   catalog = new CatalogRepository(db);
@@ -53,6 +54,23 @@ afterAll(async () => {
   await policy?.close();
   await db?.close();
   await upstream?.close();
+});
+
+describe('operator tokens', () => {
+  it('an expired token is refused (401); an unexpired one works', async () => {
+    const repo = new PolicyRepository(db, new OutboxRepository(db));
+    const expired = `op_${randomBytes(18).toString('base64url')}`;
+    const fresh = `op_${randomBytes(18).toString('base64url')}`;
+    const add = (token: string, expiresAt: Date) =>
+      repo.addOperatorToken(
+        { id: randomUUID(), subject: `tmp-${run}`, roles: ['operator'], tokenHash: hashCredential(token), expiresAt },
+        new Date(),
+      );
+    await add(expired, new Date(Date.now() - 1000));
+    await add(fresh, new Date(Date.now() + DAY_MS));
+    expect((await call('GET', '/routes', expired)).status).toBe(401);
+    expect((await call('GET', '/routes', fresh)).status).toBe(200);
+  });
 });
 
 describe('routes, contracts and prices', () => {
@@ -95,8 +113,13 @@ describe('routes, contracts and prices', () => {
       tokens.operator,
       contract({ alias: `standard-${run}`, upstream_model: 'gpt-test-2', reason: 'model bump' }),
     );
-    expect(changed.status).toBe(200);
-    expect(changed.body).toMatchObject({ changed: true, current_version: 2, verification_state: 'unverified' });
+    // A new model is a spend decision: it waits for a second operator, then lands unverified.
+    expect(changed.status).toBe(202);
+    expect(changed.body).toMatchObject({ kind: 'route_contract', status: 'pending', raises: ['upstream_model changed'] });
+    expect((await call('GET', `/routes/${routeId}`, tokens.operator)).body.current_version).toBe(1);
+    const approvedChange = await call('POST', `/change-requests/${changed.body.id}/approve`, tokens.approver, {});
+    expect(approvedChange.status).toBe(200);
+    expect(approvedChange.body).toMatchObject({ status: 'approved', decided_by: `bob-${run}` });
 
     const read = await call('GET', `/routes/${routeId}`, tokens.operator);
     expect(
@@ -113,8 +136,11 @@ describe('routes, contracts and prices', () => {
     expect(listed.body.routes).toEqual(
       expect.arrayContaining([expect.objectContaining({ id: routeId, current_version: 2, verification_state: 'unverified' })]),
     );
-    // Admission's read model sees the new, unverified version at once.
-    expect(await catalog.routeByAlias(`standard-${run}`)).toMatchObject({ version: 2, verifiedAt: null });
+    // Admission keeps serving the previous verified version until the new one is verified.
+    expect(await catalog.routeByAlias(`standard-${run}`)).toMatchObject({ version: 1, upstreamModel: 'gpt-test' });
+    const reverified = await call('POST', `/routes/${routeId}/verify`, tokens.operator, { probe: true });
+    expect(reverified.status).toBe(200);
+    expect(await catalog.routeByAlias(`standard-${run}`)).toMatchObject({ version: 2, upstreamModel: 'gpt-test-2' });
   });
 
   it('probes a Gemini route with candidateCount and maxOutputTokens from its contract', async () => {
@@ -172,15 +198,19 @@ describe('routes, contracts and prices', () => {
       output_per_mtok_microusd: '10000000',
       reasoning_per_mtok_microusd: '10000000',
     });
-    expect(price.status).toBe(201);
-    expect(price.body).toMatchObject({
+    // A route's first price is approved by a second operator before it is written.
+    expect(price.status).toBe(202);
+    expect((await call('POST', `/change-requests/${price.body.id}/approve`, tokens.finance, {})).status).toBe(403);
+    expect((await call('POST', `/change-requests/${price.body.id}/approve`, tokens.approver, {})).status).toBe(200);
+    const written = await call('GET', `/routes/${routeId}`, tokens.operator);
+    expect(written.body.price_in_force).toMatchObject({
       route_id: routeId,
       input_per_mtok_microusd: '2500000',
       cached_input_per_mtok_microusd: '1250000',
       created_by: `fin-${run}`,
     });
     expect(await catalog.priceAt(routeId, new Date(Date.now() + 1000))).toMatchObject({
-      id: price.body.id,
+      id: written.body.price_in_force.id,
       outputPerMTokMicrousd: 10_000_000n,
     });
     const refused = await call('POST', '/routes', tokens.finance, contract({ alias: `nope-${run}` }));
@@ -191,8 +221,7 @@ describe('routes, contracts and prices', () => {
 describe('workloads and keys', () => {
   it('sets a workload policy, issues a key shown once, refuses that key on the policy API (403), and revokes it', async () => {
     const wl = `wl-keys-${run}`;
-    const put = await call('PUT', `/workloads/${wl}`, tokens.operator, workload());
-    expect(put.status).toBe(200);
+    const put = await approvedWorkload(await call('PUT', `/workloads/${wl}`, tokens.operator, workload()));
     expect(put.body).toMatchObject({ id: wl, budget_microusd: '5000000', default_max_candidates: 1, budget_period: 'month', keys: [] });
 
     const issued = await call('POST', `/workloads/${wl}/keys`, tokens.operator);
@@ -228,7 +257,7 @@ describe('exceptions', () => {
     const routeId = `rt-exc-${run}`;
     const wl = `wl-exc-${run}`;
     await call('POST', '/routes', tokens.operator, contract({ id: routeId, alias: `exc-${run}` }));
-    await call('PUT', `/workloads/${wl}`, tokens.operator, workload({ allowed_aliases: [`exc-${run}`] }));
+    await approvedWorkload(await call('PUT', `/workloads/${wl}`, tokens.operator, workload({ allowed_aliases: [`exc-${run}`] })));
 
     const requested = await call('POST', '/exceptions', tokens.requester, {
       owner: 'search-team',
@@ -446,23 +475,11 @@ describe('authentication and validation', () => {
 });
 
 function contract(overrides: Record<string, unknown> = {}) {
-  return {
+  // validation tables are built before beforeAll; they never reach the upstream
+  return openAiContractBody(upstream?.url ?? 'http://127.0.0.1:9', {
     alias: `alias-${randomBytes(3).toString('hex')}-${run}`,
-    provider_kind: 'openai-chat',
-    // validation tables are built before beforeAll; they never reach the upstream
-    upstream_base_url: upstream?.url ?? 'http://127.0.0.1:9',
-    upstream_model: 'gpt-test',
-    candidate_param: 'n',
-    max_candidates: 4,
-    output_cap_param: 'max_completion_tokens',
-    output_cap_semantics: 'per_candidate',
-    usage_shape: 'openai.usage',
-    streaming_usage: 'final_chunk_with_include_usage',
-    gateway_version: '0.1.0',
-    client_library_version: 'openai@6.49.0',
-    verification_ttl_seconds: 86400,
     ...overrides,
-  };
+  });
 }
 
 function workload(overrides: Record<string, unknown> = {}) {
@@ -482,4 +499,12 @@ async function call(method: string, path: string, token?: string, body?: unknown
   const res = await fetch(`${policy.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+/** A write that raised spend came back 202 with a change request: a second operator approves it, then the target is read back. */
+async function approvedWorkload(res: { status: number; body: any }): Promise<{ status: number; body: any }> {
+  expect(res.status).toBe(202);
+  const decided = await call('POST', `/change-requests/${res.body.id}/approve`, tokens.approver, {});
+  expect(decided.status).toBe(200);
+  return call('GET', `/workloads/${res.body.target_id}`, tokens.operator);
 }

@@ -106,8 +106,18 @@ describe('decideAdmission', () => {
       { ok: true, effective: 2 },
     ],
     [
-      'unverified contract is fine for one candidate',
+      'unverified contract refuses one candidate too',
       { route: { ...verified, verifiedAt: null, candidateParam: null, outputCapSemantics: null } },
+      { ok: false, code: 'route_contract_unverified' },
+    ],
+    [
+      'stale contract refuses one candidate too',
+      { route: { ...verified, verificationTtlSeconds: 60 } },
+      { ok: false, code: 'route_contract_unverified' },
+    ],
+    [
+      'verified contract without multi-candidate documentation serves one candidate',
+      { route: { ...verified, candidateParam: null, outputCapSemantics: null } },
       { ok: true, effective: 1 },
     ],
   ])('%s', (_name, over, expected) => {
@@ -134,8 +144,15 @@ describe('decideAdmission', () => {
       input({ requestedCandidates: 2, exceptions: [grant], fallbackRoutes: [{ ...verified, routeId: 'r2', verifiedAt: null }] }),
     );
     expect(d).toMatchObject({ ok: true, fallbackRouteIds: [] });
-    const d1 = decideAdmission(input({ fallbackRoutes: [{ ...verified, routeId: 'r2', verifiedAt: null }] }));
-    expect(d1).toMatchObject({ ok: true, fallbackRouteIds: ['r2'] });
+    const d1 = decideAdmission(
+      input({
+        fallbackRoutes: [
+          { ...verified, routeId: 'r2', verifiedAt: null },
+          { ...verified, routeId: 'r3' },
+        ],
+      }),
+    );
+    expect(d1).toMatchObject({ ok: true, fallbackRouteIds: ['r3'] });
   });
 
   it('never admits more candidates than approved (property)', () => {

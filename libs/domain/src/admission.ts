@@ -96,9 +96,19 @@ export function decideAdmission(input: AdmissionInput): AdmissionDecision {
   if (!count.ok) return { ok: false, code: count.code, message: count.message, param: count.param };
   const exception = approved.source === 'exception' && count.effective > input.workload.defaultMaxCandidates ? best : null;
 
+  // Every request, one candidate included, needs a verified contract that has not gone stale:
+  // an unverified route (a new upstream, a new model) takes no traffic until a probe vouches for it.
+  const status = contractStatus(route, now);
+  if (status !== 'verified') {
+    return {
+      ok: false,
+      code: 'route_contract_unverified',
+      message: `route ${route.routeId} has no verified contract in force (contract ${status}); ask an operator to verify the route`,
+      param: null,
+    };
+  }
   if (count.effective > 1) {
     if (!contractAllowsMultiCandidate(route, count.effective, now)) {
-      const status = contractStatus(route, now);
       return {
         ok: false,
         code: 'route_contract_unverified',
@@ -144,10 +154,11 @@ export function decideAdmission(input: AdmissionInput): AdmissionDecision {
       param: 'max_tokens',
     };
   }
+  // A fallback route without a verified, fresh contract is never called.
   const fallbackRouteIds =
     count.effective > 1 && !input.fallbackRoutes.every((f) => contractAllowsMultiCandidate(f, count.effective, now))
       ? []
-      : input.fallbackRoutes.map((f) => f.routeId);
+      : input.fallbackRoutes.filter((f) => contractStatus(f, now) === 'verified').map((f) => f.routeId);
   return {
     ok: true,
     requested: count.requested,

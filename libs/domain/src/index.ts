@@ -20,3 +20,5 @@ export * from './idempotency';
 export * from './admission';
 export * from './holds';
 export * from './credentials';
+export * from './upstream-url';
+export * from './spend-changes';

@@ -12,6 +12,7 @@ export * from './adapter';
 export { OpenAiChatAdapter } from './openai-chat.adapter';
 export { GeminiGenerateAdapter } from './gemini-generate.adapter';
 export * from './sse';
+export * from './upstream-agent';
 
 export function adapterFor(kind: ProviderKind, upstreamKey?: (routeId: string) => string | null): ProviderAdapter {
   switch (kind) {

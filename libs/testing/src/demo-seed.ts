@@ -1,10 +1,29 @@
-import { Database } from '@gateway/db';
+import { randomUUID } from 'node:crypto';
+import { CatalogRepository, Database, DEMO_DATABASE_KEY, ExceptionRepository, GatewayMetaRepository, OutboxRepository } from '@gateway/db';
 import { Seeder } from './seed';
 
-/** Demo data for `npm start`: prints a JSON line with the keys and tokens it issued. */
-export async function seedDemo(databaseUrl: string, providerSimUrl: string, demoKey?: string): Promise<Record<string, string>> {
+/**
+ * Demo data for `npm start`: prints a JSON line with the keys and tokens it issued. It writes only
+ * to a database marked as a demo database (gateway_meta `demo_database`): `markDemoDatabase` marks
+ * it first, which `npm start` does for the database it created itself, never for a DATABASE_URL
+ * someone passed in (set GATEWAY_DEMO_DATABASE=1 to mark such a database deliberately).
+ */
+export async function seedDemo(
+  databaseUrl: string,
+  providerSimUrl: string,
+  demoKey?: string,
+  opts: { markDemoDatabase?: boolean } = {},
+): Promise<Record<string, string>> {
   const db = new Database(databaseUrl);
   try {
+    const meta = new GatewayMetaRepository(db);
+    if (opts.markDemoDatabase) await meta.set(DEMO_DATABASE_KEY, 'true', new Date());
+    if ((await meta.get(DEMO_DATABASE_KEY)) !== 'true') {
+      throw new Error(
+        'refusing to seed demo data: this database is not marked as a demo database (gateway_meta demo_database); ' +
+          'set GATEWAY_DEMO_DATABASE=1 if it really is one',
+      );
+    }
     const seed = new Seeder(db);
     await seed.route({
       routeId: 'approved-standard',
@@ -27,18 +46,35 @@ export async function seedDemo(databaseUrl: string, providerSimUrl: string, demo
       allowedAliases: ['approved-standard', 'gemini-flash'],
       perCandidateOutputCeiling: 256,
     });
-    const existing = await db.prisma.candidateException.findFirst({
-      where: { workloadId: 'eval-rerank', status: 'active', expiresAt: { gt: new Date() } },
-    });
-    if (!existing) {
-      await seed.approvedException({
-        workloadId: 'eval-rerank',
-        maxCandidates: 2,
-        perCandidateOutputCeiling: 256,
-        budgetMicrousd: 10_000_000n,
-        expiresAt: new Date(Date.now() + 7 * 24 * 3600 * 1000),
-        requestedBy: 'demo-operator',
-        approvedBy: 'demo-approver',
+    const now = new Date();
+    if ((await new CatalogRepository(db).activeExceptions('eval-rerank', now)).length === 0) {
+      // Requested by one operator and approved by another, through the same records as any exception.
+      const exceptions = new ExceptionRepository(db, new OutboxRepository(db));
+      const requested = await exceptions.create(
+        {
+          id: randomUUID(),
+          workloadId: 'eval-rerank',
+          routeId: null,
+          owner: 'demo-owner',
+          maxCandidates: 2,
+          perCandidateOutputCeiling: 256,
+          budgetMicrousd: 10_000_000n,
+          allowsStreaming: false,
+          expiresAt: new Date(now.getTime() + 7 * 24 * 3600 * 1000),
+          justification: 'demo: two-candidate reranking',
+          requestedBy: 'demo-operator',
+        },
+        now,
+      );
+      await exceptions.transition({
+        id: requested.id,
+        from: 'requested',
+        to: 'active',
+        event: 'approve',
+        actor: 'demo-approver',
+        reason: 'demo approval',
+        now,
+        expiry: 'unexpired',
       });
     }
     const operatorToken = await seed.operator('demo-operator', ['operator', 'finance']);

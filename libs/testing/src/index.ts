@@ -9,3 +9,4 @@ export * from './admission-input';
 export * from './events';
 export * from './attempt-outcome';
 export * from './ledger-rows';
+export * from './policy-bodies';

@@ -1,5 +1,5 @@
 import { CurrentOperator, Operator, OperatorApi, Roles } from '@gateway/service-kit';
-import { Body, Controller, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Put, UseInterceptors } from '@nestjs/common';
 import { ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { AddPriceRevision } from '../usecases/add-price-revision/add-price-revision.usecase';
 import { addPriceRevisionBody } from '../usecases/add-price-revision/add-price-revision.command';
@@ -13,10 +13,12 @@ import { updateRouteContractBody } from '../usecases/update-route-contract/updat
 import { VerifyRoute } from '../usecases/verify-route/verify-route.usecase';
 import { verifyRouteBody } from '../usecases/verify-route/verify-route.command';
 import { bodySchema } from './openapi';
+import { PendingApprovalInterceptor } from './pending-approval.interceptor';
 
 @ApiTags('routes')
 @OperatorApi()
 @ApiResponse({ status: 400, description: 'invalid_request: the body failed validation (param names the field)' })
+@UseInterceptors(PendingApprovalInterceptor)
 @Controller('routes')
 export class RoutesController {
   constructor(
@@ -57,6 +59,7 @@ export class RoutesController {
     summary: 'Replace the contract: any change appends a new, unverified version; the same contract again is a no-op. Role: operator',
   })
   @ApiBody({ schema: bodySchema(updateRouteContractBody) })
+  @ApiResponse({ status: 202, description: 'a new upstream URL, provider or model: a pending change request for a second operator' })
   @ApiResponse({ status: 404, description: 'not_found' })
   @ApiResponse({ status: 409, description: 'alias_taken' })
   @Roles('operator')
@@ -81,6 +84,7 @@ export class RoutesController {
   @ApiOperation({ summary: 'Add an immutable price revision (integer micro-USD per 1M tokens per category). Role: operator or finance' })
   @ApiBody({ schema: bodySchema(addPriceRevisionBody) })
   @ApiResponse({ status: 409, description: 'price_revision_exists' })
+  @ApiResponse({ status: 202, description: "a route's first price or any lowered rate: a pending change request for a second operator" })
   @Roles('operator', 'finance')
   addPrice(@CurrentOperator() op: Operator, @Param('id') id: string, @Body() body: unknown) {
     return this.addPriceRevision.execute(op, id, parseBody(addPriceRevisionBody, body));

@@ -1,5 +1,5 @@
 import { CurrentOperator, Operator, OperatorApi, Roles } from '@gateway/service-kit';
-import { Body, Controller, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Put, UseInterceptors } from '@nestjs/common';
 import { ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { GetWorkload } from '../usecases/get-workload/get-workload.usecase';
 import { parseBody } from '../usecases/input';
@@ -9,10 +9,12 @@ import { putWorkloadBody } from '../usecases/put-workload/put-workload.command';
 import { RevokeApiKey } from '../usecases/revoke-api-key/revoke-api-key.usecase';
 import { revokeApiKeyBody } from '../usecases/revoke-api-key/revoke-api-key.command';
 import { bodySchema } from './openapi';
+import { PendingApprovalInterceptor } from './pending-approval.interceptor';
 
 @ApiTags('workloads')
 @OperatorApi()
 @ApiResponse({ status: 400, description: 'invalid_request: the body failed validation (param names the field)' })
+@UseInterceptors(PendingApprovalInterceptor)
 @Controller('workloads')
 export class WorkloadsController {
   constructor(
@@ -25,6 +27,10 @@ export class WorkloadsController {
   @Put(':id')
   @ApiOperation({ summary: 'Create or replace a workload policy (money as integer micro-USD). Role: operator' })
   @ApiBody({ schema: bodySchema(putWorkloadBody) })
+  @ApiResponse({
+    status: 202,
+    description: 'the policy raises spend: a pending change request for a second operator (GET /change-requests)',
+  })
   @Roles('operator')
   put(@CurrentOperator() op: Operator, @Param('id') id: string, @Body() body: unknown) {
     return this.putWorkload.execute(op, id, parseBody(putWorkloadBody, body));

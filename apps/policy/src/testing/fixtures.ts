@@ -3,6 +3,9 @@ import type { CreateRouteCommand } from '../usecases/create-route/create-route.c
 import type { PutWorkloadCommand } from '../usecases/put-workload/put-workload.command';
 import type { RequestExceptionCommand } from '../usecases/request-exception/request-exception.command';
 
+/** The upstream allowlist the specs run with (the fixtures' upstream and the fake one). */
+export const ALLOWLIST: readonly string[] = ['upstream.test', '127.0.0.1'];
+
 export const T0 = new Date('2026-12-01T10:00:00.000Z');
 export const DAY_MS = 24 * 60 * 60 * 1000;
 

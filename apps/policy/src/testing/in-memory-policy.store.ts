@@ -1,6 +1,11 @@
 import { contractFields } from '@gateway/db';
 import type {
   ApiKeyView,
+  ChangeDecision,
+  ChangeRequestView,
+  DecideResult,
+  NewChangeRequest,
+  Tx,
   CreateRouteResult,
   ExceptionEventView,
   ExceptionTransition,
@@ -16,7 +21,7 @@ import type {
   WorkloadView,
 } from '@gateway/db';
 import type { Clock, Entropy, IdGenerator } from '@gateway/service-kit';
-import type { ExceptionStore, RouteStore, WorkloadStore } from '../ports';
+import type { ChangeRequestStore, ExceptionStore, RouteStore, WorkloadStore } from '../ports';
 
 /** A policyChanged event as the fakes record it (the real repositories write it to the outbox). */
 export interface RecordedChange {
@@ -280,3 +285,47 @@ export class SequentialIds implements IdGenerator {
     return `${this.prefix}-${++this.n}`;
   }
 }
+
+/** In-memory ChangeRequestRepository: decided once, the apply step runs before the status moves. */
+export class InMemoryChangeRequestStore implements ChangeRequestStore {
+  readonly rows = new Map<string, ChangeRequestView>();
+
+  async create(input: NewChangeRequest, now: Date): Promise<ChangeRequestView> {
+    const row: ChangeRequestView = {
+      ...input,
+      status: 'pending',
+      requestedAt: now,
+      decidedBy: null,
+      decidedAt: null,
+      decisionReason: null,
+    };
+    this.rows.set(input.id, row);
+    return clone(row);
+  }
+
+  async findById(id: string): Promise<ChangeRequestView | null> {
+    const r = this.rows.get(id);
+    return r ? clone(r) : null;
+  }
+
+  async list(filter: { status?: ChangeRequestView['status']; limit: number }): Promise<ChangeRequestView[]> {
+    return [...this.rows.values()]
+      .filter((r) => filter.status === undefined || r.status === filter.status)
+      .sort((a, b) => b.requestedAt.getTime() - a.requestedAt.getTime())
+      .slice(0, filter.limit)
+      .map(clone);
+  }
+
+  async decide(d: ChangeDecision, apply: (tx: Tx, request: ChangeRequestView) => Promise<void>): Promise<DecideResult> {
+    const r = this.rows.get(d.id);
+    if (!r) return { ok: false, reason: 'not_found', request: null };
+    if (r.status !== 'pending') return { ok: false, reason: 'not_pending', request: clone(r) };
+    if (r.requestedBy === d.decidedBy) return { ok: false, reason: 'self_approval', request: clone(r) };
+    if (d.status === 'approved') await apply(NO_TX, clone(r));
+    Object.assign(r, { status: d.status, decidedBy: d.decidedBy, decidedAt: d.now, decisionReason: d.reason });
+    return { ok: true, request: clone(r) };
+  }
+}
+
+/** The fakes have no transactions; their writes ignore the token. */
+const NO_TX = Object.freeze({}) as Tx;

@@ -15,16 +15,21 @@ export class CatalogRepository {
     return toWorkloadPolicy(key.workload);
   }
 
+  /**
+   * The contract admission serves: the newest *verified* version (at or below the current one),
+   * so a new version waits for its verification while the previous verified one keeps serving
+   * until it goes stale. With no verified version at all, the newest version is returned (and
+   * admission refuses it as unverified rather than as an unknown route).
+   */
   async routeByAlias(alias: string): Promise<RouteContract | null> {
-    // One round trip: the route and its current contract version.
-    const found = await this.db.prisma.route.findUnique({
+    // One round trip: the route, its newest verified version and its newest version.
+    const route = await this.db.prisma.route.findUnique({
       where: { alias },
-      include: { versions: { orderBy: { version: 'desc' }, take: 1 } },
+      include: { versions: { where: { verifiedAt: { not: null } }, orderBy: { version: 'desc' }, take: 1 } },
     });
-    const route = found;
     if (!route) return null;
     const v =
-      route.versions.find((x) => x.version === route.currentVersion) ??
+      route.versions.find((x) => x.version <= route.currentVersion) ??
       (await this.db.prisma.routeContractVersion.findUnique({
         where: { routeId_version: { routeId: route.id, version: route.currentVersion } },
       }));

@@ -133,6 +133,15 @@ export interface WorkloadView extends Omit<WorkloadInput, 'actor' | 'reason'> {
 }
 
 export type CreateRouteResult = { ok: true; version: number } | { ok: false; reason: 'id_taken' | 'alias_taken' };
+export interface OperatorTokenView {
+  id: string;
+  subject: string;
+  roles: string[];
+  createdAt: Date;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+}
+
 export type VerifyVersionResult = 'verified' | 'not_found' | 'not_current';
 export type RevokeKeyResult = { ok: true; key: ApiKeyView } | { ok: false; reason: 'not_found' | 'already_revoked' };
 
@@ -144,8 +153,8 @@ export class PolicyRepository {
   ) {}
 
   /** Creates the route or appends a new, unverified contract version to it. */
-  async putRouteContract(input: RouteContractInput, now: Date): Promise<{ version: number }> {
-    return this.db.transaction(async (tx) => {
+  async putRouteContract(input: RouteContractInput, now: Date, outer?: Tx): Promise<{ version: number }> {
+    return this.inTx(outer, async (tx) => {
       const route = await lockRoute(tx, input.routeId);
       if (!route) {
         await prismaTx(tx).route.create({ data: { id: input.routeId, alias: input.alias, currentVersion: 0, createdAt: now } });
@@ -243,9 +252,9 @@ export class PolicyRepository {
     return rows.map(toRouteView);
   }
 
-  async putWorkload(input: WorkloadInput, now: Date): Promise<void> {
+  async putWorkload(input: WorkloadInput, now: Date, outer?: Tx): Promise<void> {
     const { actor, reason, ...fields } = input;
-    await this.db.transaction(async (tx) => {
+    await this.inTx(outer, async (tx) => {
       await prismaTx(tx).workload.upsert({
         where: { id: input.id },
         create: { ...fields, createdAt: now, updatedAt: now, updatedBy: actor, changeReason: reason },
@@ -268,9 +277,9 @@ export class PolicyRepository {
     };
   }
 
-  async putPrice(input: PriceInput, now: Date): Promise<void> {
+  async putPrice(input: PriceInput, now: Date, outer?: Tx): Promise<void> {
     const { actor, reason, ...fields } = input;
-    await this.db.transaction(async (tx) => {
+    await this.inTx(outer, async (tx) => {
       const existing = await prismaTx(tx).priceRevision.findUnique({ where: { id: input.id } });
       if (existing) return;
       await prismaTx(tx).priceRevision.create({ data: { ...fields, createdAt: now, createdBy: actor, reason } });
@@ -322,17 +331,46 @@ export class PolicyRepository {
     });
   }
 
-  async addOperatorToken(input: { id: string; subject: string; roles: string[]; tokenHash: string }, now: Date): Promise<void> {
+  async addOperatorToken(
+    input: { id: string; subject: string; roles: string[]; tokenHash: string; expiresAt?: Date | null },
+    now: Date,
+  ): Promise<void> {
     await this.db.prisma.operatorToken.upsert({
       where: { tokenHash: input.tokenHash },
-      create: { ...input, createdAt: now },
+      create: { ...input, expiresAt: input.expiresAt ?? null, createdAt: now },
       update: { roles: input.roles, subject: input.subject },
     });
   }
 
+  /** A token counts while it is neither revoked nor past its expiry (judged by the database clock). */
   async operatorByTokenHash(tokenHash: string): Promise<{ subject: string; roles: string[] } | null> {
-    const t = await this.db.prisma.operatorToken.findUnique({ where: { tokenHash } });
-    return t && !t.revokedAt ? { subject: t.subject, roles: t.roles } : null;
+    const rows = await this.db.prisma.$queryRaw<Array<{ subject: string; roles: string[] }>>`
+      SELECT subject, roles FROM operator_token
+      WHERE token_hash = ${tokenHash} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`;
+    return rows[0] ?? null;
+  }
+
+  async listOperatorTokens(): Promise<OperatorTokenView[]> {
+    const rows = await this.db.prisma.operatorToken.findMany({ orderBy: { createdAt: 'asc' } });
+    return rows.map((t) => ({
+      id: t.id,
+      subject: t.subject,
+      roles: t.roles,
+      createdAt: t.createdAt,
+      expiresAt: t.expiresAt,
+      revokedAt: t.revokedAt,
+    }));
+  }
+
+  /** Revokes once; false when the token does not exist or was revoked already. */
+  async revokeOperatorToken(id: string, now: Date): Promise<boolean> {
+    const { count } = await this.db.prisma.operatorToken.updateMany({ where: { id, revokedAt: null }, data: { revokedAt: now } });
+    return count === 1;
+  }
+
+  /** Joins the caller's transaction (an approved change request) or opens one. */
+  private inTx<T>(outer: Tx | undefined, fn: (tx: Tx) => Promise<T>): Promise<T> {
+    return outer ? fn(outer) : this.db.transaction(fn);
   }
 
   private async appendVersion(tx: Tx, input: RouteContractInput, version: number, now: Date): Promise<{ version: number }> {

@@ -1,10 +1,12 @@
 import { FakeClock, InMemoryPolicyStore, SequentialIds } from '../../testing/in-memory-policy.store';
-import { olga, routeCommand, T0 } from '../../testing/fixtures';
+import { bob, DAY_MS, olga, routeCommand, T0, ALLOWLIST } from '../../testing/fixtures';
 import { CreateRoute } from '../create-route/create-route.usecase';
 import { GetRoute } from '../get-route/get-route.usecase';
 import { parseBody } from '../input';
 import { addPriceRevisionBody } from './add-price-revision.command';
 import { AddPriceRevision } from './add-price-revision.usecase';
+import { PendingChange } from '../change-requests';
+import { fourEyes } from '../../testing/four-eyes';
 
 const finance = { subject: 'fin', roles: ['finance'] };
 const prices = {
@@ -18,8 +20,24 @@ describe('AddPriceRevision', () => {
   const setup = async () => {
     const store = new InMemoryPolicyStore();
     const clock = new FakeClock(T0);
-    await new CreateRoute(store, clock, new SequentialIds('rt')).execute(olga, routeCommand());
-    return { store, clock, add: new AddPriceRevision(store, clock, new SequentialIds('price')) };
+    await new CreateRoute(store, clock, new SequentialIds('rt'), ALLOWLIST).execute(olga, routeCommand());
+    const eyes = fourEyes(store, clock);
+    // The route's first price went through approval already (see 'a first price ...').
+    await store.putPrice(
+      {
+        id: 'p0',
+        routeId: 'rt-openai',
+        effectiveFrom: new Date(T0.getTime() - DAY_MS),
+        inputPerMTokMicrousd: prices.input_per_mtok_microusd,
+        cachedInputPerMTokMicrousd: prices.cached_input_per_mtok_microusd,
+        outputPerMTokMicrousd: prices.output_per_mtok_microusd,
+        reasoningPerMTokMicrousd: prices.reasoning_per_mtok_microusd,
+        actor: 'seed',
+        reason: 'seed',
+      },
+      T0,
+    );
+    return { store, clock, eyes, add: eyes.addPrice };
   };
 
   it('adds an immutable revision with money as integer strings, effective now by default', async () => {
@@ -44,13 +62,13 @@ describe('AddPriceRevision', () => {
     await add.execute(finance, 'rt-openai', {
       ...prices,
       id: 'p2',
-      output_per_mtok_microusd: 8_000_000n,
+      output_per_mtok_microusd: 12_000_000n,
       effective_from: new Date(T0.getTime() + 60_000),
     });
     const get = new GetRoute(store, clock);
     expect((await get.execute('rt-openai')).price_in_force).toMatchObject({ id: 'p1' });
     clock.advance(60_000);
-    expect((await get.execute('rt-openai')).price_in_force).toMatchObject({ id: 'p2', output_per_mtok_microusd: '8000000' });
+    expect((await get.execute('rt-openai')).price_in_force).toMatchObject({ id: 'p2', output_per_mtok_microusd: '12000000' });
   });
 
   it('refuses backdating, a clashing effective_from, and a reused id with other values', async () => {
@@ -74,7 +92,7 @@ describe('AddPriceRevision', () => {
     const first = await add.execute(finance, 'rt-openai', { ...prices, id: 'p1' });
     clock.advance(1000);
     expect(await add.execute(finance, 'rt-openai', { ...prices, id: 'p1' })).toEqual(first);
-    expect(store.routes.get('rt-openai')!.prices).toHaveLength(1);
+    expect(store.routes.get('rt-openai')!.prices).toHaveLength(2);
   });
 
   it('is 404 for an unknown route', async () => {
@@ -94,5 +112,40 @@ describe('AddPriceRevision', () => {
     expect(parseBody(addPriceRevisionBody, { ...wire, output_per_mtok_microusd: '4000000000000000' })).toMatchObject({
       output_per_mtok_microusd: 4_000_000_000_000_000n,
     });
+  });
+
+  it('a lowered rate (or an all-zero revision) waits for a second operator; approval writes it', async () => {
+    const { add, eyes, store } = await setup();
+    const zero = (await add.execute(finance, 'rt-openai', {
+      id: 'p-zero',
+      input_per_mtok_microusd: 0n,
+      cached_input_per_mtok_microusd: 0n,
+      output_per_mtok_microusd: 0n,
+      reasoning_per_mtok_microusd: 0n,
+    })) as PendingChange;
+    expect(zero).toBeInstanceOf(PendingChange);
+    expect(zero.body).toMatchObject({ kind: 'price_revision', target_id: 'rt-openai', status: 'pending' });
+    expect(zero.body.raises).toHaveLength(4);
+    const cheaper = (await add.execute(finance, 'rt-openai', {
+      ...prices,
+      id: 'p-cheap',
+      output_per_mtok_microusd: 9_000_000n,
+    })) as PendingChange;
+    expect(cheaper.body.raises).toEqual(['outputPerMTokMicrousd lowered']);
+    expect(await store.priceById('p-cheap')).toBeNull();
+    await expect(eyes.decide.execute(finance, cheaper.body.id, { decision: 'approve' })).rejects.toMatchObject({ code: 'self_approval' });
+    await expect(eyes.decide.execute(olga, cheaper.body.id, { decision: 'approve' })).rejects.toMatchObject({ code: 'not_an_approver' });
+    await eyes.decide.execute(bob, cheaper.body.id, { decision: 'approve' });
+    expect(await store.priceById('p-cheap')).toMatchObject({ outputPerMTokMicrousd: 9_000_000n, createdBy: 'fin' });
+    await eyes.decide.execute(bob, zero.body.id, { decision: 'reject', reason: 'free is not a price' });
+    expect(await store.priceById('p-zero')).toBeNull();
+  });
+
+  it("a route's first price waits for a second operator", async () => {
+    const store = new InMemoryPolicyStore();
+    await new CreateRoute(store, new FakeClock(T0), new SequentialIds('rt'), ALLOWLIST).execute(olga, routeCommand());
+    const add = fourEyes(store, new FakeClock(T0)).addPrice;
+    const first = (await add.execute(finance, 'rt-openai', prices)) as PendingChange;
+    expect(first.body.raises).toEqual(['first price of the route']);
   });
 });

@@ -1,11 +1,11 @@
 import { FakeClock, InMemoryPolicyStore, SequentialIds } from '../../testing/in-memory-policy.store';
-import { olga, routeCommand, T0 } from '../../testing/fixtures';
+import { olga, routeCommand, T0, ALLOWLIST } from '../../testing/fixtures';
 import { CreateRoute } from './create-route.usecase';
 
 describe('CreateRoute', () => {
   const setup = () => {
     const store = new InMemoryPolicyStore();
-    return { store, createRoute: new CreateRoute(store, new FakeClock(T0), new SequentialIds('rt')) };
+    return { store, createRoute: new CreateRoute(store, new FakeClock(T0), new SequentialIds('rt'), ALLOWLIST) };
   };
 
   it('creates the route with an unverified contract version 1 and announces it', async () => {
@@ -41,5 +41,21 @@ describe('CreateRoute', () => {
     await expect(createRoute.execute(olga, routeCommand({ alias: 'other' }))).rejects.toMatchObject({ code: 'route_exists', param: 'id' });
     await expect(createRoute.execute(olga, routeCommand({ id: 'rt-2' }))).rejects.toMatchObject({ code: 'alias_taken', param: 'alias' });
     expect(store.routes.get('rt-openai')!.currentVersion).toBe(1);
+  });
+
+  it.each([
+    'http://10.0.0.8/v1',
+    'http://169.254.169.254',
+    'http://localhost:3010',
+    'https://evil.example',
+    'http://upstream.test/v1?key=x',
+    'http://user:pw@upstream.test',
+  ])('refuses upstream_base_url %s with 400 invalid_request and writes nothing', async (url) => {
+    const { store, createRoute } = setup();
+    await expect(createRoute.execute(olga, routeCommand({ upstream_base_url: url }))).rejects.toMatchObject({
+      code: 'invalid_request',
+      param: 'upstream_base_url',
+    });
+    expect(store.routes.size).toBe(0);
   });
 });

@@ -3,6 +3,7 @@ import { PolicyRepository } from '@gateway/db';
 import type { Operator } from '@gateway/service-kit';
 import { Clock, CLOCK, IdGenerator, InjectIds } from '@gateway/service-kit';
 import { PolicyError } from '../../policy.errors';
+import { assertUpstreamAllowed, InjectUpstreamAllowlist } from '../../upstream-allowlist';
 import type { RouteStore } from '../../ports';
 import { toContractInput } from '../route-contract.schema';
 import { routeJson } from '../views';
@@ -15,10 +16,12 @@ export class CreateRoute {
     @Inject(PolicyRepository) private readonly routes: RouteStore,
     @Inject(CLOCK) private readonly clock: Clock,
     @InjectIds() private readonly ids: IdGenerator,
+    @InjectUpstreamAllowlist() private readonly allowlist: readonly string[],
   ) {}
 
   async execute(op: Operator, cmd: CreateRouteCommand) {
     const now = this.clock.now();
+    assertUpstreamAllowed(cmd.upstream_base_url, this.allowlist);
     const routeId = cmd.id ?? this.ids.next();
     const result = await this.routes.createRoute(toContractInput(routeId, cmd.alias, cmd, op.subject, cmd.reason ?? 'route created'), now);
     if (!result.ok) {

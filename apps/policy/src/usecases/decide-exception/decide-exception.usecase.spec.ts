@@ -1,8 +1,8 @@
 import { FakeClock, InMemoryExceptionStore, InMemoryPolicyStore, SequentialIds } from '../../testing/in-memory-policy.store';
-import { alice, bob, DAY_MS, exceptionCommand, olga, routeCommand, T0, workloadCommand } from '../../testing/fixtures';
+import { alice, bob, DAY_MS, exceptionCommand, olga, routeCommand, T0, workloadCommand, ALLOWLIST } from '../../testing/fixtures';
 import { CreateRoute } from '../create-route/create-route.usecase';
 import { ListExceptions } from '../list-exceptions/list-exceptions.usecase';
-import { PutWorkload } from '../put-workload/put-workload.usecase';
+import { fourEyes } from '../../testing/four-eyes';
 import { RequestException } from '../request-exception/request-exception.usecase';
 import { RevokeException } from '../revoke-exception/revoke-exception.usecase';
 import { DecideException } from './decide-exception.usecase';
@@ -12,8 +12,8 @@ describe('exception lifecycle: DecideException, RevokeException, ListExceptions'
     const policy = new InMemoryPolicyStore();
     const exceptions = new InMemoryExceptionStore();
     const clock = new FakeClock(T0);
-    await new CreateRoute(policy, clock, new SequentialIds('rt')).execute(olga, routeCommand());
-    await new PutWorkload(policy, clock).execute(olga, 'wl', workloadCommand());
+    await new CreateRoute(policy, clock, new SequentialIds('rt'), ALLOWLIST).execute(olga, routeCommand());
+    await fourEyes(policy, clock).seedWorkload('wl', workloadCommand());
     const requested = await new RequestException(exceptions, policy, clock, new SequentialIds('ex')).execute(alice, exceptionCommand());
     return {
       clock,

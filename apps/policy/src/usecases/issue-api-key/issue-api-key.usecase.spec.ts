@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { countingEntropy, FakeClock, InMemoryPolicyStore, SequentialIds } from '../../testing/in-memory-policy.store';
 import { olga, T0, workloadCommand } from '../../testing/fixtures';
-import { PutWorkload } from '../put-workload/put-workload.usecase';
+import { fourEyes } from '../../testing/four-eyes';
 import { RevokeApiKey } from '../revoke-api-key/revoke-api-key.usecase';
 import { IssueApiKey } from './issue-api-key.usecase';
 
@@ -9,7 +9,7 @@ describe('IssueApiKey and RevokeApiKey', () => {
   const setup = async () => {
     const store = new InMemoryPolicyStore();
     const clock = new FakeClock(T0);
-    await new PutWorkload(store, clock).execute(olga, 'wl', workloadCommand());
+    await fourEyes(store, clock).seedWorkload('wl', workloadCommand());
     return {
       store,
       clock,

@@ -1,45 +1,72 @@
 import { FakeClock, InMemoryPolicyStore, SequentialIds } from '../../testing/in-memory-policy.store';
-import { olga, routeCommand, T0, workloadCommand } from '../../testing/fixtures';
+import { alice, bob, olga, routeCommand, T0, workloadCommand, ALLOWLIST } from '../../testing/fixtures';
 import { CreateRoute } from '../create-route/create-route.usecase';
 import { parseBody } from '../input';
 import { GetWorkload } from '../get-workload/get-workload.usecase';
 import { putWorkloadBody } from './put-workload.command';
-import { PutWorkload } from './put-workload.usecase';
+import { PendingChange } from '../change-requests';
+import { fourEyes } from '../../testing/four-eyes';
 
 describe('PutWorkload', () => {
   const setup = async () => {
     const store = new InMemoryPolicyStore();
     const clock = new FakeClock(T0);
-    await new CreateRoute(store, clock, new SequentialIds('rt')).execute(olga, routeCommand());
-    return { store, clock, put: new PutWorkload(store, clock) };
+    await new CreateRoute(store, clock, new SequentialIds('rt'), ALLOWLIST).execute(olga, routeCommand());
+    const eyes = fourEyes(store, clock);
+    return { store, clock, eyes, put: eyes.putWorkload };
   };
 
-  it('creates, then replaces, a workload policy; money comes back as an integer string', async () => {
-    const { put, clock, store } = await setup();
-    const created = await put.execute(olga, 'wl-search', workloadCommand({ allowed_aliases: ['approved-standard'] }));
-    expect(created).toMatchObject({
-      id: 'wl-search',
+  it("a new workload is a change request; approved by someone else, it is written in the requester's name", async () => {
+    const { put, clock, store, eyes } = await setup();
+    const pending = await put.execute(olga, 'wl-search', workloadCommand({ allowed_aliases: ['approved-standard'] }));
+    expect(pending).toBeInstanceOf(PendingChange);
+    const request = (pending as PendingChange).body;
+    expect(request).toMatchObject({
+      kind: 'workload_policy',
+      target_id: 'wl-search',
+      status: 'pending',
+      requested_by: 'olga',
+      raises: ['new workload'],
+      proposed: { budget_microusd: '5000000' },
+    });
+    expect(store.workloads.size).toBe(0);
+    await expect(eyes.decide.execute(olga, request.id, { decision: 'approve' })).rejects.toMatchObject({ code: 'self_approval' });
+    await expect(eyes.decide.execute(alice, request.id, { decision: 'approve' })).resolves.toMatchObject({ status: 'approved' });
+    expect(await new GetWorkload(store).execute('wl-search')).toMatchObject({
       budget_microusd: '5000000',
-      default_max_candidates: 1,
       allowed_aliases: ['approved-standard'],
       updated_by: 'olga',
-      keys: [],
     });
+    await expect(eyes.decide.execute(bob, request.id, { decision: 'approve' })).rejects.toMatchObject({ code: 'invalid_transition' });
+
     clock.advance(1000);
-    const replaced = await put.execute(
-      olga,
-      'wl-search',
-      workloadCommand({ budget_microusd: 7_000_000n, budget_period: 'day', reason: 'more budget' }),
-    );
-    expect(replaced).toMatchObject({
-      budget_microusd: '7000000',
-      budget_period: 'day',
+    const lowered = await put.execute(olga, 'wl-search', workloadCommand({ budget_microusd: 1_000_000n, reason: 'less budget' }));
+    expect(lowered).toMatchObject({
+      budget_microusd: '1000000',
       allowed_aliases: [],
-      change_reason: 'more budget',
+      change_reason: 'less budget',
       created_at: T0.toISOString(),
     });
     expect(store.changes.filter((c) => c.entity === 'workload')).toHaveLength(2);
-    expect(await new GetWorkload(store).execute('wl-search')).toEqual(replaced);
+    expect(await new GetWorkload(store).execute('wl-search')).toEqual(lowered);
+  });
+
+  it.each([
+    [{ default_max_candidates: 128 }, 'default_max_candidates up'],
+    [{ budget_microusd: 7_000_000n }, 'budget up'],
+    [{ per_candidate_output_ceiling: 100_000 }, 'per_candidate_output_ceiling up'],
+    [{ max_in_flight: 1000 }, 'max_in_flight up'],
+    [{ fallback_chain: ['approved-standard'] }, 'fallback chain additions'],
+  ])('raising %j waits for approval; the requester cannot approve it; a rejection applies nothing', async (change, raise) => {
+    const { put, eyes, store } = await setup();
+    await eyes.seedWorkload('wl', workloadCommand());
+    const before = structuredClone(store.workloads.get('wl'));
+    const pending = (await put.execute(alice, 'wl', workloadCommand(change))) as PendingChange;
+    expect(pending.body.raises).toEqual([raise]);
+    await expect(eyes.decide.execute(alice, pending.body.id, { decision: 'approve' })).rejects.toMatchObject({ code: 'self_approval' });
+    await eyes.decide.execute(bob, pending.body.id, { decision: 'reject', reason: 'no' });
+    expect(store.workloads.get('wl')).toEqual(before);
+    expect((await eyes.changes.findById(pending.body.id))?.status).toBe('rejected');
   });
 
   it('refuses aliases that name no route, naming the field', async () => {

@@ -1,8 +1,8 @@
 import { FakeClock, InMemoryExceptionStore, InMemoryPolicyStore, SequentialIds } from '../../testing/in-memory-policy.store';
-import { DAY_MS, exceptionCommand, olga, routeCommand, T0, workloadCommand } from '../../testing/fixtures';
+import { DAY_MS, exceptionCommand, olga, routeCommand, T0, workloadCommand, ALLOWLIST } from '../../testing/fixtures';
 import { CreateRoute } from '../create-route/create-route.usecase';
 import { parseBody } from '../input';
-import { PutWorkload } from '../put-workload/put-workload.usecase';
+import { fourEyes } from '../../testing/four-eyes';
 import { requestExceptionBody, RequestExceptionCommand } from './request-exception.command';
 import { RequestException } from './request-exception.usecase';
 
@@ -11,8 +11,8 @@ describe('RequestException', () => {
     const policy = new InMemoryPolicyStore();
     const exceptions = new InMemoryExceptionStore();
     const clock = new FakeClock(T0);
-    await new CreateRoute(policy, clock, new SequentialIds('rt')).execute(olga, routeCommand());
-    await new PutWorkload(policy, clock).execute(olga, 'wl', workloadCommand());
+    await new CreateRoute(policy, clock, new SequentialIds('rt'), ALLOWLIST).execute(olga, routeCommand());
+    await fourEyes(policy, clock).seedWorkload('wl', workloadCommand());
     return { exceptions, request: new RequestException(exceptions, policy, clock, new SequentialIds('ex')) };
   };
 

@@ -1,34 +1,50 @@
 import { FakeClock, InMemoryPolicyStore, SequentialIds } from '../../testing/in-memory-policy.store';
-import { olga, routeCommand, T0 } from '../../testing/fixtures';
+import { ALLOWLIST, bob, olga, routeCommand, T0 } from '../../testing/fixtures';
 import { CreateRoute } from '../create-route/create-route.usecase';
-import { UpdateRouteContract } from './update-route-contract.usecase';
+import { PendingChange } from '../change-requests';
+import { fourEyes } from '../../testing/four-eyes';
 
 describe('UpdateRouteContract', () => {
   const setup = async () => {
     const store = new InMemoryPolicyStore();
     const clock = new FakeClock(T0);
-    await new CreateRoute(store, clock, new SequentialIds('rt')).execute(olga, routeCommand());
+    await new CreateRoute(store, clock, new SequentialIds('rt'), ALLOWLIST).execute(olga, routeCommand());
     await store.verifyCurrentVersion('rt-openai', 1, 'olga', {}, T0);
     const { id: _id, ...contract } = routeCommand();
-    return { store, contract, update: new UpdateRouteContract(store, clock) };
+    const eyes = fourEyes(store, clock);
+    return { store, contract, eyes, update: eyes.updateContract };
   };
 
   it.each([
-    ['upstream model', { upstream_model: 'gpt-4.1-mini' }],
     ['gateway version', { gateway_version: '0.2.0' }],
     ['client library version', { client_library_version: 'openai@7.0.0' }],
     ['cap semantics', { output_cap_semantics: null }],
-    ['provider kind', { provider_kind: 'openai-compatible' as const }],
     ['verification TTL', { verification_ttl_seconds: 7200 }],
   ])('a change of %s appends a new unverified version; the old one keeps its verification', async (_what, change) => {
     const { store, contract, update } = await setup();
     const route = await update.execute(olga, 'rt-openai', { ...contract, ...change });
+    if (route instanceof PendingChange) throw new Error('expected a direct change');
     expect(route).toMatchObject({ changed: true, current_version: 2, verification_state: 'unverified' });
     expect(route.versions.map((v) => [v.version, v.current, v.verification_state])).toEqual([
       [2, true, 'unverified'],
       [1, false, 'verified'],
     ]);
     expect(store.changes.at(-1)).toMatchObject({ entity: 'route', change: 'contract version 2' });
+  });
+
+  it.each([
+    ['upstream model', { upstream_model: 'gpt-4.1-mini' }, 'upstream_model changed'],
+    ['provider kind', { provider_kind: 'openai-compatible' as const }, 'provider_kind changed'],
+    ['upstream URL', { upstream_base_url: 'http://127.0.0.1:9999' }, 'upstream_base_url changed'],
+  ])('a change of %s waits for a second operator; approved, it appends an unverified version', async (_what, change, raise) => {
+    const { store, contract, update, eyes } = await setup();
+    const pending = await update.execute(olga, 'rt-openai', { ...contract, ...change });
+    if (!(pending instanceof PendingChange)) throw new Error('expected a change request');
+    expect(pending.body).toMatchObject({ kind: 'route_contract', target_id: 'rt-openai', raises: [raise] });
+    expect(store.routes.get('rt-openai')!.currentVersion).toBe(1);
+    await eyes.decide.execute(bob, pending.body.id, { decision: 'approve' });
+    expect(store.routes.get('rt-openai')!.currentVersion).toBe(2);
+    expect(store.routes.get('rt-openai')!.versions[0]).toMatchObject({ verifiedAt: null, createdBy: 'olga' });
   });
 
   it('re-sending the current contract changes nothing', async () => {

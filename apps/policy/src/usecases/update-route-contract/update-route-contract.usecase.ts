@@ -1,9 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { isUniqueViolation, PolicyRepository } from '@gateway/db';
+import { ChangeRequestRepository, isUniqueViolation, PolicyRepository, Tx } from '@gateway/db';
+import { contractSpendRaises } from '@gateway/domain';
 import type { Operator } from '@gateway/service-kit';
-import { Clock, CLOCK } from '@gateway/service-kit';
+import { Clock, CLOCK, IdGenerator, InjectIds } from '@gateway/service-kit';
 import { PolicyError } from '../../policy.errors';
-import type { RouteStore } from '../../ports';
+import { assertUpstreamAllowed, InjectUpstreamAllowlist } from '../../upstream-allowlist';
+import type { ChangeRequestStore, RouteStore } from '../../ports';
+import { requestChange } from '../change-requests';
 import { contractDiffers, toContractInput } from '../route-contract.schema';
 import { currentVersionOf, routeJson } from '../views';
 import { UpdateRouteContractCommand } from './update-route-contract.command';
@@ -12,35 +15,70 @@ import { UpdateRouteContractCommand } from './update-route-contract.command';
  * Replaces a route's contract. Versions are immutable: any change (provider, model, gateway or
  * client-library version, cap semantics, ...) appends a new, unverified version, so multi-candidate
  * traffic fails closed until someone verifies it again. Re-sending the current contract is a no-op.
+ * A contract that sends traffic elsewhere (upstream URL, provider or model) becomes a change
+ * request for a second operator.
  */
 @Injectable()
 export class UpdateRouteContract {
   constructor(
     @Inject(PolicyRepository) private readonly routes: RouteStore,
     @Inject(CLOCK) private readonly clock: Clock,
+    @InjectUpstreamAllowlist() private readonly allowlist: readonly string[],
+    @Inject(ChangeRequestRepository) private readonly changes: ChangeRequestStore,
+    @InjectIds() private readonly ids: IdGenerator,
   ) {}
 
   async execute(op: Operator, routeId: string, cmd: UpdateRouteContractCommand) {
     const now = this.clock.now();
+    const prepared = await this.prepare(routeId, cmd);
+    if (!prepared.changed) return { ...routeJson(prepared.route, now), changed: false };
+    const current = currentVersionOf(prepared.route);
+    const raises = contractSpendRaises(current, {
+      providerKind: cmd.provider_kind,
+      upstreamBaseUrl: cmd.upstream_base_url,
+      upstreamModel: cmd.upstream_model,
+    });
+    if (raises.length > 0) {
+      return requestChange(
+        this.changes,
+        this.ids,
+        op,
+        { kind: 'route_contract', targetId: routeId, command: cmd, raises, reason: cmd.reason ?? 'contract changed' },
+        now,
+      );
+    }
+    await this.write(routeId, prepared.alias, cmd, op.subject, cmd.reason ?? 'contract changed', now);
+    const updated = await this.routes.routeById(routeId);
+    if (!updated) throw new Error(`route ${routeId} vanished after a contract change`);
+    return { ...routeJson(updated, now), changed: true };
+  }
+
+  /** The approved contract: validated again and appended inside the approving transaction. */
+  async applyApproved(actor: string, reason: string, routeId: string, cmd: UpdateRouteContractCommand, now: Date, tx: Tx): Promise<void> {
+    const prepared = await this.prepare(routeId, cmd);
+    if (prepared.changed) await this.write(routeId, prepared.alias, cmd, actor, reason, now, tx);
+  }
+
+  private async prepare(routeId: string, cmd: UpdateRouteContractCommand) {
+    assertUpstreamAllowed(cmd.upstream_base_url, this.allowlist);
     const route = await this.routes.routeById(routeId);
     if (!route) throw new PolicyError('not_found', `route ${routeId} not found`);
     const alias = cmd.alias ?? route.alias;
-    if (alias === route.alias && !contractDiffers(currentVersionOf(route), cmd)) {
-      return { ...routeJson(route, now), changed: false };
-    }
+    if (alias === route.alias && !contractDiffers(currentVersionOf(route), cmd)) return { route, alias, changed: false };
     if (alias !== route.alias) {
       const owner = await this.routes.routeIdByAlias(alias);
       if (owner !== null && owner !== routeId)
         throw new PolicyError('alias_taken', `alias '${alias}' is already mapped to route ${owner}`, 'alias');
     }
+    return { route, alias, changed: true };
+  }
+
+  private async write(routeId: string, alias: string, cmd: UpdateRouteContractCommand, actor: string, reason: string, now: Date, tx?: Tx) {
     try {
-      await this.routes.putRouteContract(toContractInput(routeId, alias, cmd, op.subject, cmd.reason ?? 'contract changed'), now);
+      await this.routes.putRouteContract(toContractInput(routeId, alias, cmd, actor, reason), now, tx);
     } catch (err) {
       if (isUniqueViolation(err)) throw new PolicyError('alias_taken', `alias '${alias}' is already mapped to another route`, 'alias');
       throw err;
     }
-    const updated = await this.routes.routeById(routeId);
-    if (!updated) throw new Error(`route ${routeId} vanished after a contract change`);
-    return { ...routeJson(updated, now), changed: true };
   }
 }

@@ -1,6 +1,6 @@
 import type { ProbeObservation, ProbeTarget } from '../../probe/route-probe';
 import { FakeClock, InMemoryPolicyStore, SequentialIds } from '../../testing/in-memory-policy.store';
-import { olga, routeCommand, T0 } from '../../testing/fixtures';
+import { olga, routeCommand, T0, ALLOWLIST } from '../../testing/fixtures';
 import { CreateRoute } from '../create-route/create-route.usecase';
 import { GetRoute } from '../get-route/get-route.usecase';
 import { VerifyRoute } from './verify-route.usecase';
@@ -34,7 +34,7 @@ describe('VerifyRoute', () => {
   const setup = async (probeResult = answered, maxCandidates = 4) => {
     const store = new InMemoryPolicyStore();
     const clock = new FakeClock(T0);
-    await new CreateRoute(store, clock, new SequentialIds('rt')).execute(olga, routeCommand({ max_candidates: maxCandidates }));
+    await new CreateRoute(store, clock, new SequentialIds('rt'), ALLOWLIST).execute(olga, routeCommand({ max_candidates: maxCandidates }));
     const probe = new FakeProbe(probeResult);
     return { store, clock, probe, verify: new VerifyRoute(store, probe, clock) };
   };
