@@ -4,7 +4,6 @@ import { CreateRoute } from '../create-route/create-route.usecase';
 import { GetRoute } from '../get-route/get-route.usecase';
 import { parseBody } from '../input';
 import { addPriceRevisionBody } from './add-price-revision.command';
-import { AddPriceRevision } from './add-price-revision.usecase';
 import { PendingChange } from '../change-requests';
 import { fourEyes } from '../../testing/four-eyes';
 
