@@ -2,6 +2,7 @@
  * @jest-environment ./libs/testing/src/node-undici.environment.ts
  */
 // Drives the simulator in-process with the official OpenAI and Google GenAI SDKs.
+import { eventually } from '@gateway/testing';
 import { ApiError, GoogleGenAI } from '@google/genai';
 import OpenAI from 'openai';
 import { startProviderSim, type ProviderSim } from '../src';
@@ -20,13 +21,7 @@ beforeAll(async () => {
 afterAll(() => sim.close());
 beforeEach(() => sim.reset());
 
-const waitFor = async (check: () => boolean, ms = 2000) => {
-  const until = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
+const waitFor = (check: () => boolean, timeoutMs = 2000) => eventually(() => (check() ? true : undefined), { timeoutMs, intervalMs: 10 });
 
 describe('OpenAI chat completions', () => {
   it('serves n candidates with a per-candidate cap and summed usage', async () => {

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { PolicyChangedV1, Topics } from '@gateway/contracts';
-import { Database, OutboxRepository } from '../src';
-import { KafkaBus, OutboxRelay } from './messaging-under-test';
-import { until } from './until';
+import { Database, OutboxRepository } from '@gateway/db';
+import { KafkaBus, OutboxRelay } from '@gateway/messaging';
+import { eventually } from '../src/eventually';
 
 /**
  * Outbox rows that can never be published are quarantined (and the rows behind them still go
@@ -79,7 +79,7 @@ describe('outbox quarantine and retention', () => {
 
     await relay.drain();
 
-    await until(() => (seen.filter((e) => e.entity_id.startsWith(tag)).length >= 3 ? true : undefined));
+    await eventually(() => (seen.filter((e) => e.entity_id.startsWith(tag)).length >= 3 ? true : undefined));
     expect(seen.filter((e) => e.entity_id.startsWith(tag)).map((e) => e.entity_id)).toEqual([keys[0], keys[2], keys[3]]);
     const big = await rowOf(`${tag}-big`);
     expect(big.quarantinedAt).not.toBeNull();
@@ -113,7 +113,7 @@ describe('outbox quarantine and retention', () => {
     await relay.drain();
     expect((await rowOf(`${tag}-bad`)).quarantineReason).toBe('schema_invalid');
     expect((await rowOf(`${tag}-undeclared`)).quarantineReason).toBe('unknown_topic');
-    await until(() => seen.find((e) => e.entity_id === `${tag}-good`));
+    await eventually(() => seen.find((e) => e.entity_id === `${tag}-good`));
   });
 
   it('a broker that is down quarantines nothing: the row is retried and goes out once the broker is back', async () => {
@@ -144,7 +144,7 @@ describe('outbox quarantine and retention', () => {
     await deadBus.disconnect();
 
     await new OutboxRelay(outbox, bus, quiet).drain();
-    await until(() => seen.find((e) => e.entity_id === key));
+    await eventually(() => seen.find((e) => e.entity_id === key));
     expect((await rowOf(key)).publishedAt).not.toBeNull();
   });
 

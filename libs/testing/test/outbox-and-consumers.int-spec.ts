@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { PolicyChangedV1, Topics } from '@gateway/contracts';
-import { Database, OutboxRepository, ProcessedEventRepository } from '../src';
-import { handleOnce, KafkaBus, OutboxRelay, ReplyRouter, ContentCipher, dispatchReplyV1Schema } from './messaging-under-test';
-import { until } from './until';
+import { dispatchReplyV1 as dispatchReplyV1Schema, PolicyChangedV1, Topics } from '@gateway/contracts';
+import { Database, OutboxRepository, ProcessedEventRepository } from '@gateway/db';
+import { ContentCipher, handleOnce, KafkaBus, OutboxRelay, ReplyRouter } from '@gateway/messaging';
+import { eventually } from '../src/eventually';
 
 /**
  * The reliability core against the real Postgres and Kafka: the transactional outbox, its relay
@@ -58,7 +58,7 @@ describe('outbox, relay, idempotent consumer, reply correlation', () => {
     const relays = [1, 2, 3].map(() => new OutboxRelay(outbox, bus, quiet, { batchSize: 7 }));
     await Promise.all(relays.map((r) => r.drain()));
 
-    const mine = await until(() => {
+    const mine = await eventually(() => {
       const got = seen.filter((e) => e.entity_id.startsWith(tag));
       return got.length >= ids.length ? got : undefined;
     });
@@ -91,8 +91,8 @@ describe('outbox, relay, idempotent consumer, reply correlation', () => {
       }),
     ).rejects.toThrow('abort');
     expect(committedRows).toEqual([id]);
-    await until(() => seen.find((e) => e.entity_id === id));
-    await until(async () => ((await db.prisma.outboxMessage.findFirst({ where: { key: id } }))?.publishedAt ? true : undefined));
+    await eventually(() => seen.find((e) => e.entity_id === id));
+    await eventually(async () => ((await db.prisma.outboxMessage.findFirst({ where: { key: id } }))?.publishedAt ? true : undefined));
     await relay.stop();
     expect(seen.some((e) => e.entity_id === `${id}-rolled-back`)).toBe(false);
   });
@@ -103,7 +103,7 @@ describe('outbox, relay, idempotent consumer, reply correlation', () => {
     const relay = new OutboxRelay(outbox, bus, quiet, { sweepIntervalMs: 200 });
     relay.start();
     try {
-      await until(() => seen.find((e) => e.entity_id === id));
+      await eventually(() => seen.find((e) => e.entity_id === id));
     } finally {
       await relay.stop();
     }
