@@ -76,13 +76,18 @@ describe('operator tokens', () => {
 describe('routes, contracts and prices', () => {
   it('creates a route, verifies it by probing the upstream, and versions every contract change', async () => {
     const routeId = `rt-${run}`;
-    const created = await call('POST', '/routes', tokens.operator, contract({ id: routeId, alias: `standard-${run}` }));
+    const created = await call(
+      'POST',
+      '/routes',
+      tokens.operator,
+      contract({ id: routeId, alias: `standard-${run}`, priced_features: ['prediction'], image_input_tokens: 2000 }),
+    );
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({
       id: routeId,
       current_version: 1,
       verification_state: 'unverified',
-      contract: { verified_at: null },
+      contract: { verified_at: null, priced_features: ['prediction'], media_input_tokens: { image: 2000, audio: 1000 } },
     });
 
     const verified = await call('POST', `/routes/${routeId}/verify`, tokens.operator, {
@@ -222,7 +227,14 @@ describe('workloads and keys', () => {
   it('sets a workload policy, issues a key shown once, refuses that key on the policy API (403), and revokes it', async () => {
     const wl = `wl-keys-${run}`;
     const put = await approvedWorkload(await call('PUT', `/workloads/${wl}`, tokens.operator, workload()));
-    expect(put.body).toMatchObject({ id: wl, budget_microusd: '5000000', default_max_candidates: 1, budget_period: 'month', keys: [] });
+    expect(put.body).toMatchObject({
+      id: wl,
+      budget_microusd: '5000000',
+      default_max_candidates: 1,
+      budget_period: 'month',
+      allow_provider_storage: false,
+      keys: [],
+    });
 
     const issued = await call('POST', `/workloads/${wl}/keys`, tokens.operator);
     expect(issued.status).toBe(201);

@@ -76,4 +76,14 @@ describe('contractSpendRaises', () => {
       'upstream_model changed',
     ]);
   });
+
+  it('admitting a price-changing feature or lowering a per-media minimum raises spend; the reverse does not', () => {
+    const priced = { ...c, pricedFeatures: ['service_tier'], imageInputTokens: 1600 };
+    expect(contractSpendRaises(priced, { ...priced, pricedFeatures: ['service_tier', 'web_search_options'] })).toEqual([
+      'priced feature web_search_options admitted',
+    ]);
+    expect(contractSpendRaises(priced, { ...priced, imageInputTokens: 800 })).toEqual(['imageInputTokens lowered']);
+    expect(contractSpendRaises(priced, { ...priced, pricedFeatures: [], imageInputTokens: 3200 })).toEqual([]);
+    expect(contractSpendRaises(priced, { ...c })).toEqual([]);
+  });
 });

@@ -60,13 +60,33 @@ export interface ContractDestination {
   providerKind: string;
   upstreamBaseUrl: string;
   upstreamModel: string;
+  /** price-changing features the route admits (undefined: unchanged) */
+  pricedFeatures?: readonly string[];
+  /** per-media input minimums the reservation counts (undefined: unchanged) */
+  imageInputTokens?: number;
+  audioInputTokens?: number;
+  videoInputTokens?: number;
+  documentInputTokens?: number;
 }
 
-/** A contract that sends traffic somewhere else (host, provider or model) is a spend decision. */
+const MEDIA_MINIMUMS = ['imageInputTokens', 'audioInputTokens', 'videoInputTokens', 'documentInputTokens'] as const;
+
+/**
+ * A contract that sends traffic somewhere else (host, provider or model), admits a feature that
+ * changes the provider's price, or reserves less per media item is a spend decision.
+ */
 export function contractSpendRaises(current: ContractDestination, proposed: ContractDestination): string[] {
   const raises: string[] = [];
   if (proposed.upstreamBaseUrl !== current.upstreamBaseUrl) raises.push('upstream_base_url changed');
   if (proposed.providerKind !== current.providerKind) raises.push('provider_kind changed');
   if (proposed.upstreamModel !== current.upstreamModel) raises.push('upstream_model changed');
+  for (const f of proposed.pricedFeatures ?? []) {
+    if (!(current.pricedFeatures ?? []).includes(f)) raises.push(`priced feature ${f} admitted`);
+  }
+  for (const k of MEDIA_MINIMUMS) {
+    const now = current[k];
+    const next = proposed[k];
+    if (next !== undefined && now !== undefined && next < now) raises.push(`${k} lowered`);
+  }
   return raises;
 }

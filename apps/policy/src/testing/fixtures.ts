@@ -45,6 +45,7 @@ export function workloadCommand(overrides: Partial<PutWorkloadCommand> = {}): Pu
     fallback_chain: [],
     allow_length: false,
     allow_content_filter: false,
+    allow_provider_storage: false,
     deadline_ms: 30_000,
     max_in_flight: 16,
     tokens_per_minute: null,

@@ -21,6 +21,13 @@ export const contractFields = {
   gateway_version: text(64),
   client_library_version: text(128),
   verification_ttl_seconds: int(60),
+  /** price-changing request fields this route prices (issue 8); omitted: keep what the route has (none on a new route) */
+  priced_features: z.array(text(64)).max(64).optional(),
+  /** input tokens reserved at least per media item; omitted: keep (defaults on a new route) */
+  image_input_tokens: int(1, 1_000_000).optional(),
+  audio_input_tokens: int(1, 1_000_000).optional(),
+  video_input_tokens: int(1, 1_000_000).optional(),
+  document_input_tokens: int(1, 1_000_000).optional(),
 };
 
 /** Model aliases travel in `model` and in Gemini URL paths, so no `/` or `:`. */
@@ -46,6 +53,11 @@ export function toContractInput(routeId: string, alias: string, c: ContractField
     gatewayVersion: c.gateway_version,
     clientLibraryVersion: c.client_library_version,
     verificationTtlSeconds: c.verification_ttl_seconds,
+    pricedFeatures: c.priced_features,
+    imageInputTokens: c.image_input_tokens,
+    audioInputTokens: c.audio_input_tokens,
+    videoInputTokens: c.video_input_tokens,
+    documentInputTokens: c.document_input_tokens,
     actor,
     reason,
   };
@@ -65,6 +77,15 @@ export function contractDiffers(v: RouteContractVersionView, c: ContractFields):
     v.streamingUsage !== c.streaming_usage ||
     v.gatewayVersion !== c.gateway_version ||
     v.clientLibraryVersion !== c.client_library_version ||
-    v.verificationTtlSeconds !== c.verification_ttl_seconds
+    v.verificationTtlSeconds !== c.verification_ttl_seconds ||
+    (c.priced_features !== undefined && !sameSet(v.pricedFeatures ?? [], c.priced_features)) ||
+    (c.image_input_tokens !== undefined && v.imageInputTokens !== c.image_input_tokens) ||
+    (c.audio_input_tokens !== undefined && v.audioInputTokens !== c.audio_input_tokens) ||
+    (c.video_input_tokens !== undefined && v.videoInputTokens !== c.video_input_tokens) ||
+    (c.document_input_tokens !== undefined && v.documentInputTokens !== c.document_input_tokens)
   );
+}
+
+function sameSet(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === new Set(b).size && b.every((x) => a.includes(x));
 }

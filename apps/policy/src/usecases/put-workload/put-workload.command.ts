@@ -25,6 +25,8 @@ export const putWorkloadBody = z
     fallback_chain: aliasList(10).default([]),
     allow_length: z.boolean().default(false),
     allow_content_filter: z.boolean().default(false),
+    /** let the provider keep prompts (OpenAI `store`); off by default, so the gateway sends store:false */
+    allow_provider_storage: z.boolean().default(false),
     deadline_ms: int(100, 600_000).default(30_000),
     max_in_flight: int(1, 100_000).default(16),
     tokens_per_minute: int(1, MAX_TOKENS_PER_MINUTE).nullable().default(null),

@@ -75,6 +75,7 @@ function toInput(id: string, cmd: PutWorkloadCommand, actor: string, reason: str
     fallbackChain: cmd.fallback_chain,
     allowLength: cmd.allow_length,
     allowContentFilter: cmd.allow_content_filter,
+    allowProviderStorage: cmd.allow_provider_storage,
     deadlineMs: cmd.deadline_ms,
     maxInFlight: cmd.max_in_flight,
     tokensPerMinute: cmd.tokens_per_minute,

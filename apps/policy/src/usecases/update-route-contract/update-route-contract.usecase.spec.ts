@@ -36,6 +36,7 @@ describe('UpdateRouteContract', () => {
     ['upstream model', { upstream_model: 'gpt-4.1-mini' }, 'upstream_model changed'],
     ['provider kind', { provider_kind: 'openai-compatible' as const }, 'provider_kind changed'],
     ['upstream URL', { upstream_base_url: 'http://127.0.0.1:9999' }, 'upstream_base_url changed'],
+    ['priced features', { priced_features: ['service_tier'] }, 'priced feature service_tier admitted'],
   ])('a change of %s waits for a second operator; approved, it appends an unverified version', async (_what, change, raise) => {
     const { store, contract, update, eyes } = await setup();
     const pending = await update.execute(olga, 'rt-openai', { ...contract, ...change });
@@ -45,6 +46,18 @@ describe('UpdateRouteContract', () => {
     await eyes.decide.execute(bob, pending.body.id, { decision: 'approve' });
     expect(store.routes.get('rt-openai')!.currentVersion).toBe(2);
     expect(store.routes.get('rt-openai')!.versions[0]).toMatchObject({ verifiedAt: null, createdBy: 'olga' });
+  });
+
+  it('priced features and media minimums are contract facts: approved, the new version carries and shows them', async () => {
+    const { store, contract, update, eyes } = await setup();
+    const pending = await update.execute(olga, 'rt-openai', { ...contract, priced_features: ['prediction'], image_input_tokens: 2000 });
+    if (!(pending instanceof PendingChange)) throw new Error('expected a change request');
+    await eyes.decide.execute(bob, pending.body.id, { decision: 'approve' });
+    expect(store.routes.get('rt-openai')!.versions[0]).toMatchObject({ pricedFeatures: ['prediction'], imageInputTokens: 2000 });
+    const again = await update.execute(olga, 'rt-openai', { ...contract, priced_features: ['prediction'], image_input_tokens: 2000 });
+    expect(again).toMatchObject({ changed: false });
+    if (again instanceof PendingChange) throw new Error('expected no change');
+    expect(again.versions[0]).toMatchObject({ priced_features: ['prediction'], media_input_tokens: { image: 2000 } });
   });
 
   it('re-sending the current contract changes nothing', async () => {

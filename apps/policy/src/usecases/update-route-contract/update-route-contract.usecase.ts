@@ -37,6 +37,11 @@ export class UpdateRouteContract {
       providerKind: cmd.provider_kind,
       upstreamBaseUrl: cmd.upstream_base_url,
       upstreamModel: cmd.upstream_model,
+      pricedFeatures: cmd.priced_features,
+      imageInputTokens: cmd.image_input_tokens,
+      audioInputTokens: cmd.audio_input_tokens,
+      videoInputTokens: cmd.video_input_tokens,
+      documentInputTokens: cmd.document_input_tokens,
     });
     if (raises.length > 0) {
       return requestChange(
