@@ -2,7 +2,7 @@ import pino from 'pino';
 import { Dispatcher, MockAgent } from 'undici';
 import { DispatchCommandV1, DispatchReplyV1, dispatchReplyV1, TopicKey, TopicPayload, Topics } from '@gateway/contracts';
 import type { AttemptOutcome, ClaimInput, ClaimResult } from '@gateway/db';
-import { ContentCipher } from '@gateway/messaging';
+import { ContentCipher, PermanentPublishError } from '@gateway/messaging';
 import { InvalidTransitionError } from '@gateway/domain';
 import { Clock, Metrics, randomIds, ServiceConfig } from '@gateway/service-kit';
 import { eventually } from '@gateway/testing';
@@ -55,8 +55,13 @@ class FakeAttemptStore implements AttemptStore {
 /** Keeps what would go to Kafka, validated against the topic schema as the real bus does. */
 class FakeReplyBus implements ReplyPublisher {
   readonly sent: Array<{ topic: TopicKey; key: string; value: unknown }> = [];
+  /** messages whose JSON is longer than this are refused as the broker refuses them */
+  maxMessageBytes = Infinity;
 
   async publish<K extends TopicKey>(topic: K, messages: Array<{ key: string; value: TopicPayload<K> }>): Promise<void> {
+    if (messages.some((m) => JSON.stringify(m.value).length > this.maxMessageBytes)) {
+      throw new PermanentPublishError('MESSAGE_TOO_LARGE', new Error('The request included a message larger than the max message size'));
+    }
     for (const m of messages) this.sent.push({ topic, key: m.key, value: Topics[topic].schema.parse(m.value) });
   }
 }
@@ -213,6 +218,23 @@ describe('RunAttempt', () => {
       const [reply] = f.replies();
       expect(reply).toMatchObject({ kind: 'response', http_status: 200, body, returned_candidates: 1 });
       expect(f.bus.sent.map((m) => [m.topic, m.key])).toEqual([['dispatchReplies', 'act-1']]);
+    });
+
+    it('an answer too large for one Kafka message: usage recorded, the client gets a 502 instead of a timeout', async () => {
+      const f = setup();
+      f.bus.maxMessageBytes = 4000;
+      const body = {
+        id: 'chatcmpl-big',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'x'.repeat(5000) }, finish_reason: 'stop' }],
+        usage: USAGE,
+      };
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, body, { headers: { 'content-type': 'application/json' } });
+      await f.attempt(openAiCommand());
+
+      expect(f.store.completed[0]).toMatchObject({ status: 'succeeded', usage: { inputTokens: 9, outputTokensTotal: 7 } });
+      const [reply] = f.replies();
+      expect(reply).toMatchObject({ kind: 'error', http_status: 502, code: 'upstream_error', returned_candidates: 1 });
+      expect(f.bus.sent).toHaveLength(1);
     });
 
     it('turns a provider error into a 502 upstream_error, with the error as zero-usage evidence', async () => {

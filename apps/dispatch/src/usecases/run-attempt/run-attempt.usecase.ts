@@ -4,7 +4,7 @@ import { Dispatcher, request } from 'undici';
 import { DispatchCommandV1, DispatchReplyV1 } from '@gateway/contracts';
 import { DispatchRepository } from '@gateway/db';
 import { accept } from '@gateway/domain';
-import { ContentCipher, KafkaBus } from '@gateway/messaging';
+import { ContentCipher, KafkaBus, PermanentPublishError } from '@gateway/messaging';
 import { adapterFor, ParsedResponse, SseDecoder, UpstreamRequest } from '@gateway/providers';
 import { Clock, CLOCK, IdGenerator, InjectConfig, InjectIds, InjectLogger, ServiceConfig } from '@gateway/service-kit';
 import { AttemptStatus, buildAttemptEvent, deliveryOf, shortfallOf } from './attempt-report';
@@ -363,17 +363,35 @@ export class RunAttempt implements BeforeApplicationShutdown {
   }
 
   private async reply(ctx: Ctx, reply: DispatchReplyV1): Promise<void> {
-    await this.bus.publish('dispatchReplies', [
-      {
-        key: ctx.cmd.action_id,
-        value: {
-          event_id: this.ids.next(),
-          action_id: ctx.cmd.action_id,
-          reply_to: ctx.replyTo,
-          body: this.cipher.encrypt(reply, ctx.cmd.action_id),
+    try {
+      await this.bus.publish('dispatchReplies', [
+        {
+          key: ctx.cmd.action_id,
+          value: {
+            event_id: this.ids.next(),
+            action_id: ctx.cmd.action_id,
+            reply_to: ctx.replyTo,
+            body: this.cipher.encrypt(reply, ctx.cmd.action_id),
+          },
         },
-      },
-    ]);
+      ]);
+    } catch (err) {
+      // An answer larger than one Kafka message (many candidates × a high cap) cannot travel back.
+      // Its usage is already recorded and billed; the client gets a clear 502 instead of a timeout.
+      if (!(err instanceof PermanentPublishError) || reply.kind !== 'response') throw err;
+      this.log.error(
+        { action_id: ctx.cmd.action_id, attempt_id: ctx.attemptId, refusal: err.refusal },
+        'answer too large for the reply topic; answering 502',
+      );
+      const { kind: _kind, http_status: _status, body: _body, ...counts } = reply;
+      await this.reply(ctx, {
+        ...counts,
+        kind: 'error',
+        http_status: 502,
+        code: 'upstream_error',
+        message: `the provider's answer is larger than the gateway can carry back (${err.refusal}); it was recorded and billed`,
+      });
+    }
   }
 }
 
