@@ -7,10 +7,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { AttemptCompletedV1, DeadLetterV1, ReconciliationRequiredV1, Topics } from '@gateway/contracts';
-import { budgetAccountId, Database } from '@gateway/db';
+import { Database } from '@gateway/db';
 import { KafkaBus } from '@gateway/messaging';
 import type { RunningService } from '@gateway/service-kit';
-import { eventually, Seeder } from '@gateway/testing';
+import { eventually, seedHeldAttempt, Seeder } from '@gateway/testing';
 import { startSettlement } from '../src/app';
 
 const DB_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
@@ -60,80 +60,8 @@ afterAll(async () => {
 });
 
 /** What admission and dispatch leave behind for one attempt that succeeded upstream. */
-async function succeededAttempt(
-  workloadId: string,
-  reservedMicrousd: bigint,
-): Promise<{ actionId: string; attemptId: string; accountId: string }> {
-  const actionId = randomUUID();
-  const attemptId = randomUUID();
-  const accountId = budgetAccountId('workload', workloadId, PERIOD);
-  const now = new Date();
-  await db.prisma.budgetAccount.upsert({
-    where: { id: accountId },
-    create: {
-      id: accountId,
-      scope: 'workload',
-      scopeId: workloadId,
-      periodStart: PERIOD,
-      budgetMicrousd: 1_000_000n,
-      pendingMicrousd: reservedMicrousd,
-    },
-    update: { pendingMicrousd: { increment: reservedMicrousd } },
-  });
-  await db.prisma.action.create({
-    data: {
-      id: actionId,
-      workloadId,
-      environment: 'dev',
-      routeId,
-      routeVersion: 1,
-      modelAlias: `alias-${routeId}`,
-      apiKind: 'openai-chat',
-      streamMode: 'none',
-      requestedCandidates: null,
-      effectiveCandidates: 1,
-      outputCeiling: 256,
-      inputTokensEstimate: 100,
-      requestFingerprint: randomUUID(),
-      status: 'dispatched',
-      statusReason: 'dispatched',
-      deadlineAt: new Date(now.getTime() + 60_000),
-      dispatchDeadlineAt: new Date(now.getTime() + 60_000),
-      createdAt: now,
-      updatedAt: now,
-    },
-  });
-  await db.prisma.reservation.create({
-    data: {
-      id: randomUUID(),
-      actionId,
-      workloadAccountId: accountId,
-      reservedOutputTokens: 256,
-      reservedMicrousd,
-      priceRevisionId: priceId,
-      status: 'pending',
-      statusReason: 'reserved at admission',
-      createdAt: now,
-      updatedAt: now,
-    },
-  });
-  await db.prisma.attempt.create({
-    data: {
-      id: attemptId,
-      actionId,
-      attemptNo: 1,
-      role: 'primary',
-      routeId,
-      routeVersion: 1,
-      status: 'succeeded',
-      statusReason: 'valid answer',
-      effectiveCandidates: 1,
-      startedAt: now,
-      updatedAt: now,
-    },
-  });
-  return { actionId, attemptId, accountId };
-}
+const succeededAttempt = (workloadId: string, reservedMicrousd: bigint) =>
+  seedHeldAttempt(db, { routeId, priceRevisionId: priceId, reservedMicrousd, periodStart: PERIOD, workloadId, actionStatus: 'dispatched' });
 
 function completed(
   workloadId: string,

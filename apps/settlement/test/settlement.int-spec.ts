@@ -7,7 +7,6 @@ import { randomUUID } from 'node:crypto';
 import { AttemptCompletedV1, Topics } from '@gateway/contracts';
 import {
   AttemptRepository,
-  budgetAccountId,
   CaseRepository,
   CatalogRepository,
   Database,
@@ -18,7 +17,7 @@ import {
   ReservationHoldRepository,
 } from '@gateway/db';
 import { randomIds } from '@gateway/service-kit';
-import { ledgerRow, Seeder } from '@gateway/testing';
+import { ledgerRow, seedHeldAttempt, Seeder } from '@gateway/testing';
 import { QueryLedger } from '../src/usecases/query-ledger/query-ledger.usecase';
 import { SettleAttempt } from '../src/usecases/settle-attempt/settle-attempt.usecase';
 
@@ -54,78 +53,8 @@ describe('settlement on Postgres', () => {
   });
   afterAll(() => db.close());
 
-  /** What admission and dispatch leave behind: a held budget, the action, its reservation, a finished attempt. */
-  async function answered(reservedMicrousd: bigint) {
-    const workloadId = `wl-${randomUUID()}`;
-    const actionId = randomUUID();
-    const attemptId = randomUUID();
-    const accountId = budgetAccountId('workload', workloadId, PERIOD);
-    const now = new Date();
-    await db.prisma.budgetAccount.create({
-      data: {
-        id: accountId,
-        scope: 'workload',
-        scopeId: workloadId,
-        periodStart: PERIOD,
-        budgetMicrousd: 1_000_000n,
-        pendingMicrousd: reservedMicrousd,
-      },
-    });
-    await db.prisma.action.create({
-      data: {
-        id: actionId,
-        requestId: `req-${actionId}`,
-        workloadId,
-        environment: 'test',
-        routeId,
-        routeVersion: 1,
-        modelAlias: `alias-${routeId}`,
-        apiKind: 'openai-chat',
-        streamMode: 'none',
-        effectiveCandidates: 1,
-        outputCeiling: 100,
-        inputTokensEstimate: 10,
-        requestFingerprint: 'f',
-        status: 'answered',
-        statusReason: 'answered',
-        deadlineAt: now,
-        dispatchDeadlineAt: now,
-        financialState: 'pending',
-        createdAt: now,
-        updatedAt: now,
-      },
-    });
-    await db.prisma.reservation.create({
-      data: {
-        id: randomUUID(),
-        actionId,
-        workloadAccountId: accountId,
-        reservedOutputTokens: 100,
-        reservedMicrousd,
-        priceRevisionId: priceId,
-        status: 'pending',
-        statusReason: 'reserved at admission',
-        createdAt: now,
-        updatedAt: now,
-      },
-    });
-    await db.prisma.attempt.create({
-      data: {
-        id: attemptId,
-        actionId,
-        attemptNo: 1,
-        role: 'primary',
-        routeId,
-        routeVersion: 1,
-        status: 'succeeded',
-        statusReason: 'answered',
-        effectiveCandidates: 1,
-        startedAt: now,
-        updatedAt: now,
-      },
-    });
-    return { workloadId, actionId, attemptId, accountId };
-  }
+  const answered = (reservedMicrousd: bigint) =>
+    seedHeldAttempt(db, { routeId, priceRevisionId: priceId, reservedMicrousd, periodStart: PERIOD });
 
   function completed(
     a: { workloadId: string; actionId: string; attemptId: string },

@@ -10,3 +10,4 @@ export * from './events';
 export * from './attempt-outcome';
 export * from './ledger-rows';
 export * from './policy-bodies';
+export * from './held-attempt';
