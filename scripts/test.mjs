@@ -5,6 +5,8 @@
 //   3. e2e         jest.e2e.config.js    (official SDKs against the running services)
 //   4. chaos       scripts/chaos.mjs --short (faults injected into a stack of its own; invariants)
 // Options: --only=unit,int,e2e,chaos   (default: all). Exit code is non-zero when anything failed.
+//          any other argument is handed to jest as a test path pattern, e.g.
+//          `npm test -- --only=int,e2e probe` runs only the int and e2e specs whose path matches "probe".
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,6 +16,7 @@ import { ensurePrismaClient } from './prisma-generate.mjs';
 import { contentKey, ROOT, runTs, stackPorts, startServices } from './services.mjs';
 
 const only = (process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'unit,int,e2e,chaos').split(',');
+const patterns = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const E2E_PORT_BASE = Number(process.env.E2E_PORT_BASE ?? 13000);
 const log = (msg) => console.log(`[test] ${msg}`);
 const totals = { passed: 0, failed: 0 };
@@ -26,7 +29,7 @@ function jest(config, env) {
   return new Promise((resolve) => {
     const child = spawn(
       process.execPath,
-      [path.join(ROOT, 'node_modules/jest/bin/jest.js'), '-c', config, '--json', `--outputFile=${out}`, '--passWithNoTests=false'],
+      [path.join(ROOT, 'node_modules/jest/bin/jest.js'), '-c', config, '--json', `--outputFile=${out}`, `--passWithNoTests=${patterns.length > 0}`, ...patterns],
       {
         cwd: ROOT,
         env,
