@@ -25,6 +25,8 @@ describe('contract versions: only a verified, fresh contract serves', () => {
     await withSeeder(async (seed) => {
       operator = await seed.operator(`olga-${run}`, ['operator']);
       approver = await seed.operator(`arno-${run}`, ['approver']);
+      // probes are reserved against the operations budget
+      await seed.fundOperations(50_000_000n);
       const sim = simContract().upstream_base_url;
       // verified three days ago with a one-day TTL: stale
       await seed.route(

@@ -42,7 +42,7 @@ describe('exceptions through the policy API', () => {
   it('an operator creates and verifies a route, prices it, and sets up a workload with a key', async () => {
     const created = await call('POST', '/routes', operator, { id: routeId, alias: routeId, ...simContract() });
     expect(created).toMatchObject({ ok: true });
-    const verified = await call('POST', `/routes/${routeId}/verify`, operator, { probe: true });
+    const verified = await call('POST', `/routes/${routeId}/verify`, operator, { notes: 'reviewed' });
     expect(verified).toMatchObject({ ok: true });
     expect(verified.body.verification_state ?? verified.body.route?.verification_state).toBe('verified');
     const priced = await call('POST', `/routes/${routeId}/prices`, operator, {

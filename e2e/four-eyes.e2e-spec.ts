@@ -32,7 +32,7 @@ describe('four-eyes for changes that raise spend', () => {
       approver = await seed.operator(`arno-${run}`, ['approver']);
     });
     expect((await call('POST', '/routes', operator, { id: routeId, alias: routeId, ...simContract() })).status).toBe(201);
-    expect((await call('POST', `/routes/${routeId}/verify`, operator, { probe: true })).status).toBe(200);
+    expect((await call('POST', `/routes/${routeId}/verify`, operator, { notes: 'reviewed' })).status).toBe(200);
   });
 
   it('a route’s first price and an all-zero revision wait for approval', async () => {

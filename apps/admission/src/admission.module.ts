@@ -1,11 +1,9 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { AdmissionRepository, Database, OutboxRepository, ViewsRepository } from '@gateway/db';
 import { ContentCipher, ReplyRouter } from '@gateway/messaging';
-import { CoreModule, CoreOptions } from '@gateway/service-kit';
+import { CoreModule, CoreOptions, dispatchRepliesConsumer, DispatchRepliesIntake } from '@gateway/service-kit';
 import { AdmissionMetrics } from './admission.metrics';
 import { CatalogCache } from './catalog-cache';
-import { DispatchRepliesConsumer } from './consumers/dispatch-replies.consumer';
-import { DispatchRepliesIntake } from './consumers/dispatch-replies.intake';
 import { ActionsController } from './http/actions.controller';
 import { ChatCompletionsController } from './http/chat-completions.controller';
 import { GeminiController } from './http/gemini.controller';
@@ -20,7 +18,7 @@ export class AdmissionModule {
     return {
       module: AdmissionModule,
       imports: [CoreModule.forService(core)],
-      controllers: [ChatCompletionsController, GeminiController, ActionsController, DispatchRepliesConsumer],
+      controllers: [ChatCompletionsController, GeminiController, ActionsController, dispatchRepliesConsumer('admission-replies', 6)],
       providers: [
         { provide: ContentCipher, useValue: core.cipher },
         { provide: ReplyRouter, useValue: new ReplyRouter() },

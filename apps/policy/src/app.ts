@@ -1,4 +1,5 @@
 import { parseUpstreamAllowlist } from '@gateway/domain';
+import { ContentCipher } from '@gateway/messaging';
 import { createLogger, loadConfig, portFromEnv, HttpServiceDefinition, RunningService, startHttpService } from '@gateway/service-kit';
 import { PolicyModule } from './policy.module';
 
@@ -11,6 +12,7 @@ export function policyHttpService(env: NodeJS.ProcessEnv = process.env): HttpSer
       config,
       logger,
       probeTimeoutMs: msFromEnv('POLICY_PROBE_TIMEOUT_MS', 15_000, env),
+      cipher: ContentCipher.fromEnv(env),
       upstreamAllowlist: parseUpstreamAllowlist(env.GATEWAY_UPSTREAM_ALLOWLIST),
       expirySweepMs: msFromEnv('POLICY_EXPIRY_SWEEP_MS', 60_000, env),
     }),

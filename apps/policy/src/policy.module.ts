@@ -1,13 +1,13 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { ChangeRequestRepository, Database, ExceptionRepository, OutboxRepository } from '@gateway/db';
-import { upstreamAgent } from '@gateway/providers';
-import { Clock, CLOCK, CoreModule, CoreOptions, ID_GENERATOR, IdGenerator } from '@gateway/service-kit';
+import { AdmissionRepository, ChangeRequestRepository, Database, ExceptionRepository, OutboxRepository } from '@gateway/db';
+import { ContentCipher, ReplyRouter } from '@gateway/messaging';
+import { CoreModule, CoreOptions, dispatchRepliesConsumer, DispatchRepliesIntake } from '@gateway/service-kit';
 import { EXPIRY_SWEEP_MS, ExpirySweeper } from './expiry-sweeper';
 import { ChangeRequestsController } from './http/change-requests.controller';
 import { ExceptionsController } from './http/exceptions.controller';
 import { RoutesController } from './http/routes.controller';
 import { WorkloadsController } from './http/workloads.controller';
-import { RouteProbe } from './probe/route-probe';
+import { PROBE_OPTIONS, RouteProbe } from './probe/route-probe';
 import { UPSTREAM_ALLOWLIST } from './upstream-allowlist';
 import { AddPriceRevision } from './usecases/add-price-revision/add-price-revision.usecase';
 import { CreateRoute } from './usecases/create-route/create-route.usecase';
@@ -30,6 +30,8 @@ import { VerifyRoute } from './usecases/verify-route/verify-route.usecase';
 
 export interface PolicyOptions extends CoreOptions {
   probeTimeoutMs: number;
+  /** probes travel to dispatch encrypted, like every dispatch command */
+  cipher: ContentCipher;
   upstreamAllowlist: readonly string[];
   expirySweepMs: number;
 }
@@ -40,16 +42,26 @@ export class PolicyModule {
     return {
       module: PolicyModule,
       imports: [CoreModule.forService(opts)],
-      controllers: [RoutesController, WorkloadsController, ExceptionsController, ChangeRequestsController],
+      controllers: [
+        RoutesController,
+        WorkloadsController,
+        ExceptionsController,
+        ChangeRequestsController,
+        dispatchRepliesConsumer('policy-replies', 2),
+      ],
       providers: [
         { provide: EXPIRY_SWEEP_MS, useValue: opts.expirySweepMs },
         { provide: UPSTREAM_ALLOWLIST, useValue: opts.upstreamAllowlist },
+        { provide: PROBE_OPTIONS, useValue: { timeoutMs: opts.probeTimeoutMs } },
+        { provide: ContentCipher, useValue: opts.cipher },
+        { provide: ReplyRouter, useValue: new ReplyRouter() },
         {
-          provide: RouteProbe,
-          useFactory: (clock: Clock, ids: IdGenerator) =>
-            new RouteProbe({ timeoutMs: opts.probeTimeoutMs, dispatcher: upstreamAgent(opts.upstreamAllowlist) }, clock, ids),
-          inject: [CLOCK, ID_GENERATOR],
+          provide: AdmissionRepository,
+          useFactory: (db: Database, outbox: OutboxRepository) => new AdmissionRepository(db, outbox),
+          inject: [Database, OutboxRepository],
         },
+        DispatchRepliesIntake,
+        RouteProbe,
         {
           provide: ExceptionRepository,
           useFactory: (db: Database, outbox: OutboxRepository) => new ExceptionRepository(db, outbox),

@@ -38,6 +38,8 @@ export const dispatchCommandV1 = z.object({
   effective_candidates: z.number().int().positive(),
   output_ceiling: z.number().int().positive(),
   include_usage_for_client: z.boolean(),
+  /** `probe`: a route verification probe sent by the policy service; absent = primary */
+  attempt_role: z.enum(['primary', 'probe']).optional(),
   /** the workload lets the provider keep prompts (OpenAI `store`); absent = no */
   allow_provider_storage: z.boolean().optional(),
   deadline: z.string(),
@@ -72,6 +74,8 @@ export const dispatchReplyV1 = z.discriminatedUnion('kind', [
     http_status: z.number().int(),
     code: z.string(),
     message: z.string(),
+    /** the provider's own HTTP status when it answered with an error (absent: no answer) */
+    upstream_http_status: z.number().int().optional(),
   }),
   z.object({ kind: z.literal('stream_chunk'), seq: z.number().int().nonnegative(), data: z.string() }),
   replyCounts.extend({ kind: z.literal('stream_end'), seq: z.number().int().nonnegative(), complete: z.boolean() }),

@@ -9,7 +9,12 @@ const isoTimestamp = z.string().datetime({ offset: true });
 const microusd = z.string().regex(/^-?\d+$/, 'integer micro-USD as a decimal string');
 const count = z.number().int().nonnegative();
 
-export const attemptRole = z.enum(['primary', 'hedge', 'retry', 'fallback']);
+/**
+ * DESIGN §5 names primary, hedge, retry and fallback. `probe` is the gateway's own verification
+ * call to a route (an operator asked for it): spend like any other, settled against the
+ * operations workload's budget, so finance sees it (docs/decisions.md, "Probe spend is spend").
+ */
+export const attemptRole = z.enum(['primary', 'hedge', 'retry', 'fallback', 'probe']);
 export type AttemptRole = z.infer<typeof attemptRole>;
 /**
  * Where a settled amount's evidence came from. DESIGN §8 lists `operator`; an operator release

@@ -1,14 +1,8 @@
 import fc from 'fast-check';
+import { TEST_PRICE } from './price.fixture';
 import { PriceRevision, Usage, costOfTokensMicrousd, estimateCostMicrousd, priceUsage } from './pricing';
 
-// $2.50 / $1.25 / $10 / $10 per MTok, expressed in micro-USD per MTok.
-const price: PriceRevision = {
-  id: 'p1',
-  inputPerMTokMicrousd: 2_500_000n,
-  cachedInputPerMTokMicrousd: 1_250_000n,
-  outputPerMTokMicrousd: 10_000_000n,
-  reasoningPerMTokMicrousd: 10_000_000n,
-};
+const price = TEST_PRICE;
 
 const usage = (u: Partial<Usage>): Usage => ({
   inputTokens: 0,

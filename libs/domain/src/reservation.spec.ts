@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { TEST_PRICE } from './price.fixture';
 import { PriceRevision } from './pricing';
 import {
   MAX_BUDGET_MICROUSD,
@@ -15,13 +16,7 @@ import {
   worstReservationMicrousd,
 } from './reservation';
 
-const price: PriceRevision = {
-  id: 'p1',
-  inputPerMTokMicrousd: 2_500_000n,
-  cachedInputPerMTokMicrousd: 1_250_000n,
-  outputPerMTokMicrousd: 10_000_000n,
-  reasoningPerMTokMicrousd: 10_000_000n,
-};
+const price = TEST_PRICE;
 
 const priceArb: fc.Arbitrary<PriceRevision> = fc.record({
   id: fc.constant('arb'),

@@ -11,3 +11,4 @@ export * from './reply-router';
 export * from './content-cipher';
 export * from './idempotent-consumer';
 export * from './nest/bus.transport';
+export * from './dispatch-command';

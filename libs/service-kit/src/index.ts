@@ -16,3 +16,4 @@ export * from './operator-guard';
 export * from './profiling';
 export * from './input-guard';
 export * from './auth-throttle';
+export * from './dispatch-replies';

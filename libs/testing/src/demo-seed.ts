@@ -77,6 +77,8 @@ export async function seedDemo(
         expiry: 'unexpired',
       });
     }
+    // Route verification probes are reserved against the operations budget: $5 for the demo.
+    await seed.fundOperations(5_000_000n);
     const operatorToken = await seed.operator('demo-operator', ['operator', 'finance']);
     const approverToken = await seed.operator('demo-approver', ['approver']);
     return { supportDraftKey: supportKey, evalRerankKey: evalRerank.key, operatorToken, approverToken };

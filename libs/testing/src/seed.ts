@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { hashCredential } from '@gateway/domain';
+import { hashCredential, OPERATIONS_WORKLOAD_ID } from '@gateway/domain';
 import { Database, OutboxRepository, PolicyRepository, RouteContractInput, WorkloadInput } from '@gateway/db';
 
 /**
@@ -82,6 +82,17 @@ export class Seeder {
       now,
     );
     return { key: await this.key(input.id) };
+  }
+
+  /**
+   * Sets the operations workload's budget (what route verification probes are reserved against;
+   * its migration creates it unfunded). Operators raise it through a budget change request.
+   */
+  async fundOperations(budgetMicrousd: bigint): Promise<void> {
+    const ops = await this.policy.workloadById(OPERATIONS_WORKLOAD_ID);
+    if (!ops) throw new Error(`the operations workload ${OPERATIONS_WORKLOAD_ID} is missing: is the database migrated?`);
+    const { createdAt: _c, updatedAt: _u, updatedBy: _b, changeReason: _r, keys: _k, ...policy } = ops;
+    await this.policy.putWorkload({ ...policy, budgetMicrousd, actor: 'seed', reason: 'seeded operations budget' }, new Date());
   }
 
   async key(workloadId: string, key = newWorkloadKey()): Promise<string> {

@@ -71,10 +71,11 @@ export class RoutesController {
   @HttpCode(200)
   @ApiOperation({
     summary:
-      'Record verification (verified_at / verified_by) of the current version. probe=true first sends a 2-candidate request with a tiny output cap upstream and refuses unless 2 candidates with aggregate usage come back. Role: operator',
+      'Record verification (verified_at / verified_by) of the current version. probe=true first sends a 2-candidate request with a tiny output cap upstream, through dispatch, and refuses unless 2 candidates with aggregate usage come back. A probe is spend: it is reserved against the operations workload (gateway-operations) budget and settled in the ledger with attempt_role probe. Role: operator',
   })
   @ApiBody({ schema: bodySchema(verifyRouteBody) })
-  @ApiResponse({ status: 409, description: 'probe_failed / version_not_current' })
+  @ApiResponse({ status: 403, description: 'budget_exhausted: the operations budget cannot fund the probe' })
+  @ApiResponse({ status: 409, description: 'probe_failed / version_not_current / route_unpriced (a probe needs a price in force)' })
   @Roles('operator')
   verify(@CurrentOperator() op: Operator, @Param('id') id: string, @Body() body: unknown) {
     return this.verifyRoute.execute(op, id, parseBody(verifyRouteBody, body ?? {}));

@@ -16,7 +16,7 @@ import {
   tokenWindow,
   unpricedFeature,
 } from '@gateway/domain';
-import { ContentCipher, KafkaBus, ReplyRouter } from '@gateway/messaging';
+import { ContentCipher, KafkaBus, publishDispatchCommand, ReplyRouter } from '@gateway/messaging';
 import { InjectConfig, InjectLogger, ServiceConfig, UnauthenticatedReason } from '@gateway/service-kit';
 import { AdmitRequestCommand } from './admit-request.command';
 import { AdmissionMetrics } from '../../admission.metrics';
@@ -261,18 +261,7 @@ export class AdmitRequest {
   }
 
   private async publishCommand(admitted: AdmittedAction): Promise<void> {
-    await this.bus.publish('dispatchCommands', [
-      {
-        key: admitted.actionId,
-        value: {
-          event_id: this.ids.next(),
-          action_id: admitted.actionId,
-          reply_to: this.config.instanceId,
-          dispatch_deadline: admitted.command.dispatch_deadline,
-          body: this.cipher.encrypt(admitted.command, admitted.actionId),
-        },
-      },
-    ]);
+    await publishDispatchCommand(this.bus, this.cipher, admitted.command, this.config.instanceId, this.ids.next());
   }
 
   private async replay(

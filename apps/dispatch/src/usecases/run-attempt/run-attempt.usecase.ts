@@ -64,7 +64,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
       actionId: cmd.action_id,
       attemptId,
       attemptNo: ATTEMPT_NO,
-      role: 'primary',
+      role: cmd.attempt_role ?? 'primary',
       routeId: cmd.route.route_id,
       routeVersion: cmd.route.route_version,
       effectiveCandidates: cmd.effective_candidates,
@@ -154,6 +154,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
         message: contractFailure
           ? `the route refused ${cmd.effective_candidates} candidates (${code}); not retried`
           : `provider error ${statusCode}${code ? ` (${code})` : ''}`,
+        upstream_http_status: statusCode,
         ...this.counts(ctx, null),
       });
       return;
@@ -210,6 +211,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
           http_status: 502,
           code: 'upstream_error',
           message: `provider error ${statusCode}${code ? ` (${code})` : ''}`,
+          upstream_http_status: statusCode,
           ...this.counts(ctx, null),
         });
         return;
@@ -302,7 +304,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
       cmd,
       attemptId,
       attemptNo: ATTEMPT_NO,
-      role: 'primary',
+      role: cmd.attempt_role ?? 'primary',
       status,
       httpStatus,
       parsed,

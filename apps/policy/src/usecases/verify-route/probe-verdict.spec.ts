@@ -2,7 +2,9 @@ import type { ProbeObservation } from '../../probe/route-probe';
 import { probeVerdict } from './probe-verdict';
 
 const ok: ProbeObservation = {
-  url: 'http://u/v1/chat/completions',
+  action_id: 'act-probe-1',
+  attempt_id: 'att-probe-1',
+  reserved_microusd: '120',
   requested_candidates: 2,
   output_cap: 16,
   http_status: 200,

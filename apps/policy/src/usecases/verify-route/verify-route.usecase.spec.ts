@@ -6,7 +6,9 @@ import { GetRoute } from '../get-route/get-route.usecase';
 import { VerifyRoute } from './verify-route.usecase';
 
 const answered: ProbeObservation = {
-  url: 'http://upstream.test/v1/chat/completions',
+  action_id: 'act-probe-1',
+  attempt_id: 'att-probe-1',
+  reserved_microusd: '120',
   requested_candidates: 2,
   output_cap: 16,
   http_status: 200,

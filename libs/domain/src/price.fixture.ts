@@ -1,0 +1,10 @@
+import { PriceRevision } from './pricing';
+
+/** The specs' price list: $2.50 / $1.25 / $10 / $10 per MTok, in micro-USD per MTok. */
+export const TEST_PRICE: PriceRevision = {
+  id: 'p1',
+  inputPerMTokMicrousd: 2_500_000n,
+  cachedInputPerMTokMicrousd: 1_250_000n,
+  outputPerMTokMicrousd: 10_000_000n,
+  reasoningPerMTokMicrousd: 10_000_000n,
+};

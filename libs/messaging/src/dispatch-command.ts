@@ -1,0 +1,29 @@
+import type { DispatchCommandV1 } from '@gateway/contracts';
+import type { ContentCipher } from './content-cipher';
+import type { KafkaBus } from './kafka-bus';
+
+/**
+ * Publishes one dispatch command, encrypted under its action id, for dispatch to run; the reply
+ * comes back on the replies topic addressed to `replyTo` (the sender's instance id). Admission
+ * sends the applications' commands, the policy service its verification probes.
+ */
+export async function publishDispatchCommand(
+  bus: Pick<KafkaBus, 'publish'>,
+  cipher: ContentCipher,
+  command: DispatchCommandV1,
+  replyTo: string,
+  eventId: string,
+): Promise<void> {
+  await bus.publish('dispatchCommands', [
+    {
+      key: command.action_id,
+      value: {
+        event_id: eventId,
+        action_id: command.action_id,
+        reply_to: replyTo,
+        dispatch_deadline: command.dispatch_deadline,
+        body: cipher.encrypt(command, command.action_id),
+      },
+    },
+  ]);
+}

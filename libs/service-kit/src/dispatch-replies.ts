@@ -1,0 +1,48 @@
+import { Inject, Injectable, Type } from '@nestjs/common';
+import { EventPattern, Payload } from '@nestjs/microservices';
+import { dispatchReplyV1, DispatchReplyEnvelopeV1, Topics } from '@gateway/contracts';
+import { BusConsumer, ContentCipher, errorClass, PoisonMessageError, ReplyRouter } from '@gateway/messaging';
+import { ServiceConfig } from './config';
+import { InjectConfig } from './core.module';
+
+/**
+ * Keeps the dispatch replies addressed to this instance (`reply_to` = its instance id) and hands
+ * them to the request waiting for them (admission's application requests, policy's probes).
+ */
+@Injectable()
+export class DispatchRepliesIntake {
+  constructor(
+    @Inject(ReplyRouter) private readonly router: ReplyRouter,
+    @Inject(ContentCipher) private readonly cipher: ContentCipher,
+    @InjectConfig() private readonly config: ServiceConfig,
+  ) {}
+
+  async accept(envelope: DispatchReplyEnvelopeV1): Promise<void> {
+    if (envelope.reply_to !== this.config.instanceId) return;
+    let reply;
+    try {
+      reply = dispatchReplyV1.parse(this.cipher.decrypt(envelope.body, envelope.action_id));
+    } catch (err) {
+      throw new PoisonMessageError(`undecryptable or invalid dispatch reply: ${errorClass(err)}`);
+    }
+    this.router.deliver(envelope.action_id, reply);
+  }
+}
+
+/**
+ * The consumer of the replies topic for a service that sends dispatch commands. Every instance
+ * reads all replies in a consumer group of its own (`perInstance`) and keeps those it has a
+ * waiter for; it joins before the HTTP server listens, so no reply precedes it.
+ */
+export function dispatchRepliesConsumer(group: string, concurrency: number): Type<unknown> {
+  @BusConsumer()
+  class DispatchRepliesConsumer {
+    constructor(@Inject(DispatchRepliesIntake) private readonly intake: DispatchRepliesIntake) {}
+
+    @EventPattern(Topics.dispatchReplies.name, { group, perInstance: true, fromBeginning: false, concurrency })
+    reply(@Payload() envelope: DispatchReplyEnvelopeV1): Promise<void> {
+      return this.intake.accept(envelope);
+    }
+  }
+  return DispatchRepliesConsumer;
+}
