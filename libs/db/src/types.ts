@@ -29,6 +29,8 @@ export interface RouteContract {
   providerKind: ProviderKind;
   upstreamBaseUrl: string;
   upstreamModel: string;
+  /** name of the upstream credential dispatch resolves; null: none */
+  credentialRef: string | null;
   candidateParam: string | null;
   maxCandidates: number;
   outputCapParam: string;

@@ -41,6 +41,7 @@ export class CatalogRepository {
       providerKind: v.providerKind as ProviderKind,
       upstreamBaseUrl: v.upstreamBaseUrl,
       upstreamModel: v.upstreamModel,
+      credentialRef: v.credentialRef,
       candidateParam: v.candidateParam,
       maxCandidates: v.maxCandidates,
       outputCapParam: v.outputCapParam,

@@ -78,6 +78,7 @@ function route(alias: string, routeId: string, change: Partial<RouteContract> = 
     providerKind: 'openai-chat',
     upstreamBaseUrl: 'https://upstream.example/v1',
     upstreamModel: 'model-x',
+    credentialRef: null,
     candidateParam: 'n',
     maxCandidates: 4,
     outputCapParam: 'max_completion_tokens',

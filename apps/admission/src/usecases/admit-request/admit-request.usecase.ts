@@ -387,6 +387,7 @@ function routeTarget(route: RouteContract, alias: string, priceRevisionId: strin
     provider_kind: route.providerKind,
     base_url: route.upstreamBaseUrl,
     upstream_model: route.upstreamModel,
+    credential_ref: route.credentialRef,
     candidate_param: route.candidateParam,
     output_cap_param: route.outputCapParam,
     output_cap_semantics: route.outputCapSemantics,
