@@ -36,6 +36,8 @@ export async function simRequestsSince(seq: number): Promise<
     maxTokens: number | null;
     stream: boolean;
     directives: string[];
+    keyHeader: 'none' | 'authorization' | 'x-goog-api-key';
+    keyVerdict: 'not_required' | 'matched' | 'mismatched' | 'missing';
     status: number;
   }>
 > {
@@ -48,6 +50,8 @@ export async function simRequestsSince(seq: number): Promise<
       maxTokens: number | null;
       stream: boolean;
       directives: string[];
+      keyHeader: 'none' | 'authorization' | 'x-goog-api-key';
+      keyVerdict: 'not_required' | 'matched' | 'mismatched' | 'missing';
       status: number;
     }>;
   };
