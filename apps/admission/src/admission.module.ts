@@ -10,9 +10,12 @@ import { ActionsController } from './http/actions.controller';
 import { ChatCompletionsController } from './http/chat-completions.controller';
 import { GeminiController } from './http/gemini.controller';
 import { GenerationResponder } from './http/generation.responder';
+import { ModelsController } from './http/models.controller';
 import { ReplyCache } from './http/reply-cache';
 import { AdmitRequest } from './usecases/admit-request/admit-request.usecase';
+import { CountTokens } from './usecases/count-tokens/count-tokens.usecase';
 import { GetAction } from './usecases/get-action/get-action.usecase';
+import { ListModels } from './usecases/list-models/list-models.usecase';
 
 @Module({})
 export class AdmissionModule {
@@ -20,7 +23,7 @@ export class AdmissionModule {
     return {
       module: AdmissionModule,
       imports: [CoreModule.forService(core)],
-      controllers: [ChatCompletionsController, GeminiController, ActionsController, DispatchRepliesConsumer],
+      controllers: [ChatCompletionsController, GeminiController, ModelsController, ActionsController, DispatchRepliesConsumer],
       providers: [
         { provide: ContentCipher, useValue: core.cipher },
         { provide: ReplyRouter, useValue: new ReplyRouter() },
@@ -35,6 +38,8 @@ export class AdmissionModule {
         ReplyCache,
         AdmitRequest,
         GetAction,
+        ListModels,
+        CountTokens,
         GenerationResponder,
         DispatchRepliesIntake,
       ],

@@ -25,6 +25,8 @@ export interface WorkloadPolicy {
 export interface RouteContract {
   routeId: string;
   alias: string;
+  /** when the route (not this version) was created: the model list's `created` */
+  routeCreatedAt: Date;
   version: number;
   providerKind: ProviderKind;
   upstreamBaseUrl: string;

@@ -37,6 +37,7 @@ export class CatalogRepository {
     return {
       routeId: route.id,
       alias: route.alias,
+      routeCreatedAt: route.createdAt,
       version: v.version,
       providerKind: v.providerKind as ProviderKind,
       upstreamBaseUrl: v.upstreamBaseUrl,

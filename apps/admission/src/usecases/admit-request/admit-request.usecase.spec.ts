@@ -74,6 +74,7 @@ function route(alias: string, routeId: string, change: Partial<RouteContract> = 
   return {
     routeId,
     alias,
+    routeCreatedAt: new Date('2026-01-01T00:00:00Z'),
     version: 3,
     providerKind: 'openai-chat',
     upstreamBaseUrl: 'https://upstream.example/v1',

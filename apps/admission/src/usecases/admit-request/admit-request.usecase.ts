@@ -375,7 +375,7 @@ function countAsSent(requested: unknown): number | null {
   return typeof requested === 'number' && Number.isInteger(requested) ? requested : null;
 }
 
-function dialectServes(apiKind: 'openai-chat' | 'gemini-generate', provider: ProviderKind): boolean {
+export function dialectServes(apiKind: 'openai-chat' | 'gemini-generate', provider: ProviderKind): boolean {
   return apiKind === 'gemini-generate' ? provider === 'gemini-generate' : provider !== 'gemini-generate';
 }
 
