@@ -32,7 +32,8 @@ describe('Gemini API versions, countTokens and model lists', () => {
     });
     globalThis.fetch = (input, init) => {
       const url = new URL(input instanceof Request ? input.url : String(input));
-      if (url.origin === stack.admission) called.push(`${init?.method ?? (input instanceof Request ? input.method : 'GET')} ${url.pathname}`);
+      if (url.origin === stack.admission)
+        called.push(`${init?.method ?? (input instanceof Request ? input.method : 'GET')} ${url.pathname}`);
       return realFetch(input, init);
     };
     // After the wrap: the OpenAI client takes the global fetch when it is built.

@@ -144,7 +144,8 @@ export async function handleProviderRequest(
   const { script } = resolved;
   if (script.keySha256 !== undefined) {
     const key = presentedKey(adapter.provider, req).key;
-    entry.keyVerdict = key === null ? 'missing' : createHash('sha256').update(key).digest('hex') === script.keySha256 ? 'matched' : 'mismatched';
+    entry.keyVerdict =
+      key === null ? 'missing' : createHash('sha256').update(key).digest('hex') === script.keySha256 ? 'matched' : 'mismatched';
     if (entry.keyVerdict !== 'matched') {
       return fail(401, entry.keyVerdict === 'missing' ? 'You did not provide an API key.' : 'Incorrect API key provided.', {
         code: 'invalid_api_key',

@@ -19,7 +19,11 @@ describe('UpstreamCredentials', () => {
   });
 
   it('refuses values a header cannot carry, and empty ones', () => {
-    const creds = new UpstreamCredentials({ GATEWAY_CREDENTIAL_A: 'sk-1\r\nx-evil: 1', GATEWAY_CREDENTIAL_B: '   ', GATEWAY_CREDENTIAL_C: 'sk é' });
+    const creds = new UpstreamCredentials({
+      GATEWAY_CREDENTIAL_A: 'sk-1\r\nx-evil: 1',
+      GATEWAY_CREDENTIAL_B: '   ',
+      GATEWAY_CREDENTIAL_C: 'sk é',
+    });
     expect(creds.lookup('A')).toEqual({ ok: false, reason: 'invalid_value' });
     expect(creds.lookup('B')).toEqual({ ok: false, reason: 'not_configured' });
     expect(creds.lookup('C')).toEqual({ ok: false, reason: 'invalid_value' });

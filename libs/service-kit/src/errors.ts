@@ -78,12 +78,7 @@ export interface DenialTarget {
  * the one registry in @gateway/domain; the error's own headers (Retry-After, x-gateway-action-id)
  * and `extraHeaders` are set too.
  */
-export function writeDenial(
-  req: GeminiProbe,
-  res: DenialTarget,
-  err: DomainError,
-  extraHeaders: Record<string, string> = {},
-): void {
+export function writeDenial(req: GeminiProbe, res: DenialTarget, err: DomainError, extraHeaders: Record<string, string> = {}): void {
   const retry = denialShouldRetry(err.code);
   if (retry !== null) res.setHeader('x-should-retry', String(retry));
   for (const [k, v] of Object.entries({ ...err.headers, ...extraHeaders })) res.setHeader(k, v);

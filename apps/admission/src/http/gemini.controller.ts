@@ -22,17 +22,18 @@ export class GeminiController {
     private readonly countTokens: CountTokens,
   ) {}
 
-  @Post(['v1beta/models/:modelAndMethod', 'v1/models/:modelAndMethod'])
+  @Post(['v1beta/models/:model', 'v1/models/:model'])
   @ApiOperation({
-    summary: 'Gemini-compatible {model}:generateContent, {model}:streamGenerateContent and {model}:countTokens',
+    summary:
+      'Gemini-compatible {model}:generateContent, {model}:streamGenerateContent and {model}:countTokens (API versions v1beta and v1)',
     description:
       'countTokens answers the gateway\'s own conservative input estimate (the one reservations are sized with) as { "totalTokens": n }: no upstream call, nothing reserved or billed.',
   })
-  @ApiParam({ name: 'modelAndMethod', example: 'gemini-flash:generateContent' })
+  @ApiParam({ name: 'model', description: 'alias and method', example: 'gemini-flash:generateContent' })
   @ApiHeader({ name: 'x-goog-api-key', required: true })
   @ApiBody({ schema: { type: 'object', required: ['contents'] } })
   async generate(
-    @Param('modelAndMethod') modelAndMethod: string,
+    @Param('model') modelAndMethod: string,
     @Req() req: Request,
     @Res() res: Response,
     @Body() body: unknown,

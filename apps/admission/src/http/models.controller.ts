@@ -21,17 +21,21 @@ export class ModelsController {
   @ApiOperation({
     summary: 'Model aliases this workload may use: OpenAI shape, or Gemini shape when the key comes in x-goog-api-key',
   })
-  @ApiHeader({ name: 'x-goog-api-key', required: false, description: 'present: Gemini shape; otherwise Authorization: Bearer and OpenAI shape' })
+  @ApiHeader({
+    name: 'x-goog-api-key',
+    required: false,
+    description: 'present: Gemini shape; otherwise Authorization: Bearer and OpenAI shape',
+  })
   async list(@Req() req: Request) {
     if (sendsGoogApiKey(req)) return this.geminiList(req);
     const entries = await this.models.execute(bearer(req), 'openai-chat');
     return { object: 'list', data: entries.map(openAiModel) };
   }
 
-  @Get('v1/models/:id')
+  @Get('v1/models/:model')
   @ApiOperation({ summary: 'One model alias: OpenAI shape, or Gemini shape when the key comes in x-goog-api-key' })
-  @ApiParam({ name: 'id', example: 'approved-standard' })
-  async get(@Param('id') id: string, @Req() req: Request) {
+  @ApiParam({ name: 'model', example: 'approved-standard' })
+  async get(@Param('model') id: string, @Req() req: Request) {
     if (sendsGoogApiKey(req)) return this.geminiOne(req, id);
     return openAiModel(await this.models.one(bearer(req), 'openai-chat', id));
   }
@@ -43,11 +47,11 @@ export class ModelsController {
     return this.models.execute(googApiKey(req), 'gemini-generate').then((entries) => ({ models: entries.map(geminiModel) }));
   }
 
-  @Get('v1beta/models/:name')
+  @Get('v1beta/models/:model')
   @ApiOperation({ summary: 'One Gemini-shaped model alias' })
-  @ApiParam({ name: 'name', example: 'gemini-flash' })
+  @ApiParam({ name: 'model', example: 'gemini-flash' })
   @ApiHeader({ name: 'x-goog-api-key', required: true })
-  async geminiOne(@Req() req: Request, @Param('name') name: string) {
+  async geminiOne(@Req() req: Request, @Param('model') name: string) {
     return geminiModel(await this.models.one(googApiKey(req), 'gemini-generate', name.replace(/^models\//, '')));
   }
 }

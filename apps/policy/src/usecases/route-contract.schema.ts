@@ -17,7 +17,11 @@ export const contractFields = {
    * the name of the upstream credential dispatch sends (GATEWAY_CREDENTIAL_<NAME> or its secrets
    * file), never the key itself; null: none. Omitted: none on a new route, unchanged on a PUT.
    */
-  credential_ref: z.string().regex(CREDENTIAL_REF_PATTERN, 'must be 1-64 characters of A-Z, 0-9 and _ (a name, not the key)').nullable().optional(),
+  credential_ref: z
+    .string()
+    .regex(CREDENTIAL_REF_PATTERN, 'must be 1-64 characters of A-Z, 0-9 and _ (a name, not the key)')
+    .nullable()
+    .optional(),
   candidate_param: text(64).nullable(),
   max_candidates: int(1, 128),
   output_cap_param: text(64),

@@ -32,7 +32,12 @@ function route(alias: string, providerKind: RouteContract['providerKind']): Rout
   };
 }
 
-const ROUTES = [route('oa-b', 'openai-chat'), route('oa-a', 'openai-compatible'), route('gm', 'gemini-generate'), route('hidden', 'openai-chat')];
+const ROUTES = [
+  route('oa-b', 'openai-chat'),
+  route('oa-a', 'openai-compatible'),
+  route('gm', 'gemini-generate'),
+  route('hidden', 'openai-chat'),
+];
 
 const catalog = {
   async workloadByKeyHash(hash: string): Promise<WorkloadPolicy | null> {
