@@ -92,7 +92,9 @@ Ctrl-C stops everything this command started.`);
  * OPENAI_API_KEY, unless set already) and the provider hosts join the upstream allowlist.
  */
 function wireRealProviders(env, real) {
-  for (const [name, source] of Object.entries(real.credentials)) env[name] = env[name] ?? process.env[source];
+  for (const [name, source] of Object.entries(real.credentials)) {
+    if (env[name] === undefined && process.env[source]) env[name] = process.env[source].trim();
+  }
   if (real.hosts.length === 0) return;
   const hosts = env.GATEWAY_UPSTREAM_ALLOWLIST.split(/[\s,]+/).filter((h) => h !== '');
   env.GATEWAY_UPSTREAM_ALLOWLIST = [...new Set([...hosts, ...real.hosts])].join(',');

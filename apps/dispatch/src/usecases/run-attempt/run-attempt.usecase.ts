@@ -73,7 +73,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
         kind: 'error',
         http_status: 502,
         code: 'upstream_credential_missing',
-        message: `route ${cmd.route.model_alias} needs upstream credential ${cmd.route.credential_ref}, which the gateway has no usable value for; nothing was sent to the provider and nothing is billed (an operator sets GATEWAY_CREDENTIAL_${cmd.route.credential_ref} or the credentials file)`,
+        message: `route ${cmd.route.model_alias} names upstream credential ${cmd.route.credential_ref}, which the gateway has no usable value for; nothing was sent to the provider and nothing is billed; an operator must configure the credential`,
         attempt_id: null,
         provider_request_id: null,
         requested_candidates: cmd.requested_candidates,
