@@ -77,6 +77,7 @@ Try:
   curl -s ${admission}/v1/chat/completions -H 'authorization: Bearer ${seeded.supportDraftKey}' \\
     -H 'content-type: application/json' \\
     -d '{"model":"approved-standard","messages":[{"role":"user","content":"Say hello"}]}' -D -
+
 ${realProvidersHowTo(seeded, env)}
 A crashed service is restarted here with backoff; \`npm run restart -- <service>\` restarts one.
 Ctrl-C stops everything this command started.`);
