@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import OpenAI from 'openai';
+import { Topics } from '@gateway/contracts';
 import { Database } from '@gateway/db';
 import { eventually, Seeder } from '@gateway/testing';
 
@@ -36,6 +37,8 @@ export async function simRequestsSince(seq: number): Promise<
     maxTokens: number | null;
     stream: boolean;
     directives: string[];
+    keyHeader: 'none' | 'authorization' | 'x-goog-api-key';
+    keyVerdict: 'not_required' | 'matched' | 'mismatched' | 'missing';
     status: number;
   }>
 > {
@@ -48,6 +51,8 @@ export async function simRequestsSince(seq: number): Promise<
       maxTokens: number | null;
       stream: boolean;
       directives: string[];
+      keyHeader: 'none' | 'authorization' | 'x-goog-api-key';
+      keyVerdict: 'not_required' | 'matched' | 'mismatched' | 'missing';
       status: number;
     }>;
   };
@@ -119,6 +124,38 @@ export async function databaseDump(db: Database): Promise<string> {
     parts.push(`-- ${table_name}\n${rows.map((r) => r.row).join('\n')}`);
   }
   return parts.join('\n');
+}
+
+/**
+ * Where any of `needles` occurs: every topic read from the beginning (once the messages keyed by
+ * `untilKeys` have arrived, so the read is not vacuous), every row of every table, every service
+ * log. Empty lists mean found nowhere.
+ */
+export async function searchEverywhere(
+  needles: string[],
+  untilKeys: string[],
+): Promise<{ topics: string[]; database: string[]; logs: string[]; sawKeys: { database: boolean; logs: boolean } }> {
+  const found = (text: string) => needles.filter((n) => text.includes(n));
+  const everything = new TopicReader(Object.values(Topics).map((t) => t.name));
+  await everything.start();
+  let topics: string[];
+  try {
+    await eventually(() => (untilKeys.every((k) => everything.messages.some((m) => m.key === k)) ? true : undefined), {
+      what: 'topic messages for the keys',
+      timeoutMs: 30_000,
+    });
+    topics = found(everything.messages.map((m) => m.value).join('\n'));
+  } finally {
+    await everything.stop();
+  }
+  const dump = await withSeeder((_seed, db) => databaseDump(db));
+  const logs = serviceLogs();
+  return {
+    topics,
+    database: found(dump),
+    logs: found(logs),
+    sawKeys: { database: untilKeys.every((k) => dump.includes(k)), logs: untilKeys.some((k) => logs.includes(k)) },
+  };
 }
 
 export { eventually };

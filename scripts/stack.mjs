@@ -54,6 +54,7 @@ async function start() {
     // seeded only when it is marked already or GATEWAY_DEMO_DATABASE=1 says so.
     const seedEnv = { ...env, GATEWAY_DEMO_DATABASE: process.env.DATABASE_URL ? (process.env.GATEWAY_DEMO_DATABASE ?? '') : '1' };
     const seeded = JSON.parse((await runTs('libs/testing/src/seed-demo.cli.ts', seedEnv)).trim().split('\n').pop());
+    wireRealProviders(env, seeded.real);
     const logDir = LOG_DIR;
     log(`starting services (logs in ${path.relative(ROOT, logDir)}/)`);
     const services = await startServices({ env, logDir, supervise: true, log });
@@ -77,12 +78,57 @@ Try:
     -H 'content-type: application/json' \\
     -d '{"model":"approved-standard","messages":[{"role":"user","content":"Say hello"}]}' -D -
 
+${realProvidersHowTo(seeded, env)}
 A crashed service is restarted here with backoff; \`npm run restart -- <service>\` restarts one.
 Ctrl-C stops everything this command started.`);
   } catch (err) {
     console.error(`[stack] failed: ${err.message}`);
     await shutdown(1);
   }
+}
+
+/**
+ * The real-provider routes the seed added (OPENAI_API_KEY / GEMINI_API_KEY set): dispatch gets
+ * each key under the credential name its route names (GATEWAY_CREDENTIAL_OPENAI from
+ * OPENAI_API_KEY, unless set already) and the provider hosts join the upstream allowlist.
+ */
+function wireRealProviders(env, real) {
+  for (const [name, source] of Object.entries(real.credentials)) {
+    if (env[name] === undefined && process.env[source]) env[name] = process.env[source].trim();
+  }
+  if (real.hosts.length === 0) return;
+  const hosts = env.GATEWAY_UPSTREAM_ALLOWLIST.split(/[\s,]+/).filter((h) => h !== '');
+  env.GATEWAY_UPSTREAM_ALLOWLIST = [...new Set([...hosts, ...real.hosts])].join(',');
+  log(`real providers: routes ${real.routes.map((r) => r.id).join(', ')} (unverified); allowlist ${env.GATEWAY_UPSTREAM_ALLOWLIST}`);
+}
+
+function realProvidersHowTo(seeded, env) {
+  const real = seeded.real;
+  if (real.routes.length === 0) {
+    return 'Real providers: set OPENAI_API_KEY and/or GEMINI_API_KEY before npm start to add routes to them (README, "Use with real providers").\n';
+  }
+  const policy = `http://127.0.0.1:${portOf(SERVICES[2], env)}`;
+  const admission = `http://127.0.0.1:${portOf(SERVICES[1], env)}`;
+  const key = seeded.supportDraftKey;
+  const verify = real.routes.map(
+    (r) => `  curl -s -X POST ${policy}/routes/${r.id}/verify -H 'authorization: Bearer ${seeded.operatorToken}' \\
+    -H 'content-type: application/json' -d '{"probe":true}'`,
+  );
+  const call = real.routes.map((r) =>
+    r.provider === 'openai'
+      ? `  curl -s ${admission}/v1/chat/completions -H 'authorization: Bearer ${key}' -H 'content-type: application/json' \\
+    -d '{"model":"${r.id}","messages":[{"role":"user","content":"Say hello"}]}'`
+      : `  curl -s ${admission}/v1beta/models/${r.id}:generateContent -H 'x-goog-api-key: ${key}' -H 'content-type: application/json' \\
+    -d '{"contents":[{"parts":[{"text":"Say hello"}]}],"generationConfig":{"thinkingConfig":{"thinkingBudget":0}}}'`,
+  );
+  const names = Object.keys(real.credentials).map((n) => n.replace('GATEWAY_CREDENTIAL_', ''));
+  return `Real providers: routes ${real.routes.map((r) => r.id).join(', ')} call the provider with your key, referenced by name
+(credential_ref ${names.join(', ')}; dispatch has it as ${Object.keys(real.credentials).join(', ')}). They are UNVERIFIED, so
+nothing is sent upstream until an operator verifies them; the probe makes one small real call per route (billed):
+${verify.join('\n')}
+then call them as workload support-draft:
+${call.join('\n')}
+`;
 }
 
 /** Asks the supervisor of a running `npm start` to restart one service (it stops; the supervisor starts it again). */

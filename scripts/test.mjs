@@ -8,6 +8,7 @@
 //          any other argument is handed to jest as a test path pattern, e.g.
 //          `npm test -- --only=int,e2e probe` runs only the int and e2e specs whose path matches "probe".
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startKafka } from './kafka.mjs';
@@ -99,6 +100,7 @@ async function main() {
       GATEWAY_INSTANCE_ID: `e2e-${process.pid}`,
       RECONCILIATION_SWEEP_MS: '1000',
       RECONCILIATION_ORPHAN_GRACE_MS: '2000',
+      ...e2eCredentials(),
     };
     log('starting the stack for e2e tests');
     const services = await startServices({ env: e2eEnv, logDir });
@@ -115,6 +117,19 @@ async function main() {
       })) !== 0 || failed;
   }
   return finish((await chaos()) || failed);
+}
+
+/**
+ * Upstream keys for e2e/upstream-credentials: one in the environment, one in a secrets file (which
+ * the spec rewrites to show rotation). Fresh random values every run: they are the canaries the
+ * spec then searches every table, log and topic for.
+ */
+function e2eCredentials() {
+  const file = path.join(ROOT, '.local', `e2e-credentials-${process.pid}.json`);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, JSON.stringify({ E2E_FILE: `AIza-canary-file-${randomBytes(16).toString('hex')}` }), { mode: 0o600 });
+  stops.push(async () => fs.rmSync(file, { force: true }));
+  return { GATEWAY_CREDENTIAL_E2E_ENV: `sk-canary-env-${randomBytes(16).toString('hex')}`, GATEWAY_CREDENTIALS_FILE: file };
 }
 
 /** The short chaos run, after the test stack is stopped (it starts its own; ports and database apart). */

@@ -8,9 +8,12 @@ import { ActionsController } from './http/actions.controller';
 import { ChatCompletionsController } from './http/chat-completions.controller';
 import { GeminiController } from './http/gemini.controller';
 import { GenerationResponder } from './http/generation.responder';
+import { ModelsController } from './http/models.controller';
 import { ReplyCache } from './http/reply-cache';
 import { AdmitRequest } from './usecases/admit-request/admit-request.usecase';
+import { CountTokens } from './usecases/count-tokens/count-tokens.usecase';
 import { GetAction } from './usecases/get-action/get-action.usecase';
+import { ListModels } from './usecases/list-models/list-models.usecase';
 
 @Module({})
 export class AdmissionModule {
@@ -18,7 +21,7 @@ export class AdmissionModule {
     return {
       module: AdmissionModule,
       imports: [CoreModule.forService(core)],
-      controllers: [ChatCompletionsController, GeminiController, ActionsController, dispatchRepliesConsumer('admission-replies', 6)],
+      controllers: [ChatCompletionsController, GeminiController, ModelsController, ActionsController, dispatchRepliesConsumer('admission-replies', 6)],
       providers: [
         { provide: ContentCipher, useValue: core.cipher },
         { provide: ReplyRouter, useValue: new ReplyRouter() },
@@ -33,6 +36,8 @@ export class AdmissionModule {
         ReplyCache,
         AdmitRequest,
         GetAction,
+        ListModels,
+        CountTokens,
         GenerationResponder,
         DispatchRepliesIntake,
       ],

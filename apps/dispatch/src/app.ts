@@ -1,5 +1,6 @@
 import { parseUpstreamAllowlist } from '@gateway/domain';
 import { ContentCipher } from '@gateway/messaging';
+import { UpstreamCredentials } from '@gateway/providers';
 import { createLogger, loadConfig, portFromEnv, HttpServiceDefinition, RunningService, startHttpService } from '@gateway/service-kit';
 import { DispatchModule } from './dispatch.module';
 
@@ -13,6 +14,10 @@ export function dispatchHttpService(env: NodeJS.ProcessEnv = process.env): HttpS
       logger,
       cipher: ContentCipher.fromEnv(env),
       upstreamAllowlist: parseUpstreamAllowlist(env.GATEWAY_UPSTREAM_ALLOWLIST),
+      // Problems with the secrets file are logged by kind, never with its content.
+      credentials: UpstreamCredentials.fromEnvironment(env, (problem) =>
+        logger.error({ file_problem: problem }, 'GATEWAY_CREDENTIALS_FILE cannot be used; keeping the keys read before'),
+      ),
     }),
     options: {
       title: 'LLM gateway: dispatch',

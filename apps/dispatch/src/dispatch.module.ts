@@ -1,23 +1,26 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { Database, DispatchRepository, OutboxRepository } from '@gateway/db';
 import { ContentCipher } from '@gateway/messaging';
-import { upstreamAgent } from '@gateway/providers';
+import { upstreamAgent, UpstreamCredentials } from '@gateway/providers';
 import { CoreModule, CoreOptions } from '@gateway/service-kit';
 import { DispatchCommandsConsumer } from './consumers/dispatch-commands.consumer';
 import { DispatchCommandsIntake } from './consumers/dispatch-commands.intake';
 import { DispatchMetrics } from './dispatch.metrics';
-import { UPSTREAM } from './tokens';
+import { UPSTREAM, UPSTREAM_CREDENTIALS } from './tokens';
 import { RunAttempt } from './usecases/run-attempt/run-attempt.usecase';
 
 @Module({})
 export class DispatchModule {
-  static register(core: CoreOptions & { cipher: ContentCipher; upstreamAllowlist: readonly string[] }): DynamicModule {
+  static register(
+    core: CoreOptions & { cipher: ContentCipher; upstreamAllowlist: readonly string[]; credentials: UpstreamCredentials },
+  ): DynamicModule {
     return {
       module: DispatchModule,
       imports: [CoreModule.forService(core)],
       controllers: [DispatchCommandsConsumer],
       providers: [
         { provide: ContentCipher, useValue: core.cipher },
+        { provide: UPSTREAM_CREDENTIALS, useValue: core.credentials },
         {
           provide: UPSTREAM,
           useValue: upstreamAgent(core.upstreamAllowlist, { connections: 256, keepAliveTimeout: 30_000, pipelining: 1 }),

@@ -163,6 +163,29 @@ describe('routes, contracts and prices', () => {
     const refused = await call('POST', '/routes', tokens.finance, contract({ alias: `nope-${run}` }));
     expect(refused.status).toBe(403);
   });
+
+  it('keeps an upstream credential by name: stored, shown and read by admission; a key-looking value is refused; a change is four-eyes', async () => {
+    const routeId = `rt-cred-${run}`;
+    const alias = `cred-${run}`;
+    const bad = await call('POST', '/routes', tokens.operator, contract({ id: routeId, alias, credential_ref: 'sk-live-abc123' }));
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatchObject({ code: 'invalid_request', param: 'credential_ref' });
+    expect(JSON.stringify(bad.body)).not.toContain('sk-live-abc123');
+    const created = await call('POST', '/routes', tokens.operator, contract({ id: routeId, alias, credential_ref: 'OPENAI_INT' }));
+    expect(created.status).toBe(201);
+    expect(created.body.contract).toMatchObject({ credential_ref: 'OPENAI_INT' });
+    expect(await catalog.routeByAlias(alias)).toMatchObject({ routeId, credentialRef: 'OPENAI_INT' });
+    const changed = await call('PUT', `/routes/${routeId}/contract`, tokens.operator, contract({ alias, credential_ref: 'OPENAI_OTHER' }));
+    expect(changed.status).toBe(202);
+    expect(changed.body).toMatchObject({ kind: 'route_contract', raises: ['credential_ref changed'] });
+    expect((await call('POST', `/change-requests/${changed.body.id}/approve`, tokens.approver, {})).status).toBe(200);
+    const after = await call('GET', `/routes/${routeId}`, tokens.operator);
+    expect(after.body).toMatchObject({
+      current_version: 2,
+      verification_state: 'unverified',
+      contract: { credential_ref: 'OPENAI_OTHER' },
+    });
+  });
 });
 
 describe('workloads and keys', () => {

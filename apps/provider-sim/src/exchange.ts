@@ -84,6 +84,8 @@ export async function handleProviderRequest(
     stream: false,
     directives: [],
     fingerprint: '',
+    keyHeader: presentedKey(adapter.provider, req).keyHeader,
+    keyVerdict: 'not_required',
     status: 0,
     aborted: false,
     durationMs: null,
@@ -140,6 +142,16 @@ export async function handleProviderRequest(
   scenario = scenarioLabel(resolved.directives);
 
   const { script } = resolved;
+  if (script.keySha256 !== undefined) {
+    const key = presentedKey(adapter.provider, req).key;
+    entry.keyVerdict =
+      key === null ? 'missing' : createHash('sha256').update(key).digest('hex') === script.keySha256 ? 'matched' : 'mismatched';
+    if (entry.keyVerdict !== 'matched') {
+      return fail(401, entry.keyVerdict === 'missing' ? 'You did not provide an API key.' : 'Incorrect API key provided.', {
+        code: 'invalid_api_key',
+      });
+    }
+  }
   if (script.latency) {
     const ms = randomInt(ctx.latencyRng, script.latency.min, script.latency.max);
     if (!(await sleep(ms, abort.signal))) return;
@@ -255,4 +267,18 @@ export function optionalCount(
   if (value === undefined || value === null) return null;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > max) throw new InvalidRequest(message, { param, code });
   return value;
+}
+
+/** The API key a request carries in its provider's header: OpenAI `Authorization: Bearer`, Gemini `x-goog-api-key`. */
+function presentedKey(
+  provider: 'openai' | 'gemini',
+  req: IncomingMessage,
+): { key: string | null; keyHeader: SimRequestLogEntry['keyHeader'] } {
+  if (provider === 'openai') {
+    const m = /^Bearer (.+)$/.exec(req.headers.authorization ?? '');
+    return { key: m ? m[1] : null, keyHeader: m ? 'authorization' : 'none' };
+  }
+  const h = req.headers['x-goog-api-key'];
+  const key = (Array.isArray(h) ? h[0] : h) ?? null;
+  return { key, keyHeader: key ? 'x-goog-api-key' : 'none' };
 }

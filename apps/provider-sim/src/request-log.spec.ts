@@ -11,6 +11,8 @@ const entry = (path: string): Omit<SimRequestLogEntry, 'seq'> => ({
   stream: false,
   directives: ['serve=1'],
   fingerprint: 'f',
+  keyHeader: 'none',
+  keyVerdict: 'not_required',
   status: 200,
   aborted: false,
   durationMs: 1,

@@ -18,6 +18,10 @@ export interface SimRequestLogEntry extends SpendFields {
   directives: string[];
   /** sha256 (hex) of the raw request body. */
   fingerprint: string;
+  /** Where the request carried an API key (never the key itself). */
+  keyHeader: 'none' | 'authorization' | 'x-goog-api-key';
+  /** Against a `key-sha256` directive: whether the key matched; `not_required` without one. */
+  keyVerdict: 'not_required' | 'matched' | 'mismatched' | 'missing';
   /** HTTP status sent (0 until the response starts). */
   status: number;
   aborted: boolean;

@@ -22,6 +22,12 @@ export interface SimScript {
   words?: number;
   status?: number;
   failFirst: number;
+  /**
+   * `key-sha256=<hex>`: answer 401 unless the request carries an API key whose SHA-256 is this, in
+   * the provider's own header (OpenAI `Authorization: Bearer`, Gemini `x-goog-api-key`). The
+   * directive names a hash so the model name, which the gateway stores, never holds the key.
+   */
+  keySha256?: string;
 }
 
 export interface ResolvedScript {
@@ -37,7 +43,20 @@ export class ScriptError extends Error {}
 type Raw = Map<string, string | undefined>;
 
 const FLAGS = new Set(['block', 'no-usage', 'cut-stream', 'reject-n', 'fragment', 'echo']);
-const VALUED = new Set(['latency', 'ttft', 'stall', 'serve', 'filter', 'extra', 'reasoning', 'cached', 'words', 'status', 'fail-first']);
+const VALUED = new Set([
+  'latency',
+  'ttft',
+  'stall',
+  'serve',
+  'filter',
+  'extra',
+  'reasoning',
+  'cached',
+  'words',
+  'status',
+  'fail-first',
+  'key-sha256',
+]);
 
 /** Parses `a=1;b;c=2-3` into a map, rejecting unknown names and malformed segments. */
 export function parseDirectives(spec: string): Raw {
@@ -122,6 +141,10 @@ export function toScript(raw: Raw): SimScript {
         break;
       case 'fail-first':
         s.failFirst = int(name, value);
+        break;
+      case 'key-sha256':
+        if (!/^[0-9a-f]{64}$/.test(value)) throw new ScriptError(`sim directive 'key-sha256' needs 64 lower-case hex digits`);
+        s.keySha256 = value;
         break;
       case 'block':
         s.block = true;

@@ -2,6 +2,7 @@
  * @jest-environment ./libs/testing/src/node-undici.environment.ts
  */
 // Drives the simulator in-process with the official OpenAI and Google GenAI SDKs.
+import { createHash } from 'node:crypto';
 import { eventually } from '@gateway/testing';
 import { ApiError, GoogleGenAI } from '@google/genai';
 import OpenAI from 'openai';
@@ -437,5 +438,33 @@ describe('control endpoints', () => {
     expect(gm.status).toBe(400);
     expect(((await gm.json()) as { error: { status: string } }).error.status).toBe('INVALID_ARGUMENT');
     expect((await fetch(`${sim.url}/health`)).status).toBe(200);
+  });
+});
+
+describe('key-sha256: an upstream that requires its key', () => {
+  const hash = (k: string) => createHash('sha256').update(k).digest('hex');
+
+  it('OpenAI: answers only a matching Bearer key; the log says where the key was and whether it matched, never the key', async () => {
+    const model = `sim-gpt;key-sha256=${hash('sk-right')}`;
+    const right = new OpenAI({ baseURL: sim.url + '/v1', apiKey: 'sk-right', maxRetries: 0 });
+    await expect(right.chat.completions.create({ model, messages })).resolves.toMatchObject({ object: 'chat.completion' });
+    const wrong = await openai.chat.completions.create({ model, messages }).catch((e: unknown) => e);
+    expect(wrong).toMatchObject({ status: 401, code: 'invalid_api_key' });
+    expect(sim.requests().map((r) => [r.keyHeader, r.keyVerdict, r.status])).toEqual([
+      ['authorization', 'matched', 200],
+      ['authorization', 'mismatched', 401],
+    ]);
+    expect(JSON.stringify(sim.requests())).not.toContain('sk-right');
+  });
+
+  it('Gemini: reads x-goog-api-key', async () => {
+    const model = `gemini-sim;key-sha256=${hash('AIza-right')}`;
+    const right = new GoogleGenAI({ apiKey: 'AIza-right', httpOptions: { baseUrl: sim.url } });
+    await expect(right.models.generateContent({ model, contents: 'hi' })).resolves.toHaveProperty('candidates');
+    await expect(gemini.models.generateContent({ model, contents: 'hi' })).rejects.toBeInstanceOf(ApiError);
+    expect(sim.requests().map((r) => [r.keyHeader, r.keyVerdict, r.status])).toEqual([
+      ['x-goog-api-key', 'matched', 200],
+      ['x-goog-api-key', 'mismatched', 401],
+    ]);
   });
 });

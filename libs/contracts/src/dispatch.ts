@@ -19,6 +19,8 @@ export const routeTarget = z.object({
   provider_kind: providerKind,
   base_url: z.string(),
   upstream_model: z.string(),
+  /** the name of the upstream credential dispatch resolves (never the value); absent/null: none */
+  credential_ref: z.string().nullable().optional(),
   candidate_param: z.string().nullable(),
   output_cap_param: z.string(),
   output_cap_semantics: z.enum(['per_candidate', 'shared']).nullable(),

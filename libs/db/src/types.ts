@@ -25,10 +25,14 @@ export interface WorkloadPolicy {
 export interface RouteContract {
   routeId: string;
   alias: string;
+  /** when the route (not this version) was created: the model list's `created` */
+  routeCreatedAt: Date;
   version: number;
   providerKind: ProviderKind;
   upstreamBaseUrl: string;
   upstreamModel: string;
+  /** name of the upstream credential dispatch resolves; null: none */
+  credentialRef: string | null;
   candidateParam: string | null;
   maxCandidates: number;
   outputCapParam: string;

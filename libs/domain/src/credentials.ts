@@ -8,3 +8,14 @@ import { createHash } from 'node:crypto';
 export function hashCredential(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex');
 }
+
+/**
+ * A route contract names its upstream credential (`credential_ref`); dispatch reads the value from
+ * `GATEWAY_CREDENTIAL_<NAME>` or its secrets file. The name is part of an environment variable's
+ * name, so it is upper-case letters, digits and `_` only.
+ */
+export const CREDENTIAL_REF_PATTERN = /^[A-Z0-9_]{1,64}$/;
+
+export function isCredentialRef(name: string): boolean {
+  return CREDENTIAL_REF_PATTERN.test(name);
+}

@@ -23,6 +23,7 @@ describe('error registry', () => {
     ['unauthorized', 401, false],
     ['deadline_exceeded', 504, null],
     ['upstream_error', 502, null],
+    ['upstream_credential_missing', 502, false],
     ['unpriced_input', 400, false],
     ['unpriced_feature', 400, false],
     ['payload_too_large', 413, false],
@@ -66,13 +67,15 @@ describe('error registry', () => {
     for (const c of ERROR_CODES) expect(c).toMatch(/^[a-z]+(_[a-z]+)*$/);
   });
 
-  it('property: never retry a 4xx that needs a change; say nothing for 500/502/504', () => {
+  it('property: never retry a 4xx that needs a change; say nothing for 500/502/504 unless an operator must act', () => {
     fc.assert(
       fc.property(fc.constantFrom(...ERROR_CODES), (code) => {
         const status = denialHttpStatus(code);
         const retry = denialShouldRetry(code);
         if (status === 429 || status === 503) expect(retry).toBe(true);
-        expect(retry === null).toBe(status === 500 || status === 502 || status === 504);
+        // A missing upstream credential is a 502 only an operator clears: retrying only waits.
+        const needsOperator = code === 'upstream_credential_missing';
+        expect(retry === null).toBe((status === 500 || status === 502 || status === 504) && !needsOperator);
         if (retry === true && status < 500) expect([429, 409]).toContain(status);
       }),
     );

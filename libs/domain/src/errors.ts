@@ -10,8 +10,9 @@
  */
 
 /**
- * The public admission API's codes (DESIGN §4), plus the Idempotency-Key conflict and the 429 of
- * a source address over its failed-authentication budget (every service answers it).
+ * The public admission API's codes (DESIGN §4), plus the Idempotency-Key conflict, the 429 of
+ * a source address over its failed-authentication budget (every service answers it) and the 502
+ * of a route whose upstream credential dispatch cannot resolve (nothing was sent upstream).
  */
 export type DenialCode =
   | 'candidate_count_exceeds_policy'
@@ -24,6 +25,7 @@ export type DenialCode =
   | 'unauthorized'
   | 'deadline_exceeded'
   | 'upstream_error'
+  | 'upstream_credential_missing'
   | 'unpriced_input'
   | 'unpriced_feature'
   | 'payload_too_large'
@@ -42,6 +44,7 @@ export const DENIAL_CODES: readonly DenialCode[] = [
   'unauthorized',
   'deadline_exceeded',
   'upstream_error',
+  'upstream_credential_missing',
   'unpriced_input',
   'unpriced_feature',
   'payload_too_large',
@@ -158,6 +161,7 @@ export function denialHttpStatus(code: ErrorCode): number {
     case 'internal_error':
       return 500;
     case 'upstream_error':
+    case 'upstream_credential_missing':
       return 502;
     case 'service_unavailable':
       return 503;
@@ -196,6 +200,7 @@ export function denialShouldRetry(code: ErrorCode): boolean | null {
     case 'invalid_request':
     case 'unknown_route':
     case 'unauthorized':
+    case 'upstream_credential_missing':
     case 'unpriced_input':
     case 'unpriced_feature':
     case 'payload_too_large':

@@ -86,4 +86,13 @@ describe('contractSpendRaises', () => {
     expect(contractSpendRaises(priced, { ...priced, pricedFeatures: [], imageInputTokens: 3200 })).toEqual([]);
     expect(contractSpendRaises(priced, { ...c })).toEqual([]);
   });
+
+  it('naming another upstream credential, adding or removing one raises spend; leaving it out keeps it', () => {
+    const keyed = { ...c, credentialRef: 'OPENAI' };
+    expect(contractSpendRaises(keyed, { ...keyed, credentialRef: 'OPENAI_BILLING' })).toEqual(['credential_ref changed']);
+    expect(contractSpendRaises(c, { ...c, credentialRef: 'OPENAI' })).toEqual(['credential_ref changed']);
+    expect(contractSpendRaises(keyed, { ...keyed, credentialRef: null })).toEqual(['credential_ref changed']);
+    expect(contractSpendRaises(keyed, { ...c })).toEqual([]);
+    expect(contractSpendRaises(keyed, keyed)).toEqual([]);
+  });
 });

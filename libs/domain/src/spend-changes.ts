@@ -60,6 +60,8 @@ export interface ContractDestination {
   providerKind: string;
   upstreamBaseUrl: string;
   upstreamModel: string;
+  /** the upstream credential's name (undefined: unchanged); another key may bill another account */
+  credentialRef?: string | null;
   /** price-changing features the route admits (undefined: unchanged) */
   pricedFeatures?: readonly string[];
   /** per-media input minimums the reservation counts (undefined: unchanged) */
@@ -72,7 +74,8 @@ export interface ContractDestination {
 const MEDIA_MINIMUMS = ['imageInputTokens', 'audioInputTokens', 'videoInputTokens', 'documentInputTokens'] as const;
 
 /**
- * A contract that sends traffic somewhere else (host, provider or model), admits a feature that
+ * A contract that sends traffic somewhere else (host, provider or model) or with another
+ * credential (another key may bill another account or project), admits a feature that
  * changes the provider's price, or reserves less per media item is a spend decision.
  */
 export function contractSpendRaises(current: ContractDestination, proposed: ContractDestination): string[] {
@@ -80,6 +83,9 @@ export function contractSpendRaises(current: ContractDestination, proposed: Cont
   if (proposed.upstreamBaseUrl !== current.upstreamBaseUrl) raises.push('upstream_base_url changed');
   if (proposed.providerKind !== current.providerKind) raises.push('provider_kind changed');
   if (proposed.upstreamModel !== current.upstreamModel) raises.push('upstream_model changed');
+  if (proposed.credentialRef !== undefined && (proposed.credentialRef ?? null) !== (current.credentialRef ?? null)) {
+    raises.push('credential_ref changed');
+  }
   for (const f of proposed.pricedFeatures ?? []) {
     if (!(current.pricedFeatures ?? []).includes(f)) raises.push(`priced feature ${f} admitted`);
   }

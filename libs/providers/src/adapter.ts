@@ -69,7 +69,11 @@ export interface StreamAccumulator {
 }
 
 export interface ProviderAdapter {
-  buildRequest(cmd: DispatchCommandV1): UpstreamRequest;
+  /**
+   * `credential`: the resolved upstream key (`UpstreamCredentials`), written in the provider's own
+   * header: `Authorization: Bearer` for OpenAI and compatibles, `x-goog-api-key` for Gemini.
+   */
+  buildRequest(cmd: DispatchCommandV1, credential?: string | null): UpstreamRequest;
   parseResponse(body: unknown, headers: Record<string, string | string[] | undefined>): ParsedResponse;
   streamAccumulator(headers: Record<string, string | string[] | undefined>): StreamAccumulator;
   /** the provider's error code/status from an error body, for contract-failure detection */

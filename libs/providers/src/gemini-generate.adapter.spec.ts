@@ -49,7 +49,7 @@ function accumulate(text: string, size: number, headers: Record<string, string> 
 const sseOf = (...events: unknown[]): string => events.map((e) => `data: ${JSON.stringify(e)}\r\n\r\n`).join('');
 
 describe('GeminiGenerateAdapter.buildRequest', () => {
-  const adapter = new GeminiGenerateAdapter((routeId) => (routeId === 'route-gemini' ? 'AIza-upstream' : null));
+  const adapter = new GeminiGenerateAdapter();
 
   it('always writes the contract output cap, overriding the client value and keeping the rest of generationConfig', () => {
     const req = adapter.buildRequest(
@@ -118,10 +118,10 @@ describe('GeminiGenerateAdapter.buildRequest', () => {
   });
 
   it('drops the alias model field from the body and sends the upstream key as x-goog-api-key', () => {
-    const req = adapter.buildRequest(command());
+    const req = adapter.buildRequest(command(), 'AIza-upstream');
     expect(req.body).not.toHaveProperty('model');
     expect(req.headers).toEqual({ 'content-type': 'application/json', 'x-goog-api-key': 'AIza-upstream' });
-    expect(new GeminiGenerateAdapter().buildRequest(command()).headers).not.toHaveProperty('x-goog-api-key');
+    expect(adapter.buildRequest(command()).headers).not.toHaveProperty('x-goog-api-key');
   });
 
   it('does not mutate the command request', () => {

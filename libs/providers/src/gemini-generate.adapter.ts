@@ -20,9 +20,7 @@ import { asRecord, joinUrl, safeJson } from './openai-chat.adapter';
  * `promptFeedback.blockReason` with no candidates.
  */
 export class GeminiGenerateAdapter implements ProviderAdapter {
-  constructor(private readonly upstreamKey: (routeId: string) => string | null = () => null) {}
-
-  buildRequest(cmd: DispatchCommandV1): UpstreamRequest {
+  buildRequest(cmd: DispatchCommandV1, credential: string | null = null): UpstreamRequest {
     const body: Record<string, unknown> = { ...cmd.request };
     delete body.model;
     // Admission sends the canonical spelling; a snake_case config must still never survive beside it.
@@ -41,8 +39,7 @@ export class GeminiGenerateAdapter implements ProviderAdapter {
     body.generationConfig = generationConfig;
     const method = cmd.stream ? 'streamGenerateContent?alt=sse' : 'generateContent';
     const headers: Record<string, string> = { 'content-type': 'application/json' };
-    const key = this.upstreamKey(cmd.route.route_id);
-    if (key) headers['x-goog-api-key'] = key;
+    if (credential) headers['x-goog-api-key'] = credential;
     return {
       url: joinUrl(cmd.route.base_url, `/v1beta/models/${encodeURIComponent(cmd.route.upstream_model)}:${method}`),
       headers,

@@ -9,17 +9,18 @@ import { GeminiGenerateAdapter } from './gemini-generate.adapter';
 import { OpenAiChatAdapter } from './openai-chat.adapter';
 
 export * from './adapter';
+export * from './credentials';
 export { OpenAiChatAdapter } from './openai-chat.adapter';
 export { GeminiGenerateAdapter } from './gemini-generate.adapter';
 export * from './sse';
 export * from './upstream-agent';
 
-export function adapterFor(kind: ProviderKind, upstreamKey?: (routeId: string) => string | null): ProviderAdapter {
+export function adapterFor(kind: ProviderKind): ProviderAdapter {
   switch (kind) {
     case 'openai-chat':
     case 'openai-compatible':
-      return new OpenAiChatAdapter(upstreamKey);
+      return new OpenAiChatAdapter();
     case 'gemini-generate':
-      return new GeminiGenerateAdapter(upstreamKey);
+      return new GeminiGenerateAdapter();
   }
 }

@@ -49,7 +49,7 @@ function accumulate(text: string, size: number) {
 }
 
 describe('OpenAiChatAdapter.buildRequest', () => {
-  const adapter = new OpenAiChatAdapter((routeId) => (routeId === 'route-openai' ? 'sk-upstream' : null));
+  const adapter = new OpenAiChatAdapter();
 
   it.each([
     { cap: 'max_completion_tokens', other: 'max_tokens' },
@@ -144,12 +144,12 @@ describe('OpenAiChatAdapter.buildRequest', () => {
     expect(req.body).not.toHaveProperty('stream_options');
   });
 
-  it('targets the upstream model on the route base URL, with the upstream key', () => {
-    const req = adapter.buildRequest(command());
+  it('targets the upstream model on the route base URL, with the upstream key as a bearer token', () => {
+    const req = adapter.buildRequest(command(), 'sk-upstream');
     expect(req.url).toBe('https://api.openai.example/v1/chat/completions');
     expect(req.body.model).toBe('gpt-4o-mini-2024-07-18');
     expect(req.headers).toEqual({ 'content-type': 'application/json', authorization: 'Bearer sk-upstream' });
-    expect(new OpenAiChatAdapter().buildRequest(command()).headers).not.toHaveProperty('authorization');
+    expect(adapter.buildRequest(command()).headers).not.toHaveProperty('authorization');
   });
 
   it('does not mutate the command request', () => {

@@ -19,9 +19,7 @@ import {
  * prompt (`store: false`) unless the workload opted in.
  */
 export class OpenAiChatAdapter implements ProviderAdapter {
-  constructor(private readonly upstreamKey: (routeId: string) => string | null = () => null) {}
-
-  buildRequest(cmd: DispatchCommandV1): UpstreamRequest {
+  buildRequest(cmd: DispatchCommandV1, credential: string | null = null): UpstreamRequest {
     const body: Record<string, unknown> = { ...cmd.request, model: cmd.route.upstream_model };
     const spellings = spendFieldSpellings('openai-chat', {
       candidateParam: cmd.route.candidate_param,
@@ -43,8 +41,7 @@ export class OpenAiChatAdapter implements ProviderAdapter {
       delete body.stream_options;
     }
     const headers: Record<string, string> = { 'content-type': 'application/json' };
-    const key = this.upstreamKey(cmd.route.route_id);
-    if (key) headers.authorization = `Bearer ${key}`;
+    if (credential) headers.authorization = `Bearer ${credential}`;
     return { url: joinUrl(cmd.route.base_url, '/v1/chat/completions'), headers, body };
   }
 

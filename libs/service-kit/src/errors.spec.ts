@@ -80,13 +80,18 @@ describe('GatewayExceptionFilter', () => {
   });
 
   it.each([
-    ['/v1beta/models/m:generateContent', true],
-    ['/v1/models/m:streamGenerateContent', true],
-    ['/v1/models', false],
-    ['/v1/chat/completions', false],
-  ])('writes %s in the Gemini shape: %p', (path, gemini) => {
+    ['/v1beta/models/m:generateContent', {}, true],
+    ['/v1/models/m:streamGenerateContent', {}, true],
+    ['/v1beta/models', {}, true],
+    ['/v1/models', {}, false],
+    ['/v1/models', { authorization: 'Bearer gw_x' }, false],
+    // the model list is both dialects' path: the Gemini SDK's key header picks Gemini's shape
+    ['/v1/models', { 'x-goog-api-key': 'gw_x' }, true],
+    ['/v1/models/m', { 'x-goog-api-key': 'gw_x' }, true],
+    ['/v1/chat/completions', { 'x-goog-api-key': 'gw_x' }, false],
+  ])('writes %s %j in the Gemini shape: %p', (path, headers, gemini) => {
     const { res, out } = fakeResponse();
-    filter.handle(new DomainError('unknown_route', 'no such alias', 'model'), req(path), res);
+    filter.handle(new DomainError('unknown_route', 'no such alias', 'model'), { ...req(path), headers } as Request, res);
     expect(out.status).toBe(404);
     if (gemini) expect(out.body).toMatchObject({ error: { code: 404, status: 'unknown_route' } });
     else expect(out.body).toMatchObject({ error: { code: 'unknown_route', param: 'model' } });

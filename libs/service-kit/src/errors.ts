@@ -18,9 +18,24 @@ const GEMINI_STATUS: Record<number, string> = {
   504: 'DEADLINE_EXCEEDED',
 };
 
-/** Gemini's endpoints: everything under /v1beta/, and `/v1/models/{model}:{method}` (what @google/genai calls by default). */
-function isGeminiPath(path: string): boolean {
-  return path.startsWith('/v1beta/') || /^\/v1\/models\/[^/]+:[A-Za-z]+$/.test(path);
+/**
+ * Gemini's endpoints: everything under /v1beta/, `/v1/models/{model}:{method}` (@google/genai with
+ * `apiVersion: 'v1'`), and the model list `/v1/models[/{id}]` when the caller authenticates the
+ * way the Gemini SDK does (`x-goog-api-key`); that path is OpenAI's too.
+ */
+export function isGeminiRequest(req: GeminiProbe): boolean {
+  const path = req.path;
+  if (path.startsWith('/v1beta/') || /^\/v1\/models\/[^/]+:[A-Za-z]+$/.test(path)) return true;
+  return /^\/v1\/models(\/[^/]+)?\/?$/.test(path) && sendsGoogApiKey(req);
+}
+
+/** What `isGeminiRequest` looks at: the path, and for the shared model-list path the key header. */
+export type GeminiProbe = Pick<Request, 'path'> & { headers?: Request['headers'] };
+
+/** The Gemini SDK sends its key in `x-goog-api-key`; the OpenAI SDK in `Authorization: Bearer`. */
+export function sendsGoogApiKey(req: { headers?: Request['headers'] }): boolean {
+  const h = req.headers?.['x-goog-api-key'];
+  return typeof h === 'string' && h.length > 0;
 }
 
 /**
@@ -28,9 +43,9 @@ function isGeminiPath(path: string): boolean {
  * the Gemini endpoints Gemini's `{error:{code,message,status,details}}` with our stable code in
  * `status` and in the details. Streams send the same body as their closing error event.
  */
-export function denialBody(req: Pick<Request, 'path'>, err: DomainError): { error: Record<string, unknown> } {
+export function denialBody(req: GeminiProbe, err: DomainError): { error: Record<string, unknown> } {
   const status = denialHttpStatus(err.code);
-  if (isGeminiPath(req.path)) {
+  if (isGeminiRequest(req)) {
     return {
       error: {
         code: status,
@@ -63,12 +78,7 @@ export interface DenialTarget {
  * the one registry in @gateway/domain; the error's own headers (Retry-After, x-gateway-action-id)
  * and `extraHeaders` are set too.
  */
-export function writeDenial(
-  req: Pick<Request, 'path'>,
-  res: DenialTarget,
-  err: DomainError,
-  extraHeaders: Record<string, string> = {},
-): void {
+export function writeDenial(req: GeminiProbe, res: DenialTarget, err: DomainError, extraHeaders: Record<string, string> = {}): void {
   const retry = denialShouldRetry(err.code);
   if (retry !== null) res.setHeader('x-should-retry', String(retry));
   for (const [k, v] of Object.entries({ ...err.headers, ...extraHeaders })) res.setHeader(k, v);

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { CatalogRepository, Database, DEMO_DATABASE_KEY, ExceptionRepository, GatewayMetaRepository, OutboxRepository } from '@gateway/db';
+import { RealRoute } from './real-routes';
 import { Seeder } from './seed';
 
 /**
@@ -12,7 +13,7 @@ export async function seedDemo(
   databaseUrl: string,
   providerSimUrl: string,
   demoKey?: string,
-  opts: { markDemoDatabase?: boolean } = {},
+  opts: { markDemoDatabase?: boolean; realRoutes?: readonly RealRoute[] } = {},
 ): Promise<Record<string, string>> {
   const db = new Database(databaseUrl);
   try {
@@ -39,7 +40,15 @@ export async function seedDemo(
       upstreamBaseUrl: providerSimUrl,
       upstreamModel: 'gemini-sim',
     });
-    const support = await seed.workload({ id: 'support-draft', allowedAliases: ['approved-standard', 'gemini-flash'] });
+    const real = opts.realRoutes ?? [];
+    for (const r of real) {
+      // Unverified, and only once: a later start keeps the operator's verification (and any
+      // contract change made since) instead of appending a fresh unverified version.
+      if (await seed.policy.routeById(r.contract.routeId)) continue;
+      await seed.route({ ...r.contract }, { verified: false, price: r.price });
+    }
+    const realAliases = real.map((r) => r.contract.alias);
+    const support = await seed.workload({ id: 'support-draft', allowedAliases: ['approved-standard', 'gemini-flash', ...realAliases] });
     const supportKey = demoKey ? await seed.key('support-draft', demoKey).catch(() => demoKey) : support.key;
     const evalRerank = await seed.workload({
       id: 'eval-rerank',

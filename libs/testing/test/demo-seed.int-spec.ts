@@ -1,7 +1,16 @@
 // The demo seed against the real Postgres: it refuses a database not marked as a demo database,
 // and its exception is requested and approved (by someone else) through the exception records.
-import { Database, DEMO_DATABASE_KEY, ExceptionRepository, GatewayMetaRepository, OutboxRepository } from '@gateway/db';
+import {
+  CatalogRepository,
+  Database,
+  DEMO_DATABASE_KEY,
+  ExceptionRepository,
+  GatewayMetaRepository,
+  OutboxRepository,
+  PolicyRepository,
+} from '@gateway/db';
 import { seedDemo } from '../src/demo-seed';
+import { REAL_ROUTES } from '../src/real-routes';
 
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
 
@@ -32,5 +41,36 @@ describe('demo seed', () => {
       ['approve', 'demo-approver'],
       ['request', 'demo-operator'],
     ]);
+  });
+
+  it('with provider keys set: real routes, unverified, priced, credential by name, callable by support-draft; a later start keeps their verification', async () => {
+    const url = 'http://127.0.0.1:3010';
+    await seedDemo(DATABASE_URL, url, undefined, { realRoutes: REAL_ROUTES });
+    const policy = new PolicyRepository(db, new OutboxRepository(db));
+    for (const r of REAL_ROUTES) {
+      const route = await policy.routeById(r.contract.routeId);
+      expect(route?.versions).toHaveLength(1);
+      expect(route?.versions[0]).toMatchObject({
+        upstreamBaseUrl: r.contract.upstreamBaseUrl,
+        upstreamModel: r.contract.upstreamModel,
+        credentialRef: r.contract.credentialRef,
+        verifiedAt: null,
+      });
+      expect(route?.prices[0]).toMatchObject(r.price);
+      // Admission sees the route and refuses it as unverified until an operator verifies it.
+      expect(await new CatalogRepository(db).routeByAlias(r.contract.alias)).toMatchObject({
+        verifiedAt: null,
+        credentialRef: r.contract.credentialRef,
+      });
+    }
+    const support = await db.prisma.workload.findUnique({ where: { id: 'support-draft' } });
+    expect(support?.allowedAliases).toEqual(expect.arrayContaining(REAL_ROUTES.map((r) => r.contract.alias)));
+
+    const [first] = REAL_ROUTES;
+    await policy.verifyRoute(first.contract.routeId, 1, 'olga', { method: 'probe' }, new Date());
+    await seedDemo(DATABASE_URL, url, undefined, { realRoutes: REAL_ROUTES });
+    const again = await policy.routeById(first.contract.routeId);
+    expect(again?.currentVersion).toBe(1);
+    expect(again?.versions[0].verifiedBy).toBe('olga');
   });
 });

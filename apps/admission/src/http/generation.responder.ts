@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
 import type { Logger } from 'pino';
 import { DispatchReplyV1 } from '@gateway/contracts';
-import { DomainError } from '@gateway/domain';
+import { DenialCode, DomainError } from '@gateway/domain';
 import { denialBody, DenialTarget, INPUT_LIMITS, InjectLogger, toDomainError, writeDenial } from '@gateway/service-kit';
 import { AdmitRequestCommand } from '../usecases/admit-request/admit-request.command';
 import { AdmitRequest, AdmittedAction, IdempotentReplay } from '../usecases/admit-request/admit-request.usecase';
@@ -95,8 +95,7 @@ export class GenerationResponder {
     }
     if (reply.kind === 'error') {
       res.setHeader('x-gateway-returned-candidates', String(reply.returned_candidates ?? 0));
-      const code =
-        reply.code === 'deadline_exceeded' ? 'deadline_exceeded' : reply.code === 'invalid_request' ? 'invalid_request' : 'upstream_error';
+      const code = replyErrorCode(reply.code);
       // A route that refuses what its contract promised will refuse again: retrying only spends.
       if (reply.code === 'upstream_contract_failure') res.setHeader('x-should-retry', 'false');
       writeDenial(req, res, new DomainError(code, reply.message));
@@ -190,7 +189,7 @@ export class GenerationResponder {
               }
               return;
             case 'error': {
-              const code = r.code === 'deadline_exceeded' ? 'deadline_exceeded' : 'upstream_error';
+              const code = replyErrorCode(r.code);
               failWith(new DomainError(code, r.message), code, 'error reply', r);
               return;
             }
@@ -346,5 +345,17 @@ class StreamFraming {
         .map((line) => `data: ${line}${this.eol}`)
         .join('') + this.eol
     );
+  }
+}
+
+/** The public code for a dispatch error reply: the registry's codes dispatch may send, else upstream_error. */
+export function replyErrorCode(code: string): DenialCode {
+  switch (code) {
+    case 'deadline_exceeded':
+    case 'invalid_request':
+    case 'upstream_credential_missing':
+      return code;
+    default:
+      return 'upstream_error';
   }
 }

@@ -195,6 +195,8 @@ export class RouteProbe {
         output_cap_param: c.outputCapParam,
         output_cap_semantics: semantics,
         price_revision_id: price.id,
+        // dispatch resolves the key by this name, as for any call to the route
+        credential_ref: c.credentialRef ?? null,
       },
       requested_candidates: PROBE_CANDIDATES,
       effective_candidates: PROBE_CANDIDATES,

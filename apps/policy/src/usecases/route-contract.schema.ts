@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { providerKind } from '@gateway/contracts';
+import { CREDENTIAL_REF_PATTERN } from '@gateway/domain';
 import type { RouteContractInput, RouteContractVersionView } from '@gateway/db';
 import { int, text } from './input';
 
@@ -12,6 +13,15 @@ export const contractFields = {
   provider_kind: providerKind,
   upstream_base_url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2000),
   upstream_model: text(200),
+  /**
+   * the name of the upstream credential dispatch sends (GATEWAY_CREDENTIAL_<NAME> or its secrets
+   * file), never the key itself; null: none. Omitted: none on a new route, unchanged on a PUT.
+   */
+  credential_ref: z
+    .string()
+    .regex(CREDENTIAL_REF_PATTERN, 'must be 1-64 characters of A-Z, 0-9 and _ (a name, not the key)')
+    .nullable()
+    .optional(),
   candidate_param: text(64).nullable(),
   max_candidates: int(1, 128),
   output_cap_param: text(64),
@@ -44,6 +54,7 @@ export function toContractInput(routeId: string, alias: string, c: ContractField
     providerKind: c.provider_kind,
     upstreamBaseUrl: c.upstream_base_url,
     upstreamModel: c.upstream_model,
+    credentialRef: c.credential_ref ?? null,
     candidateParam: c.candidate_param,
     maxCandidates: c.max_candidates,
     outputCapParam: c.output_cap_param,
@@ -69,6 +80,7 @@ export function contractDiffers(v: RouteContractVersionView, c: ContractFields):
     v.providerKind !== c.provider_kind ||
     v.upstreamBaseUrl !== c.upstream_base_url ||
     v.upstreamModel !== c.upstream_model ||
+    (v.credentialRef ?? null) !== (c.credential_ref ?? null) ||
     v.candidateParam !== c.candidate_param ||
     v.maxCandidates !== c.max_candidates ||
     v.outputCapParam !== c.output_cap_param ||

@@ -22,6 +22,7 @@ export function contractVersionJson(v: RouteContractVersionView, currentVersion:
     provider_kind: v.providerKind,
     upstream_base_url: v.upstreamBaseUrl,
     upstream_model: v.upstreamModel,
+    credential_ref: v.credentialRef ?? null,
     candidate_param: v.candidateParam,
     max_candidates: v.maxCandidates,
     output_cap_param: v.outputCapParam,

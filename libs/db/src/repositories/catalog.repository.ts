@@ -37,10 +37,12 @@ export class CatalogRepository {
     return {
       routeId: route.id,
       alias: route.alias,
+      routeCreatedAt: route.createdAt,
       version: v.version,
       providerKind: v.providerKind as ProviderKind,
       upstreamBaseUrl: v.upstreamBaseUrl,
       upstreamModel: v.upstreamModel,
+      credentialRef: v.credentialRef,
       candidateParam: v.candidateParam,
       maxCandidates: v.maxCandidates,
       outputCapParam: v.outputCapParam,

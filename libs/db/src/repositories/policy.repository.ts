@@ -9,6 +9,8 @@ export interface ContractFields {
   providerKind: string;
   upstreamBaseUrl: string;
   upstreamModel: string;
+  /** name of the upstream credential (never its value); null or omitted: none */
+  credentialRef?: string | null;
   candidateParam: string | null;
   maxCandidates: number;
   outputCapParam: string;
@@ -33,6 +35,7 @@ export function contractFields(c: ContractFields): ContractFields {
     providerKind: c.providerKind,
     upstreamBaseUrl: c.upstreamBaseUrl,
     upstreamModel: c.upstreamModel,
+    credentialRef: c.credentialRef,
     candidateParam: c.candidateParam,
     maxCandidates: c.maxCandidates,
     outputCapParam: c.outputCapParam,
@@ -463,6 +466,7 @@ function toRouteView(r: {
       providerKind: v.providerKind,
       upstreamBaseUrl: v.upstreamBaseUrl,
       upstreamModel: v.upstreamModel,
+      credentialRef: v.credentialRef,
       candidateParam: v.candidateParam,
       maxCandidates: v.maxCandidates,
       outputCapParam: v.outputCapParam,

@@ -74,10 +74,12 @@ function route(alias: string, routeId: string, change: Partial<RouteContract> = 
   return {
     routeId,
     alias,
+    routeCreatedAt: new Date('2026-01-01T00:00:00Z'),
     version: 3,
     providerKind: 'openai-chat',
     upstreamBaseUrl: 'https://upstream.example/v1',
     upstreamModel: 'model-x',
+    credentialRef: null,
     candidateParam: 'n',
     maxCandidates: 4,
     outputCapParam: 'max_completion_tokens',

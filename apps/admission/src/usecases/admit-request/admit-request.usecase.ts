@@ -364,7 +364,7 @@ function countAsSent(requested: unknown): number | null {
   return typeof requested === 'number' && Number.isInteger(requested) ? requested : null;
 }
 
-function dialectServes(apiKind: 'openai-chat' | 'gemini-generate', provider: ProviderKind): boolean {
+export function dialectServes(apiKind: 'openai-chat' | 'gemini-generate', provider: ProviderKind): boolean {
   return apiKind === 'gemini-generate' ? provider === 'gemini-generate' : provider !== 'gemini-generate';
 }
 
@@ -376,6 +376,7 @@ function routeTarget(route: RouteContract, alias: string, priceRevisionId: strin
     provider_kind: route.providerKind,
     base_url: route.upstreamBaseUrl,
     upstream_model: route.upstreamModel,
+    credential_ref: route.credentialRef,
     candidate_param: route.candidateParam,
     output_cap_param: route.outputCapParam,
     output_cap_semantics: route.outputCapSemantics,

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CatalogRepository, OutcomesView, ViewsRepository } from '@gateway/db';
-import { DomainError, hashCredential, pendingOf } from '@gateway/domain';
+import { DomainError, pendingOf } from '@gateway/domain';
+import { workloadForKey } from '../workload-key';
 
 /** A workload sees only its own actions; money is reported as integer strings, labelled. */
 @Injectable()
@@ -11,8 +12,7 @@ export class GetAction {
   ) {}
 
   async execute(credential: string | null, actionId: string) {
-    const workload = credential ? await this.catalog.workloadByKeyHash(hashCredential(credential)) : null;
-    if (!workload) throw new DomainError('unauthorized', 'missing, unknown or revoked workload key');
+    const workload = await workloadForKey(this.catalog, credential);
     const view = /^[0-9a-f-]{36}$/i.test(actionId) ? await this.views.action(actionId) : null;
     if (!view || view.workloadId !== workload.id) throw new DomainError('not_found', `no action ${actionId} for this workload`);
     const r = view.reservation;

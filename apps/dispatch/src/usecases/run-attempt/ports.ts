@@ -1,5 +1,6 @@
 import type { DispatchRepository } from '@gateway/db';
 import type { ContentCipher, KafkaBus } from '@gateway/messaging';
+import type { UpstreamCredentials } from '@gateway/providers';
 
 /**
  * The slices of dispatch's collaborators that RunAttempt uses. The real classes are injected under
@@ -8,3 +9,4 @@ import type { ContentCipher, KafkaBus } from '@gateway/messaging';
 export type AttemptStore = Pick<DispatchRepository, 'claim' | 'complete'>;
 export type ReplyPublisher = Pick<KafkaBus, 'publish'>;
 export type ReplySealer = Pick<ContentCipher, 'encrypt'>;
+export type CredentialSource = Pick<UpstreamCredentials, 'lookup'>;

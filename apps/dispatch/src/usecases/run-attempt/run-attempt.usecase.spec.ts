@@ -6,6 +6,7 @@ import { ContentCipher, PermanentPublishError } from '@gateway/messaging';
 import { InvalidTransitionError } from '@gateway/domain';
 import { Clock, Metrics, randomIds, ServiceConfig } from '@gateway/service-kit';
 import { eventually } from '@gateway/testing';
+import { UpstreamCredentials } from '@gateway/providers';
 import { DispatchMetrics } from '../../dispatch.metrics';
 import { dispatchCommand } from './dispatch-command.fixture';
 import type { AttemptStore, ReplyPublisher } from './ports';
@@ -108,7 +109,7 @@ const cutAfter =
       onResponseError: (c, err) => handler.onResponseError?.(c, err),
     });
 
-function setup(interceptor?: Dispatcher.DispatcherComposeInterceptor) {
+function setup(interceptor?: Dispatcher.DispatcherComposeInterceptor, env: Record<string, string> = {}) {
   const agent = new MockAgent();
   agent.disableNetConnect();
   const store = new FakeAttemptStore();
@@ -126,6 +127,7 @@ function setup(interceptor?: Dispatcher.DispatcherComposeInterceptor) {
     pino({ level: 'silent' }),
     clock,
     randomIds,
+    new UpstreamCredentials(env),
   );
   run.evidenceRetry = { baseMs: 1, capMs: 4 };
   const replies = (): DispatchReplyV1[] =>
@@ -180,6 +182,31 @@ describe('RunAttempt', () => {
       await f.attempt(openAiCommand({ dispatch_deadline: NOW.toISOString() }));
       expect(f.store.claims).toHaveLength(0);
       expect(f.bus.sent).toHaveLength(0);
+    });
+
+    it('a route naming a credential the gateway cannot resolve: no claim, no call, a 502 upstream_credential_missing', async () => {
+      const f = setup(undefined, { GATEWAY_CREDENTIAL_OTHER: 'sk-other' });
+      // No interceptor: a call would be refused by the mock agent and recorded as an attempt.
+      const cmd = openAiCommand();
+      await f.attempt({ ...cmd, route: { ...cmd.route, credential_ref: 'OPENAI' } });
+      expect(f.store.claims).toHaveLength(0);
+      expect(f.store.completed).toHaveLength(0);
+      const [refusal] = f.replies();
+      expect(refusal).toMatchObject({ kind: 'error', http_status: 502, code: 'upstream_credential_missing', attempt_id: null });
+      expect(refusal.kind === 'error' && refusal.message).toContain('OPENAI');
+      expect(refusal.kind === 'error' && refusal.message).not.toContain('sk-other');
+    });
+
+    it.each([
+      ['openai-chat', OPENAI_PATH, 'authorization', 'Bearer sk-canary-1'],
+      ['gemini-generate', '/v1beta/models/model-x:generateContent', 'x-goog-api-key', 'sk-canary-1'],
+    ] as const)('%s: sends the named credential in the provider header', async (kind, path, header, value) => {
+      const f = setup(undefined, { GATEWAY_CREDENTIAL_UPSTREAM_A: 'sk-canary-1' });
+      const cmd = dispatchCommand({ requested_candidates: null, effective_candidates: 1 }, kind);
+      f.pool.intercept({ path, method: 'POST', headers: { [header]: value } }).reply(400, { error: { code: 'x', status: 'x' } });
+      await f.attempt({ ...cmd, route: { ...cmd.route, credential_ref: 'UPSTREAM_A' } });
+      expect(f.store.completed).toHaveLength(1);
+      expect(f.replies()[0]).toMatchObject({ kind: 'error', code: 'upstream_error' });
     });
 
     it('sends nothing when the single-use claim is refused (a redelivered command)', async () => {

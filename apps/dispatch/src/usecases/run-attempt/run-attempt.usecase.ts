@@ -8,10 +8,10 @@ import { ContentCipher, KafkaBus, PermanentPublishError } from '@gateway/messagi
 import { adapterFor, ParsedResponse, SseDecoder, UpstreamRequest } from '@gateway/providers';
 import { Clock, CLOCK, IdGenerator, InjectConfig, InjectIds, InjectLogger, ServiceConfig } from '@gateway/service-kit';
 import { AttemptStatus, buildAttemptEvent, deliveryOf, shortfallOf } from './attempt-report';
-import type { AttemptStore, ReplyPublisher, ReplySealer } from './ports';
+import type { AttemptStore, CredentialSource, ReplyPublisher, ReplySealer } from './ports';
 import { EVIDENCE_RETRY, EvidenceResult, recordEvidence } from './record-evidence';
 import { DispatchMetrics } from '../../dispatch.metrics';
-import { UPSTREAM } from '../../tokens';
+import { UPSTREAM, UPSTREAM_CREDENTIALS } from '../../tokens';
 
 const ATTEMPT_NO = 1;
 
@@ -46,6 +46,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
     @InjectLogger() private readonly log: Logger,
     @Inject(CLOCK) private readonly clock: Clock,
     @InjectIds() private readonly ids: IdGenerator,
+    @Inject(UPSTREAM_CREDENTIALS) private readonly credentials: CredentialSource,
   ) {}
 
   /**
@@ -58,6 +59,29 @@ export class RunAttempt implements BeforeApplicationShutdown {
       this.metrics.refused.inc({ reason: 'expired' });
       this.log.warn({ action_id: cmd.action_id }, 'refusing expired dispatch command');
       return { done: Promise.resolve() };
+    }
+    const credential = this.credentialFor(cmd);
+    if (!credential.ok) {
+      // Nothing is claimed and nothing is sent: like an expired command, the reservation is
+      // provably undispatched and is voided after its dispatch deadline. The client hears why now.
+      this.metrics.refused.inc({ reason: 'credential_missing' });
+      this.log.error(
+        { action_id: cmd.action_id, route_id: cmd.route.route_id, credential_ref: cmd.route.credential_ref, problem: credential.reason },
+        'upstream credential cannot be resolved; nothing sent',
+      );
+      const done = this.publishReply(cmd, replyTo, {
+        kind: 'error',
+        http_status: 502,
+        code: 'upstream_credential_missing',
+        message: `route ${cmd.route.model_alias} names upstream credential ${cmd.route.credential_ref}, which the gateway has no usable value for; nothing was sent to the provider and nothing is billed; an operator must configure the credential`,
+        attempt_id: null,
+        provider_request_id: null,
+        requested_candidates: cmd.requested_candidates,
+        effective_candidates: cmd.effective_candidates,
+        returned_candidates: null,
+        candidates: [],
+      }).catch((err: Error) => this.log.error({ action_id: cmd.action_id, error: err.message }, 'refusal reply not published'));
+      return { done };
     }
     const attemptId = this.ids.next();
     const claim = await this.repo.claim({
@@ -76,7 +100,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
       this.log.info({ action_id: cmd.action_id, reason: claim.reason }, 'dispatch claim refused');
       return { done: Promise.resolve() };
     }
-    const ctx: Ctx = { cmd, attemptId, replyTo, evidence: null };
+    const ctx: Ctx = { cmd, attemptId, replyTo, credential: credential.value, evidence: null };
     const run = async () => {
       try {
         await (cmd.stream ? this.runStream(ctx) : this.runWhole(ctx));
@@ -98,7 +122,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
   private async runWhole(ctx: Ctx): Promise<void> {
     const { cmd } = ctx;
     const adapter = adapterFor(cmd.route.provider_kind);
-    const req = adapter.buildRequest(cmd);
+    const req = adapter.buildRequest(cmd, ctx.credential);
     const started = this.clock.now();
     const timeoutMs = Math.max(1, new Date(cmd.deadline).getTime() - started.getTime());
     let statusCode: number;
@@ -185,7 +209,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
   private async runStream(ctx: Ctx): Promise<void> {
     const { cmd } = ctx;
     const adapter = adapterFor(cmd.route.provider_kind);
-    const req = adapter.buildRequest(cmd);
+    const req = adapter.buildRequest(cmd, ctx.credential);
     const timeoutMs = Math.max(1, new Date(cmd.deadline).getTime() - this.clock.now().getTime());
     let seq = 0;
     let statusCode = 0;
@@ -252,6 +276,13 @@ export class RunAttempt implements BeforeApplicationShutdown {
       complete: ctx.streamFinished,
       ...this.counts(ctx, parsed),
     });
+  }
+
+  /** The key the route's contract names (none when it names none), from `UpstreamCredentials`. */
+  private credentialFor(cmd: DispatchCommandV1): { ok: true; value: string | null } | { ok: false; reason: string } {
+    const ref = cmd.route.credential_ref;
+    if (ref === undefined || ref === null) return { ok: true, value: null };
+    return this.credentials.lookup(ref);
   }
 
   /** One upstream call, bounded by what is left of the action's deadline. */
@@ -364,19 +395,18 @@ export class RunAttempt implements BeforeApplicationShutdown {
     };
   }
 
+  private publishReply(cmd: DispatchCommandV1, replyTo: string, reply: DispatchReplyV1): Promise<void> {
+    return this.bus.publish('dispatchReplies', [
+      {
+        key: cmd.action_id,
+        value: { event_id: this.ids.next(), action_id: cmd.action_id, reply_to: replyTo, body: this.cipher.encrypt(reply, cmd.action_id) },
+      },
+    ]);
+  }
+
   private async reply(ctx: Ctx, reply: DispatchReplyV1): Promise<void> {
     try {
-      await this.bus.publish('dispatchReplies', [
-        {
-          key: ctx.cmd.action_id,
-          value: {
-            event_id: this.ids.next(),
-            action_id: ctx.cmd.action_id,
-            reply_to: ctx.replyTo,
-            body: this.cipher.encrypt(reply, ctx.cmd.action_id),
-          },
-        },
-      ]);
+      await this.publishReply(ctx.cmd, ctx.replyTo, reply);
     } catch (err) {
       // An answer larger than one Kafka message (many candidates × a high cap) cannot travel back.
       // Its usage is already recorded and billed; the client gets a clear 502 instead of a timeout.
@@ -401,6 +431,8 @@ interface Ctx {
   cmd: DispatchCommandV1;
   attemptId: string;
   replyTo: string;
+  /** the resolved upstream key (null: the route names none); lives only in memory */
+  credential: string | null;
   /** streams: whether the provider's whole stream arrived (end marker or final chunk) */
   streamFinished?: boolean;
   /** the outcome's write, once started; may outlive the reply */

@@ -3,6 +3,7 @@ import { ALLOWLIST, bob, olga, routeCommand, T0 } from '../../testing/fixtures';
 import { CreateRoute } from '../create-route/create-route.usecase';
 import { PendingChange } from '../change-requests';
 import { fourEyes } from '../../testing/four-eyes';
+import { updateRouteContractBody } from './update-route-contract.command';
 
 describe('UpdateRouteContract', () => {
   const setup = async () => {
@@ -37,6 +38,7 @@ describe('UpdateRouteContract', () => {
     ['provider kind', { provider_kind: 'openai-compatible' as const }, 'provider_kind changed'],
     ['upstream URL', { upstream_base_url: 'http://127.0.0.1:9999' }, 'upstream_base_url changed'],
     ['priced features', { priced_features: ['service_tier'] }, 'priced feature service_tier admitted'],
+    ['upstream credential', { credential_ref: 'OPENAI_BILLING' }, 'credential_ref changed'],
   ])('a change of %s waits for a second operator; approved, it appends an unverified version', async (_what, change, raise) => {
     const { store, contract, update, eyes } = await setup();
     const pending = await update.execute(olga, 'rt-openai', { ...contract, ...change });
@@ -58,6 +60,31 @@ describe('UpdateRouteContract', () => {
     expect(again).toMatchObject({ changed: false });
     if (again instanceof PendingChange) throw new Error('expected no change');
     expect(again.versions[0]).toMatchObject({ priced_features: ['prediction'], media_input_tokens: { image: 2000 } });
+  });
+
+  it('credential_ref: left out of a PUT it is kept, null removes it (four-eyes), and the view shows only the name', async () => {
+    const { store, contract, update, eyes } = await setup();
+    const pending = await update.execute(olga, 'rt-openai', { ...contract, credential_ref: 'OPENAI' });
+    if (!(pending instanceof PendingChange)) throw new Error('expected a change request');
+    await eyes.decide.execute(bob, pending.body.id, { decision: 'approve' });
+    expect(store.routes.get('rt-openai')!.versions[0]).toMatchObject({ version: 2, credentialRef: 'OPENAI', verifiedAt: null });
+    const kept = await update.execute(olga, 'rt-openai', contract);
+    if (kept instanceof PendingChange) throw new Error('expected no change');
+    expect(kept).toMatchObject({ changed: false, current_version: 2 });
+    expect(kept.versions[0]).toMatchObject({ credential_ref: 'OPENAI' });
+    const removal = await update.execute(olga, 'rt-openai', { ...contract, credential_ref: null });
+    if (!(removal instanceof PendingChange)) throw new Error('expected a change request');
+    expect(removal.body).toMatchObject({ raises: ['credential_ref changed'] });
+  });
+
+  it('credential_ref is a name, never a key: the body schema refuses anything but A-Z, 0-9 and _', () => {
+    const { id: _id, ...contract } = routeCommand();
+    for (const bad of ['sk-live-123', 'openai', '', 'A'.repeat(65), 'OPEN AI']) {
+      expect(updateRouteContractBody.safeParse({ ...contract, credential_ref: bad }).success).toBe(false);
+    }
+    for (const good of ['OPENAI', 'GEMINI_PROD_2', null]) {
+      expect(updateRouteContractBody.safeParse({ ...contract, credential_ref: good }).success).toBe(true);
+    }
   });
 
   it('re-sending the current contract changes nothing', async () => {

@@ -28,8 +28,9 @@ export class UpdateRouteContract {
     @InjectIds() private readonly ids: IdGenerator,
   ) {}
 
-  async execute(op: Operator, routeId: string, cmd: UpdateRouteContractCommand) {
+  async execute(op: Operator, routeId: string, sent: UpdateRouteContractCommand) {
     const now = this.clock.now();
+    const cmd = await this.keepCredentialWhenOmitted(routeId, sent);
     const prepared = await this.prepare(routeId, cmd);
     if (!prepared.changed) return { ...routeJson(prepared.route, now), changed: false };
     const current = currentVersionOf(prepared.route);
@@ -37,6 +38,7 @@ export class UpdateRouteContract {
       providerKind: cmd.provider_kind,
       upstreamBaseUrl: cmd.upstream_base_url,
       upstreamModel: cmd.upstream_model,
+      credentialRef: cmd.credential_ref,
       pricedFeatures: cmd.priced_features,
       imageInputTokens: cmd.image_input_tokens,
       audioInputTokens: cmd.audio_input_tokens,
@@ -62,6 +64,17 @@ export class UpdateRouteContract {
   async applyApproved(actor: string, reason: string, routeId: string, cmd: UpdateRouteContractCommand, now: Date, tx: Tx): Promise<void> {
     const prepared = await this.prepare(routeId, cmd);
     if (prepared.changed) await this.write(routeId, prepared.alias, cmd, actor, reason, now, tx);
+  }
+
+  /**
+   * `credential_ref` left out of a PUT keeps the route's credential (null removes it), so a contract
+   * edit by someone who never saw the credential does not silently drop it. The change request
+   * stores the resolved name, so an approval applies exactly what was shown.
+   */
+  private async keepCredentialWhenOmitted(routeId: string, cmd: UpdateRouteContractCommand): Promise<UpdateRouteContractCommand> {
+    if (cmd.credential_ref !== undefined) return cmd;
+    const route = await this.routes.routeById(routeId);
+    return route ? { ...cmd, credential_ref: currentVersionOf(route).credentialRef ?? null } : cmd;
   }
 
   private async prepare(routeId: string, cmd: UpdateRouteContractCommand) {
