@@ -3,14 +3,16 @@
  * cap the route contract names, and reads counts, finish reasons and aggregate usage — never
  * content — from whole responses and streams.
  */
-import type { ProviderKind } from '@gateway/contracts';
+import type { ApiKind, ProviderKind } from '@gateway/contracts';
 import { ProviderAdapter } from './adapter';
 import { GeminiGenerateAdapter } from './gemini-generate.adapter';
 import { OpenAiChatAdapter } from './openai-chat.adapter';
+import { OpenAiResponsesAdapter } from './openai-responses.adapter';
 
 export * from './adapter';
 export { OpenAiChatAdapter } from './openai-chat.adapter';
 export { GeminiGenerateAdapter } from './gemini-generate.adapter';
+export { OpenAiResponsesAdapter } from './openai-responses.adapter';
 export * from './sse';
 export * from './upstream-agent';
 
@@ -22,4 +24,12 @@ export function adapterFor(kind: ProviderKind, upstreamKey?: (routeId: string) =
     case 'gemini-generate':
       return new GeminiGenerateAdapter(upstreamKey);
   }
+}
+
+/** The adapter for what a command asks: the Responses dialect has its own (on `openai-chat` routes). */
+export function adapterForCommand(
+  cmd: { api_kind: ApiKind; route: { provider_kind: ProviderKind } },
+  upstreamKey?: (routeId: string) => string | null,
+): ProviderAdapter {
+  return cmd.api_kind === 'openai-responses' ? new OpenAiResponsesAdapter(upstreamKey) : adapterFor(cmd.route.provider_kind, upstreamKey);
 }
