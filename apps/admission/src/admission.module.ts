@@ -9,6 +9,7 @@ import { DispatchRepliesIntake } from './consumers/dispatch-replies.intake';
 import { ActionsController } from './http/actions.controller';
 import { ChatCompletionsController } from './http/chat-completions.controller';
 import { GeminiController } from './http/gemini.controller';
+import { ResponsesController } from './http/responses.controller';
 import { GenerationResponder } from './http/generation.responder';
 import { ReplyCache } from './http/reply-cache';
 import { AdmitRequest } from './usecases/admit-request/admit-request.usecase';
@@ -20,7 +21,7 @@ export class AdmissionModule {
     return {
       module: AdmissionModule,
       imports: [CoreModule.forService(core)],
-      controllers: [ChatCompletionsController, GeminiController, ActionsController, DispatchRepliesConsumer],
+      controllers: [ChatCompletionsController, ResponsesController, GeminiController, ActionsController, DispatchRepliesConsumer],
       providers: [
         { provide: ContentCipher, useValue: core.cipher },
         { provide: ReplyRouter, useValue: new ReplyRouter() },
