@@ -29,7 +29,15 @@ function jest(config, env) {
   return new Promise((resolve) => {
     const child = spawn(
       process.execPath,
-      [path.join(ROOT, 'node_modules/jest/bin/jest.js'), '-c', config, '--json', `--outputFile=${out}`, `--passWithNoTests=${patterns.length > 0}`, ...patterns],
+      [
+        path.join(ROOT, 'node_modules/jest/bin/jest.js'),
+        '-c',
+        config,
+        '--json',
+        `--outputFile=${out}`,
+        `--passWithNoTests=${patterns.length > 0}`,
+        ...patterns,
+      ],
       {
         cwd: ROOT,
         env,
