@@ -182,6 +182,49 @@ const targetedChat = (alias: string) =>
       ]),
     );
 
+/** Responses API bodies: the fields admission types, and the ones it refuses by code. */
+const responsesBody = (alias: string) =>
+  fc
+    .record({
+      model: fc.oneof(field(JSON.stringify(alias)), value),
+      input: fc.oneof(field('"hi"'), field('[{"role":"user","content":"hi"}]'), value),
+      max_output_tokens: fc.option(fc.oneof(hostileNumber, value), { nil: undefined, freq: 2 }),
+      stream: fc.option(fc.oneof(fc.constantFrom('true', 'false'), value), { nil: undefined, freq: 2 }),
+      background: fc.option(fc.oneof(fc.constantFrom('true', 'false'), value), { nil: undefined, freq: 3 }),
+      previous_response_id: fc.option(value, { nil: undefined, freq: 3 }),
+      store: fc.option(fc.oneof(fc.constantFrom('true', 'false'), value), { nil: undefined, freq: 3 }),
+      tools: fc.option(fc.oneof(field('[{"type":"web_search"}]'), value), { nil: undefined, freq: 3 }),
+    })
+    .map((r) =>
+      object([
+        ['model', r.model],
+        ['input', r.input],
+        ['max_output_tokens', r.max_output_tokens],
+        ['stream', r.stream],
+        ['background', r.background],
+        ['previous_response_id', r.previous_response_id],
+        ['store', r.store],
+        ['tools', r.tools],
+      ]),
+    );
+
+const targetedResponses = (alias: string) =>
+  fc
+    .record({
+      text: fc.oneof(hostileString, fc.constant('"hi"')),
+      n: fc.option(hostileNumber, { nil: undefined }),
+      extra: fc.oneof(value, deep, hostileNumber),
+    })
+    .map((r) =>
+      object([
+        ['model', JSON.stringify(alias)],
+        ['input', `[{"role":"user","content":[{"type":"input_text","text":${r.text}}]}]`],
+        ['n', r.n],
+        ['max_output_tokens', '16'],
+        ['metadata', r.extra],
+      ]),
+    );
+
 const targetedGemini = fc
   .record({
     text: fc.oneof(hostileString, fc.constant('"hi"')),
@@ -370,6 +413,26 @@ function admissionCase(c: HostileCredentials): fc.Arbitrary<HostileCase> {
         authenticated: r.auth.authenticated,
       };
     });
+  const responses = fc
+    .record({
+      auth: authFor(c, 'workload'),
+      body: bodyFor(responsesBody(c.alias), targetedResponses(c.alias)),
+      ct: contentType,
+      idem: idempotency,
+    })
+    .map((r): HostileCase => ({
+      category: 'admission responses',
+      service: 'admission',
+      method: 'POST',
+      path: '/v1/responses',
+      headers: {
+        ...r.auth.header,
+        ...(r.ct ? { 'content-type': r.ct } : {}),
+        ...(r.idem !== undefined ? { 'idempotency-key': r.idem } : {}),
+      },
+      body: r.body,
+      authenticated: r.auth.authenticated,
+    }));
   const action = fc.record({ auth: authFor(c, 'workload'), id: pathParam, q: query(['x']) }).map((r): HostileCase => ({
     category: 'admission action',
     service: 'admission',
@@ -378,7 +441,12 @@ function admissionCase(c: HostileCredentials): fc.Arbitrary<HostileCase> {
     headers: r.auth.header,
     authenticated: r.auth.authenticated,
   }));
-  return fc.oneof({ weight: 5, arbitrary: chat }, { weight: 4, arbitrary: gemini }, { weight: 1, arbitrary: action });
+  return fc.oneof(
+    { weight: 5, arbitrary: chat },
+    { weight: 4, arbitrary: gemini },
+    { weight: 2, arbitrary: responses },
+    { weight: 1, arbitrary: action },
+  );
 }
 
 /** Bad requests to the operator APIs: bodies, path parameters and query strings. */

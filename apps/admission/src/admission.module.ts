@@ -7,6 +7,7 @@ import { CatalogCache } from './catalog-cache';
 import { ActionsController } from './http/actions.controller';
 import { ChatCompletionsController } from './http/chat-completions.controller';
 import { GeminiController } from './http/gemini.controller';
+import { ResponsesController } from './http/responses.controller';
 import { GenerationResponder } from './http/generation.responder';
 import { ModelsController } from './http/models.controller';
 import { ReplyCache } from './http/reply-cache';
@@ -21,7 +22,14 @@ export class AdmissionModule {
     return {
       module: AdmissionModule,
       imports: [CoreModule.forService(core)],
-      controllers: [ChatCompletionsController, GeminiController, ModelsController, ActionsController, dispatchRepliesConsumer('admission-replies', 6)],
+      controllers: [
+        ChatCompletionsController,
+        ResponsesController,
+        GeminiController,
+        ModelsController,
+        ActionsController,
+        dispatchRepliesConsumer('admission-replies', 6),
+      ],
       providers: [
         { provide: ContentCipher, useValue: core.cipher },
         { provide: ReplyRouter, useValue: new ReplyRouter() },

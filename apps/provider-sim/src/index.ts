@@ -6,6 +6,7 @@ import { handleProviderRequest } from './exchange';
 import { GEMINI_PATH, geminiGenerate, geminiStream } from './gemini.handler';
 import { sendJson } from './http';
 import { openAiChat } from './openai.handler';
+import { openAiResponses } from './responses.handler';
 import type { SimRequestLogEntry } from './request-log';
 
 export type { SimRequestLogEntry } from './request-log';
@@ -35,6 +36,7 @@ async function route(ctx: SimContext, req: IncomingMessage, res: ServerResponse)
   const method = req.method ?? 'GET';
 
   if (method === 'POST' && path === '/v1/chat/completions') return handleProviderRequest(ctx, req, res, url, openAiChat);
+  if (method === 'POST' && path === '/v1/responses') return handleProviderRequest(ctx, req, res, url, openAiResponses);
   const gemini = method === 'POST' ? GEMINI_PATH.exec(path) : null;
   if (gemini) return handleProviderRequest(ctx, req, res, url, gemini[3] === 'generateContent' ? geminiGenerate : geminiStream);
 

@@ -25,4 +25,20 @@ describe('spendFieldsOf', () => {
       store: false,
     });
   });
+
+  it('records the Responses cap and hosted tools by type', () => {
+    expect(
+      spendFieldsOf({
+        input: 'q',
+        max_output_tokens: 64,
+        store: false,
+        tools: [{ type: 'function', name: 'f' }, { type: 'web_search_preview' }, { type: 'file_search' }],
+      }),
+    ).toEqual({
+      candidateFields: {},
+      capFields: { max_output_tokens: 64 },
+      pricedFields: ['tools[1].type', 'tools[2].type'],
+      store: false,
+    });
+  });
 });

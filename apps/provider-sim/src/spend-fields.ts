@@ -20,6 +20,9 @@ const PRICED_TOOLS = [
   'google_maps',
 ];
 
+/** Responses API hosted tools (`tools[i].type`) that bill beyond tokens. */
+const PRICED_TOOL_TYPES = ['file_search', 'code_interpreter', 'image_generation', 'computer_use', 'computer_use_preview', 'mcp'];
+
 export interface SpendFields {
   /** every candidate-count spelling received, by path (`n`, `generationConfig.candidateCount`, …) */
   candidateFields: Record<string, unknown>;
@@ -53,6 +56,9 @@ export function spendFieldsOf(body: unknown): SpendFields {
   const tools = Array.isArray(b.tools) ? b.tools : [];
   tools.forEach((t, i) => {
     for (const k of Object.keys(record(t) ?? {})) if (PRICED_TOOLS.includes(k)) out.pricedFields.push(`tools[${i}].${k}`);
+    const type = record(t)?.type;
+    if (typeof type === 'string' && (type.startsWith('web_search') || PRICED_TOOL_TYPES.includes(type)))
+      out.pricedFields.push(`tools[${i}].type`);
   });
   out.store = 'store' in b ? scalar(b.store) : null;
   return out;

@@ -24,6 +24,75 @@ beforeEach(() => sim.reset());
 
 const waitFor = (check: () => boolean, timeoutMs = 2000) => eventually(() => (check() ? true : undefined), { timeoutMs, intervalMs: 10 });
 
+describe('OpenAI Responses API', () => {
+  it('answers one response with max_output_tokens as the cap and inclusive usage (reasoning, cached)', async () => {
+    const { data, response } = await openai.responses
+      .create({
+        model: 'sim-gpt;words=20;reasoning=2;cached=4',
+        input: 'Say something about spend limits.',
+        instructions: 'Be brief.',
+        max_output_tokens: 10,
+      })
+      .withResponse();
+    expect(response.headers.get('x-request-id')).toMatch(/^req_sim_/);
+    expect(data.status).toBe('incomplete');
+    expect(data.incomplete_details).toEqual({ reason: 'max_output_tokens' });
+    expect(data.output_text.split(' ')).toHaveLength(8); // 10 - 2 reasoning
+    expect(data.output.map((o) => o.type)).toEqual(['reasoning', 'message']);
+    expect(data.usage).toMatchObject({
+      input_tokens_details: { cached_tokens: 4 },
+      output_tokens: 10,
+      output_tokens_details: { reasoning_tokens: 2 },
+    });
+    expect(data.usage!.total_tokens).toBe(data.usage!.input_tokens + 10);
+    expect(sim.requests()[0]).toMatchObject({
+      path: '/v1/responses',
+      maxTokens: 10,
+      candidateCount: null,
+      capFields: { max_output_tokens: 10 },
+    });
+  });
+
+  it('completes within the cap; refuses chat-completions fields as OpenAI does', async () => {
+    const data = await openai.responses.create({ model: 'sim-gpt', input: [{ role: 'user', content: 'hello' }] });
+    expect(data.status).toBe('completed');
+    expect(data.output_text.split(' ')).toHaveLength(12);
+    await expect(openai.responses.create({ model: 'sim-gpt', input: 'q', max_tokens: 5 } as never)).rejects.toMatchObject({
+      status: 400,
+      code: 'unsupported_parameter',
+    });
+  });
+
+  it('streams typed events ending in response.completed with usage; the SDK assembles the text', async () => {
+    const stream = await openai.responses.create({ model: 'sim-gpt;words=5', input: 'hi', stream: true });
+    const types: string[] = [];
+    let text = '';
+    let usage: unknown = null;
+    for await (const event of stream) {
+      types.push(event.type);
+      if (event.type === 'response.output_text.delta') text += event.delta;
+      if (event.type === 'response.completed') usage = event.response.usage;
+    }
+    expect(types[0]).toBe('response.created');
+    expect(types[types.length - 1]).toBe('response.completed');
+    expect(text.split(' ')).toHaveLength(5);
+    expect(usage).toMatchObject({ output_tokens: 5 });
+  });
+
+  it('cut-stream drops the connection before response.completed; no-usage leaves usage null', async () => {
+    const stream = await openai.responses.create({ model: 'sim-gpt;cut-stream', input: 'hi', stream: true });
+    const types: string[] = [];
+    await expect(
+      (async () => {
+        for await (const event of stream) types.push(event.type);
+      })(),
+    ).rejects.toThrow();
+    expect(types).toContain('response.output_text.delta');
+    expect(types).not.toContain('response.completed');
+    expect((await openai.responses.create({ model: 'sim-gpt;no-usage', input: 'hi' })).usage).toBeNull();
+  });
+});
+
 describe('OpenAI chat completions', () => {
   it('serves n candidates with a per-candidate cap and summed usage', async () => {
     const { data, response } = await openai.chat.completions

@@ -6,7 +6,8 @@ import { candidateOutcome } from './events';
  * structures that may hold prompt or completion content; they exist in memory and, encrypted,
  * on the short-retention dispatch topics, and nowhere else.
  */
-export const apiKind = z.enum(['openai-chat', 'gemini-generate']);
+/** the client's API dialect; `openai-responses` (the Responses API) is served on `openai-chat` routes */
+export const apiKind = z.enum(['openai-chat', 'gemini-generate', 'openai-responses']);
 export type ApiKind = z.infer<typeof apiKind>;
 
 export const providerKind = z.enum(['openai-chat', 'openai-compatible', 'gemini-generate']);

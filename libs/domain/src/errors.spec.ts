@@ -50,6 +50,9 @@ describe('error registry', () => {
     ['provider_request_mismatch', 409, false],
     ['internal_error', 500, null],
     ['authentication_rate_limited', 429, true],
+    ['background_not_supported', 400, false],
+    ['stored_state_not_supported', 400, false],
+    ['provider_storage_not_allowed', 400, false],
   ];
 
   it.each(table)('%s -> HTTP %i, x-should-retry %p', (code, status, retry) => {

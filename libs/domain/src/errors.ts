@@ -11,8 +11,10 @@
 
 /**
  * The public admission API's codes (DESIGN §4), plus the Idempotency-Key conflict, the 429 of
- * a source address over its failed-authentication budget (every service answers it) and the 502
- * of a route whose upstream credential dispatch cannot resolve (nothing was sent upstream).
+ * a source address over its failed-authentication budget (every service answers it), the 502
+ * of a route whose upstream credential dispatch cannot resolve (nothing was sent upstream), and the
+ * Responses API refusals: background runs, state stored at the provider (previous_response_id,
+ * conversation) and `store: true` on a workload that does not allow provider storage.
  */
 export type DenialCode =
   | 'candidate_count_exceeds_policy'
@@ -31,7 +33,10 @@ export type DenialCode =
   | 'payload_too_large'
   | 'service_unavailable'
   | 'idempotency_key_reused'
-  | 'authentication_rate_limited';
+  | 'authentication_rate_limited'
+  | 'background_not_supported'
+  | 'stored_state_not_supported'
+  | 'provider_storage_not_allowed';
 
 export const DENIAL_CODES: readonly DenialCode[] = [
   'candidate_count_exceeds_policy',
@@ -51,6 +56,9 @@ export const DENIAL_CODES: readonly DenialCode[] = [
   'service_unavailable',
   'idempotency_key_reused',
   'authentication_rate_limited',
+  'background_not_supported',
+  'stored_state_not_supported',
+  'provider_storage_not_allowed',
 ];
 
 /** Refusals of the policy API (routes, workloads, keys, exceptions, prices). */
@@ -123,6 +131,9 @@ export function denialHttpStatus(code: ErrorCode): number {
     case 'invalid_request':
     case 'unpriced_input':
     case 'unpriced_feature':
+    case 'background_not_supported':
+    case 'stored_state_not_supported':
+    case 'provider_storage_not_allowed':
       return 400;
     case 'unauthorized':
       return 401;
@@ -203,6 +214,9 @@ export function denialShouldRetry(code: ErrorCode): boolean | null {
     case 'upstream_credential_missing':
     case 'unpriced_input':
     case 'unpriced_feature':
+    case 'background_not_supported':
+    case 'stored_state_not_supported':
+    case 'provider_storage_not_allowed':
     case 'payload_too_large':
     case 'idempotency_key_reused':
     case 'forbidden':

@@ -14,6 +14,7 @@ export * from './reservation';
 export * from './request-shape';
 export * from './input-estimate';
 export * from './priced-features';
+export * from './responses-request';
 export * from './state-machines';
 export * from './acceptance';
 export * from './idempotency';

@@ -113,6 +113,50 @@ describe('estimateRequestInputTokens', () => {
     expect(estimateRequestInputTokens(body, dialect, MEDIA)).toMatchObject({ ok: false, code: 'unpriced_input', param });
   });
 
+  describe('Responses API (openai-responses)', () => {
+    const est = (body: Record<string, unknown>) => estimateRequestInputTokens(body, 'openai-responses', MEDIA);
+
+    it('a string input is one message; instructions another; the whole body is the floor', () => {
+      const body = { model: 'm', input: 'hello there', instructions: 'be brief' };
+      expect(est(body)).toMatchObject({ ok: true, tokens: estimateInputTokens([serialisedInput(body)], 2) });
+      expect(est({ input: 'hello there' })).toMatchObject({
+        ok: true,
+        tokens: estimateInputTokens([serialisedInput({ input: 'hello there' })], 1),
+      });
+    });
+
+    it('counts input items, tools and instructions: more of any never estimates less', () => {
+      const base = { input: [{ role: 'user', content: 'q' }] };
+      const r0 = est(base);
+      const withTools = est({ ...base, tools: [{ type: 'function', name: 'f', parameters: { description: 'x'.repeat(300) } }] });
+      const withInstructions = est({ ...base, instructions: 'y'.repeat(300) });
+      const twoItems = est({ input: [...base.input, { role: 'assistant', content: 'a' }] });
+      for (const r of [withTools, withInstructions, twoItems]) expect(r.ok && r0.ok && r.tokens > r0.tokens).toBe(true);
+    });
+
+    it.each<[string, Record<string, unknown>, number]>([
+      ['an image', { type: 'input_image', image_url: 'https://x/y.png' }, 100],
+      ['an image stored at the provider (priced by the image minimum)', { type: 'input_image', file_id: 'file-1' }, 100],
+      ['audio', { type: 'input_audio', input_audio: { data: 'AA', format: 'wav' } }, 200],
+      ['an inline file', { type: 'input_file', file_data: 'data:application/pdf;base64,AA', filename: 'a.pdf' }, 400],
+    ])('adds the contract minimum for %s', (_name, part, minimum) => {
+      const body = { input: [{ role: 'user', content: [{ type: 'input_text', text: 'look' }, part] }] };
+      expect(est(body)).toMatchObject({ ok: true, tokens: estimateInputTokens([serialisedInput(body)], 1) + minimum });
+    });
+
+    it.each<[string, Record<string, unknown>, string]>([
+      ['a stored file', { input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file-1' }] }] }, 'input[0].content[0]'],
+      [
+        'a file behind a URL',
+        { input: [{ role: 'user', content: [{ type: 'input_file', file_url: 'https://x/a.pdf' }] }] },
+        'input[0].content[0]',
+      ],
+      ['a stored prompt template', { prompt: { id: 'pmpt_1' }, input: 'hi' }, 'prompt'],
+    ])('refuses %s as unpriced_input', (_name, body, param) => {
+      expect(est(body)).toMatchObject({ ok: false, code: 'unpriced_input', param });
+    });
+  });
+
   it('throws on a bad contract minimum (configuration, not caller input)', () => {
     expect(() => estimateRequestInputTokens({ messages: [] }, 'openai-chat', { ...DEFAULT_MEDIA_INPUT_TOKENS, image: -1 })).toThrow(
       RangeError,

@@ -33,7 +33,7 @@ export function estimateRequestInputTokens(
   mediaTokens: MediaInputTokens = DEFAULT_MEDIA_INPUT_TOKENS,
 ): InputEstimate {
   for (const kind of MEDIA_KINDS) assertNonNegativeInteger(mediaTokens[kind], `mediaTokens.${kind}`);
-  const scan = dialect === 'gemini-generate' ? scanGemini(body) : scanOpenAi(body);
+  const scan = dialect === 'gemini-generate' ? scanGemini(body) : dialect === 'openai-responses' ? scanResponses(body) : scanOpenAi(body);
   if ('unpriced' in scan) {
     return {
       ok: false,
@@ -89,6 +89,46 @@ function scanOpenAi(body: Record<string, unknown>): Scan {
     }
   }
   return { messages: messages.length, media };
+}
+
+/**
+ * Responses API: `input` (a string, or items whose `content` holds `input_text`, `input_image`,
+ * `input_audio`, `input_file` parts) plus `instructions`; tools and everything else are in the
+ * serialised floor. A file or a prompt template stored at the provider cannot be seen.
+ */
+function scanResponses(body: Record<string, unknown>): Scan {
+  if (body.prompt !== undefined && body.prompt !== null) {
+    return { unpriced: { param: 'prompt', why: 'a prompt template stored at the provider' } };
+  }
+  const media = emptyMedia();
+  const items = Array.isArray(body.input) ? body.input : [];
+  for (let i = 0; i < items.length; i++) {
+    const content = asRecord(items[i])?.content;
+    if (!Array.isArray(content)) continue;
+    for (let j = 0; j < content.length; j++) {
+      const part = asRecord(content[j]);
+      switch (part?.type) {
+        case 'input_image':
+          media.image++;
+          break;
+        case 'input_audio':
+          media.audio++;
+          break;
+        case 'input_file':
+          if (typeof part.file_data !== 'string') {
+            return {
+              unpriced: { param: `input[${i}].content[${j}]`, why: 'a file stored at the provider or behind a URL (file_id, file_url)' },
+            };
+          }
+          media.document++;
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  const messages = (Array.isArray(body.input) ? items.length : 1) + (body.instructions ? 1 : 0);
+  return { messages, media };
 }
 
 function scanGemini(body: Record<string, unknown>): Scan {

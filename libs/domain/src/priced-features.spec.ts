@@ -25,6 +25,17 @@ describe('pricedFeaturesUsed', () => {
     ['gemini code execution', 'gemini-generate', { tools: [{ code_execution: {} }] }, ['code_execution']],
     ['gemini url context', 'gemini-generate', { tools: [{ urlContext: {} }] }, ['url_context']],
     ['gemini functions are free', 'gemini-generate', { tools: [{ functionDeclarations: [] }] }, []],
+    ['responses plain', 'openai-responses', { input: 'hi', tools: [{ type: 'function', name: 'f' }] }, []],
+    ['responses default tier', 'openai-responses', { service_tier: 'default' }, []],
+    ['responses flex tier', 'openai-responses', { service_tier: 'flex' }, ['service_tier']],
+    ['responses web search', 'openai-responses', { tools: [{ type: 'web_search' }] }, ['web_search']],
+    ['responses web search preview', 'openai-responses', { tools: [{ type: 'web_search_preview_2025_03_11' }] }, ['web_search']],
+    ['responses file search', 'openai-responses', { tools: [{ type: 'file_search', vector_store_ids: ['vs'] }] }, ['file_search']],
+    ['responses code interpreter', 'openai-responses', { tools: [{ type: 'code_interpreter' }] }, ['code_execution']],
+    ['responses image generation', 'openai-responses', { tools: [{ type: 'image_generation' }] }, ['image_output']],
+    ['responses computer use', 'openai-responses', { tools: [{ type: 'computer_use_preview' }] }, ['computer_use']],
+    ['responses remote MCP', 'openai-responses', { tools: [{ type: 'mcp', server_url: 'https://x' }] }, ['remote_mcp']],
+    ['responses tool types do not count on chat', 'openai-chat', { tools: [{ type: 'web_search' }] }, []],
   ])('%s', (_name, provider, body, features) => {
     expect(pricedFeaturesUsed(body, provider).map((u) => u.feature)).toEqual(features);
   });
@@ -37,11 +48,15 @@ describe('pricedFeaturesUsed', () => {
 
   it('property: declaring every feature lets any body pass; declaring none refuses whatever is used', () => {
     fc.assert(
-      fc.property(fc.constantFrom<ProviderFamily>('openai-chat', 'openai-compatible', 'gemini-generate'), fc.object(), (provider, body) => {
-        const used = pricedFeaturesUsed(body as Record<string, unknown>, provider);
-        expect(unpricedFeature(used, PRICED_FEATURES)).toBeNull();
-        expect(unpricedFeature(used, []) === null).toBe(used.length === 0);
-      }),
+      fc.property(
+        fc.constantFrom<ProviderFamily>('openai-chat', 'openai-compatible', 'gemini-generate', 'openai-responses'),
+        fc.object(),
+        (provider, body) => {
+          const used = pricedFeaturesUsed(body as Record<string, unknown>, provider);
+          expect(unpricedFeature(used, PRICED_FEATURES)).toBeNull();
+          expect(unpricedFeature(used, []) === null).toBe(used.length === 0);
+        },
+      ),
     );
   });
 });

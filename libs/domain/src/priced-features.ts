@@ -9,7 +9,8 @@
  */
 import { asRecord } from './request-shape';
 
-export type ProviderFamily = 'openai-chat' | 'openai-compatible' | 'gemini-generate';
+/** A provider kind, or the Responses dialect (served on `openai-chat` routes, with its own tools). */
+export type ProviderFamily = 'openai-chat' | 'openai-compatible' | 'gemini-generate' | 'openai-responses';
 
 export const PRICED_FEATURES = [
   'service_tier',
@@ -23,6 +24,9 @@ export const PRICED_FEATURES = [
   'url_context',
   'model_routing',
   'plugins',
+  'file_search',
+  'computer_use',
+  'remote_mcp',
 ] as const;
 export type PricedFeature = (typeof PRICED_FEATURES)[number];
 
@@ -49,6 +53,20 @@ const GEMINI_TOOL_FEATURES: Readonly<Record<string, PricedFeature>> = {
 };
 
 /**
+ * Responses API hosted tools (`tools[i].type`) with per-call fees or billed work the reservation
+ * does not see. Function and custom tools run at the caller and are free; a type starting with
+ * `web_search` (`web_search_preview`, dated variants) is web search.
+ */
+const RESPONSES_TOOL_FEATURES: Readonly<Record<string, PricedFeature>> = {
+  file_search: 'file_search',
+  code_interpreter: 'code_execution',
+  image_generation: 'image_output',
+  computer_use: 'computer_use',
+  computer_use_preview: 'computer_use',
+  mcp: 'remote_mcp',
+};
+
+/**
  * The price-changing features a request body uses. Gemini bodies are read in both spellings (they
  * are normally canonical by now, but this list must not depend on that).
  */
@@ -64,6 +82,8 @@ export function pricedFeaturesUsed(body: Record<string, unknown>, provider: Prov
       ];
     case 'gemini-generate':
       return geminiFeatures(body);
+    case 'openai-responses':
+      return [...openAiFeatures(body), ...responsesToolFeatures(body)];
   }
 }
 
@@ -83,6 +103,22 @@ function openAiFeatures(body: Record<string, unknown>): FeatureUse[] {
   if (present(body.audio)) out.push({ feature: 'audio_output', param: 'audio' });
   if (present(body.web_search_options)) out.push({ feature: 'web_search', param: 'web_search_options' });
   if (present(body.prediction)) out.push({ feature: 'predicted_output', param: 'prediction' });
+  return out;
+}
+
+function responsesToolFeatures(body: Record<string, unknown>): FeatureUse[] {
+  const out: FeatureUse[] = [];
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  tools.forEach((tool, i) => {
+    const type = asRecord(tool)?.type;
+    if (typeof type !== 'string') return;
+    const feature = type.startsWith('web_search')
+      ? 'web_search'
+      : Object.hasOwn(RESPONSES_TOOL_FEATURES, type)
+        ? RESPONSES_TOOL_FEATURES[type]
+        : null;
+    if (feature) out.push({ feature, param: `tools[${i}].type` });
+  });
   return out;
 }
 

@@ -6,6 +6,18 @@ const GEMINI: SpendFieldNames = { candidateParam: 'candidateCount', outputCapPar
 const contents = [{ role: 'user', parts: [{ text: 'hi' }] }];
 
 describe('normaliseRequest', () => {
+  it('responses: every cap spelling leaves the body; the contract names (chat fields) do not apply', () => {
+    const r = normaliseRequest({ input: 'q', max_output_tokens: 9, max_completion_tokens: 9, store: true }, 'openai-responses', {
+      candidateParam: 'num_completions',
+      outputCapParam: 'max_out',
+    });
+    expect(r).toMatchObject({ ok: true, body: { input: 'q', store: true }, requestedOutputCap: 9, requestedCandidates: undefined });
+    expect(spendFieldSpellings('openai-responses', OPENAI)).toEqual({
+      candidate: [],
+      cap: ['max_output_tokens', 'max_completion_tokens', 'max_tokens'],
+    });
+  });
+
   it.each<[string, RequestDialect, SpendFieldNames, Record<string, unknown>, unknown, number | null, string]>([
     ['openai n', 'openai-chat', OPENAI, { messages: [], n: 3 }, 3, null, 'n'],
     ['openai max_tokens', 'openai-chat', OPENAI, { messages: [], max_tokens: 50 }, undefined, 50, 'n'],
@@ -57,12 +69,17 @@ describe('normaliseRequest', () => {
       'generationConfig.candidateCount',
     ],
     ['gemini omitted', 'gemini-generate', GEMINI, { contents }, undefined, null, 'candidateCount'],
+    ['responses cap', 'openai-responses', OPENAI, { input: 'q', max_output_tokens: 40 }, undefined, 40, 'n'],
+    ['responses chat spelling of the cap', 'openai-responses', OPENAI, { input: 'q', max_tokens: 40 }, undefined, 40, 'n'],
+    ['responses no cap', 'openai-responses', OPENAI, { input: 'q' }, undefined, null, 'n'],
   ])('%s', (_name, dialect, contract, body, candidates, cap, param) => {
     const r = normaliseRequest(body, dialect, contract);
     expect(r).toMatchObject({ ok: true, requestedCandidates: candidates, requestedOutputCap: cap, candidateParamName: param });
   });
 
   it.each<[string, RequestDialect, SpendFieldNames, Record<string, unknown>, string]>([
+    ['responses has no candidate count', 'openai-responses', OPENAI, { input: 'q', n: 2 }, 'n'],
+    ['responses caps differ', 'openai-responses', OPENAI, { input: 'q', max_output_tokens: 5, max_tokens: 6 }, 'max_output_tokens'],
     ['openai caps differ', 'openai-chat', OPENAI, { messages: [], max_tokens: 5, max_completion_tokens: 6 }, 'max_completion_tokens'],
     [
       'aggregator count differs from n',

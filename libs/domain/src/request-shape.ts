@@ -10,7 +10,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 
-export type RequestDialect = 'openai-chat' | 'gemini-generate';
+export type RequestDialect = 'openai-chat' | 'gemini-generate' | 'openai-responses';
 
 /** The contract's names for the two fields that multiply spend. */
 export interface SpendFieldNames {
@@ -23,6 +23,10 @@ export function spendFieldSpellings(
   dialect: RequestDialect,
   contract: SpendFieldNames,
 ): { candidate: readonly string[]; cap: readonly string[] } {
+  // The Responses API has one answer and one cap name of its own; the route contract's names
+  // describe its chat-completions fields, so they do not apply. The chat spellings of the cap are
+  // read (and removed) too, so no second cap escapes the reservation.
+  if (dialect === 'openai-responses') return { candidate: [], cap: ['max_output_tokens', 'max_completion_tokens', 'max_tokens'] };
   const base =
     dialect === 'gemini-generate'
       ? { candidate: ['candidateCount', 'candidate_count'], cap: ['maxOutputTokens', 'max_output_tokens'] }
@@ -60,6 +64,14 @@ export type NormalisedRequest =
 export function normaliseRequest(raw: Record<string, unknown>, dialect: RequestDialect, contract: SpendFieldNames): NormalisedRequest {
   try {
     const body = dialect === 'gemini-generate' ? canonicalGemini(raw) : { ...raw };
+    if (dialect === 'openai-responses' && body.n !== undefined && body.n !== null) {
+      return {
+        ok: false,
+        code: 'invalid_request',
+        message: 'the Responses API returns one answer per request and has no candidate count (n); send n to /v1/chat/completions',
+        param: 'n',
+      };
+    }
     const container = dialect === 'gemini-generate' ? (asRecord(body[GEMINI_GENERATION_CONFIG]) ?? {}) : body;
     const spellings = spendFieldSpellings(dialect, contract);
     const candidate = takeOne(container, spellings.candidate, dialect === 'gemini-generate' ? 'generationConfig.' : '');

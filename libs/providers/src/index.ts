@@ -3,15 +3,17 @@
  * cap the route contract names, and reads counts, finish reasons and aggregate usage — never
  * content — from whole responses and streams.
  */
-import type { ProviderKind } from '@gateway/contracts';
+import type { ApiKind, ProviderKind } from '@gateway/contracts';
 import { ProviderAdapter } from './adapter';
 import { GeminiGenerateAdapter } from './gemini-generate.adapter';
 import { OpenAiChatAdapter } from './openai-chat.adapter';
+import { OpenAiResponsesAdapter } from './openai-responses.adapter';
 
 export * from './adapter';
 export * from './credentials';
 export { OpenAiChatAdapter } from './openai-chat.adapter';
 export { GeminiGenerateAdapter } from './gemini-generate.adapter';
+export { OpenAiResponsesAdapter } from './openai-responses.adapter';
 export * from './sse';
 export * from './upstream-agent';
 
@@ -23,4 +25,9 @@ export function adapterFor(kind: ProviderKind): ProviderAdapter {
     case 'gemini-generate':
       return new GeminiGenerateAdapter();
   }
+}
+
+/** The adapter for what a command asks: the Responses dialect has its own (on `openai-chat` routes). */
+export function adapterForCommand(cmd: { api_kind: ApiKind; route: { provider_kind: ProviderKind } }): ProviderAdapter {
+  return cmd.api_kind === 'openai-responses' ? new OpenAiResponsesAdapter() : adapterFor(cmd.route.provider_kind);
 }

@@ -3,7 +3,12 @@ import type { DispatchCommandV1, DispatchReplyV1 } from '@gateway/contracts';
 import { ContentCipher, ReplyRouter } from '@gateway/messaging';
 import { Metrics } from '@gateway/service-kit';
 import { AdmissionMetrics } from '../admission.metrics';
-import { AdmitRequestCommand, fromGeminiGenerate, fromOpenAiChat } from '../usecases/admit-request/admit-request.command';
+import {
+  AdmitRequestCommand,
+  fromGeminiGenerate,
+  fromOpenAiChat,
+  fromOpenAiResponses,
+} from '../usecases/admit-request/admit-request.command';
 import type { AdmittedAction } from '../usecases/admit-request/admit-request.usecase';
 import { Admission, GenerationResponder, HttpAnswer } from './generation.responder';
 import { ReplyCache } from './reply-cache';
@@ -194,6 +199,8 @@ const openAiStream = (): AdmitRequestCommand =>
   fromOpenAiChat({ model: 'approved-standard', messages: [{ role: 'user', content: 'hi' }], stream: true }, 'key', null);
 const openAiWhole = (): AdmitRequestCommand =>
   fromOpenAiChat({ model: 'approved-standard', messages: [{ role: 'user', content: 'hi' }] }, 'key', null);
+const responsesStream = (): AdmitRequestCommand =>
+  fromOpenAiResponses({ model: 'approved-standard', input: 'hi', stream: true }, 'key', null);
 const geminiStream = (format: 'sse' | 'json-array'): AdmitRequestCommand =>
   fromGeminiGenerate({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }, 'approved-gemini', true, 'key', null, format);
 
@@ -249,6 +256,34 @@ describe('GenerationResponder', () => {
       expect(f.res.body).toBe('data: {"a":1}\n\ndata: {"b":2}\n\ndata: [DONE]\n\n');
       expect(f.admission.router.pending).toBe(0);
       expect(f.res.violations).toEqual([]);
+    });
+
+    it('OpenAI Responses: each event named by its type, no [DONE] after response.completed', async () => {
+      const f = setup(responsesStream, { path: '/v1/responses' });
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply(chunk(0, '{"type":"response.created","sequence_number":0}'));
+      f.admission.reply(chunk(1, '{"type":"response.completed","sequence_number":1}'));
+      f.admission.reply(end(2, true));
+      expect(await f.served()).toBe('served');
+      expect(f.res.headers.get('content-type')).toBe('text/event-stream');
+      expect(f.res.body).toBe(
+        'event: response.created\ndata: {"type":"response.created","sequence_number":0}\n\n' +
+          'event: response.completed\ndata: {"type":"response.completed","sequence_number":1}\n\n',
+      );
+      expect(f.res.writableEnded).toBe(true);
+    });
+
+    it('OpenAI Responses: a stream cut before response.completed ends with a named error event the SDK raises', async () => {
+      const f = setup(responsesStream, { path: '/v1/responses' });
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply(chunk(0, '{"type":"response.created","sequence_number":0}'));
+      f.admission.reply(end(1, false));
+      await f.served();
+      const [, last] = f.res.body.split('\n\n');
+      expect(last.startsWith('event: error\ndata: ')).toBe(true);
+      expect(JSON.parse(last.replace('event: error\ndata: ', ''))).toMatchObject({ error: { code: 'upstream_error' } });
     });
 
     it('Gemini alt=sse: CRLF events and no end marker', async () => {

@@ -307,43 +307,49 @@ class Exchange {
 }
 
 /**
- * How a stream is framed in the caller's dialect: OpenAI SSE (`[DONE]` at the end), Gemini SSE
- * (CRLF, no end marker), or, for Gemini clients that did not ask for `alt=sse`, one JSON array
- * written element by element. An error closes the stream as an error event the SDKs raise.
+ * How a stream is framed in the caller's dialect: OpenAI chat SSE (`[DONE]` at the end), OpenAI
+ * Responses SSE (each event named by its payload's `type`, as OpenAI sends them; the stream ends
+ * after `response.completed`, with no `[DONE]`), Gemini SSE (CRLF, no end marker), or, for Gemini
+ * clients that did not ask for `alt=sse`, one JSON array written element by element. An error
+ * closes the stream as an error event the SDKs raise.
  */
 class StreamFraming {
   readonly contentType: string;
   readonly opening: string;
   readonly closing: string;
   private readonly jsonArray: boolean;
+  private readonly named: boolean;
   private readonly eol: string;
 
   constructor(cmd: Pick<AdmitRequestCommand, 'apiKind' | 'streamFormat'>) {
     const gemini = cmd.apiKind === 'gemini-generate';
     this.jsonArray = gemini && cmd.streamFormat === 'json-array';
+    this.named = cmd.apiKind === 'openai-responses';
     this.eol = gemini ? '\r\n' : '\n';
     this.contentType = this.jsonArray ? 'application/json' : 'text/event-stream';
     this.opening = this.jsonArray ? '[' : '';
-    this.closing = this.jsonArray ? ']' : gemini ? '' : this.event('[DONE]');
+    this.closing = this.jsonArray ? ']' : gemini || this.named ? '' : this.event('[DONE]');
   }
 
   element(data: string, first: boolean): string {
-    return this.jsonArray ? `${first ? '' : ',\r\n'}${data}` : this.event(data);
+    return this.jsonArray ? `${first ? '' : ',\r\n'}${data}` : this.event(data, this.named ? eventName(data) : null);
   }
 
   /** The error as the last element (JSON array) or event, without the end marker. */
   error(body: unknown, first: boolean): string {
     const data = JSON.stringify(body);
-    return this.jsonArray ? `${this.element(data, first)}]` : this.event(data);
+    return this.jsonArray ? `${this.element(data, first)}]` : this.event(data, this.named ? 'error' : null);
   }
 
   /** One event; a payload with line breaks takes one `data:` line per line. */
-  private event(data: string): string {
+  private event(data: string, name: string | null = null): string {
     return (
+      (name ? `event: ${name}${this.eol}` : '') +
       data
         .split('\n')
         .map((line) => `data: ${line}${this.eol}`)
-        .join('') + this.eol
+        .join('') +
+      this.eol
     );
   }
 }
@@ -357,5 +363,15 @@ export function replyErrorCode(code: string): DenialCode {
       return code;
     default:
       return 'upstream_error';
+  }
+}
+
+/** A Responses stream event's name is its payload's `type` (a plain identifier, or none). */
+function eventName(data: string): string | null {
+  try {
+    const type = (JSON.parse(data) as { type?: unknown } | null)?.type;
+    return typeof type === 'string' && /^[\w.-]+$/.test(type) ? type : null;
+  } catch {
+    return null;
   }
 }

@@ -29,7 +29,8 @@ export interface AdmitRequestCommand {
 function preRead(body: Record<string, unknown>, dialect: RequestDialect): unknown {
   const n = normaliseRequest(body, dialect, {
     candidateParam: null,
-    outputCapParam: dialect === 'gemini-generate' ? 'maxOutputTokens' : 'max_completion_tokens',
+    outputCapParam:
+      dialect === 'gemini-generate' ? 'maxOutputTokens' : dialect === 'openai-responses' ? 'max_output_tokens' : 'max_completion_tokens',
   });
   if (!n.ok) throw new DomainError(n.code, n.message, n.param);
   return n.requestedCandidates;
@@ -65,6 +66,45 @@ export function fromOpenAiChat(raw: unknown, credential: string | null, idempote
     streamFormat: 'sse',
     requestedCandidates: preRead(body, 'openai-chat'),
     includeUsageForClient: parsed.data.stream_options?.include_usage === true,
+    body,
+  };
+}
+
+/**
+ * OpenAI Responses body. `input` is a string or a list of items; the fields admission decides on
+ * (the cap, streaming, background, stored state, storage, tier, tools) are typed strictly, the
+ * rest passes through. Background, stored state and storage are judged by the use case, so their
+ * refusals carry their own codes and a decision event.
+ */
+export const openAiResponsesBody = z
+  .object({
+    model: z.string().min(1),
+    input: z.union([z.string(), z.array(z.record(z.string(), z.unknown()))]).optional(),
+    instructions: z.string().nullable().optional(),
+    max_output_tokens: positiveInt.nullable().optional(),
+    stream: z.boolean().nullable().optional(),
+    background: z.boolean().nullable().optional(),
+    store: z.boolean().nullable().optional(),
+    previous_response_id: z.string().nullable().optional(),
+    service_tier: z.string().nullable().optional(),
+    tools: z.array(z.record(z.string(), z.unknown())).nullable().optional(),
+  })
+  .passthrough();
+
+export function fromOpenAiResponses(raw: unknown, credential: string | null, idempotencyKey: string | null): AdmitRequestCommand {
+  const parsed = openAiResponsesBody.safeParse(raw);
+  if (!parsed.success) throw invalid(parsed.error);
+  const body = parsed.data as Record<string, unknown>;
+  return {
+    apiKind: 'openai-responses',
+    credential,
+    idempotencyKey,
+    modelAlias: parsed.data.model,
+    stream: parsed.data.stream === true,
+    streamFormat: 'sse',
+    requestedCandidates: preRead(body, 'openai-responses'),
+    // the usage is part of the response object (and of the stream's response.completed)
+    includeUsageForClient: true,
     body,
   };
 }

@@ -24,7 +24,7 @@ import { Metrics, ServiceConfig } from '@gateway/service-kit';
 import { AdmissionMetrics } from '../../admission.metrics';
 import { CatalogCache } from '../../catalog-cache';
 import { Clock } from '@gateway/service-kit';
-import { AdmitRequestCommand, fromGeminiGenerate, fromOpenAiChat } from './admit-request.command';
+import { AdmitRequestCommand, fromGeminiGenerate, fromOpenAiChat, fromOpenAiResponses } from './admit-request.command';
 import { AdmitRequest, AdmittedAction, IdempotentReplay } from './admit-request.usecase';
 import { hashCredential as hashKey } from '@gateway/domain';
 
@@ -253,6 +253,10 @@ function chat(change: Record<string, unknown> = {}, key: string | null = KEY, id
 
 function gemini(alias: string, generationConfig: Record<string, unknown> = {}, key: string | null = KEY): AdmitRequestCommand {
   return fromGeminiGenerate({ contents: [{ role: 'user', parts: [{ text: PROMPT }] }], generationConfig }, alias, false, key, null);
+}
+
+function responses(change: Record<string, unknown> = {}, key: string | null = KEY): AdmitRequestCommand {
+  return fromOpenAiResponses({ model: 'approved-standard', input: PROMPT, ...change }, key, null);
 }
 
 async function rejectionOf(p: Promise<unknown>): Promise<unknown> {
@@ -722,6 +726,81 @@ describe('AdmitRequest', () => {
     it("passes the workload's storage opt-in to dispatch", async () => {
       const f = setup();
       expect((await f.admit.execute(chat())).command.allow_provider_storage).toBe(false);
+    });
+  });
+
+  describe('the Responses API (openai-responses on openai-chat routes)', () => {
+    it('one candidate (requested omitted, effective 1), max_output_tokens is the cap, the whole body is the estimate', async () => {
+      const f = setup();
+      const admitted = await f.admit.execute(
+        responses({ instructions: 'be brief', max_output_tokens: 40, tools: [{ type: 'function', name: 'f', parameters: {} }] }),
+      );
+      expect(admitted.command).toMatchObject({
+        api_kind: 'openai-responses',
+        requested_candidates: null,
+        effective_candidates: 1,
+        output_ceiling: 40,
+        include_usage_for_client: true,
+        route: { provider_kind: 'openai-chat' },
+        request: { input: PROMPT, instructions: 'be brief' },
+      });
+      expect(admitted.command.request).not.toHaveProperty('max_output_tokens');
+      expect(admitted.headers).toMatchObject({ 'x-gateway-requested-candidates': 'omitted', 'x-gateway-effective-candidates': '1' });
+      const { action, reservation } = f.admissions.admitted[0];
+      expect(action).toMatchObject({ apiKind: 'openai-responses', requestedCandidates: null, effectiveCandidates: 1, outputCeiling: 40 });
+      // ceil(bytes/3) of the body without its alias, + 4 for the input, + 4 for the instructions, + 3
+      const bytes = Buffer.byteLength(
+        JSON.stringify({ input: PROMPT, instructions: 'be brief', tools: [{ type: 'function', name: 'f', parameters: {} }] }),
+      );
+      expect(action.inputTokensEstimate).toBe(Math.ceil(bytes / 3) + 11);
+      expect(reservation.reservedOutputTokens).toBe(40);
+    });
+
+    it('a cap above policy is clamped to the workload ceiling', async () => {
+      const f = setup();
+      expect((await f.admit.execute(responses({ max_output_tokens: 100_000 }))).command.output_ceiling).toBe(500);
+    });
+
+    it.each<[string, Record<string, unknown>, DenialCode, string]>([
+      ['background runs', { background: true }, 'background_not_supported', 'background'],
+      ['previous_response_id', { previous_response_id: 'resp_1' }, 'stored_state_not_supported', 'previous_response_id'],
+      ['a stored conversation', { conversation: 'conv_1' }, 'stored_state_not_supported', 'conversation'],
+      ['store: true without allow_provider_storage', { store: true }, 'provider_storage_not_allowed', 'store'],
+      ['web search', { tools: [{ type: 'web_search' }] }, 'unpriced_feature', 'tools[0].type'],
+      ['file search', { tools: [{ type: 'file_search', vector_store_ids: ['vs_1'] }] }, 'unpriced_feature', 'tools[0].type'],
+      ['code interpreter', { tools: [{ type: 'code_interpreter', container: { type: 'auto' } }] }, 'unpriced_feature', 'tools[0].type'],
+      ['image generation', { tools: [{ type: 'image_generation' }] }, 'unpriced_feature', 'tools[0].type'],
+      ['computer use', { tools: [{ type: 'computer_use_preview' }] }, 'unpriced_feature', 'tools[0].type'],
+      ['a non-default service tier', { service_tier: 'priority' }, 'unpriced_feature', 'service_tier'],
+      [
+        'a file stored at the provider',
+        { input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file-1' }] }] },
+        'unpriced_input',
+        'input[0].content[0]',
+      ],
+      ['a candidate count', { n: 2 }, 'invalid_request', 'n'],
+    ])('refuses %s (%s), with a deny event and nothing reserved', async (_name, change, code, param) => {
+      const f = setup();
+      const build = () => responses(change);
+      const err = await rejectionOf(Promise.resolve().then(() => f.admit.execute(build())));
+      expect(err).toMatchObject({ code, param });
+      expect(f.admissions.admitted).toHaveLength(0);
+      expect(f.bus.published).toHaveLength(0);
+      if (code !== 'invalid_request') expect(f.admissions.denials[0].event).toMatchObject({ policy_result: 'deny', policy_reason: code });
+    });
+
+    it('store: true passes on a workload that allows provider storage', async () => {
+      const f = setup();
+      f.catalog.workloads.set(hashKey(KEY), { ...WORKLOAD, allowProviderStorage: true });
+      const admitted = await f.admit.execute(responses({ store: true }));
+      expect(admitted.command).toMatchObject({ allow_provider_storage: true, request: { store: true } });
+    });
+
+    it('is served on openai-chat routes only (not on aggregators, not on Gemini routes)', async () => {
+      const f = setup();
+      await expect(f.admit.execute(responses({ model: 'gemini-standard' }))).rejects.toMatchObject({ code: 'unknown_route' });
+      f.catalog.routes.set('approved-standard', { ...route('approved-standard', 'rt-openai'), providerKind: 'openai-compatible' });
+      await expect(f.admit.execute(responses())).rejects.toMatchObject({ code: 'unknown_route' });
     });
   });
 

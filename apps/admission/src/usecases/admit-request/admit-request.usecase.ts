@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { AdmissionDecisionV1, DispatchCommandV1, DispatchReplyV1, ProviderKind, RouteTarget } from '@gateway/contracts';
+import { AdmissionDecisionV1, ApiKind, DispatchCommandV1, DispatchReplyV1, ProviderKind, RouteTarget } from '@gateway/contracts';
 import { AdmissionRepository, CatalogRepository, RouteContract, WorkloadPolicy } from '@gateway/db';
 import { CatalogCache } from '../../catalog-cache';
 import {
@@ -13,6 +13,7 @@ import {
   hashCredential,
   normaliseRequest,
   pricedFeaturesUsed,
+  responsesRequestRefusal,
   tokenWindow,
   unpricedFeature,
 } from '@gateway/domain';
@@ -87,7 +88,12 @@ export class AdmitRequest {
     const shape = normaliseRequest(cmd.body, cmd.apiKind, { candidateParam: route.candidateParam, outputCapParam: route.outputCapParam });
     if (!shape.ok) throw await this.deny(base, workload, shape.code, shape.message, shape.param);
     base.requested_candidate_count = countAsSent(shape.requestedCandidates);
-    const feature = unpricedFeature(pricedFeaturesUsed(shape.body, route.providerKind), route.pricedFeatures);
+    if (cmd.apiKind === 'openai-responses') {
+      const refusal = responsesRequestRefusal(shape.body, { allowProviderStorage: workload.allowProviderStorage });
+      if (refusal) throw await this.deny(base, workload, refusal.code, refusal.message, refusal.param);
+    }
+    const family = cmd.apiKind === 'openai-responses' ? 'openai-responses' : route.providerKind;
+    const feature = unpricedFeature(pricedFeaturesUsed(shape.body, family), route.pricedFeatures);
     if (feature) {
       throw await this.deny(
         base,
@@ -364,8 +370,20 @@ function countAsSent(requested: unknown): number | null {
   return typeof requested === 'number' && Number.isInteger(requested) ? requested : null;
 }
 
-export function dialectServes(apiKind: 'openai-chat' | 'gemini-generate', provider: ProviderKind): boolean {
-  return apiKind === 'gemini-generate' ? provider === 'gemini-generate' : provider !== 'gemini-generate';
+/**
+ * No cross-translation: Gemini requests go to Gemini routes, chat completions to OpenAI and
+ * OpenAI-compatible routes, and the Responses API to OpenAI routes only (an aggregator's
+ * chat-completions contract says nothing about a /responses endpoint).
+ */
+export function dialectServes(apiKind: ApiKind, provider: ProviderKind): boolean {
+  switch (apiKind) {
+    case 'gemini-generate':
+      return provider === 'gemini-generate';
+    case 'openai-chat':
+      return provider !== 'gemini-generate';
+    case 'openai-responses':
+      return provider === 'openai-chat';
+  }
 }
 
 function routeTarget(route: RouteContract, alias: string, priceRevisionId: string): RouteTarget {

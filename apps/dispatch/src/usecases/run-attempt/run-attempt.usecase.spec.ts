@@ -16,6 +16,7 @@ const NOW = new Date('2026-03-01T12:00:00.000Z');
 const ORIGIN = 'http://upstream.example';
 const OPENAI_PATH = '/v1/chat/completions';
 const GEMINI_STREAM_PATH = '/v1beta/models/model-x:streamGenerateContent?alt=sse';
+const RESPONSES_PATH = '/v1/responses';
 const TEXT = 'naïve 日本 🚀 café — ∑ ✓';
 
 const CONFIG: ServiceConfig = {
@@ -466,6 +467,98 @@ describe('RunAttempt', () => {
         expect(last(f.replies())).toMatchObject({ kind: 'stream_end', complete: false });
         expect(f.store.completed[0]).toMatchObject({ status: 'usage_missing' });
       });
+    });
+  });
+  describe('the Responses API (api kind openai-responses on an openai-chat route)', () => {
+    const responsesCommand = (over: Partial<DispatchCommandV1> = {}) =>
+      openAiCommand({ api_kind: 'openai-responses', output_ceiling: 64, request: { input: 'hi' }, ...over });
+    const usage = {
+      input_tokens: 12,
+      input_tokens_details: { cached_tokens: 2 },
+      output_tokens: 9,
+      output_tokens_details: { reasoning_tokens: 3 },
+      total_tokens: 21,
+    };
+    const events = (terminal: boolean) =>
+      [
+        { type: 'response.created', sequence_number: 0, response: { id: 'resp_1', status: 'in_progress', output: [], usage: null } },
+        {
+          type: 'response.output_text.delta',
+          sequence_number: 1,
+          item_id: 'msg_1',
+          output_index: 0,
+          content_index: 0,
+          delta: 'naïve 日本',
+        },
+        ...(terminal
+          ? [
+              {
+                type: 'response.completed',
+                sequence_number: 2,
+                response: {
+                  id: 'resp_1',
+                  status: 'completed',
+                  output: [{ type: 'message', content: [{ type: 'output_text', text: 'naïve 日本' }] }],
+                  usage,
+                },
+              },
+            ]
+          : []),
+      ]
+        .map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`)
+        .join('');
+
+    it('sends POST /v1/responses with the reserved max_output_tokens and store: false; settles from the response', async () => {
+      const f = setup();
+      let sent: Record<string, unknown> = {};
+      f.pool
+        .intercept({ path: RESPONSES_PATH, method: 'POST', body: (b) => ((sent = JSON.parse(b) as Record<string, unknown>), true) })
+        .reply(200, {
+          id: 'resp_1',
+          object: 'response',
+          status: 'completed',
+          output: [{ type: 'message', content: [{ type: 'output_text', text: 'ok' }] }],
+          usage,
+        });
+      await f.attempt(responsesCommand());
+      expect(sent).toEqual({ model: 'model-x', input: 'hi', max_output_tokens: 64, store: false });
+      expect(f.replies()).toEqual([expect.objectContaining({ kind: 'response', http_status: 200, returned_candidates: 1 })]);
+      expect(f.store.completed[0]).toMatchObject({
+        status: 'succeeded',
+        usageSource: 'provider_response',
+        usage: { inputTokens: 12, cachedInputTokens: 2, outputTokensTotal: 9, reasoningTokens: 3 },
+      });
+    });
+
+    it.each([1, 3, 1000])(
+      'relays every event as sent (usage included) and settles from response.completed (reads of %i bytes)',
+      async (size) => {
+        const f = setup(readsOf(size));
+        f.pool
+          .intercept({ path: RESPONSES_PATH, method: 'POST' })
+          .reply(200, events(true), { headers: { 'content-type': 'text/event-stream' } });
+        await f.attempt(responsesCommand({ stream: true }));
+        const replies = f.replies();
+        const chunks = replies.flatMap((r) => (r.kind === 'stream_chunk' ? [JSON.parse(r.data) as { type: string; delta?: string }] : []));
+        expect(chunks.map((c) => c.type)).toEqual(['response.created', 'response.output_text.delta', 'response.completed']);
+        expect(chunks[1].delta).toBe('naïve 日本');
+        expect(last(replies)).toMatchObject({ kind: 'stream_end', complete: true, returned_candidates: 1 });
+        expect(f.store.completed[0]).toMatchObject({
+          status: 'succeeded',
+          usageSource: 'stream_final_chunk',
+          usage: { inputTokens: 12, outputTokensTotal: 9 },
+        });
+      },
+    );
+
+    it('a stream without response.completed ends incomplete with usage unknown', async () => {
+      const f = setup();
+      f.pool
+        .intercept({ path: RESPONSES_PATH, method: 'POST' })
+        .reply(200, events(false), { headers: { 'content-type': 'text/event-stream' } });
+      await f.attempt(responsesCommand({ stream: true }));
+      expect(last(f.replies())).toMatchObject({ kind: 'stream_end', complete: false });
+      expect(f.store.completed[0]).toMatchObject({ status: 'usage_missing', usage: null });
     });
   });
 });

@@ -5,7 +5,7 @@ import { DispatchCommandV1, DispatchReplyV1 } from '@gateway/contracts';
 import { DispatchRepository } from '@gateway/db';
 import { accept } from '@gateway/domain';
 import { ContentCipher, KafkaBus, PermanentPublishError } from '@gateway/messaging';
-import { adapterFor, ParsedResponse, SseDecoder, UpstreamRequest } from '@gateway/providers';
+import { adapterForCommand, ParsedResponse, SseDecoder, UpstreamRequest } from '@gateway/providers';
 import { Clock, CLOCK, IdGenerator, InjectConfig, InjectIds, InjectLogger, ServiceConfig } from '@gateway/service-kit';
 import { AttemptStatus, buildAttemptEvent, deliveryOf, shortfallOf } from './attempt-report';
 import type { AttemptStore, CredentialSource, ReplyPublisher, ReplySealer } from './ports';
@@ -121,7 +121,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
 
   private async runWhole(ctx: Ctx): Promise<void> {
     const { cmd } = ctx;
-    const adapter = adapterFor(cmd.route.provider_kind);
+    const adapter = adapterForCommand(cmd);
     const req = adapter.buildRequest(cmd, ctx.credential);
     const started = this.clock.now();
     const timeoutMs = Math.max(1, new Date(cmd.deadline).getTime() - started.getTime());
@@ -208,7 +208,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
 
   private async runStream(ctx: Ctx): Promise<void> {
     const { cmd } = ctx;
-    const adapter = adapterFor(cmd.route.provider_kind);
+    const adapter = adapterForCommand(cmd);
     const req = adapter.buildRequest(cmd, ctx.credential);
     const timeoutMs = Math.max(1, new Date(cmd.deadline).getTime() - this.clock.now().getTime());
     let seq = 0;
