@@ -95,6 +95,13 @@ export const admissionDecisionV1 = sanitisedFields.extend({
   ...envelope,
   reserved_microusd: microusd.nullable(),
   exception_id: z.string().nullable(),
+  /**
+   * The maximum candidate count the decision applied (workload default, or an exception's when
+   * the request asked for more than the default); null when the decision came before it was known
+   * (unknown key or route, malformed body). Added after v1 shipped: optional, so events written
+   * before it still parse.
+   */
+  approved_max_candidates: z.number().int().positive().nullable().optional(),
 });
 export type AdmissionDecisionV1 = z.infer<typeof admissionDecisionV1>;
 

@@ -56,6 +56,7 @@ export interface ActiveException {
   expiresAt: Date;
   status: ExceptionStatus;
   allowsStreaming: boolean;
+  allowsDeterministicSampling: boolean;
 }
 
 export type { PriceRevision };

@@ -15,6 +15,7 @@
  */
 export type DenialCode =
   | 'candidate_count_exceeds_policy'
+  | 'candidate_count_without_sampling'
   | 'route_contract_unverified'
   | 'budget_exhausted'
   | 'token_quota_exceeded'
@@ -33,6 +34,7 @@ export type DenialCode =
 
 export const DENIAL_CODES: readonly DenialCode[] = [
   'candidate_count_exceeds_policy',
+  'candidate_count_without_sampling',
   'route_contract_unverified',
   'budget_exhausted',
   'token_quota_exceeded',
@@ -115,6 +117,7 @@ export function assertNever(value: never, what = 'value'): never {
 export function denialHttpStatus(code: ErrorCode): number {
   switch (code) {
     case 'candidate_count_exceeds_policy':
+    case 'candidate_count_without_sampling':
     case 'invalid_request':
     case 'unpriced_input':
     case 'unpriced_feature':
@@ -188,6 +191,7 @@ export function denialShouldRetry(code: ErrorCode): boolean | null {
     case 'internal_error':
       return null;
     case 'candidate_count_exceeds_policy':
+    case 'candidate_count_without_sampling':
     case 'route_contract_unverified':
     case 'budget_exhausted':
     case 'invalid_request':

@@ -18,6 +18,7 @@ export * from './state-machines';
 export * from './acceptance';
 export * from './idempotency';
 export * from './admission';
+export * from './sampling';
 export * from './holds';
 export * from './credentials';
 export * from './upstream-url';

@@ -7,6 +7,7 @@ import {
   budgetPeriodStart,
   decideAdmission,
   DenialCode,
+  deterministicSamplingParam,
   DomainError,
   estimateRequestInputTokens,
   fingerprint,
@@ -106,9 +107,12 @@ export class AdmitRequest {
     const requested = shape.requestedCandidates;
     // Fallback contracts only constrain multi-candidate requests (DESIGN §7).
     const fallbacks = typeof requested === 'number' && requested > 1 ? await this.fallbackRoutes(workload, route) : [];
-    // Exceptions only matter above the workload default, and are always read fresh.
+    // Exceptions only matter above the workload default, or for several candidates without
+    // sampling (only an exception allows that), and are always read fresh.
     const wantsMore = typeof requested === 'number' && requested > workload.defaultMaxCandidates;
-    const exceptions = wantsMore ? await this.exceptionsSource.activeExceptions(workload.id, now) : [];
+    const deterministicSampling = deterministicSamplingParam(shape.body, cmd.apiKind);
+    const unsampled = typeof requested === 'number' && requested > 1 && deterministicSampling !== null;
+    const exceptions = wantsMore || unsampled ? await this.exceptionsSource.activeExceptions(workload.id, now) : [];
     const decision = decideAdmission({
       now,
       workload,
@@ -119,9 +123,11 @@ export class AdmitRequest {
       candidateParamName: shape.candidateParamName,
       requestedOutputCap: shape.requestedOutputCap,
       stream: cmd.stream,
+      deterministicSampling,
       inputTokensEstimate,
       price,
     });
+    base.approved_max_candidates = decision.ok ? decision.approvedMax : (decision.approvedMax ?? null);
     if (!decision.ok) throw await this.deny(base, workload, decision.code, decision.message, decision.param ?? undefined);
     base.effective_candidate_count = decision.effective;
 
@@ -359,6 +365,7 @@ export class AdmitRequest {
       policy_reason: null,
       reserved_microusd: null,
       exception_id: null,
+      approved_max_candidates: null,
     };
   }
 }
