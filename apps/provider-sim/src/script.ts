@@ -10,6 +10,8 @@ export interface SimScript {
   filter: number[];
   block: boolean;
   noUsage: boolean;
+  /** Usage under-reports a multi-candidate answer: it counts the first candidate only (a kept-answer ledger bug). */
+  underUsage: boolean;
   cutStream: boolean;
   /** Streams: BOM, CRLF line endings, and the bytes written in pieces cut inside every multi-byte character and CRLF. */
   fragment: boolean;
@@ -36,7 +38,7 @@ export class ScriptError extends Error {}
 
 type Raw = Map<string, string | undefined>;
 
-const FLAGS = new Set(['block', 'no-usage', 'cut-stream', 'reject-n', 'fragment', 'echo']);
+const FLAGS = new Set(['block', 'no-usage', 'under-usage', 'cut-stream', 'reject-n', 'fragment', 'echo']);
 const VALUED = new Set(['latency', 'ttft', 'stall', 'serve', 'filter', 'extra', 'reasoning', 'cached', 'words', 'status', 'fail-first']);
 
 /** Parses `a=1;b;c=2-3` into a map, rejecting unknown names and malformed segments. */
@@ -73,6 +75,7 @@ export function toScript(raw: Raw): SimScript {
     filter: [],
     block: false,
     noUsage: false,
+    underUsage: false,
     cutStream: false,
     fragment: false,
     echo: false,
@@ -128,6 +131,9 @@ export function toScript(raw: Raw): SimScript {
         break;
       case 'no-usage':
         s.noUsage = true;
+        break;
+      case 'under-usage':
+        s.underUsage = true;
         break;
       case 'cut-stream':
         s.cutStream = true;

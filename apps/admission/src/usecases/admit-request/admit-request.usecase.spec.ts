@@ -471,6 +471,30 @@ describe('AdmitRequest', () => {
       const byLabels = Object.fromEntries(metric.values.map((v) => [`${v.labels.result}/${v.labels.code}`, v.value]));
       expect(byLabels).toEqual({ 'deny/unauthorized': 1, 'deny/candidate_count_exceeds_policy': 1, 'allow/ok': 1 });
     });
+
+    it('observes the requested count per workload and route, allowed or refused; omitted is 1 with omitted="true"', async () => {
+      const f = setup();
+      await rejectionOf(f.admit.execute(chat({ n: 9 })));
+      await f.admit.execute(chat({ n: 1 }));
+      await f.admit.execute(chat());
+      await rejectionOf(f.admit.execute(chat({ n: 0 })));
+      await rejectionOf(f.admit.execute(chat({ model: 'nope', n: 2 })));
+      const metric = await f.metrics.requestedCandidates.get();
+      const at = (suffix: string, omitted: string, le?: number) =>
+        metric.values.find(
+          (v) =>
+            v.metricName === `gateway_admission_requested_candidates${suffix}` &&
+            v.labels.omitted === omitted &&
+            v.labels.workload === 'wl-1' &&
+            v.labels.route === 'rt-openai' &&
+            (le === undefined || (v.labels as Record<string, unknown>).le === le),
+        )?.value;
+      expect(at('_count', 'false')).toBe(2); // n=9 (refused) and n=1; n=0 is no count, an unknown route has no route
+      expect(at('_sum', 'false')).toBe(10);
+      expect(at('_bucket', 'false', 1)).toBe(1);
+      expect(at('_count', 'true')).toBe(1);
+      expect(at('_sum', 'true')).toBe(1);
+    });
   });
 
   describe('admitted', () => {

@@ -88,6 +88,7 @@ export class AdmitRequest {
     const shape = normaliseRequest(cmd.body, cmd.apiKind, { candidateParam: route.candidateParam, outputCapParam: route.outputCapParam });
     if (!shape.ok) throw await this.deny(base, workload, shape.code, shape.message, shape.param);
     base.requested_candidate_count = countAsSent(shape.requestedCandidates);
+    this.metrics.observeRequested(workload.id, route.routeId, shape.requestedCandidates);
     const feature = unpricedFeature(pricedFeaturesUsed(shape.body, route.providerKind), route.pricedFeatures);
     if (feature) {
       throw await this.deny(
