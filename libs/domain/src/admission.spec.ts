@@ -142,7 +142,11 @@ describe('decideAdmission', () => {
       { workload: { defaultMaxCandidates: 2, perCandidateOutputCeiling: 256 }, requestedCandidates: 2, deterministicSampling: 'top_k' },
       { ok: false, code: 'candidate_count_without_sampling' },
     ],
-    ['one candidate at temperature 0 is fine', { requestedCandidates: 1, deterministicSampling: 'temperature' }, { ok: true, effective: 1 }],
+    [
+      'one candidate at temperature 0 is fine',
+      { requestedCandidates: 1, deterministicSampling: 'temperature' },
+      { ok: true, effective: 1 },
+    ],
     [
       'unverified contract refuses one candidate too',
       { route: { ...verified, verifiedAt: null, candidateParam: null, outputCapSemantics: null } },

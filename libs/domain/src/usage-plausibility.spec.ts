@@ -15,7 +15,12 @@ describe('generatedTextBytes', () => {
 describe('outputTokensFloor', () => {
   it('sums per candidate: bytes / 8 rounded up, or the provider’s own per-candidate count when higher', () => {
     expect(outputTokensFloor([{ textBytes: 80 }, { textBytes: 81 }])).toBe(10 + 11);
-    expect(outputTokensFloor([{ textBytes: 80, tokenCount: 30 }, { textBytes: 80, tokenCount: 2 }])).toBe(30 + 10);
+    expect(
+      outputTokensFloor([
+        { textBytes: 80, tokenCount: 30 },
+        { textBytes: 80, tokenCount: 2 },
+      ]),
+    ).toBe(30 + 10);
     expect(outputTokensFloor([{ textBytes: 0, tokenCount: null }])).toBe(0);
     expect(outputTokensFloor([])).toBe(0);
   });

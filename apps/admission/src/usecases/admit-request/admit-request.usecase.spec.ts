@@ -650,7 +650,9 @@ describe('AdmitRequest', () => {
 
       const within = setup();
       within.catalog.workloads.set(hashKey(KEY), { ...WORKLOAD, defaultMaxCandidates: 2 });
-      await expect(within.admit.execute(chat({ n: 2, temperature: 0 }))).rejects.toMatchObject({ code: 'candidate_count_without_sampling' });
+      await expect(within.admit.execute(chat({ n: 2, temperature: 0 }))).rejects.toMatchObject({
+        code: 'candidate_count_without_sampling',
+      });
       within.exceptions.exceptions = [{ ...EXCEPTION, allowsDeterministicSampling: true }];
       await within.admit.execute(chat({ n: 2, temperature: 0 }));
       expect(within.admissions.admitted[0].action).toMatchObject({ effectiveCandidates: 2, exceptionId: null });
