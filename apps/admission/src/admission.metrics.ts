@@ -8,6 +8,12 @@ export class AdmissionMetrics {
   readonly latency: Histogram<'outcome'>;
   /** service-kit's counter of unauthenticated refusals (a missing or unknown key writes no row) */
   readonly unauthenticated: Counter<'reason'>;
+  /**
+   * The candidate count as requested, per workload and route, for every request whose count was
+   * read (allowed or refused). An omitted count is observed as 1 (what it means) with
+   * `omitted="true"`, so sums stay candidate counts and "sent n=1" stays apart from "sent nothing".
+   */
+  readonly requestedCandidates: Histogram<'workload' | 'route' | 'omitted'>;
 
   constructor(metrics: Metrics) {
     this.unauthenticated = metrics.unauthenticated;
@@ -24,5 +30,21 @@ export class AdmissionMetrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [metrics.registry],
     });
+    this.requestedCandidates = new Histogram({
+      name: 'gateway_admission_requested_candidates',
+      help: 'Requested candidate count (n / candidateCount) by workload and route; omitted counts as 1 with omitted="true"',
+      labelNames: ['workload', 'route', 'omitted'],
+      buckets: [1, 2, 3, 4, 5, 6, 8, 12, 16, 32, 64, 128],
+      registers: [metrics.registry],
+    });
+  }
+
+  /** `requested` as sent: undefined when omitted; anything but a positive integer is not a count. */
+  observeRequested(workload: string, route: string, requested: unknown): void {
+    if (requested === undefined || requested === null) {
+      this.requestedCandidates.observe({ workload, route, omitted: 'true' }, 1);
+    } else if (typeof requested === 'number' && Number.isSafeInteger(requested) && requested >= 1) {
+      this.requestedCandidates.observe({ workload, route, omitted: 'false' }, requested);
+    }
   }
 }

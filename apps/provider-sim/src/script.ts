@@ -10,6 +10,8 @@ export interface SimScript {
   filter: number[];
   block: boolean;
   noUsage: boolean;
+  /** Usage under-reports a multi-candidate answer: it counts the first candidate only (a kept-answer ledger bug). */
+  underUsage: boolean;
   cutStream: boolean;
   /** Streams: BOM, CRLF line endings, and the bytes written in pieces cut inside every multi-byte character and CRLF. */
   fragment: boolean;
@@ -42,7 +44,7 @@ export class ScriptError extends Error {}
 
 type Raw = Map<string, string | undefined>;
 
-const FLAGS = new Set(['block', 'no-usage', 'cut-stream', 'reject-n', 'fragment', 'echo']);
+const FLAGS = new Set(['block', 'no-usage', 'under-usage', 'cut-stream', 'reject-n', 'fragment', 'echo']);
 const VALUED = new Set([
   'latency',
   'ttft',
@@ -92,6 +94,7 @@ export function toScript(raw: Raw): SimScript {
     filter: [],
     block: false,
     noUsage: false,
+    underUsage: false,
     cutStream: false,
     fragment: false,
     echo: false,
@@ -151,6 +154,9 @@ export function toScript(raw: Raw): SimScript {
         break;
       case 'no-usage':
         s.noUsage = true;
+        break;
+      case 'under-usage':
+        s.underUsage = true;
         break;
       case 'cut-stream':
         s.cutStream = true;

@@ -51,6 +51,14 @@ describe('planResponse', () => {
     expect(planResponse(input('serve=0', { asked: 2 })).candidates).toHaveLength(0);
   });
 
+  it('under-usage reports the first candidate only, and serves every candidate in full', () => {
+    const honest = planResponse(input('words=8;reasoning=2', { asked: 3 }));
+    const under = planResponse(input('words=8;reasoning=2;under-usage', { asked: 3 }));
+    expect(under.candidates).toEqual(honest.candidates);
+    expect(honest).toMatchObject({ outputTokens: 24, reasoningTokens: 6 });
+    expect(under).toMatchObject({ outputTokens: 8, reasoningTokens: 2 });
+  });
+
   it('filters candidates but still counts a few tokens for them', () => {
     const plan = planResponse(input('filter=1;words=5', { asked: 3 }));
     expect(plan.candidates[1]).toMatchObject({ finish: 'filter', words: [], outputTokens: FILTERED_TOKENS });

@@ -22,9 +22,9 @@ export interface SimPlan {
   candidates: SimCandidate[];
   promptTokens: number;
   cachedTokens: number;
-  /** Sum of outputTokens over candidates. */
+  /** Sum of outputTokens over candidates (the first candidate's only under `under-usage`): what usage reports. */
   outputTokens: number;
-  /** Sum of reasoningTokens over candidates. */
+  /** Sum of reasoningTokens over candidates (likewise). */
   reasoningTokens: number;
 }
 
@@ -63,12 +63,13 @@ export function planResponse(input: PlanInput): SimPlan {
       finish: filtered ? 'filter' : target > budget ? 'length' : 'stop',
     });
   }
+  const reported = script.underUsage ? candidates.slice(0, 1) : candidates;
   return {
     candidates,
     promptTokens: input.promptTokens,
     cachedTokens: Math.min(script.cached, input.promptTokens),
-    outputTokens: candidates.reduce((s, c) => s + c.outputTokens, 0),
-    reasoningTokens: candidates.reduce((s, c) => s + c.reasoningTokens, 0),
+    outputTokens: reported.reduce((s, c) => s + c.outputTokens, 0),
+    reasoningTokens: reported.reduce((s, c) => s + c.reasoningTokens, 0),
   };
 }
 

@@ -37,6 +37,11 @@ export const caseReason = z.enum([
   'settlement_failed',
   /** the provider reported usage fields the adapter does not know; settled from the total, to be checked */
   'usage_shape_unknown',
+  /**
+   * a multi-candidate answer's aggregate output is below what its returned candidates need
+   * (libs/domain usage-plausibility); settled from the provider's usage, to be checked
+   */
+  'usage_implausible',
 ]);
 export type CaseReason = z.infer<typeof caseReason>;
 
@@ -100,6 +105,13 @@ export const admissionDecisionV1 = sanitisedFields.extend({
   ...envelope,
   reserved_microusd: microusd.nullable(),
   exception_id: z.string().nullable(),
+  /**
+   * The maximum candidate count the decision applied (workload default, or an exception's when
+   * the request asked for more than the default); null when the decision came before it was known
+   * (unknown key or route, malformed body). Added after v1 shipped: optional, so events written
+   * before it still parse.
+   */
+  approved_max_candidates: z.number().int().positive().nullable().optional(),
 });
 export type AdmissionDecisionV1 = z.infer<typeof admissionDecisionV1>;
 
@@ -142,6 +154,12 @@ export const attemptCompletedV1 = sanitisedFields.extend({
    * was settled from the reported total and settlement opens a `usage_shape_unknown` case.
    */
   usage_unknown_fields: z.array(z.string().max(128)).max(32).optional(),
+  /**
+   * Multi-candidate answers only: the fewest output tokens the returned candidates' text can have
+   * cost (libs/domain `outputTokensFloor`), measured by dispatch — a count, never text. Settlement
+   * opens a `usage_implausible` case when `output_tokens_total` is below it.
+   */
+  output_tokens_floor: count.optional(),
 });
 export type AttemptCompletedV1 = z.infer<typeof attemptCompletedV1>;
 

@@ -60,6 +60,7 @@ export interface ActiveException {
   expiresAt: Date;
   status: ExceptionStatus;
   allowsStreaming: boolean;
+  allowsDeterministicSampling: boolean;
 }
 
 export type { PriceRevision };

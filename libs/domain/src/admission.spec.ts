@@ -106,6 +106,48 @@ describe('decideAdmission', () => {
       { ok: true, effective: 2 },
     ],
     [
+      'two candidates at temperature 0 without permission',
+      { requestedCandidates: 2, exceptions: [grant], deterministicSampling: 'temperature' },
+      { ok: false, code: 'candidate_count_without_sampling', param: 'temperature', approvedMax: 2 },
+    ],
+    [
+      'two candidates at temperature 0 with an exception that allows it',
+      { requestedCandidates: 2, exceptions: [{ ...grant, allowsDeterministicSampling: true }], deterministicSampling: 'temperature' },
+      { ok: true, effective: 2 },
+    ],
+    [
+      'a permitting exception too narrow for the count does not allow it',
+      {
+        requestedCandidates: 3,
+        exceptions: [
+          { ...grant, id: 'wide', maxCandidates: 4 },
+          { ...grant, id: 'narrow', allowsDeterministicSampling: true },
+        ],
+        deterministicSampling: 'generationConfig.topK',
+      },
+      { ok: false, code: 'candidate_count_without_sampling', param: 'generationConfig.topK' },
+    ],
+    [
+      'a permitting exception also counts when the workload default admits the count',
+      {
+        workload: { defaultMaxCandidates: 2, perCandidateOutputCeiling: 256 },
+        requestedCandidates: 2,
+        exceptions: [{ ...grant, allowsDeterministicSampling: true }],
+        deterministicSampling: 'temperature',
+      },
+      { ok: true, effective: 2, exception: null },
+    ],
+    [
+      'the workload default alone does not allow deterministic sampling',
+      { workload: { defaultMaxCandidates: 2, perCandidateOutputCeiling: 256 }, requestedCandidates: 2, deterministicSampling: 'top_k' },
+      { ok: false, code: 'candidate_count_without_sampling' },
+    ],
+    [
+      'one candidate at temperature 0 is fine',
+      { requestedCandidates: 1, deterministicSampling: 'temperature' },
+      { ok: true, effective: 1 },
+    ],
+    [
       'unverified contract refuses one candidate too',
       { route: { ...verified, verifiedAt: null, candidateParam: null, outputCapSemantics: null } },
       { ok: false, code: 'route_contract_unverified' },
@@ -122,6 +164,15 @@ describe('decideAdmission', () => {
     ],
   ])('%s', (_name, over, expected) => {
     expect(decideAdmission(input(over as Partial<AdmissionInput>))).toMatchObject(expected);
+  });
+
+  it.each([
+    ['over the workload default', { requestedCandidates: 3 }, 1],
+    ['over an exception', { requestedCandidates: 4, exceptions: [grant] }, 2],
+    ['an unverified route', { route: { ...verified, verifiedAt: null } }, 1],
+    ['an invalid count', { requestedCandidates: 0, exceptions: [grant] }, 2],
+  ])('every refusal names the approved maximum it applied: %s', (_name, over, max) => {
+    expect(decideAdmission(input(over as Partial<AdmissionInput>))).toMatchObject({ ok: false, approvedMax: max });
   });
 
   it('reserves effective × ceiling for per-candidate caps and the ceiling alone for shared caps', () => {

@@ -42,6 +42,8 @@ export interface ExceptionGrant {
   expiresAt: Date;
   status: ExceptionStatus;
   allowsStreaming?: boolean;
+  /** several candidates at temperature 0 / top-k 1 (near-identical, each billed) */
+  allowsDeterministicSampling?: boolean;
 }
 
 export interface AdmissionInput {
@@ -54,6 +56,8 @@ export interface AdmissionInput {
   candidateParamName: string;
   requestedOutputCap: number | null;
   stream: boolean;
+  /** the field that switches sampling off (`deterministicSamplingParam`), null or absent when it samples */
+  deterministicSampling?: string | null;
   inputTokensEstimate: number;
   price: PriceRevision;
 }
@@ -72,9 +76,17 @@ export type AdmissionDecision =
       /** fallback is disabled when a fallback route cannot honour a multi-candidate request */
       fallbackRouteIds: string[];
     }
-  | { ok: false; code: DenialCode; message: string; param: string | null };
+  | {
+      ok: false;
+      code: DenialCode;
+      message: string;
+      param: string | null;
+      /** the maximum the count was judged against (every refusal of `decideAdmission` knows it) */
+      approvedMax?: number;
+    };
 
-export function decideAdmission(input: AdmissionInput): AdmissionDecision {
+/** The exceptions that apply to this request, the widest of them, and the maximum they approve. */
+function grants(input: AdmissionInput) {
   const { now, route } = input;
   const applicable = input.exceptions.filter(
     (e) => e.status === 'active' && e.expiresAt.getTime() > now.getTime() && (e.routeId === null || e.routeId === route.routeId),
@@ -88,6 +100,18 @@ export function decideAdmission(input: AdmissionInput): AdmissionDecision {
     routeId: route.routeId,
     now,
   });
+  return { applicable, best, approved };
+}
+
+/** Every decision, allow or deny, says which maximum it applied (the decision event records it). */
+export function decideAdmission(input: AdmissionInput): AdmissionDecision {
+  const decision = decide(input);
+  return decision.ok ? decision : { ...decision, approvedMax: grants(input).approved.max };
+}
+
+function decide(input: AdmissionInput): AdmissionDecision {
+  const { now, route } = input;
+  const { applicable, best, approved } = grants(input);
   const count = normaliseCandidateCount({
     requested: input.requestedCandidates,
     approvedMax: approved.max,
@@ -126,6 +150,19 @@ export function decideAdmission(input: AdmissionInput): AdmissionDecision {
         code: 'candidate_count_exceeds_policy',
         message: 'streaming with more than one candidate needs an exception that allows it; send one candidate or stream: false',
         param: input.candidateParamName,
+      };
+    }
+    // Without sampling the candidates are copies of one answer, each billed: only an exception
+    // that covers this count and says so lets that through.
+    const sampling = input.deterministicSampling ?? null;
+    if (sampling !== null && !applicable.some((e) => e.allowsDeterministicSampling === true && e.maxCandidates >= count.effective)) {
+      return {
+        ok: false,
+        code: 'candidate_count_without_sampling',
+        message:
+          `${count.effective} candidates with ${sampling} (sampling off) are near-identical and each is billed; ` +
+          `sample (temperature > 0, top-k > 1), send one candidate, or ask for an exception with allows_deterministic_sampling`,
+        param: sampling,
       };
     }
   }

@@ -14,6 +14,7 @@ describe('error registry', () => {
   // DESIGN §4 (public admission API) first, then the operator APIs' codes.
   const table: Array<[ErrorCode, number, boolean | null]> = [
     ['candidate_count_exceeds_policy', 400, false],
+    ['candidate_count_without_sampling', 400, false],
     ['route_contract_unverified', 403, false],
     ['budget_exhausted', 403, false],
     ['token_quota_exceeded', 429, true],

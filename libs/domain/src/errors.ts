@@ -18,6 +18,7 @@
  */
 export type DenialCode =
   | 'candidate_count_exceeds_policy'
+  | 'candidate_count_without_sampling'
   | 'route_contract_unverified'
   | 'budget_exhausted'
   | 'token_quota_exceeded'
@@ -40,6 +41,7 @@ export type DenialCode =
 
 export const DENIAL_CODES: readonly DenialCode[] = [
   'candidate_count_exceeds_policy',
+  'candidate_count_without_sampling',
   'route_contract_unverified',
   'budget_exhausted',
   'token_quota_exceeded',
@@ -128,6 +130,7 @@ export function assertNever(value: never, what = 'value'): never {
 export function denialHttpStatus(code: ErrorCode): number {
   switch (code) {
     case 'candidate_count_exceeds_policy':
+    case 'candidate_count_without_sampling':
     case 'invalid_request':
     case 'unpriced_input':
     case 'unpriced_feature':
@@ -206,6 +209,7 @@ export function denialShouldRetry(code: ErrorCode): boolean | null {
     case 'internal_error':
       return null;
     case 'candidate_count_exceeds_policy':
+    case 'candidate_count_without_sampling':
     case 'route_contract_unverified':
     case 'budget_exhausted':
     case 'invalid_request':

@@ -19,6 +19,8 @@ export * from './state-machines';
 export * from './acceptance';
 export * from './idempotency';
 export * from './admission';
+export * from './sampling';
+export * from './usage-plausibility';
 export * from './holds';
 export * from './credentials';
 export * from './upstream-url';

@@ -1,5 +1,5 @@
 import type { DispatchCommandV1 } from '@gateway/contracts';
-import type { NormalisedCandidate } from '@gateway/domain';
+import type { CandidateSize, NormalisedCandidate } from '@gateway/domain';
 
 /** What the gateway needs to know about one upstream response: shape, counts, usage. No content. */
 export interface ParsedUsage {
@@ -41,9 +41,15 @@ export function reconcileWithTotal(usage: ParsedUsage, total: unknown): ParsedUs
   return { ...usage, outputTokensTotal: usage.outputTokensTotal + rest, unknownFields: [...usage.unknownFields, 'total_exceeds_parts'] };
 }
 
+/**
+ * One returned candidate: its outcome, and its size as counts (for the usage-plausibility floor,
+ * libs/domain usage-plausibility). The text itself stays with the adapter's caller.
+ */
+export type ParsedCandidate = NormalisedCandidate & Partial<CandidateSize>;
+
 export interface ParsedResponse {
   providerRequestId: string | null;
-  candidates: NormalisedCandidate[];
+  candidates: ParsedCandidate[];
   promptBlockReason: string | null;
   usage: ParsedUsage | null;
 }

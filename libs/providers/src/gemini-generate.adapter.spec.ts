@@ -146,9 +146,9 @@ describe('GeminiGenerateAdapter.parseResponse', () => {
       expected: {
         providerRequestId: 'kx8QaJ2vIo2_nvgP3pS1qAo',
         candidates: [
-          { index: 0, finishReason: 'STOP', hasContent: true },
-          { index: 1, finishReason: 'SAFETY', hasContent: false },
-          { index: 2, finishReason: 'STOP', hasContent: true },
+          { index: 0, finishReason: 'STOP', hasContent: true, textBytes: 51 },
+          { index: 1, finishReason: 'SAFETY', hasContent: false, textBytes: 0 },
+          { index: 2, finishReason: 'STOP', hasContent: true, textBytes: 54 },
         ],
         promptBlockReason: null,
         usage: { inputTokens: 58, cachedInputTokens: 0, outputTokensTotal: 41, reasoningTokens: 0, unknownFields: [] },
@@ -169,7 +169,7 @@ describe('GeminiGenerateAdapter.parseResponse', () => {
       file: 'gemini-generate-thinking-cached.json',
       expected: {
         providerRequestId: 'pC4QaOGnF6-EnvgP2K_O8Aw',
-        candidates: [{ index: 0, finishReason: 'STOP', hasContent: true }],
+        candidates: [{ index: 0, finishReason: 'STOP', hasContent: true, textBytes: 55 }],
         promptBlockReason: null,
         usage: { inputTokens: 4312, cachedInputTokens: 4096, outputTokensTotal: 19 + 349, reasoningTokens: 349, unknownFields: [] },
       },
@@ -242,9 +242,22 @@ describe('GeminiGenerateAdapter.parseResponse', () => {
   it('uses the array position for candidates without an index (proto3 JSON omits zero values)', () => {
     const body = { candidates: [{ content: { parts: [{ text: 'a' }] }, finishReason: 'STOP' }, { finishReason: 'RECITATION' }] };
     expect(adapter.parseResponse(body, {}).candidates).toEqual([
-      { index: 0, finishReason: 'STOP', hasContent: true },
-      { index: 1, finishReason: 'RECITATION', hasContent: false },
+      { index: 0, finishReason: 'STOP', hasContent: true, textBytes: 1 },
+      { index: 1, finishReason: 'RECITATION', hasContent: false, textBytes: 0 },
     ]);
+  });
+
+  it('measures each candidate for the usage floor: bytes of text, thoughts and calls, and its own tokenCount (counts only)', () => {
+    const body = {
+      candidates: [
+        { index: 0, tokenCount: 30, content: { parts: [{ text: 'Pensé…', thought: true }, { text: 'Oui' }] }, finishReason: 'STOP' },
+        { index: 1, content: { parts: [{ functionCall: { name: 'f', args: { q: 1 } } }] }, finishReason: 'STOP' },
+      ],
+    };
+    const [a, b] = adapter.parseResponse(body, {}).candidates;
+    expect(a).toMatchObject({ textBytes: 'Pensé…'.length + 1 + 2 + 3, tokenCount: 30 });
+    expect(b).toMatchObject({ textBytes: 'f{"q":1}'.length });
+    expect(b.tokenCount).toBeUndefined();
   });
 
   it.each([null, 'text', [], 42])('survives a non-object body (%p)', (body) => {
@@ -262,8 +275,8 @@ describe('GeminiGenerateAdapter.streamAccumulator', () => {
     expect(acc.result()).toEqual({
       providerRequestId: 'Vj0QaK3uAcKInvgP8Ji7kA0',
       candidates: [
-        { index: 0, finishReason: 'STOP', hasContent: true },
-        { index: 1, finishReason: 'STOP', hasContent: true },
+        { index: 0, finishReason: 'STOP', hasContent: true, textBytes: 34 },
+        { index: 1, finishReason: 'STOP', hasContent: true, textBytes: 22 },
       ],
       promptBlockReason: null,
       usage: { inputTokens: 9, cachedInputTokens: 0, outputTokensTotal: 14, reasoningTokens: 0, unknownFields: [] },
@@ -277,8 +290,8 @@ describe('GeminiGenerateAdapter.streamAccumulator', () => {
     expect(acc.finished).toBe(false);
     expect(acc.result().usage).toBeNull();
     expect(acc.result().candidates).toEqual([
-      { index: 0, finishReason: null, hasContent: true },
-      { index: 1, finishReason: 'STOP', hasContent: true },
+      { index: 0, finishReason: null, hasContent: true, textBytes: 6 },
+      { index: 1, finishReason: 'STOP', hasContent: true, textBytes: 22 },
     ]);
   });
 
@@ -315,7 +328,7 @@ describe('GeminiGenerateAdapter.streamAccumulator', () => {
     );
     const acc = accumulate(stream, 20);
     expect(acc.sawUsage).toBe(false);
-    expect(acc.result().candidates).toEqual([{ index: 0, finishReason: null, hasContent: true }]);
+    expect(acc.result().candidates).toEqual([{ index: 0, finishReason: null, hasContent: true, textBytes: 5 }]);
     acc.push(
       JSON.stringify({
         candidates: [{ content: { parts: [{ text: '' }], role: 'model' }, finishReason: 'STOP' }],

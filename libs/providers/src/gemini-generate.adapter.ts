@@ -1,8 +1,9 @@
 import type { DispatchCommandV1 } from '@gateway/contracts';
-import { NormalisedCandidate, spendFieldSpellings } from '@gateway/domain';
+import { generatedTextBytes, spendFieldSpellings } from '@gateway/domain';
 import {
   headerValue,
   nonNegInt,
+  ParsedCandidate,
   ParsedResponse,
   ParsedUsage,
   ProviderAdapter,
@@ -59,7 +60,7 @@ export class GeminiGenerateAdapter implements ProviderAdapter {
   }
 
   streamAccumulator(headers: Record<string, string | string[] | undefined>): StreamAccumulator {
-    const byIndex = new Map<number, { finishReason: string | null; hasContent: boolean }>();
+    const byIndex = new Map<number, { finishReason: string | null; hasContent: boolean; textBytes: number; tokenCount?: number }>();
     let latestUsage: ParsedUsage | null = null;
     let id: string | null = headerValue(headers, 'x-request-id');
     let block: string | null = null;
@@ -77,9 +78,12 @@ export class GeminiGenerateAdapter implements ProviderAdapter {
         block = blockReason(chunk) ?? block;
         for (const raw of Array.isArray(chunk.candidates) ? chunk.candidates : []) {
           const c = toCandidate(asRecord(raw) ?? {}, 0);
-          const entry = byIndex.get(c.index) ?? { finishReason: null, hasContent: false };
+          const entry = byIndex.get(c.index) ?? { finishReason: null, hasContent: false, textBytes: 0 };
           entry.hasContent ||= c.hasContent;
           entry.finishReason = c.finishReason ?? entry.finishReason;
+          entry.textBytes += c.textBytes ?? 0;
+          // a candidate's tokenCount, when sent on a chunk, is its running total
+          if (c.tokenCount != null) entry.tokenCount = c.tokenCount;
           byIndex.set(c.index, entry);
         }
         // Gemini repeats usageMetadata on chunks (often prompt-only); keep the latest, and count
@@ -116,7 +120,7 @@ function blockReason(b: Record<string, unknown>): string | null {
   return typeof r === 'string' ? r : null;
 }
 
-function toCandidate(c: Record<string, unknown>, fallbackIndex: number): NormalisedCandidate {
+function toCandidate(c: Record<string, unknown>, fallbackIndex: number): ParsedCandidate {
   const parts = asRecord(c.content)?.parts;
   const hasContent =
     Array.isArray(parts) &&
@@ -130,7 +134,21 @@ function toCandidate(c: Record<string, unknown>, fallbackIndex: number): Normali
     index: typeof c.index === 'number' ? c.index : fallbackIndex,
     finishReason: typeof c.finishReason === 'string' ? c.finishReason : null,
     hasContent,
+    textBytes: Array.isArray(parts) ? parts.reduce((sum: number, p) => sum + partBytes(asRecord(p)), 0) : 0,
+    ...(typeof c.tokenCount === 'number' ? { tokenCount: nonNegInt(c.tokenCount) } : {}),
   };
+}
+
+/**
+ * Bytes the model generated in one part: text (thought summaries included: thoughts are billed
+ * output too) and function calls (name and arguments). A count for the usage floor, never kept.
+ */
+function partBytes(part: Record<string, unknown> | null): number {
+  if (!part) return 0;
+  let bytes = typeof part.text === 'string' ? generatedTextBytes(part.text) : 0;
+  const call = asRecord(part.functionCall);
+  if (call) bytes += generatedTextBytes(`${typeof call.name === 'string' ? call.name : ''}${JSON.stringify(call.args ?? {})}`);
+  return bytes;
 }
 
 const KNOWN_USAGE = [

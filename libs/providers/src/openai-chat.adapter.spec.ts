@@ -168,8 +168,8 @@ describe('OpenAiChatAdapter.parseResponse', () => {
     expect(parsed).toEqual({
       providerRequestId: 'chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG',
       candidates: [
-        { index: 0, finishReason: 'stop', hasContent: true },
-        { index: 1, finishReason: 'length', hasContent: true },
+        { index: 0, finishReason: 'stop', hasContent: true, textBytes: 39 },
+        { index: 1, finishReason: 'length', hasContent: true, textBytes: 59 },
       ],
       promptBlockReason: null,
       // completion_tokens already includes the reasoning tokens: not added twice
@@ -187,7 +187,7 @@ describe('OpenAiChatAdapter.parseResponse', () => {
   it('returns usage null (never zero) when the body has no usage', () => {
     const parsed = adapter.parseResponse(json('openai-chat-no-usage.json'), {});
     expect(parsed.usage).toBeNull();
-    expect(parsed.candidates).toEqual([{ index: 0, finishReason: 'stop', hasContent: true }]);
+    expect(parsed.candidates).toEqual([{ index: 0, finishReason: 'stop', hasContent: true, textBytes: 6 }]);
   });
 
   it.each([
@@ -236,11 +236,25 @@ describe('OpenAiChatAdapter.parseResponse', () => {
     expect(parsed.candidates[0].hasContent).toBe(hasContent);
   });
 
+  it('measures each choice for the usage floor: text parts, refusal and tool calls, in UTF-8 bytes (counts only)', () => {
+    const parsed = adapter.parseResponse(
+      {
+        choices: [
+          { index: 0, message: { content: [{ type: 'text', text: 'déjà' }], refusal: null } },
+          { index: 1, message: { content: null, tool_calls: [{ function: { name: 'get', arguments: '{"a":1}' } }] } },
+          { index: 2, message: { content: null, refusal: 'No' } },
+        ],
+      },
+      {},
+    );
+    expect(parsed.candidates.map((c) => c.textBytes)).toEqual([6, 3 + 7, 2]);
+  });
+
   it('falls back to the array position when a choice has no index, and null finish reason when absent', () => {
     const parsed = adapter.parseResponse({ choices: [{ message: { content: 'a' } }, { message: { content: 'b' } }] }, {});
     expect(parsed.candidates).toEqual([
-      { index: 0, finishReason: null, hasContent: true },
-      { index: 1, finishReason: null, hasContent: true },
+      { index: 0, finishReason: null, hasContent: true, textBytes: 1 },
+      { index: 1, finishReason: null, hasContent: true, textBytes: 1 },
     ]);
   });
 
@@ -260,8 +274,8 @@ describe('OpenAiChatAdapter.streamAccumulator', () => {
     expect(acc.result()).toEqual({
       providerRequestId: 'chatcmpl-BQx8rmKd0Ujr1yW4mY2nVv3Zq9TfG',
       candidates: [
-        { index: 0, finishReason: 'stop', hasContent: true },
-        { index: 1, finishReason: 'length', hasContent: true },
+        { index: 0, finishReason: 'stop', hasContent: true, textBytes: 12 },
+        { index: 1, finishReason: 'length', hasContent: true, textBytes: 15 },
       ],
       promptBlockReason: null,
       usage: { inputTokens: 212, cachedInputTokens: 128, outputTokensTotal: 37, reasoningTokens: 0, unknownFields: [] },
@@ -322,8 +336,8 @@ describe('OpenAiChatAdapter.streamAccumulator', () => {
       }),
     );
     expect(acc.result().candidates).toEqual([
-      { index: 0, finishReason: 'stop', hasContent: false },
-      { index: 1, finishReason: 'tool_calls', hasContent: true },
+      { index: 0, finishReason: 'stop', hasContent: false, textBytes: 0 },
+      { index: 1, finishReason: 'tool_calls', hasContent: true, textBytes: 1 },
     ]);
     expect(acc.sawUsage).toBe(false);
   });

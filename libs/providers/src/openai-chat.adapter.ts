@@ -1,8 +1,9 @@
 import type { DispatchCommandV1 } from '@gateway/contracts';
-import { NormalisedCandidate, spendFieldSpellings } from '@gateway/domain';
+import { generatedTextBytes, spendFieldSpellings } from '@gateway/domain';
 import {
   headerValue,
   nonNegInt,
+  ParsedCandidate,
   ParsedResponse,
   ParsedUsage,
   ProviderAdapter,
@@ -57,7 +58,7 @@ export class OpenAiChatAdapter implements ProviderAdapter {
   }
 
   streamAccumulator(headers: Record<string, string | string[] | undefined>): StreamAccumulator {
-    const byIndex = new Map<number, { finishReason: string | null; hasContent: boolean }>();
+    const byIndex = new Map<number, { finishReason: string | null; hasContent: boolean; textBytes: number }>();
     let usage: ParsedUsage | null = null;
     let id: string | null = headerValue(headers, 'x-request-id');
     let done = false;
@@ -73,11 +74,12 @@ export class OpenAiChatAdapter implements ProviderAdapter {
         for (const raw of Array.isArray(chunk.choices) ? chunk.choices : []) {
           const c = asRecord(raw) ?? {};
           const index = nonNegInt(c.index);
-          const entry = byIndex.get(index) ?? { finishReason: null, hasContent: false };
+          const entry = byIndex.get(index) ?? { finishReason: null, hasContent: false, textBytes: 0 };
           const delta = asRecord(c.delta);
           if (delta && ((typeof delta.content === 'string' && delta.content.length > 0) || Array.isArray(delta.tool_calls))) {
             entry.hasContent = true;
           }
+          if (delta) entry.textBytes += messageTextBytes(delta);
           if (typeof c.finish_reason === 'string') entry.finishReason = c.finish_reason;
           byIndex.set(index, entry);
         }
@@ -108,7 +110,7 @@ export class OpenAiChatAdapter implements ProviderAdapter {
   }
 }
 
-function toCandidate(c: Record<string, unknown>, fallbackIndex: number): NormalisedCandidate {
+function toCandidate(c: Record<string, unknown>, fallbackIndex: number): ParsedCandidate {
   const message = asRecord(c.message);
   const content = message?.content;
   const hasContent =
@@ -117,7 +119,29 @@ function toCandidate(c: Record<string, unknown>, fallbackIndex: number): Normali
     index: typeof c.index === 'number' ? c.index : fallbackIndex,
     finishReason: typeof c.finish_reason === 'string' ? c.finish_reason : null,
     hasContent,
+    textBytes: message ? messageTextBytes(message) : 0,
   };
+}
+
+/**
+ * Bytes of what the model generated in a message or a stream delta: its text (a string or text
+ * parts), refusal, and tool calls' names and arguments. A count for the usage floor, never kept.
+ */
+function messageTextBytes(message: Record<string, unknown>): number {
+  let bytes = 0;
+  const content = message.content;
+  if (typeof content === 'string') bytes += generatedTextBytes(content);
+  else if (Array.isArray(content)) for (const part of content) bytes += textOf(asRecord(part)?.text);
+  bytes += textOf(message.refusal);
+  for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) {
+    const fn = asRecord(asRecord(call)?.function);
+    bytes += textOf(fn?.name) + textOf(fn?.arguments);
+  }
+  return bytes;
+}
+
+function textOf(v: unknown): number {
+  return typeof v === 'string' ? generatedTextBytes(v) : 0;
 }
 
 const KNOWN_USAGE = ['prompt_tokens', 'completion_tokens', 'total_tokens', 'prompt_tokens_details', 'completion_tokens_details'];

@@ -69,6 +69,7 @@ export async function seedDemo(
           perCandidateOutputCeiling: 256,
           budgetMicrousd: 10_000_000n,
           allowsStreaming: false,
+          allowsDeterministicSampling: false,
           expiresAt: new Date(now.getTime() + 7 * 24 * 3600 * 1000),
           justification: 'demo: two-candidate reranking',
           requestedBy: 'demo-operator',

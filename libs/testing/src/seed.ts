@@ -117,6 +117,7 @@ export class Seeder {
     budgetMicrousd: bigint;
     expiresAt: Date;
     allowsStreaming?: boolean;
+    allowsDeterministicSampling?: boolean;
     requestedBy?: string;
     approvedBy?: string;
   }): Promise<string> {
@@ -132,6 +133,7 @@ export class Seeder {
         perCandidateOutputCeiling: input.perCandidateOutputCeiling,
         budgetMicrousd: input.budgetMicrousd,
         allowsStreaming: input.allowsStreaming ?? false,
+        allowsDeterministicSampling: input.allowsDeterministicSampling ?? false,
         expiresAt: input.expiresAt,
         justification: 'seeded exception',
         status: 'active',

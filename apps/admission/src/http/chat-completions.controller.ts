@@ -29,7 +29,7 @@ export class ChatCompletionsController {
     },
   })
   @ApiResponse({ status: 200, description: 'provider-shaped response with x-gateway-* headers' })
-  @ApiResponse({ status: 400, description: 'candidate_count_exceeds_policy | invalid_request' })
+  @ApiResponse({ status: 400, description: 'candidate_count_exceeds_policy | candidate_count_without_sampling | invalid_request' })
   create(@Req() req: Request, @Res() res: Response, @Headers('idempotency-key') idem?: string): Promise<void> {
     return this.responder.serve(() => fromOpenAiChat(req.body, bearer(req), idem ?? null), req, res);
   }

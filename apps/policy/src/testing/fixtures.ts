@@ -64,6 +64,7 @@ export function exceptionCommand(overrides: Partial<RequestExceptionCommand> = {
     expires_at: new Date(T0.getTime() + 7 * DAY_MS),
     justification: 'A/B test of reranking three drafts',
     allows_streaming: false,
+    allows_deterministic_sampling: false,
     ...overrides,
   };
 }

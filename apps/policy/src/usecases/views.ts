@@ -150,6 +150,7 @@ export function exceptionJson(e: ExceptionView, now: Date, events?: ExceptionEve
     per_candidate_output_ceiling: e.perCandidateOutputCeiling,
     budget_microusd: e.budgetMicrousd.toString(),
     allows_streaming: e.allowsStreaming,
+    allows_deterministic_sampling: e.allowsDeterministicSampling,
     expires_at: e.expiresAt.toISOString(),
     justification: e.justification,
     status: effectiveExceptionStatus(e, now),

@@ -1,5 +1,6 @@
 import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import { z } from 'zod';
+import { caseReason } from '@gateway/contracts';
 
 /** OpenAPI schema from the zod schema the command validates with, so docs and validation agree. */
 export function schemaOf(schema: z.ZodType): SchemaObject {
@@ -16,11 +17,7 @@ export const caseSchema: SchemaObject = {
     action_id: { type: 'string' },
     attempt_id: { type: 'string', nullable: true },
     workload_id: { type: 'string', nullable: true },
-    reason: {
-      type: 'string',
-      description:
-        'usage_missing, stream_ended_before_usage, returned_exceeds_effective, candidate_shortfall_unexplained or orphaned_attempt',
-    },
+    reason: { type: 'string', enum: [...caseReason.options], description: 'why the case is open (docs/decisions.md)' },
     status: { type: 'string', enum: ['open', 'resolved'] },
     provider_request_id: { type: 'string', nullable: true },
     exposure_microusd: microusd,

@@ -100,6 +100,7 @@ export class CatalogRepository {
       expiresAt: e.expiresAt,
       status: e.status as ExceptionStatus,
       allowsStreaming: e.allowsStreaming,
+      allowsDeterministicSampling: e.allowsDeterministicSampling,
     }));
   }
 }

@@ -13,6 +13,8 @@ export interface ExceptionView {
   perCandidateOutputCeiling: number;
   budgetMicrousd: bigint;
   allowsStreaming: boolean;
+  /** several candidates at temperature 0 / top-k 1 are admitted (issue 16 §3) */
+  allowsDeterministicSampling: boolean;
   expiresAt: Date;
   justification: string;
   status: ExceptionStatus;
@@ -177,6 +179,7 @@ function toView(row: Omit<ExceptionView, 'status'> & { status: string }): Except
     perCandidateOutputCeiling: row.perCandidateOutputCeiling,
     budgetMicrousd: row.budgetMicrousd,
     allowsStreaming: row.allowsStreaming,
+    allowsDeterministicSampling: row.allowsDeterministicSampling,
     expiresAt: row.expiresAt,
     justification: row.justification,
     status: row.status as ExceptionStatus,

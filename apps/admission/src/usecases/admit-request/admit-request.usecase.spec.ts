@@ -121,6 +121,7 @@ const EXCEPTION: ActiveException = {
   expiresAt: new Date(T0.getTime() + 24 * HOUR_MS),
   status: 'active',
   allowsStreaming: false,
+  allowsDeterministicSampling: false,
 };
 
 /** The three catalog reads admission makes per request, from fixed in-memory tables. */
@@ -290,7 +291,7 @@ describe('AdmitRequest', () => {
         'n above the default maximum (no exception)',
         'candidate_count_exceeds_policy',
         () => chat({ n: 5 }),
-        { requested_candidate_count: 5, route_id: 'rt-openai' },
+        { requested_candidate_count: 5, route_id: 'rt-openai', approved_max_candidates: 1 },
       ],
       [
         'candidateCount above the default maximum',
@@ -302,7 +303,7 @@ describe('AdmitRequest', () => {
         'n above the exception maximum',
         'candidate_count_exceeds_policy',
         (f) => ((f.exceptions.exceptions = [EXCEPTION]), chat({ n: 4 })),
-        { requested_candidate_count: 4 },
+        { requested_candidate_count: 4, approved_max_candidates: 3 },
       ],
       ['n = 0', 'invalid_request', () => chat({ n: 0 }), { requested_candidate_count: 0 }],
       ['n = 1.5', 'invalid_request', () => chat({ n: 1.5 }), { requested_candidate_count: null }],
@@ -339,6 +340,18 @@ describe('AdmitRequest', () => {
         (f) => ((f.exceptions.exceptions = [EXCEPTION]), chat({ n: 2, stream: true })),
         { stream_mode: 'sse' },
       ],
+      [
+        'two candidates at temperature 0 under an exception without allows_deterministic_sampling',
+        'candidate_count_without_sampling',
+        (f) => ((f.exceptions.exceptions = [EXCEPTION]), chat({ n: 2, temperature: 0 })),
+        { requested_candidate_count: 2, approved_max_candidates: 3 },
+      ],
+      [
+        'two Gemini candidates at top_k 1 (snake_case) under an exception without the flag',
+        'candidate_count_without_sampling',
+        (f) => ((f.exceptions.exceptions = [EXCEPTION]), gemini('gemini-standard', { candidateCount: 2, top_k: 1 })),
+        { requested_candidate_count: 2 },
+      ],
     ])('%s → %s', async (_what, code, build, eventFields) => {
       const f = setup();
       const err = await rejectionOf(f.admit.execute(build(f)));
@@ -371,6 +384,8 @@ describe('AdmitRequest', () => {
       const f = setup();
       await rejectionOf(f.admit.execute(chat({ model: 'nope', n: 3 })));
       expect(f.admissions.denials[0].event).toMatchObject({ policy_reason: 'unknown_route', requested_candidate_count: 3 });
+      // the maximum is not known before the route is: null, never a guess
+      expect(f.admissions.denials[0].event.approved_max_candidates).toBeNull();
     });
 
     it('hashes the key before looking it up, and never looks up a missing one', async () => {
@@ -461,6 +476,30 @@ describe('AdmitRequest', () => {
       const metric = await f.metrics.decisions.get();
       const byLabels = Object.fromEntries(metric.values.map((v) => [`${v.labels.result}/${v.labels.code}`, v.value]));
       expect(byLabels).toEqual({ 'deny/unauthorized': 1, 'deny/candidate_count_exceeds_policy': 1, 'allow/ok': 1 });
+    });
+
+    it('observes the requested count per workload and route, allowed or refused; omitted is 1 with omitted="true"', async () => {
+      const f = setup();
+      await rejectionOf(f.admit.execute(chat({ n: 9 })));
+      await f.admit.execute(chat({ n: 1 }));
+      await f.admit.execute(chat());
+      await rejectionOf(f.admit.execute(chat({ n: 0 })));
+      await rejectionOf(f.admit.execute(chat({ model: 'nope', n: 2 })));
+      const metric = await f.metrics.requestedCandidates.get();
+      const at = (suffix: string, omitted: string, le?: number) =>
+        metric.values.find(
+          (v) =>
+            v.metricName === `gateway_admission_requested_candidates${suffix}` &&
+            v.labels.omitted === omitted &&
+            v.labels.workload === 'wl-1' &&
+            v.labels.route === 'rt-openai' &&
+            (le === undefined || (v.labels as Record<string, unknown>).le === le),
+        )?.value;
+      expect(at('_count', 'false')).toBe(2); // n=9 (refused) and n=1; n=0 is no count, an unknown route has no route
+      expect(at('_sum', 'false')).toBe(10);
+      expect(at('_bucket', 'false', 1)).toBe(1);
+      expect(at('_count', 'true')).toBe(1);
+      expect(at('_sum', 'true')).toBe(1);
     });
   });
 
@@ -599,6 +638,7 @@ describe('AdmitRequest', () => {
         requested_candidate_count: 2,
         effective_candidate_count: 2,
         reserved_microusd: '3258',
+        approved_max_candidates: 3,
       });
       expect(admitted.headers).toMatchObject({
         'x-gateway-requested-candidates': '2',
@@ -606,6 +646,24 @@ describe('AdmitRequest', () => {
         'x-gateway-reserved-microusd': '3258',
       });
       expect(admitted.command).toMatchObject({ requested_candidates: 2, effective_candidates: 2, output_ceiling: 200 });
+    });
+
+    it('two candidates at temperature 0 with an exception that allows it; exceptions read even within the default', async () => {
+      const f = setup();
+      f.exceptions.exceptions = [{ ...EXCEPTION, allowsDeterministicSampling: true }];
+      await f.admit.execute(chat({ n: 2, temperature: 0 }));
+      expect(f.admissions.admitted[0].action).toMatchObject({ effectiveCandidates: 2, exceptionId: 'ex-wide' });
+
+      const within = setup();
+      within.catalog.workloads.set(hashKey(KEY), { ...WORKLOAD, defaultMaxCandidates: 2 });
+      await expect(within.admit.execute(chat({ n: 2, temperature: 0 }))).rejects.toMatchObject({
+        code: 'candidate_count_without_sampling',
+      });
+      within.exceptions.exceptions = [{ ...EXCEPTION, allowsDeterministicSampling: true }];
+      await within.admit.execute(chat({ n: 2, temperature: 0 }));
+      expect(within.admissions.admitted[0].action).toMatchObject({ effectiveCandidates: 2, exceptionId: null });
+      // the exception was read, so the maximum the decision applied is its 3, not the default's 2
+      expect(within.admissions.admitted[0].decisionEvent).toMatchObject({ approved_max_candidates: 3 });
     });
 
     it('n = 1 sent explicitly is recorded as requested 1, no exception involved', async () => {

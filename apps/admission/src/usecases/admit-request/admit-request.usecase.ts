@@ -7,6 +7,7 @@ import {
   budgetPeriodStart,
   decideAdmission,
   DenialCode,
+  deterministicSamplingParam,
   DomainError,
   estimateRequestInputTokens,
   fingerprint,
@@ -88,6 +89,7 @@ export class AdmitRequest {
     const shape = normaliseRequest(cmd.body, cmd.apiKind, { candidateParam: route.candidateParam, outputCapParam: route.outputCapParam });
     if (!shape.ok) throw await this.deny(base, workload, shape.code, shape.message, shape.param);
     base.requested_candidate_count = countAsSent(shape.requestedCandidates);
+    this.metrics.observeRequested(workload.id, route.routeId, shape.requestedCandidates);
     if (cmd.apiKind === 'openai-responses') {
       const refusal = responsesRequestRefusal(shape.body, { allowProviderStorage: workload.allowProviderStorage });
       if (refusal) throw await this.deny(base, workload, refusal.code, refusal.message, refusal.param);
@@ -112,9 +114,12 @@ export class AdmitRequest {
     const requested = shape.requestedCandidates;
     // Fallback contracts only constrain multi-candidate requests (DESIGN §7).
     const fallbacks = typeof requested === 'number' && requested > 1 ? await this.fallbackRoutes(workload, route) : [];
-    // Exceptions only matter above the workload default, and are always read fresh.
+    // Exceptions only matter above the workload default, or for several candidates without
+    // sampling (only an exception allows that), and are always read fresh.
     const wantsMore = typeof requested === 'number' && requested > workload.defaultMaxCandidates;
-    const exceptions = wantsMore ? await this.exceptionsSource.activeExceptions(workload.id, now) : [];
+    const deterministicSampling = deterministicSamplingParam(shape.body, cmd.apiKind);
+    const unsampled = typeof requested === 'number' && requested > 1 && deterministicSampling !== null;
+    const exceptions = wantsMore || unsampled ? await this.exceptionsSource.activeExceptions(workload.id, now) : [];
     const decision = decideAdmission({
       now,
       workload,
@@ -125,9 +130,11 @@ export class AdmitRequest {
       candidateParamName: shape.candidateParamName,
       requestedOutputCap: shape.requestedOutputCap,
       stream: cmd.stream,
+      deterministicSampling,
       inputTokensEstimate,
       price,
     });
+    base.approved_max_candidates = decision.ok ? decision.approvedMax : (decision.approvedMax ?? null);
     if (!decision.ok) throw await this.deny(base, workload, decision.code, decision.message, decision.param ?? undefined);
     base.effective_candidate_count = decision.effective;
 
@@ -354,6 +361,7 @@ export class AdmitRequest {
       policy_reason: null,
       reserved_microusd: null,
       exception_id: null,
+      approved_max_candidates: null,
     };
   }
 }

@@ -139,6 +139,19 @@ describe('buildAttemptEvent', () => {
     expect(event(command(), parsed([cand(0, 'STOP')]))).not.toHaveProperty('usage_unknown_fields');
   });
 
+  it('carries the usage floor of a multi-candidate answer as a number (sizes, never text), and none for one candidate', () => {
+    const sized = [
+      { ...cand(0, 'STOP'), textBytes: 81 },
+      { ...cand(1, 'SAFETY', false), textBytes: 0 },
+      { ...cand(2, 'STOP'), textBytes: 16, tokenCount: 9 },
+    ];
+    const e = event(command(), parsed(sized));
+    expect(e.output_tokens_floor).toBe(11 + 0 + 9);
+    expect(attemptCompletedV1.parse(e).output_tokens_floor).toBe(20);
+    const one = event(command({ requested_candidates: null, effective_candidates: 1 }), parsed([{ ...cand(0, 'STOP'), textBytes: 800 }]));
+    expect(one).not.toHaveProperty('output_tokens_floor');
+  });
+
   it('keeps a zero usage from a provider error as zero, not null', () => {
     const zero = { inputTokens: 0, cachedInputTokens: 0, outputTokensTotal: 0, reasoningTokens: 0, unknownFields: [] };
     const e = event(command(), parsed([], { usage: zero, providerRequestId: null }), { status: 'failed', httpStatus: 400 });

@@ -1,5 +1,5 @@
 import type { AcceptanceVerdict, AttemptCompletedV1, DeliveryOutcome, DispatchCommandV1 } from '@gateway/contracts';
-import { accept, candidateShortfall, NormalisedCandidate } from '@gateway/domain';
+import { accept, candidateShortfall, NormalisedCandidate, outputTokensFloor } from '@gateway/domain';
 import type { ParsedResponse } from '@gateway/providers';
 
 type CandidateOutcomeV1 = AttemptCompletedV1['candidates'][number];
@@ -59,7 +59,13 @@ export function buildAttemptEvent(input: {
     attempts_total: input.attemptsTotal,
     action_final: input.actionFinal,
     ...(usage && usage.unknownFields.length > 0 ? { usage_unknown_fields: usage.unknownFields } : {}),
+    ...(parsed && cmd.effective_candidates > 1 ? { output_tokens_floor: floorOf(parsed) } : {}),
   };
+}
+
+/** The usage floor of the candidates in the response, from their sizes (the text stays here). */
+function floorOf(parsed: ParsedResponse): number {
+  return outputTokensFloor(parsed.candidates.map((c) => ({ textBytes: c.textBytes ?? 0, tokenCount: c.tokenCount ?? null })));
 }
 
 export function shortfallOf(cmd: DispatchCommandV1, parsed: ParsedResponse) {

@@ -14,6 +14,7 @@ describe('ExpireExceptions', () => {
       perCandidateOutputCeiling: 10,
       budgetMicrousd: 1n,
       allowsStreaming: false,
+      allowsDeterministicSampling: false,
       justification: 'j',
       requestedBy: 'alice',
     };

@@ -13,6 +13,8 @@ export const requestExceptionBody = z
     expires_at: isoInstant,
     justification: text(2000),
     allows_streaming: z.boolean().default(false),
+    /** several candidates at temperature 0 / top-k 1 (near-identical answers, each billed) */
+    allows_deterministic_sampling: z.boolean().default(false),
   })
   .strict()
   .superRefine(reservableOutput('max_candidates', 'per_candidate_output_ceiling'));

@@ -60,6 +60,7 @@ export class RequestException {
         perCandidateOutputCeiling: cmd.per_candidate_output_ceiling,
         budgetMicrousd: cmd.budget_microusd,
         allowsStreaming: cmd.allows_streaming,
+        allowsDeterministicSampling: cmd.allows_deterministic_sampling,
         expiresAt: cmd.expires_at,
         justification: cmd.justification,
         requestedBy: op.subject,

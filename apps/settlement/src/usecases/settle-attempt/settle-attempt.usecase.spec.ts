@@ -424,6 +424,32 @@ describe('SettleAttempt', () => {
     expect(byTopic(s, 'reconciliationRequired')).toEqual([expect.objectContaining({ reason: 'usage_shape_unknown' })]);
   });
 
+  it.each([
+    ['below the floor of its candidates → settled from the provider AND a usage_implausible case', 2, 40, ['usage_implausible']],
+    ['at the floor → settled, no case', 2, 10, []],
+    ['one candidate is not judged', 1, 40, []],
+  ])('multi-candidate usage %s', async (_name, effective, floor, reasons) => {
+    const { useCase, state } = harness();
+    const e = attemptEvent({
+      effective_candidate_count: effective,
+      requested_candidate_count: effective,
+      candidates: Array.from({ length: effective }, (_, index) => ({ index, finish_reason: 'stop', outcome: 'ok' as const })),
+      output_tokens_total: 10,
+      reasoning_tokens: 0,
+      total_tokens: 1010,
+      output_tokens_floor: floor,
+    });
+
+    await expect(useCase.execute(e, NOW)).resolves.toBe('settled');
+    const s = state();
+    expect(s.ledger).toHaveLength(1);
+    expect(s.cases.map((c) => c.reason)).toEqual(reasons);
+    if (reasons.length > 0) {
+      expect(s.cases[0]).toMatchObject({ exposureMicrousd: 0n, details: { output_tokens_total: 10, output_tokens_floor: 40 } });
+      expect(byTopic(s, 'reconciliationRequired')).toEqual([expect.objectContaining({ reason: 'usage_implausible' })]);
+    }
+  });
+
   it('settles a provider error (zero usage) at 0 and releases the whole hold', async () => {
     const { useCase, state } = harness({ attemptStatus: 'failed' });
     const e = attemptEvent({

@@ -13,7 +13,16 @@ import {
   ReservationView,
   Tx,
 } from '@gateway/db';
-import { applyMovement, combineMovements, Movement, planMoveToUnresolved, planReleaseRest, planSettle, priceUsage } from '@gateway/domain';
+import {
+  applyMovement,
+  combineMovements,
+  Movement,
+  planMoveToUnresolved,
+  planReleaseRest,
+  planSettle,
+  priceUsage,
+  usageImplausible,
+} from '@gateway/domain';
 import { handleOnce } from '@gateway/messaging';
 import { IdGenerator, InjectIds, InjectLogger } from '@gateway/service-kit';
 
@@ -69,6 +78,22 @@ export class SettleAttempt {
       if (outcome === 'settled' && (e.usage_unknown_fields?.length ?? 0) > 0) {
         // Settled from the reported total; the fields we could not read go to an operator.
         await this.openCase(tx, e, 'usage_shape_unknown', 0n, now, { unknown_fields: e.usage_unknown_fields });
+      }
+      if (
+        outcome === 'settled' &&
+        usageImplausible({
+          effectiveCandidates: e.effective_candidate_count ?? 0,
+          outputTokensTotal: e.output_tokens_total,
+          outputTokensFloor: e.output_tokens_floor,
+        })
+      ) {
+        // Provider usage is the evidence and is booked as reported; an operator compares it with
+        // the provider's export (docs/decisions.md, usage plausibility).
+        await this.openCase(tx, e, 'usage_implausible', 0n, now, {
+          output_tokens_total: e.output_tokens_total,
+          output_tokens_floor: e.output_tokens_floor,
+          returned_in_response: inResponse(e),
+        });
       }
       if (e.outcome === 'succeeded' && silentShortfall(e)) {
         await this.openCase(tx, e, 'candidate_shortfall_unexplained', 0n, now, {
