@@ -48,6 +48,7 @@ describe('error registry', () => {
     ['provider_request_mismatch', 409, false],
     ['internal_error', 500, null],
     ['authentication_rate_limited', 429, true],
+    ['fanout_limit_exceeded', 429, true],
   ];
 
   it.each(table)('%s -> HTTP %i, x-should-retry %p', (code, status, retry) => {
