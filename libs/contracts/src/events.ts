@@ -95,6 +95,12 @@ export const admissionDecisionV1 = sanitisedFields.extend({
   ...envelope,
   reserved_microusd: microusd.nullable(),
   exception_id: z.string().nullable(),
+  /** SHA-256 hex of the request's workflow id (never the id); null or absent when it carried none */
+  workflow_id_hash: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .nullable()
+    .optional(),
 });
 export type AdmissionDecisionV1 = z.infer<typeof admissionDecisionV1>;
 

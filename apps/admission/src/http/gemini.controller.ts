@@ -4,7 +4,7 @@ import type { Request, Response } from 'express';
 import { DomainError } from '@gateway/domain';
 import { fromGeminiGenerate } from '../usecases/admit-request/admit-request.command';
 import { GenerationResponder } from './generation.responder';
-import { googApiKey } from './credentials';
+import { googApiKey, workflowHeader } from './credentials';
 
 @ApiTags('gemini-compatible')
 @Controller('v1beta/models')
@@ -31,7 +31,10 @@ export class GeminiController {
           throw new DomainError('invalid_request', `unsupported method '${method}'; use generateContent or streamGenerateContent`);
         }
         const format = req.query.alt === 'sse' ? 'sse' : 'json-array';
-        return fromGeminiGenerate(req.body, model, method === 'streamGenerateContent', googApiKey(req), idem ?? null, format);
+        return {
+          ...fromGeminiGenerate(req.body, model, method === 'streamGenerateContent', googApiKey(req), idem ?? null, format),
+          workflowId: workflowHeader(req),
+        };
       },
       req,
       res,

@@ -58,10 +58,15 @@ export interface RouteContractInput extends ContractFields {
 }
 
 /** A workload's policy as an operator sets it, with who changed it and why. */
-export interface WorkloadInput extends Omit<WorkloadPolicy, 'budgetPeriod' | 'allowProviderStorage'> {
+export interface WorkloadInput
+  extends Omit<WorkloadPolicy, 'budgetPeriod' | 'allowProviderStorage' | 'maxCallsPerWorkflow' | 'workflowWindowSeconds' | 'workflowIdField'> {
   budgetPeriod: 'day' | 'month';
   /** omitted = false (the database default): the provider may not keep prompts */
   allowProviderStorage?: boolean;
+  /** fan-out settings; omitted = the database defaults (no limit, 60 s, header only) */
+  maxCallsPerWorkflow?: number | null;
+  workflowWindowSeconds?: number;
+  workflowIdField?: string | null;
   actor: string;
   reason: string;
 }

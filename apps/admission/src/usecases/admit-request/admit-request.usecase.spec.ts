@@ -16,6 +16,7 @@ import type {
   CatalogRepository,
   PriceRevision,
   RouteContract,
+  ScopeLimits,
   WorkloadPolicy,
 } from '@gateway/db';
 import { DEFAULT_MEDIA_INPUT_TOKENS, DenialCode, DomainError } from '@gateway/domain';
@@ -68,6 +69,9 @@ const WORKLOAD: WorkloadPolicy = {
   maxInFlight: 8,
   tokensPerMinute: null,
   allowProviderStorage: false,
+  maxCallsPerWorkflow: null,
+  workflowWindowSeconds: 60,
+  workflowIdField: null,
 };
 
 function route(alias: string, routeId: string, change: Partial<RouteContract> = {}): RouteContract {
@@ -132,6 +136,11 @@ class FakeCatalog {
     ['rt-other', PRICE],
   ]);
   readonly keyLookups: string[] = [];
+  scopeLimits: ScopeLimits = { team: null, environment: null };
+
+  async scopeLimitsFor(): Promise<ScopeLimits> {
+    return this.scopeLimits;
+  }
 
   async workloadByKeyHash(keyHash: string): Promise<WorkloadPolicy | null> {
     this.keyLookups.push(keyHash);
@@ -399,7 +408,7 @@ describe('AdmitRequest', () => {
 
     it('budget_exhausted from the transaction: the reservation was attempted once, then a deny event', async () => {
       const f = setup();
-      f.admissions.nextResult = { ok: false, code: 'budget_exhausted', scope: 'workload', remainingMicrousd: 12n };
+      f.admissions.nextResult = { ok: false, code: 'budget_exhausted', scope: 'workload', quotaScope: 'workload', remainingMicrousd: 12n };
       const err = await rejectionOf(f.admit.execute(chat()));
 
       expect(err).toBeInstanceOf(DomainError);
