@@ -7,6 +7,8 @@ import { ChangeRequestsController } from './http/change-requests.controller';
 import { ExceptionsController } from './http/exceptions.controller';
 import { RoutesController } from './http/routes.controller';
 import { WorkloadsController } from './http/workloads.controller';
+import { ScopeLimitsController } from './http/scope-limits.controller';
+import { PutScopeLimit } from './usecases/put-scope-limit/put-scope-limit.usecase';
 import { RouteProbe } from './probe/route-probe';
 import { UPSTREAM_ALLOWLIST } from './upstream-allowlist';
 import { AddPriceRevision } from './usecases/add-price-revision/add-price-revision.usecase';
@@ -40,7 +42,7 @@ export class PolicyModule {
     return {
       module: PolicyModule,
       imports: [CoreModule.forService(opts)],
-      controllers: [RoutesController, WorkloadsController, ExceptionsController, ChangeRequestsController],
+      controllers: [RoutesController, WorkloadsController, ScopeLimitsController, ExceptionsController, ChangeRequestsController],
       providers: [
         { provide: EXPIRY_SWEEP_MS, useValue: opts.expirySweepMs },
         { provide: UPSTREAM_ALLOWLIST, useValue: opts.upstreamAllowlist },
@@ -65,6 +67,7 @@ export class PolicyModule {
         VerifyRoute,
         AddPriceRevision,
         PutWorkload,
+        PutScopeLimit,
         GetWorkload,
         IssueApiKey,
         RevokeApiKey,
