@@ -1,4 +1,4 @@
-import { fixedWindow, quotaScopeName, readWorkflowId, scopeLimitSpendRaises, ScopeLimitSpend, workflowIdHash } from './quota-scopes';
+import { fixedWindow, reconcileInstanceCounters, quotaScopeName, readWorkflowId, scopeLimitSpendRaises, ScopeLimitSpend, workflowIdHash } from './quota-scopes';
 import { workloadSpendRaises, WorkloadSpendLimits } from './spend-changes';
 
 describe('quotaScopeName', () => {
@@ -104,4 +104,36 @@ describe('workload fan-out settings', () => {
   ])('%j raises %j', (change, raises) => expect(workloadSpendRaises(w, { ...w, ...change })).toEqual(raises));
   it('a first fan-out limit only restricts', () =>
     expect(workloadSpendRaises({ ...w, maxCallsPerWorkflow: null }, { ...w, maxCallsPerWorkflow: 3, workflowWindowSeconds: 1 })).toEqual([]));
+});
+
+describe('reconcileInstanceCounters', () => {
+  const w1 = new Date('2026-12-01T10:00:00Z');
+  const w2 = new Date('2026-12-01T10:01:00Z');
+  it('sums each scope and window over instances, and reports what no instance saw and the excess over the limit', () => {
+    const out = reconcileInstanceCounters([
+      { scope: 'team', scopeId: 'pay', windowStart: w1, instanceId: 'b', tokens: 700, limit: 1000 },
+      { scope: 'team', scopeId: 'pay', windowStart: w1, instanceId: 'a', tokens: 600, limit: 1000 },
+      { scope: 'team', scopeId: 'pay', windowStart: w2, instanceId: 'a', tokens: 10, limit: 1000 },
+      { scope: 'environment', scopeId: 'prod', windowStart: w1, instanceId: 'a', tokens: 5, limit: null },
+    ]);
+    expect(out).toEqual([
+      expect.objectContaining({ scopeId: 'pay', windowStart: w2, organisationTokens: 10, unseenByAnyInstanceTokens: 0, overLimitTokens: 0 }),
+      expect.objectContaining({ scope: 'environment', windowStart: w1, organisationTokens: 5, limit: null, overLimitTokens: 0 }),
+      {
+        scope: 'team',
+        scopeId: 'pay',
+        windowStart: w1,
+        instances: [
+          { instanceId: 'a', tokens: 600 },
+          { instanceId: 'b', tokens: 700 },
+        ],
+        organisationTokens: 1300,
+        largestInstanceTokens: 700,
+        unseenByAnyInstanceTokens: 600,
+        limit: 1000,
+        overLimitTokens: 300,
+      },
+    ]);
+  });
+  it('nothing to reconcile', () => expect(reconcileInstanceCounters([])).toEqual([]));
 });

@@ -110,3 +110,59 @@ function invalidWorkflowId(param: string, why: string): WorkflowIdReading {
 export function workflowIdHash(workflowId: string): string {
   return createHash('sha256').update(workflowId, 'utf8').digest('hex');
 }
+
+/** One counter a gateway instance kept for a team's or an environment's token rate. */
+export interface InstanceCounter {
+  scope: ScopeKind;
+  scopeId: string;
+  windowStart: Date;
+  instanceId: string;
+  tokens: number;
+  /** the limit in force now (each instance enforced it on its own counter), null when removed */
+  limit: number | null;
+}
+
+/** The organisation-wide view of one window of instance-scoped counters. */
+export interface ReconciledWindow {
+  scope: ScopeKind;
+  scopeId: string;
+  windowStart: Date;
+  instances: Array<{ instanceId: string; tokens: number }>;
+  /** the sum over instances: what the organisation actually admitted in the window */
+  organisationTokens: number;
+  /** what the busiest instance saw (each instance judged the limit against its own figure) */
+  largestInstanceTokens: number;
+  /** organisation − largest instance: admitted tokens no single instance counted */
+  unseenByAnyInstanceTokens: number;
+  limit: number | null;
+  /** how far the organisation went past the configured limit because it was enforced per instance */
+  overLimitTokens: number;
+}
+
+/** Sums instance-scoped counters into one organisation-wide figure per scope and window. */
+export function reconcileInstanceCounters(counters: readonly InstanceCounter[]): ReconciledWindow[] {
+  const byWindow = new Map<string, InstanceCounter[]>();
+  for (const c of counters) {
+    const key = `${c.scope}\u0000${c.scopeId}\u0000${c.windowStart.toISOString()}`;
+    byWindow.set(key, [...(byWindow.get(key) ?? []), c]);
+  }
+  return [...byWindow.values()]
+    .map((cs) => {
+      const first = cs[0];
+      const instances = cs.map((c) => ({ instanceId: c.instanceId, tokens: c.tokens })).sort((a, b) => a.instanceId.localeCompare(b.instanceId));
+      const organisationTokens = instances.reduce((sum, i) => sum + i.tokens, 0);
+      const largest = instances.reduce((max, i) => Math.max(max, i.tokens), 0);
+      return {
+        scope: first.scope,
+        scopeId: first.scopeId,
+        windowStart: first.windowStart,
+        instances,
+        organisationTokens,
+        largestInstanceTokens: largest,
+        unseenByAnyInstanceTokens: organisationTokens - largest,
+        limit: first.limit,
+        overLimitTokens: first.limit === null ? 0 : Math.max(0, organisationTokens - first.limit),
+      };
+    })
+    .sort((a, b) => b.windowStart.getTime() - a.windowStart.getTime() || a.scope.localeCompare(b.scope) || a.scopeId.localeCompare(b.scopeId));
+}
