@@ -21,7 +21,13 @@ describe('quota scopes and fan-out', () => {
 
   beforeAll(async () => {
     await withSeeder(async (seed) => {
-      await seed.route({ routeId: route, alias: route, providerKind: 'openai-chat', upstreamBaseUrl: stack.providerSim, upstreamModel: 'sim-gpt' });
+      await seed.route({
+        routeId: route,
+        alias: route,
+        providerKind: 'openai-chat',
+        upstreamBaseUrl: stack.providerSim,
+        upstreamModel: 'sim-gpt',
+      });
       operator = await seed.operator(`olga-${run}`, ['operator', 'finance']);
       // two workloads of one team, each with a budget far above one request
       for (const id of ['a', 'b']) {
@@ -70,7 +76,12 @@ describe('quota scopes and fan-out', () => {
 
     const actionId = err.headers?.get('x-gateway-action-id');
     const event = await decisions.waitFor<Record<string, unknown>>((m) => m.action_id === actionId, 'the deny decision event');
-    expect(event).toMatchObject({ policy_result: 'deny', policy_reason: 'budget_exhausted', quota_scope: `team:${team}`, workload_id: `qs-b-${run}` });
+    expect(event).toMatchObject({
+      policy_result: 'deny',
+      policy_reason: 'budget_exhausted',
+      quota_scope: `team:${team}`,
+      workload_id: `qs-b-${run}`,
+    });
     const allowed = await decisions.waitFor<Record<string, unknown>>(
       (m) => m.workload_id === `qs-a-${run}` && m.policy_result === 'allow',
       'the allow decision event of workload a',
@@ -95,7 +106,11 @@ describe('quota scopes and fan-out', () => {
 
     const actionId = err.headers?.get('x-gateway-action-id');
     const event = await decisions.waitFor<Record<string, unknown>>((m) => m.action_id === actionId, 'the fan-out deny event');
-    expect(event).toMatchObject({ policy_reason: 'fanout_limit_exceeded', quota_scope: 'workflow', workflow_id_hash: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(event).toMatchObject({
+      policy_reason: 'fanout_limit_exceeded',
+      quota_scope: 'workflow',
+      workflow_id_hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
     expect(JSON.stringify(event)).not.toContain(`wf-${run}`);
 
     expect((await ask(keys.fanout, 'another workflow', { 'x-gateway-workflow-id': `wf-other-${run}` })).choices).toHaveLength(1);

@@ -15,7 +15,8 @@ export class CatalogCache {
   private readonly ttlMs: number;
 
   constructor(
-    @Inject(CatalogRepository) private readonly catalog: Pick<CatalogRepository, 'workloadByKeyHash' | 'routeByAlias' | 'priceAt' | 'scopeLimitsFor'>,
+    @Inject(CatalogRepository)
+    private readonly catalog: Pick<CatalogRepository, 'workloadByKeyHash' | 'routeByAlias' | 'priceAt' | 'scopeLimitsFor'>,
     @InjectClock() private readonly clock: Clock,
   ) {
     const env = process.env.ADMISSION_CATALOG_TTL_MS;

@@ -48,7 +48,8 @@ describe('quota scopes under concurrency', () => {
       requests.filter((r, k) => r.instance === instance && results[k].ok).reduce((sum, r) => sum + tokensOf(r.i), 0);
     const refused = results.filter((r) => !r.ok);
     expect(refused.length).toBeGreaterThan(0);
-    for (const r of refused) expect(r).toMatchObject({ code: 'token_quota_exceeded', quotaScope: expect.stringMatching(/^instance:adm-[AB]\/team:/) });
+    for (const r of refused)
+      expect(r).toMatchObject({ code: 'token_quota_exceeded', quotaScope: expect.stringMatching(/^instance:adm-[AB]\/team:/) });
     // each instance kept its own limit
     expect(admittedTokens('adm-A')).toBeLessThanOrEqual(limit);
     expect(admittedTokens('adm-B')).toBeLessThanOrEqual(limit);
@@ -74,7 +75,8 @@ describe('quota scopes under concurrency', () => {
       Array.from({ length: 30 }, (_, i) => (i % 2 === 0 ? instanceA : instanceB).admit(input(wls[i % 2], { scopeBudgets: [teamBudget] }))),
     );
     expect(results.filter((r) => r.ok)).toHaveLength(5);
-    for (const r of results.filter((x) => !x.ok)) expect(r).toMatchObject({ code: 'budget_exhausted', scope: 'team', quotaScope: `team:${team}` });
+    for (const r of results.filter((x) => !x.ok))
+      expect(r).toMatchObject({ code: 'budget_exhausted', scope: 'team', quotaScope: `team:${team}` });
     const acct = await dbA.prisma.budgetAccount.findUniqueOrThrow({ where: { id: budgetAccountId('team', team, periodStart) } });
     expect(acct.pendingMicrousd).toBe(5_000n);
     // a refused request left nothing on the workload accounts either
@@ -83,7 +85,9 @@ describe('quota scopes under concurrency', () => {
       _sum: { pendingMicrousd: true },
     });
     expect(workloadPending._sum.pendingMicrousd).toBe(5_000n);
-    const reservation = await dbA.prisma.reservation.findFirstOrThrow({ where: { workloadAccountId: budgetAccountId('workload', wls[0], periodStart) } });
+    const reservation = await dbA.prisma.reservation.findFirstOrThrow({
+      where: { workloadAccountId: budgetAccountId('workload', wls[0], periodStart) },
+    });
     expect(reservation.scopeAccountIds).toEqual([budgetAccountId('team', team, periodStart)]);
   });
 
@@ -91,7 +95,9 @@ describe('quota scopes under concurrency', () => {
     const wl = `wl-${randomUUID()}`;
     const workflowCalls = { scopeId: `${wl}/${'a'.repeat(64)}`, windowStart, limit: 3 };
     const results = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? instanceA : instanceB).admit(input(wl, { workflowCalls, workflowIdHash: 'a'.repeat(64) }))),
+      Array.from({ length: 12 }, (_, i) =>
+        (i % 2 === 0 ? instanceA : instanceB).admit(input(wl, { workflowCalls, workflowIdHash: 'a'.repeat(64) })),
+      ),
     );
     expect(results.filter((r) => r.ok)).toHaveLength(3);
     expect(results.filter((r) => !r.ok).every((r) => !r.ok && r.code === 'fanout_limit_exceeded')).toBe(true);

@@ -114,7 +114,7 @@ describe('admission and the sweeper take locks in one order', () => {
     })();
     const sweeping = sweepers.map(async (s) => {
       while (admitting) await s.execute(new Date());
-      for (let n = -1; n !== 0; ) n = (await s.execute(new Date())).voidedActionIds.length;
+      for (let n = -1; n !== 0;) n = (await s.execute(new Date())).voidedActionIds.length;
     });
     const results = await admissions;
     await Promise.all(sweeping);

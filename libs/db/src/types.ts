@@ -1,4 +1,11 @@
-import type { ExceptionStatus, MediaInputTokens, OutputCapSemantics, PriceRevision, ScopeKind, TokenRateEnforcement } from '@gateway/domain';
+import type {
+  ExceptionStatus,
+  MediaInputTokens,
+  OutputCapSemantics,
+  PriceRevision,
+  ScopeKind,
+  TokenRateEnforcement,
+} from '@gateway/domain';
 import type { ProviderKind } from '@gateway/contracts';
 
 /** Read models returned by repositories: plain data, no Prisma types. */

@@ -1,4 +1,12 @@
-import { fixedWindow, reconcileInstanceCounters, quotaScopeName, readWorkflowId, scopeLimitSpendRaises, ScopeLimitSpend, workflowIdHash } from './quota-scopes';
+import {
+  fixedWindow,
+  reconcileInstanceCounters,
+  quotaScopeName,
+  readWorkflowId,
+  scopeLimitSpendRaises,
+  ScopeLimitSpend,
+  workflowIdHash,
+} from './quota-scopes';
 import { workloadSpendRaises, WorkloadSpendLimits } from './spend-changes';
 
 describe('quotaScopeName', () => {
@@ -64,7 +72,12 @@ describe('workflowIdHash', () => {
 });
 
 describe('scopeLimitSpendRaises', () => {
-  const base: ScopeLimitSpend = { tokensPerMinute: 1000, tokenRateEnforcement: 'organisation', budgetMicrousd: 5_000n, budgetPeriod: 'month' };
+  const base: ScopeLimitSpend = {
+    tokensPerMinute: 1000,
+    tokenRateEnforcement: 'organisation',
+    budgetMicrousd: 5_000n,
+    budgetPeriod: 'month',
+  };
   it.each<[Partial<ScopeLimitSpend>, string[]]>([
     [{}, []],
     [{ tokensPerMinute: 500, budgetMicrousd: 1n }, []],
@@ -103,7 +116,9 @@ describe('workload fan-out settings', () => {
     [{ workflowWindowSeconds: 30 }, ['workflow_window_seconds shortened']],
   ])('%j raises %j', (change, raises) => expect(workloadSpendRaises(w, { ...w, ...change })).toEqual(raises));
   it('a first fan-out limit only restricts', () =>
-    expect(workloadSpendRaises({ ...w, maxCallsPerWorkflow: null }, { ...w, maxCallsPerWorkflow: 3, workflowWindowSeconds: 1 })).toEqual([]));
+    expect(workloadSpendRaises({ ...w, maxCallsPerWorkflow: null }, { ...w, maxCallsPerWorkflow: 3, workflowWindowSeconds: 1 })).toEqual(
+      [],
+    ));
 });
 
 describe('reconcileInstanceCounters', () => {
@@ -117,7 +132,13 @@ describe('reconcileInstanceCounters', () => {
       { scope: 'environment', scopeId: 'prod', windowStart: w1, instanceId: 'a', tokens: 5, limit: null },
     ]);
     expect(out).toEqual([
-      expect.objectContaining({ scopeId: 'pay', windowStart: w2, organisationTokens: 10, unseenByAnyInstanceTokens: 0, overLimitTokens: 0 }),
+      expect.objectContaining({
+        scopeId: 'pay',
+        windowStart: w2,
+        organisationTokens: 10,
+        unseenByAnyInstanceTokens: 0,
+        overLimitTokens: 0,
+      }),
       expect.objectContaining({ scope: 'environment', windowStart: w1, organisationTokens: 5, limit: null, overLimitTokens: 0 }),
       {
         scope: 'team',

@@ -38,7 +38,8 @@ export function scopeLimitSpendRaises(before: ScopeLimitSpend | null, after: Sco
   if (before.budgetMicrousd !== null) {
     if (after.budgetMicrousd === null) raises.push('budget removed');
     else if (after.budgetMicrousd > before.budgetMicrousd) raises.push('budget up');
-    if (after.budgetMicrousd !== null && before.budgetPeriod === 'month' && after.budgetPeriod === 'day') raises.push('budget period shortened');
+    if (after.budgetMicrousd !== null && before.budgetPeriod === 'month' && after.budgetPeriod === 'day')
+      raises.push('budget period shortened');
   }
   return raises;
 }
@@ -72,8 +73,7 @@ export const MAX_WORKFLOW_ID_LENGTH = 256;
 export const WORKFLOW_ID_FIELD = /^(user|metadata\.[A-Za-z0-9_-]{1,64})$/;
 
 export type WorkflowIdReading =
-  | { ok: true; workflowId: string | null }
-  | { ok: false; code: 'invalid_request'; message: string; param: string };
+  { ok: true; workflowId: string | null } | { ok: false; code: 'invalid_request'; message: string; param: string };
 
 /**
  * The request's workflow id: the header when sent, else the body field the workload designates.
@@ -88,7 +88,10 @@ export function readWorkflowId(input: { header: string | null; body: Record<stri
   else {
     const metadata = input.body.metadata;
     const key = input.field.slice('metadata.'.length);
-    value = metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata) ? (metadata as Record<string, unknown>)[key] : undefined;
+    value =
+      metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata)
+        ? (metadata as Record<string, unknown>)[key]
+        : undefined;
   }
   if (value === undefined || value === null) return { ok: true, workflowId: null };
   if (typeof value !== 'string') return invalidWorkflowId(input.field, 'must be a string');
@@ -149,7 +152,9 @@ export function reconcileInstanceCounters(counters: readonly InstanceCounter[]):
   return [...byWindow.values()]
     .map((cs) => {
       const first = cs[0];
-      const instances = cs.map((c) => ({ instanceId: c.instanceId, tokens: c.tokens })).sort((a, b) => a.instanceId.localeCompare(b.instanceId));
+      const instances = cs
+        .map((c) => ({ instanceId: c.instanceId, tokens: c.tokens }))
+        .sort((a, b) => a.instanceId.localeCompare(b.instanceId));
       const organisationTokens = instances.reduce((sum, i) => sum + i.tokens, 0);
       const largest = instances.reduce((max, i) => Math.max(max, i.tokens), 0);
       return {
@@ -164,5 +169,7 @@ export function reconcileInstanceCounters(counters: readonly InstanceCounter[]):
         overLimitTokens: first.limit === null ? 0 : Math.max(0, organisationTokens - first.limit),
       };
     })
-    .sort((a, b) => b.windowStart.getTime() - a.windowStart.getTime() || a.scope.localeCompare(b.scope) || a.scopeId.localeCompare(b.scopeId));
+    .sort(
+      (a, b) => b.windowStart.getTime() - a.windowStart.getTime() || a.scope.localeCompare(b.scope) || a.scopeId.localeCompare(b.scopeId),
+    );
 }

@@ -47,7 +47,11 @@ function fanOutRaises(before: WorkloadSpendLimits, after: WorkloadSpendLimits): 
   if (now === null) return ['max_calls_per_workflow removed'];
   const raises: string[] = [];
   if (now > was) raises.push('max_calls_per_workflow up');
-  if (after.workflowWindowSeconds !== undefined && before.workflowWindowSeconds !== undefined && after.workflowWindowSeconds < before.workflowWindowSeconds)
+  if (
+    after.workflowWindowSeconds !== undefined &&
+    before.workflowWindowSeconds !== undefined &&
+    after.workflowWindowSeconds < before.workflowWindowSeconds
+  )
     raises.push('workflow_window_seconds shortened');
   return raises;
 }

@@ -106,10 +106,16 @@ export class AdmissionRepository {
             throw new Denied({ ok: false, code: 'concurrency_limit_exceeded', inFlight: input.concurrency.maxInFlight });
           if (outcome.tokens === 0)
             throw new Denied({ ok: false, code: 'token_quota_exceeded', limit: input.tokenRate?.limit ?? 0, quotaScope: 'workload' });
-          if (outcome.workflow === 0) throw new Denied({ ok: false, code: 'fanout_limit_exceeded', limit: input.workflowCalls?.limit ?? 0 });
+          if (outcome.workflow === 0)
+            throw new Denied({ ok: false, code: 'fanout_limit_exceeded', limit: input.workflowCalls?.limit ?? 0 });
           for (const [i, t] of (input.scopeTokenRates ?? []).entries()) {
             if (outcome.scopeTokens[i] === 0)
-              throw new Denied({ ok: false, code: 'token_quota_exceeded', limit: t.limit, quotaScope: quotaScopeName(t.scope, t.scopeId, t.instanceId) });
+              throw new Denied({
+                ok: false,
+                code: 'token_quota_exceeded',
+                limit: t.limit,
+                quotaScope: quotaScopeName(t.scope, t.scopeId, t.instanceId),
+              });
           }
           if (outcome.workloadBudget === 0)
             throw new Denied(await this.budgetDenial(tx, 'workload', input.action.workloadId, input.workloadBudget.periodStart));
@@ -213,11 +219,9 @@ export class AdmissionRepository {
       prevBudget = `sb${i}`;
     }
     const budgetsOk = Prisma.raw(prevBudget);
-    const stepCounts = [
-      ...(wf ? ['wf'] : []),
-      ...scopeRates.map((_, i) => `st${i}`),
-      ...scopeBudgets.map((_, i) => `sb${i}`),
-    ].map((name) => Prisma.raw(`(SELECT count(*) FROM ${name}) AS c_${name}`));
+    const stepCounts = [...(wf ? ['wf'] : []), ...scopeRates.map((_, i) => `st${i}`), ...scopeBudgets.map((_, i) => `sb${i}`)].map((name) =>
+      Prisma.raw(`(SELECT count(*) FROM ${name}) AS c_${name}`),
+    );
 
     const rows = await prismaTx(tx).$queryRaw<Array<Record<string, bigint | null>>>`
       WITH
@@ -302,12 +306,7 @@ export class AdmissionRepository {
   }
 
   /** Read inside the same transaction: its pool connection is the one holding the row. */
-  private async budgetDenial(
-    tx: Tx,
-    scope: BudgetScope,
-    scopeId: string,
-    periodStart: Date,
-  ): Promise<Exclude<AdmitResult, { ok: true }>> {
+  private async budgetDenial(tx: Tx, scope: BudgetScope, scopeId: string, periodStart: Date): Promise<Exclude<AdmitResult, { ok: true }>> {
     const acct = await prismaTx(tx).budgetAccount.findUnique({ where: { scope_scopeId_periodStart: { scope, scopeId, periodStart } } });
     const used = acct ? acct.pendingMicrousd + acct.unresolvedMicrousd + acct.settledMicrousd : 0n;
     const remaining = acct ? acct.budgetMicrousd - used : 0n;

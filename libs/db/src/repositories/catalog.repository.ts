@@ -18,7 +18,12 @@ export class CatalogRepository {
   /** The limits of a team and an environment, in one round trip. */
   async scopeLimitsFor(team: string, environment: string): Promise<ScopeLimits> {
     const rows = await this.db.prisma.scopeLimit.findMany({
-      where: { OR: [{ scope: 'team', scopeId: team }, { scope: 'environment', scopeId: environment }] },
+      where: {
+        OR: [
+          { scope: 'team', scopeId: team },
+          { scope: 'environment', scopeId: environment },
+        ],
+      },
     });
     const find = (scope: string) => rows.find((r) => r.scope === scope);
     const team_ = find('team');

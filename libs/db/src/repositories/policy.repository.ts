@@ -58,8 +58,10 @@ export interface RouteContractInput extends ContractFields {
 }
 
 /** A workload's policy as an operator sets it, with who changed it and why. */
-export interface WorkloadInput
-  extends Omit<WorkloadPolicy, 'budgetPeriod' | 'allowProviderStorage' | 'maxCallsPerWorkflow' | 'workflowWindowSeconds' | 'workflowIdField'> {
+export interface WorkloadInput extends Omit<
+  WorkloadPolicy,
+  'budgetPeriod' | 'allowProviderStorage' | 'maxCallsPerWorkflow' | 'workflowWindowSeconds' | 'workflowIdField'
+> {
   budgetPeriod: 'day' | 'month';
   /** omitted = false (the database default): the provider may not keep prompts */
   allowProviderStorage?: boolean;
@@ -528,6 +530,8 @@ function toRouteView(r: {
   };
 }
 
-function toScopeLimitView(r: Parameters<typeof toScopeLimit>[0] & { createdAt: Date; updatedAt: Date; updatedBy: string; changeReason: string }): ScopeLimitView {
+function toScopeLimitView(
+  r: Parameters<typeof toScopeLimit>[0] & { createdAt: Date; updatedAt: Date; updatedBy: string; changeReason: string },
+): ScopeLimitView {
   return { ...toScopeLimit(r), createdAt: r.createdAt, updatedAt: r.updatedAt, updatedBy: r.updatedBy, changeReason: r.changeReason };
 }

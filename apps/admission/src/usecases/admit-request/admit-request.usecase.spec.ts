@@ -733,13 +733,26 @@ describe('AdmitRequest', () => {
   });
 
   describe('quota scopes and fan-out (issue 16)', () => {
-    const TEAM_LIMIT = { scope: 'team' as const, scopeId: 'search', tokensPerMinute: 5000, budgetMicrousd: 2_000_000n, budgetPeriod: 'day' as const };
+    const TEAM_LIMIT = {
+      scope: 'team' as const,
+      scopeId: 'search',
+      tokensPerMinute: 5000,
+      budgetMicrousd: 2_000_000n,
+      budgetPeriod: 'day' as const,
+    };
 
     it('counts the request against the team and environment limits, in lock order, and names every scope that applied', async () => {
       const f = setup();
       f.catalog.scopeLimits = {
         team: { ...TEAM_LIMIT, tokenRateEnforcement: 'organisation' },
-        environment: { scope: 'environment', scopeId: 'prod', tokensPerMinute: 9000, tokenRateEnforcement: 'instance', budgetMicrousd: null, budgetPeriod: 'month' },
+        environment: {
+          scope: 'environment',
+          scopeId: 'prod',
+          tokensPerMinute: 9000,
+          tokenRateEnforcement: 'instance',
+          budgetMicrousd: null,
+          budgetPeriod: 'month',
+        },
       };
       await f.admit.execute(chat());
       const input = f.admissions.admitted[0];
@@ -787,7 +800,11 @@ describe('AdmitRequest', () => {
       const err = (await rejectionOf(f.admit.execute({ ...chat(), workflowId: 'run-7' }))) as DomainError;
       expect(err.code).toBe('fanout_limit_exceeded');
       expect(err.headers['retry-after']).toBe('270');
-      expect(f.admissions.denials[0].event).toMatchObject({ policy_reason: 'fanout_limit_exceeded', quota_scope: 'workflow', workflow_id_hash: hash });
+      expect(f.admissions.denials[0].event).toMatchObject({
+        policy_reason: 'fanout_limit_exceeded',
+        quota_scope: 'workflow',
+        workflow_id_hash: hash,
+      });
     });
 
     it('reads the workflow id from the field the workload designates when the header is absent', async () => {

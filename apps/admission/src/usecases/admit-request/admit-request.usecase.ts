@@ -148,11 +148,9 @@ export class AdmitRequest {
         ? null
         : { scopeId: `${workload.id}/${workflowHash}`, windowStart: workflowWindow.windowStart, limit: workload.maxCallsPerWorkflow },
     );
-    const appliedScope = [
-      quotaScopeName('workload'),
-      ...(decision.exception ? [quotaScopeName('exception')] : []),
-      ...scopes.applied,
-    ].join(',');
+    const appliedScope = [quotaScopeName('workload'), ...(decision.exception ? [quotaScopeName('exception')] : []), ...scopes.applied].join(
+      ',',
+    );
     base.quota_scope = appliedScope;
     const result = await this.admissions.admit({
       now,

@@ -26,7 +26,9 @@ describe('PutScopeLimit', () => {
       budget_period: 'month',
       updated_by: 'olga',
     });
-    await expect(put.execute(olga, 'team', 'payments', body({ budget_microusd: '1000' }))).resolves.toMatchObject({ budget_microusd: '1000' });
+    await expect(put.execute(olga, 'team', 'payments', body({ budget_microusd: '1000' }))).resolves.toMatchObject({
+      budget_microusd: '1000',
+    });
     await expect(put.list()).resolves.toMatchObject({ scope_limits: [{ scope: 'team', scope_id: 'payments' }] });
   });
 

@@ -34,7 +34,11 @@ export const putWorkloadBody = z
     max_calls_per_workflow: int(1, 1_000_000).nullable().default(null),
     workflow_window_seconds: int(1, 86_400).default(60),
     /** where the workflow id is read when the x-gateway-workflow-id header is absent: `user` or `metadata.<key>` */
-    workflow_id_field: z.string().regex(WORKFLOW_ID_FIELD, 'user or metadata.<key> (key: 1–64 of A-Z a-z 0-9 _ -)').nullable().default(null),
+    workflow_id_field: z
+      .string()
+      .regex(WORKFLOW_ID_FIELD, 'user or metadata.<key> (key: 1–64 of A-Z a-z 0-9 _ -)')
+      .nullable()
+      .default(null),
     reason: text(500).optional(),
   })
   .strict()
