@@ -119,4 +119,38 @@ describe('quota scopes and fan-out', () => {
     expect(bad.status).toBe(400);
     expect(bad.code).toBe('invalid_request');
   });
+
+  it('a team token rate kept per instance is named so, and reconciliation sums it into the organisation-wide figure', async () => {
+    const instTeam = `inst-${run}`;
+    const instKey = await withSeeder(
+      async (seed) => (await seed.workload({ id: `qs-inst-${run}`, team: instTeam, allowedAliases: [route] })).key,
+    );
+    const set = await call('PUT', `/scope-limits/team/${instTeam}`, operator, {
+      tokens_per_minute: 100_000,
+      token_rate_enforcement: 'instance',
+    });
+    expect(set.status).toBe(200);
+    const { response } = await client(instKey)
+      .chat.completions.create({ model: route, messages: [{ role: 'user', content: 'counted per instance' }], max_tokens: 64 })
+      .withResponse();
+    const actionId = response.headers.get('x-gateway-action-id');
+    const event = await decisions.waitFor<Record<string, unknown>>((m) => m.action_id === actionId, 'the allow decision event');
+    expect(event.quota_scope).toMatch(new RegExp(`^workload,instance:[^/]+/team:${instTeam}$`));
+
+    const res = await fetch(`${process.env.E2E_RECONCILIATION_URL}/quota-counters/instance-scoped`, {
+      headers: { authorization: `Bearer ${operator}` },
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { windows: Array<Record<string, any>> };
+    const window = body.windows.find((w) => w.scope === `team:${instTeam}`);
+    expect(window).toMatchObject({ enforcement: 'instance', tokens_per_minute_limit: 100_000, over_limit_tokens: 0 });
+    expect(window!.organisation_tokens).toBeGreaterThan(0);
+    expect(window!.organisation_tokens).toBe(window!.instances.reduce((sum: number, i: { tokens: number }) => sum + i.tokens, 0));
+    expect(window!.instances[0].quota_scope).toMatch(new RegExp(`^instance:.+/team:${instTeam}$`));
+    // an app key is not an operator
+    const forbidden = await fetch(`${process.env.E2E_RECONCILIATION_URL}/quota-counters/instance-scoped`, {
+      headers: { authorization: `Bearer ${instKey}` },
+    });
+    expect([401, 403]).toContain(forbidden.status);
+  });
 });
