@@ -76,7 +76,7 @@ describe('PutWorkload', () => {
   ])('fan-out: %j waits for approval; a lower maximum applies at once', async (change, raise) => {
     const { put, eyes } = await setup();
     await eyes.seedWorkload('wl', workloadCommand({ max_calls_per_workflow: 5, workflow_id_field: 'metadata.run' }));
-    const pending = (await put.execute(alice, 'wl', workloadCommand({ max_calls_per_workflow: 5, ...change }))) as PendingChange;
+    const pending = (await put.execute(alice, 'wl', workloadCommand(change))) as PendingChange;
     expect(pending.body.raises).toEqual([raise]);
     await expect(put.execute(alice, 'wl', workloadCommand({ max_calls_per_workflow: 2 }))).resolves.toMatchObject({
       max_calls_per_workflow: 2,
