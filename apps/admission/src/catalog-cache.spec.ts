@@ -15,6 +15,10 @@ class FakeCatalog {
   prices = new Map<string, PriceRevision>([['rt-std', price('p-1')]]);
   failNext: Error | null = null;
 
+  async scopeLimitsFor(): Promise<{ team: null; environment: null }> {
+    return { team: null, environment: null };
+  }
+
   async workloadByKeyHash(keyHash: string): Promise<WorkloadPolicy | null> {
     return this.load(`key:${keyHash}`, this.workloads.get(keyHash));
   }

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Clock, InjectClock } from '@gateway/service-kit';
-import { CatalogRepository, PriceRevision, RouteContract, WorkloadPolicy } from '@gateway/db';
+import { CatalogRepository, PriceRevision, RouteContract, ScopeLimits, WorkloadPolicy } from '@gateway/db';
 
 /**
  * A short-lived cache of the read side admission needs on every request (key → workload policy,
@@ -15,7 +15,8 @@ export class CatalogCache {
   private readonly ttlMs: number;
 
   constructor(
-    @Inject(CatalogRepository) private readonly catalog: Pick<CatalogRepository, 'workloadByKeyHash' | 'routeByAlias' | 'priceAt'>,
+    @Inject(CatalogRepository)
+    private readonly catalog: Pick<CatalogRepository, 'workloadByKeyHash' | 'routeByAlias' | 'priceAt' | 'scopeLimitsFor'>,
     @InjectClock() private readonly clock: Clock,
   ) {
     const env = process.env.ADMISSION_CATALOG_TTL_MS;
@@ -33,6 +34,12 @@ export class CatalogCache {
 
   priceAt(routeId: string, at: Date): Promise<PriceRevision | null> {
     return this.cached(`price:${routeId}`, () => this.catalog.priceAt(routeId, at));
+  }
+
+  /** A team's and an environment's limits: stale by at most the TTL, like the workload policy. */
+  async scopeLimitsFor(team: string, environment: string): Promise<ScopeLimits> {
+    const limits = await this.cached(`scopes:${team}\u0000${environment}`, () => this.catalog.scopeLimitsFor(team, environment));
+    return limits ?? { team: null, environment: null };
   }
 
   /** Misses (null) are not cached, so a key or route created a moment ago works at once. */

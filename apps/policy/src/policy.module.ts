@@ -7,6 +7,8 @@ import { ChangeRequestsController } from './http/change-requests.controller';
 import { ExceptionsController } from './http/exceptions.controller';
 import { RoutesController } from './http/routes.controller';
 import { WorkloadsController } from './http/workloads.controller';
+import { ScopeLimitsController } from './http/scope-limits.controller';
+import { PutScopeLimit } from './usecases/put-scope-limit/put-scope-limit.usecase';
 import { PROBE_OPTIONS, RouteProbe } from './probe/route-probe';
 import { UPSTREAM_ALLOWLIST } from './upstream-allowlist';
 import { AddPriceRevision } from './usecases/add-price-revision/add-price-revision.usecase';
@@ -45,6 +47,7 @@ export class PolicyModule {
       controllers: [
         RoutesController,
         WorkloadsController,
+        ScopeLimitsController,
         ExceptionsController,
         ChangeRequestsController,
         dispatchRepliesConsumer('policy-replies', 2),
@@ -77,6 +80,7 @@ export class PolicyModule {
         VerifyRoute,
         AddPriceRevision,
         PutWorkload,
+        PutScopeLimit,
         GetWorkload,
         IssueApiKey,
         RevokeApiKey,

@@ -23,3 +23,4 @@ export type WorkloadStore = Pick<
 export type ExceptionStore = Pick<ExceptionRepository, 'create' | 'findById' | 'eventsOf' | 'list' | 'transition' | 'dueForExpiry'>;
 export type WorkloadKeyLookup = Pick<CatalogRepository, 'workloadByKeyHash'>;
 export type ChangeRequestStore = Pick<ChangeRequestRepository, 'create' | 'findById' | 'list' | 'decide'>;
+export type ScopeLimitStore = Pick<PolicyRepository, 'putScopeLimit' | 'scopeLimit' | 'listScopeLimits'>;

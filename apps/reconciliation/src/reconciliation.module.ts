@@ -5,12 +5,16 @@ import {
   Database,
   LedgerRepository,
   OutboxRepository,
+  QuotaCounterRepository,
   ReconciliationRepository,
   ReservationHoldRepository,
 } from '@gateway/db';
 import { CoreModule, CoreOptions } from '@gateway/service-kit';
 import { CasesController } from './http/cases.controller';
 import { ExposureController } from './http/exposure.controller';
+import { QuotaCountersController } from './http/quota-counters.controller';
+import { InstanceCountersScheduler } from './schedulers/instance-counters.scheduler';
+import { ReconcileInstanceCounters } from './usecases/reconcile-instance-counters/reconcile-instance-counters.usecase';
 import { SWEEP_CONFIG, SweepConfig } from './reconciliation.config';
 import { ReconciliationMetrics } from './reconciliation.metrics';
 import { SweepScheduler } from './schedulers/sweep.scheduler';
@@ -26,11 +30,12 @@ export class ReconciliationModule {
     return {
       module: ReconciliationModule,
       imports: [CoreModule.forService(core)],
-      controllers: [CasesController, ExposureController],
+      controllers: [CasesController, ExposureController, QuotaCountersController],
       providers: [
         { provide: SWEEP_CONFIG, useValue: core.sweep },
         { provide: ReconciliationRepository, useFactory: (db: Database) => new ReconciliationRepository(db), inject: [Database] },
         { provide: ReservationHoldRepository, useValue: new ReservationHoldRepository() },
+        { provide: QuotaCounterRepository, useFactory: (db: Database) => new QuotaCounterRepository(db), inject: [Database] },
         { provide: AttemptRepository, useValue: new AttemptRepository() },
         { provide: LedgerRepository, useFactory: (outbox: OutboxRepository) => new LedgerRepository(outbox), inject: [OutboxRepository] },
         {
@@ -45,6 +50,8 @@ export class ReconciliationModule {
         ListCases,
         QueryExposure,
         SweepScheduler,
+        ReconcileInstanceCounters,
+        InstanceCountersScheduler,
       ],
     };
   }

@@ -151,7 +151,7 @@ async function admitted(opts: {
     update: { pendingMicrousd: { increment: opts.reservedMicrousd } },
   });
   await db.prisma.quotaCounter.upsert({
-    where: { scope_scopeId_windowStart: { scope: 'workload', scopeId: workloadId, windowStart: new Date(0) } },
+    where: { scope_scopeId_windowStart_instanceId: { scope: 'workload', scopeId: workloadId, windowStart: new Date(0), instanceId: '' } },
     create: { scope: 'workload', scopeId: workloadId, windowStart: new Date(0), inFlight: 1 },
     update: { inFlight: { increment: 1 } },
   });
@@ -255,7 +255,7 @@ const account = (id: string) => db.prisma.budgetAccount.findUniqueOrThrow({ wher
 const inFlight = async (workloadId: string) =>
   (
     await db.prisma.quotaCounter.findUniqueOrThrow({
-      where: { scope_scopeId_windowStart: { scope: 'workload', scopeId: workloadId, windowStart: new Date(0) } },
+      where: { scope_scopeId_windowStart_instanceId: { scope: 'workload', scopeId: workloadId, windowStart: new Date(0), instanceId: '' } },
     })
   ).inFlight;
 

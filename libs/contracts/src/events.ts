@@ -112,6 +112,12 @@ export const admissionDecisionV1 = sanitisedFields.extend({
    * before it still parse.
    */
   approved_max_candidates: z.number().int().positive().nullable().optional(),
+  /** SHA-256 hex of the request's workflow id (never the id); null or absent when it carried none */
+  workflow_id_hash: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .nullable()
+    .optional(),
 });
 export type AdmissionDecisionV1 = z.infer<typeof admissionDecisionV1>;
 
@@ -166,7 +172,7 @@ export type AttemptCompletedV1 = z.infer<typeof attemptCompletedV1>;
 export const policyChangedV1 = z.object({
   ...envelope,
   timestamp: isoTimestamp,
-  entity: z.enum(['route', 'workload', 'api_key', 'exception', 'price_revision']),
+  entity: z.enum(['route', 'workload', 'api_key', 'exception', 'price_revision', 'scope_limit']),
   entity_id: z.string(),
   change: z.string(),
   actor: z.string(),

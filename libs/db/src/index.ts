@@ -9,6 +9,7 @@ export * from './repositories/outbox.repository';
 export * from './repositories/processed-event.repository';
 export * from './repositories/catalog.repository';
 export * from './repositories/admission.repository';
+export * from './repositories/quota-counter.repository';
 export * from './repositories/dispatch.repository';
 export * from './repositories/ledger.repository';
 export * from './repositories/case.repository';

@@ -1,4 +1,11 @@
-import type { ExceptionStatus, MediaInputTokens, OutputCapSemantics, PriceRevision } from '@gateway/domain';
+import type {
+  ExceptionStatus,
+  MediaInputTokens,
+  OutputCapSemantics,
+  PriceRevision,
+  ScopeKind,
+  TokenRateEnforcement,
+} from '@gateway/domain';
 import type { ProviderKind } from '@gateway/contracts';
 
 /** Read models returned by repositories: plain data, no Prisma types. */
@@ -20,6 +27,45 @@ export interface WorkloadPolicy {
   tokensPerMinute: number | null;
   /** the workload lets the provider keep prompts (OpenAI `store`); otherwise the gateway sends `store: false` */
   allowProviderStorage: boolean;
+  /** fan-out: at most this many calls per workflow id per window (null: no limit) */
+  maxCallsPerWorkflow: number | null;
+  workflowWindowSeconds: number;
+  /** `user` or `metadata.<key>`: where a workflow id is read when the header is absent */
+  workflowIdField: string | null;
+}
+
+/** A team's or an environment's limits (policy API `scope-limits`). */
+export interface ScopeLimit {
+  scope: ScopeKind;
+  scopeId: string;
+  tokensPerMinute: number | null;
+  tokenRateEnforcement: TokenRateEnforcement;
+  budgetMicrousd: bigint | null;
+  budgetPeriod: 'day' | 'month';
+}
+
+/** The limits of a workload's team and environment (null where none is set). */
+export interface ScopeLimits {
+  team: ScopeLimit | null;
+  environment: ScopeLimit | null;
+}
+
+export function toScopeLimit(r: {
+  scope: string;
+  scopeId: string;
+  tokensPerMinute: number | null;
+  tokenRateEnforcement: string;
+  budgetMicrousd: bigint | null;
+  budgetPeriod: string;
+}): ScopeLimit {
+  return {
+    scope: r.scope === 'environment' ? 'environment' : 'team',
+    scopeId: r.scopeId,
+    tokensPerMinute: r.tokensPerMinute,
+    tokenRateEnforcement: r.tokenRateEnforcement === 'instance' ? 'instance' : 'organisation',
+    budgetMicrousd: r.budgetMicrousd,
+    budgetPeriod: r.budgetPeriod === 'day' ? 'day' : 'month',
+  };
 }
 
 export interface RouteContract {
@@ -82,6 +128,9 @@ export function toWorkloadPolicy(w: {
   maxInFlight: number;
   tokensPerMinute: number | null;
   allowProviderStorage: boolean;
+  maxCallsPerWorkflow: number | null;
+  workflowWindowSeconds: number;
+  workflowIdField: string | null;
 }): WorkloadPolicy {
   return {
     id: w.id,
@@ -99,5 +148,8 @@ export function toWorkloadPolicy(w: {
     maxInFlight: w.maxInFlight,
     tokensPerMinute: w.tokensPerMinute,
     allowProviderStorage: w.allowProviderStorage,
+    maxCallsPerWorkflow: w.maxCallsPerWorkflow,
+    workflowWindowSeconds: w.workflowWindowSeconds,
+    workflowIdField: w.workflowIdField,
   };
 }

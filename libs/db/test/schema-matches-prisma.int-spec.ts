@@ -161,6 +161,8 @@ function expectedDefault(f: DmmfField): string | RegExp | null {
   if (typeof d === 'number' || (typeof d === 'string' && /^-?\d+$/.test(d) && f.type !== 'String')) return String(d);
   if (typeof d === 'boolean') return String(d);
   if (Array.isArray(d) && d.length === 0 && f.type === 'String') return 'ARRAY[]::text[]';
+  // a text literal, as Postgres prints it back ('' included)
+  if (typeof d === 'string' && f.type === 'String') return `'${d.replace(/'/g, "''")}'::text`;
   throw new Error(`${f.name}: default ${JSON.stringify(d)} not handled by this test; extend expectedDefault()`);
 }
 

@@ -3,6 +3,7 @@
  * reserved, in a fixed order, each refusal with its stable code. The database transaction that
  * follows only checks what needs shared state (budget, concurrency).
  */
+import { fixedWindow } from './quota-scopes';
 import { approvedMaxCandidates, normaliseCandidateCount } from './candidates';
 import { DenialCode } from './errors';
 import type { ExceptionStatus } from './state-machines';
@@ -222,6 +223,5 @@ export function budgetPeriodStart(period: 'day' | 'month', now: Date): Date {
 
 /** Token-rate windows are whole UTC minutes; a refusal says when the next one starts. */
 export function tokenWindow(now: Date): { windowStart: Date; retryAfterSeconds: number } {
-  const start = Math.floor(now.getTime() / 60_000) * 60_000;
-  return { windowStart: new Date(start), retryAfterSeconds: Math.max(1, Math.ceil((start + 60_000 - now.getTime()) / 1000)) };
+  return fixedWindow(now, 60);
 }

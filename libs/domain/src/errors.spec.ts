@@ -54,6 +54,7 @@ describe('error registry', () => {
     ['background_not_supported', 400, false],
     ['stored_state_not_supported', 400, false],
     ['provider_storage_not_allowed', 400, false],
+    ['fanout_limit_exceeded', 429, true],
   ];
 
   it.each(table)('%s -> HTTP %i, x-should-retry %p', (code, status, retry) => {

@@ -37,7 +37,8 @@ export type DenialCode =
   | 'authentication_rate_limited'
   | 'background_not_supported'
   | 'stored_state_not_supported'
-  | 'provider_storage_not_allowed';
+  | 'provider_storage_not_allowed'
+  | 'fanout_limit_exceeded';
 
 export const DENIAL_CODES: readonly DenialCode[] = [
   'candidate_count_exceeds_policy',
@@ -61,6 +62,7 @@ export const DENIAL_CODES: readonly DenialCode[] = [
   'background_not_supported',
   'stored_state_not_supported',
   'provider_storage_not_allowed',
+  'fanout_limit_exceeded',
 ];
 
 /** Refusals of the policy API (routes, workloads, keys, exceptions, prices). */
@@ -171,6 +173,7 @@ export function denialHttpStatus(code: ErrorCode): number {
     case 'token_quota_exceeded':
     case 'concurrency_limit_exceeded':
     case 'authentication_rate_limited':
+    case 'fanout_limit_exceeded':
       return 429;
     case 'internal_error':
       return 500;
@@ -192,7 +195,7 @@ export function denialHttpStatus(code: ErrorCode): number {
  * OpenAI-style SDKs retry 409/429/5xx by default and honour `x-should-retry` as an override.
  * A refusal that can only pass after someone changes something (policy, budget, request,
  * credentials, a case's state) must say `false`, otherwise SDKs burn attempts against a wall.
- * What clears by itself says `true`: the two 429s (windows roll, in-flight calls finish), a 503
+ * What clears by itself says `true`: the 429s (windows roll, in-flight calls finish), a 503
  * (pool or broker back; it carries Retry-After) and a lost optimistic race (`concurrent_change`).
  * For 500/502/504 the gateway has no better knowledge than the SDK's own default, so it stays silent.
  */
@@ -201,6 +204,7 @@ export function denialShouldRetry(code: ErrorCode): boolean | null {
     case 'token_quota_exceeded':
     case 'concurrency_limit_exceeded':
     case 'authentication_rate_limited':
+    case 'fanout_limit_exceeded':
     case 'service_unavailable':
     case 'concurrent_change':
       return true;

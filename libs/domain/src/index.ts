@@ -26,3 +26,4 @@ export * from './credentials';
 export * from './upstream-url';
 export * from './spend-changes';
 export * from './probe';
+export * from './quota-scopes';

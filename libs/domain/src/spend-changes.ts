@@ -5,7 +5,7 @@
  * the reasons a change raises spend; an empty list means it may be applied at once.
  */
 
-export type ChangeRequestKind = 'workload_policy' | 'price_revision' | 'route_contract';
+export type ChangeRequestKind = 'workload_policy' | 'price_revision' | 'route_contract' | 'scope_limit';
 export type ChangeRequestStatus = 'pending' | 'approved' | 'rejected';
 
 export interface WorkloadSpendLimits {
@@ -16,6 +16,9 @@ export interface WorkloadSpendLimits {
   maxInFlight: number;
   tokensPerMinute: number | null;
   fallbackChain: string[];
+  /** fan-out per workflow id (absent on callers that predate it: no change) */
+  maxCallsPerWorkflow?: number | null;
+  workflowWindowSeconds?: number;
 }
 
 /** A new workload (before = null) raises spend from nothing: its budget needs a second pair of eyes. */
@@ -32,6 +35,24 @@ export function workloadSpendRaises(before: WorkloadSpendLimits | null, after: W
     raises.push(after.tokensPerMinute === null ? 'tokens_per_minute removed' : 'tokens_per_minute up');
   }
   if (after.fallbackChain.some((r) => !before.fallbackChain.includes(r))) raises.push('fallback chain additions');
+  raises.push(...fanOutRaises(before, after));
+  return raises;
+}
+
+/** More calls per workflow, no limit at all, or the same calls in a shorter window. */
+function fanOutRaises(before: WorkloadSpendLimits, after: WorkloadSpendLimits): string[] {
+  const was = before.maxCallsPerWorkflow ?? null;
+  if (was === null || after.maxCallsPerWorkflow === undefined) return [];
+  const now = after.maxCallsPerWorkflow;
+  if (now === null) return ['max_calls_per_workflow removed'];
+  const raises: string[] = [];
+  if (now > was) raises.push('max_calls_per_workflow up');
+  if (
+    after.workflowWindowSeconds !== undefined &&
+    before.workflowWindowSeconds !== undefined &&
+    after.workflowWindowSeconds < before.workflowWindowSeconds
+  )
+    raises.push('workflow_window_seconds shortened');
   return raises;
 }
 

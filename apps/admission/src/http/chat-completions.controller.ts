@@ -3,7 +3,7 @@ import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags }
 import type { Request, Response } from 'express';
 import { fromOpenAiChat } from '../usecases/admit-request/admit-request.command';
 import { GenerationResponder } from './generation.responder';
-import { bearer } from './credentials';
+import { bearer, workflowHeader } from './credentials';
 
 @ApiTags('openai-compatible')
 @ApiBearerAuth()
@@ -14,6 +14,11 @@ export class ChatCompletionsController {
   @Post()
   @ApiOperation({ summary: 'OpenAI-compatible chat completions (n omitted → 1; over-policy n is refused before dispatch)' })
   @ApiHeader({ name: 'Idempotency-Key', required: false })
+  @ApiHeader({
+    name: 'x-gateway-workflow-id',
+    required: false,
+    description: 'workflow id for the fan-out limit (1–256 printable characters)',
+  })
   @ApiBody({
     schema: {
       type: 'object',
@@ -31,6 +36,10 @@ export class ChatCompletionsController {
   @ApiResponse({ status: 200, description: 'provider-shaped response with x-gateway-* headers' })
   @ApiResponse({ status: 400, description: 'candidate_count_exceeds_policy | candidate_count_without_sampling | invalid_request' })
   create(@Req() req: Request, @Res() res: Response, @Headers('idempotency-key') idem?: string): Promise<void> {
-    return this.responder.serve(() => fromOpenAiChat(req.body, bearer(req), idem ?? null), req, res);
+    return this.responder.serve(
+      () => ({ ...fromOpenAiChat(req.body, bearer(req), idem ?? null), workflowId: workflowHeader(req) }),
+      req,
+      res,
+    );
   }
 }

@@ -14,3 +14,10 @@ export function googApiKey(req: Request): string | null {
   const q = req.query.key;
   return typeof q === 'string' && q.length > 0 ? q : bearer(req);
 }
+
+/** The fan-out header as sent (a repeated header arrives joined, and is judged as one value). */
+export function workflowHeader(req: Pick<Request, 'headers'>): string | null {
+  const h = req.headers['x-gateway-workflow-id'];
+  if (h === undefined) return null;
+  return Array.isArray(h) ? h.join(', ') : h;
+}

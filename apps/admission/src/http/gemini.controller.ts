@@ -5,7 +5,7 @@ import { DomainError } from '@gateway/domain';
 import { fromGeminiGenerate } from '../usecases/admit-request/admit-request.command';
 import { CountTokens } from '../usecases/count-tokens/count-tokens.usecase';
 import { GenerationResponder } from './generation.responder';
-import { googApiKey } from './credentials';
+import { googApiKey, workflowHeader } from './credentials';
 
 const METHODS = ['generateContent', 'streamGenerateContent', 'countTokens'] as const;
 
@@ -53,7 +53,10 @@ export class GeminiController {
           throw new DomainError('invalid_request', `unsupported method '${method}'; use ${METHODS.join(', ')}`);
         }
         const format = req.query.alt === 'sse' ? 'sse' : 'json-array';
-        return fromGeminiGenerate(body, model, method === 'streamGenerateContent', googApiKey(req), idem ?? null, format);
+        return {
+          ...fromGeminiGenerate(body, model, method === 'streamGenerateContent', googApiKey(req), idem ?? null, format),
+          workflowId: workflowHeader(req),
+        };
       },
       req,
       res,

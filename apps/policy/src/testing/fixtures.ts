@@ -49,6 +49,9 @@ export function workloadCommand(overrides: Partial<PutWorkloadCommand> = {}): Pu
     deadline_ms: 30_000,
     max_in_flight: 16,
     tokens_per_minute: null,
+    max_calls_per_workflow: null,
+    workflow_window_seconds: 60,
+    workflow_id_field: null,
     ...overrides,
   };
 }

@@ -3,6 +3,7 @@ import { AddPriceRevision } from '../usecases/add-price-revision/add-price-revis
 import { PendingChange } from '../usecases/change-requests';
 import { DecideChangeRequest } from '../usecases/decide-change-request/decide-change-request.usecase';
 import { PutWorkload } from '../usecases/put-workload/put-workload.usecase';
+import { PutScopeLimit } from '../usecases/put-scope-limit/put-scope-limit.usecase';
 import { PutWorkloadCommand } from '../usecases/put-workload/put-workload.command';
 import { UpdateRouteContract } from '../usecases/update-route-contract/update-route-contract.usecase';
 import { ALLOWLIST, bob, olga } from './fixtures';
@@ -14,7 +15,8 @@ export function fourEyes(store: InMemoryPolicyStore, clock: Clock) {
   const putWorkload = new PutWorkload(store, changes, clock, new SequentialIds('cr-wl'));
   const addPrice = new AddPriceRevision(store, changes, clock, new SequentialIds('price'));
   const updateContract = new UpdateRouteContract(store, clock, ALLOWLIST, changes, new SequentialIds('cr-rt'));
-  const decide = new DecideChangeRequest(changes, putWorkload, addPrice, updateContract, clock);
+  const putScopeLimit = new PutScopeLimit(store, changes, clock, new SequentialIds('cr-sl'));
+  const decide = new DecideChangeRequest(changes, putWorkload, addPrice, updateContract, putScopeLimit, clock);
   /** olga asks, bob approves when approval is needed. */
   const approved = async <T>(result: T | PendingChange): Promise<T | null> => {
     if (!(result instanceof PendingChange)) return result;
@@ -26,6 +28,7 @@ export function fourEyes(store: InMemoryPolicyStore, clock: Clock) {
     putWorkload,
     addPrice,
     updateContract,
+    putScopeLimit,
     decide,
     approved,
     seedWorkload: async (id: string, cmd: PutWorkloadCommand) => approved(await putWorkload.execute(olga, id, cmd)),

@@ -17,11 +17,13 @@ import type {
   RouteContractInput,
   RouteView,
   VerifyVersionResult,
+  ScopeLimitInput,
+  ScopeLimitView,
   WorkloadInput,
   WorkloadView,
 } from '@gateway/db';
 import type { Clock, Entropy, IdGenerator } from '@gateway/service-kit';
-import type { ChangeRequestStore, ExceptionStore, RouteStore, WorkloadStore } from '../ports';
+import type { ChangeRequestStore, ExceptionStore, RouteStore, ScopeLimitStore, WorkloadStore } from '../ports';
 
 /** A policyChanged event as the fakes record it (the real repositories write it to the outbox). */
 export interface RecordedChange {
@@ -34,7 +36,7 @@ export interface RecordedChange {
 const clone = <T>(v: T): T => structuredClone(v);
 
 /** In-memory PolicyRepository for use-case specs: same results, no database. */
-export class InMemoryPolicyStore implements RouteStore, WorkloadStore {
+export class InMemoryPolicyStore implements RouteStore, WorkloadStore, ScopeLimitStore {
   readonly routes = new Map<string, RouteView>();
   readonly workloads = new Map<string, Omit<WorkloadView, 'keys'>>();
   readonly keys = new Map<string, ApiKeyView & { keyHash: string }>();
@@ -138,6 +140,25 @@ export class InMemoryPolicyStore implements RouteStore, WorkloadStore {
       changeReason: reason,
     });
     this.changed('workload', input.id, reason, actor);
+  }
+
+  readonly scopeLimits = new Map<string, ScopeLimitView>();
+
+  async putScopeLimit(input: ScopeLimitInput, now: Date): Promise<void> {
+    const { actor, reason, ...fields } = input;
+    const key = `${input.scope}/${input.scopeId}`;
+    const existing = this.scopeLimits.get(key);
+    this.scopeLimits.set(key, { ...fields, createdAt: existing?.createdAt ?? now, updatedAt: now, updatedBy: actor, changeReason: reason });
+    this.changes.push({ entity: 'scope_limit', entityId: key, change: reason, actor });
+  }
+
+  async scopeLimit(scope: string, scopeId: string): Promise<ScopeLimitView | null> {
+    const l = this.scopeLimits.get(`${scope}/${scopeId}`);
+    return l ? clone(l) : null;
+  }
+
+  async listScopeLimits(): Promise<ScopeLimitView[]> {
+    return [...this.scopeLimits.values()].map(clone);
   }
 
   async workloadById(id: string): Promise<WorkloadView | null> {

@@ -3,6 +3,7 @@ import type {
   ExceptionEventView,
   ExceptionView,
   PriceRevisionView,
+  ScopeLimitView,
   RouteContractVersionView,
   RouteView,
   WorkloadView,
@@ -132,6 +133,9 @@ export function workloadJson(w: WorkloadView) {
     deadline_ms: w.deadlineMs,
     max_in_flight: w.maxInFlight,
     tokens_per_minute: w.tokensPerMinute,
+    max_calls_per_workflow: w.maxCallsPerWorkflow ?? null,
+    workflow_window_seconds: w.workflowWindowSeconds ?? 60,
+    workflow_id_field: w.workflowIdField ?? null,
     created_at: w.createdAt.toISOString(),
     updated_at: w.updatedAt.toISOString(),
     updated_by: w.updatedBy,
@@ -179,4 +183,19 @@ function iso(d: Date | null): string | null {
 
 function mapOrNull<T, R>(v: T | null, f: (v: T) => R): R | null {
   return v === null ? null : f(v);
+}
+
+export function scopeLimitJson(l: ScopeLimitView) {
+  return {
+    scope: l.scope,
+    scope_id: l.scopeId,
+    tokens_per_minute: l.tokensPerMinute,
+    token_rate_enforcement: l.tokenRateEnforcement,
+    budget_microusd: l.budgetMicrousd?.toString() ?? null,
+    budget_period: l.budgetPeriod,
+    created_at: l.createdAt.toISOString(),
+    updated_at: l.updatedAt.toISOString(),
+    updated_by: l.updatedBy,
+    change_reason: l.changeReason,
+  };
 }

@@ -27,7 +27,7 @@ export function sanitisedFields(action: ReconciliationActionView, attempt: Recon
     total_tokens: null,
     stream_mode: action.streamMode,
     usage_source: null,
-    quota_scope: 'workload',
+    quota_scope: action.quotaScope ?? 'workload',
     policy_result: null,
     policy_reason: null,
   };

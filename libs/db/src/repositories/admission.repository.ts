@@ -1,6 +1,7 @@
 import { AdmissionDecisionV1, Topics } from '@gateway/contracts';
-import { pendingOf, planReserve } from '@gateway/domain';
+import { COUNTER_SCOPES, pendingOf, planReserve, quotaScopeName, ScopeKind } from '@gateway/domain';
 import { Database, isUniqueViolation, Tx, prismaTx } from '../database';
+import { Prisma } from '../generated/prisma/client';
 import { OutboxRepository } from './outbox.repository';
 
 export interface AdmitInput {
@@ -31,13 +32,44 @@ export interface AdmitInput {
   /** tokens per minute for the workload: input estimate + reserved output, counted at admission */
   tokenRate: { scopeId: string; windowStart: Date; tokens: number; limit: number } | null;
   decisionEvent: AdmissionDecisionV1;
+  /**
+   * Tokens per minute of the workload's team and environment, in that order (the lock order).
+   * `instanceId` set: the limit is kept on this gateway instance's own counter.
+   */
+  scopeTokenRates?: ScopeTokenRate[];
+  /** Calls per workflow id per window (fan-out); scopeId is `<workload>/<sha-256 of the id>`. */
+  workflowCalls?: { scopeId: string; windowStart: Date; limit: number } | null;
+  /** Budgets of the workload's team and environment, in that order (the lock order). */
+  scopeBudgets?: ScopeBudget[];
+  /** what the action row and its settled events record as the scopes that applied */
+  quotaScope?: string;
+  workflowIdHash?: string | null;
 }
+
+export interface ScopeTokenRate {
+  scope: ScopeKind;
+  scopeId: string;
+  instanceId: string | null;
+  windowStart: Date;
+  tokens: number;
+  limit: number;
+}
+
+export interface ScopeBudget {
+  scope: ScopeKind;
+  scopeId: string;
+  budgetMicrousd: bigint;
+  periodStart: Date;
+}
+
+export type BudgetScope = 'workload' | 'exception' | ScopeKind;
 
 export type AdmitResult =
   | { ok: true }
-  | { ok: false; code: 'budget_exhausted'; scope: 'workload' | 'exception'; remainingMicrousd: bigint }
+  | { ok: false; code: 'budget_exhausted'; scope: BudgetScope; quotaScope: string; remainingMicrousd: bigint }
   | { ok: false; code: 'concurrency_limit_exceeded'; inFlight: number }
-  | { ok: false; code: 'token_quota_exceeded'; limit: number }
+  | { ok: false; code: 'token_quota_exceeded'; limit: number; quotaScope: string }
+  | { ok: false; code: 'fanout_limit_exceeded'; limit: number }
   | { ok: false; code: 'idempotency_conflict' };
 
 class Denied extends Error {
@@ -72,11 +104,26 @@ export class AdmissionRepository {
           const outcome = await this.reserveInOneStatement(tx, input);
           if (outcome.slot === 0)
             throw new Denied({ ok: false, code: 'concurrency_limit_exceeded', inFlight: input.concurrency.maxInFlight });
-          if (outcome.tokens === 0) throw new Denied({ ok: false, code: 'token_quota_exceeded', limit: input.tokenRate?.limit ?? 0 });
+          if (outcome.tokens === 0)
+            throw new Denied({ ok: false, code: 'token_quota_exceeded', limit: input.tokenRate?.limit ?? 0, quotaScope: 'workload' });
+          if (outcome.workflow === 0)
+            throw new Denied({ ok: false, code: 'fanout_limit_exceeded', limit: input.workflowCalls?.limit ?? 0 });
+          for (const [i, t] of (input.scopeTokenRates ?? []).entries()) {
+            if (outcome.scopeTokens[i] === 0)
+              throw new Denied({
+                ok: false,
+                code: 'token_quota_exceeded',
+                limit: t.limit,
+                quotaScope: quotaScopeName(t.scope, t.scopeId, t.instanceId),
+              });
+          }
           if (outcome.workloadBudget === 0)
             throw new Denied(await this.budgetDenial(tx, 'workload', input.action.workloadId, input.workloadBudget.periodStart));
           if (outcome.exceptionBudget === 0 && input.exceptionBudget) {
             throw new Denied(await this.budgetDenial(tx, 'exception', input.exceptionBudget.exceptionId, EXCEPTION_PERIOD));
+          }
+          for (const [i, b] of (input.scopeBudgets ?? []).entries()) {
+            if (outcome.scopeBudgets[i] === 0) throw new Denied(await this.budgetDenial(tx, b.scope, b.scopeId, b.periodStart));
           }
           this.outbox.committed(tx, {
             id: outcome.outboxId!,
@@ -103,7 +150,16 @@ export class AdmissionRepository {
   private async reserveInOneStatement(
     tx: Tx,
     input: AdmitInput,
-  ): Promise<{ slot: number; tokens: number; workloadBudget: number; exceptionBudget: number; outboxId: bigint | null }> {
+  ): Promise<{
+    slot: number;
+    tokens: number;
+    workflow: number;
+    scopeTokens: number[];
+    workloadBudget: number;
+    exceptionBudget: number;
+    scopeBudgets: number[];
+    outboxId: bigint | null;
+  }> {
     const a = input.action;
     // The hold admission places is the domain's reserve plan: the whole worst case pending.
     const r = pendingOf(planReserve(input.reservation.reservedMicrousd));
@@ -111,31 +167,85 @@ export class AdmissionRepository {
     const t = input.tokenRate;
     const w = input.workloadBudget;
     const e = input.exceptionBudget;
+    const wf = input.workflowCalls ?? null;
+    const scopeRates = input.scopeTokenRates ?? [];
+    const scopeBudgets = input.scopeBudgets ?? [];
     const workloadAccountId = budgetAccountId('workload', a.workloadId, w.periodStart);
     const exceptionAccountId = e ? budgetAccountId('exception', e.exceptionId, EXCEPTION_PERIOD) : null;
+    const scopeAccountIds = scopeBudgets.map((b) => budgetAccountId(b.scope, b.scopeId, b.periodStart));
     const event = Topics.admissionDecisions.schema.parse(input.decisionEvent);
-    const rows = await prismaTx(tx).$queryRaw<Array<{ slot: bigint; tokens: bigint; wb: bigint; eb: bigint; outbox_id: bigint | null }>>`
+
+    // Steps after the workload's token counter, each running only when the one before passed. The
+    // lock order is fixed (docs/architecture.md): quota counters workload → workflow → team →
+    // environment, then budget accounts workload → exception → team → environment.
+    const counterSteps: Prisma.Sql[] = [];
+    let prev = 'tok_ok';
+    if (wf) {
+      counterSteps.push(Prisma.sql`wf AS (
+        INSERT INTO quota_counter AS q (scope, scope_id, window_start, instance_id, calls, updated_at)
+        SELECT ${COUNTER_SCOPES.workflow}, ${wf.scopeId}, ${wf.windowStart}, '', 1, now() FROM tok_ok WHERE 1 <= ${wf.limit}::int
+        ON CONFLICT (scope, scope_id, window_start, instance_id) DO UPDATE SET calls = q.calls + 1, updated_at = now()
+          WHERE q.calls + 1 <= ${wf.limit}::int
+        RETURNING 1 AS ok
+      ),`);
+      prev = 'wf';
+    }
+    for (const [i, st] of scopeRates.entries()) {
+      const name = Prisma.raw(`st${i}`);
+      counterSteps.push(Prisma.sql`${name} AS (
+        INSERT INTO quota_counter AS q (scope, scope_id, window_start, instance_id, tokens, in_flight, updated_at)
+        SELECT ${COUNTER_SCOPES[st.scope]}, ${st.scopeId}, ${st.windowStart}, ${st.instanceId ?? ''}, ${st.tokens}::int, 0, now()
+        FROM ${Prisma.raw(prev)} WHERE ${st.tokens}::int <= ${st.limit}::int
+        ON CONFLICT (scope, scope_id, window_start, instance_id) DO UPDATE SET tokens = q.tokens + EXCLUDED.tokens, updated_at = now()
+          WHERE q.tokens + EXCLUDED.tokens <= ${st.limit}::int
+        RETURNING 1 AS ok
+      ),`);
+      prev = `st${i}`;
+    }
+    const countersOk = Prisma.raw(prev);
+    const budgetSteps: Prisma.Sql[] = [];
+    let prevBudget = 'eb_ok';
+    for (const [i, b] of scopeBudgets.entries()) {
+      const name = Prisma.raw(`sb${i}`);
+      budgetSteps.push(Prisma.sql`${name} AS (
+        INSERT INTO budget_account AS b (id, scope, scope_id, period_start, budget_microusd, pending_microusd, updated_at)
+        SELECT ${scopeAccountIds[i]}, ${b.scope}, ${b.scopeId}, ${b.periodStart}, ${b.budgetMicrousd}::bigint, ${r}::bigint, now()
+        FROM ${Prisma.raw(prevBudget)} WHERE ${r}::bigint <= ${b.budgetMicrousd}::bigint
+        ON CONFLICT (scope, scope_id, period_start) DO UPDATE
+          SET pending_microusd = b.pending_microusd + EXCLUDED.pending_microusd, budget_microusd = EXCLUDED.budget_microusd, updated_at = now()
+          WHERE b.pending_microusd + b.unresolved_microusd + b.settled_microusd + EXCLUDED.pending_microusd <= EXCLUDED.budget_microusd
+        RETURNING 1 AS ok
+      ),`);
+      prevBudget = `sb${i}`;
+    }
+    const budgetsOk = Prisma.raw(prevBudget);
+    const stepCounts = [...(wf ? ['wf'] : []), ...scopeRates.map((_, i) => `st${i}`), ...scopeBudgets.map((_, i) => `sb${i}`)].map((name) =>
+      Prisma.raw(`(SELECT count(*) FROM ${name}) AS c_${name}`),
+    );
+
+    const rows = await prismaTx(tx).$queryRaw<Array<Record<string, bigint | null>>>`
       WITH
       slot AS (
-        INSERT INTO quota_counter AS q (scope, scope_id, window_start, tokens, in_flight, updated_at)
-        SELECT ${c.scope}, ${c.scopeId}, ${NO_WINDOW}, 0, 1, now() WHERE ${c.maxInFlight}::int >= 1
-        ON CONFLICT (scope, scope_id, window_start) DO UPDATE SET in_flight = q.in_flight + 1, updated_at = now()
+        INSERT INTO quota_counter AS q (scope, scope_id, window_start, instance_id, tokens, in_flight, updated_at)
+        SELECT ${c.scope}, ${c.scopeId}, ${NO_WINDOW}, '', 0, 1, now() WHERE ${c.maxInFlight}::int >= 1
+        ON CONFLICT (scope, scope_id, window_start, instance_id) DO UPDATE SET in_flight = q.in_flight + 1, updated_at = now()
           WHERE q.in_flight < ${c.maxInFlight}::int
         RETURNING 1 AS ok
       ),
       tok AS (
-        INSERT INTO quota_counter AS q (scope, scope_id, window_start, tokens, in_flight, updated_at)
-        SELECT 'workload_tokens_per_minute', ${t?.scopeId ?? ''}, ${t?.windowStart ?? NO_WINDOW}, ${t?.tokens ?? 0}::int, 0, now()
+        INSERT INTO quota_counter AS q (scope, scope_id, window_start, instance_id, tokens, in_flight, updated_at)
+        SELECT 'workload_tokens_per_minute', ${t?.scopeId ?? ''}, ${t?.windowStart ?? NO_WINDOW}, '', ${t?.tokens ?? 0}::int, 0, now()
         FROM slot WHERE ${t !== null} AND ${t?.tokens ?? 0}::int <= ${t?.limit ?? 0}::int
-        ON CONFLICT (scope, scope_id, window_start) DO UPDATE SET tokens = q.tokens + EXCLUDED.tokens, updated_at = now()
+        ON CONFLICT (scope, scope_id, window_start, instance_id) DO UPDATE SET tokens = q.tokens + EXCLUDED.tokens, updated_at = now()
           WHERE q.tokens + EXCLUDED.tokens <= ${t?.limit ?? 0}::int
         RETURNING 1 AS ok
       ),
       tok_ok AS (SELECT ok FROM slot WHERE ${t === null} UNION ALL SELECT ok FROM tok),
+      ${counterSteps.length > 0 ? Prisma.join(counterSteps, '\n', '', '') : Prisma.empty}
       wb AS (
         INSERT INTO budget_account AS b (id, scope, scope_id, period_start, budget_microusd, pending_microusd, updated_at)
         SELECT ${workloadAccountId}, 'workload', ${a.workloadId}, ${w.periodStart}, ${w.budgetMicrousd}::bigint, ${r}::bigint, now()
-        FROM tok_ok WHERE ${r}::bigint <= ${w.budgetMicrousd}::bigint
+        FROM ${countersOk} WHERE ${r}::bigint <= ${w.budgetMicrousd}::bigint
         ON CONFLICT (scope, scope_id, period_start) DO UPDATE
           SET pending_microusd = b.pending_microusd + EXCLUDED.pending_microusd, budget_microusd = EXCLUDED.budget_microusd, updated_at = now()
           WHERE b.pending_microusd + b.unresolved_microusd + b.settled_microusd + EXCLUDED.pending_microusd <= EXCLUDED.budget_microusd
@@ -151,22 +261,25 @@ export class AdmissionRepository {
         RETURNING 1 AS ok
       ),
       eb_ok AS (SELECT ok FROM wb WHERE ${e === null} UNION ALL SELECT ok FROM eb),
+      ${budgetSteps.length > 0 ? Prisma.join(budgetSteps, '\n', '', '') : Prisma.empty}
       act AS (
         INSERT INTO action (id, workload_id, environment, route_id, route_version, model_alias, api_kind, stream_mode,
           requested_candidates, effective_candidates, output_ceiling, input_tokens_estimate, exception_id, idempotency_key,
-          request_fingerprint, status, status_reason, deadline_at, dispatch_deadline_at, created_at, updated_at, request_id, financial_state)
+          request_fingerprint, status, status_reason, deadline_at, dispatch_deadline_at, created_at, updated_at, request_id, financial_state,
+          quota_scope, workflow_id_hash)
         SELECT ${a.id}, ${a.workloadId}, ${a.environment}, ${a.routeId}, ${a.routeVersion}::int, ${a.modelAlias}, ${a.apiKind}, ${a.streamMode},
           ${a.requestedCandidates}::int, ${a.effectiveCandidates}::int, ${a.outputCeiling}::int, ${a.inputTokensEstimate}::int, ${a.exceptionId}, ${a.idempotencyKey},
           ${a.requestFingerprint}, 'admitted', 'admitted', ${a.deadlineAt}, ${a.dispatchDeadlineAt}, ${input.now}, ${input.now},
-          ${event.request_id}, 'pending'
-        FROM eb_ok
+          ${event.request_id}, 'pending', ${input.quotaScope ?? event.quota_scope}, ${input.workflowIdHash ?? null}
+        FROM ${budgetsOk}
         RETURNING id
       ),
       res AS (
-        INSERT INTO reservation (id, action_id, workload_account_id, exception_account_id, reserved_output_tokens, reserved_microusd,
-          price_revision_id, status, status_reason, created_at, updated_at)
-        SELECT ${input.reservation.id}, act.id, ${workloadAccountId}, ${exceptionAccountId}, ${input.reservation.reservedOutputTokens}::int,
-          ${r}::bigint, ${input.reservation.priceRevisionId}, 'pending', 'reserved at admission', ${input.now}, ${input.now}
+        INSERT INTO reservation (id, action_id, workload_account_id, exception_account_id, scope_account_ids, reserved_output_tokens,
+          reserved_microusd, price_revision_id, status, status_reason, created_at, updated_at)
+        SELECT ${input.reservation.id}, act.id, ${workloadAccountId}, ${exceptionAccountId}, ${scopeAccountIds}::text[],
+          ${input.reservation.reservedOutputTokens}::int, ${r}::bigint, ${input.reservation.priceRevisionId}, 'pending', 'reserved at admission',
+          ${input.now}, ${input.now}
         FROM act
         RETURNING id
       ),
@@ -176,28 +289,29 @@ export class AdmissionRepository {
         RETURNING id
       )
       SELECT (SELECT count(*) FROM slot) AS slot, (SELECT count(*) FROM tok_ok) AS tokens, (SELECT count(*) FROM wb) AS wb,
-             (SELECT count(*) FROM eb_ok) AS eb, (SELECT id FROM ob) AS outbox_id`;
+             (SELECT count(*) FROM eb_ok) AS eb, (SELECT id FROM ob) AS outbox_id
+             ${stepCounts.length > 0 ? Prisma.sql`, ${Prisma.join(stepCounts)}` : Prisma.empty}`;
     const row = rows[0];
+    const n = (name: string): number => Number(row[`c_${name}`] ?? 0);
     return {
       slot: Number(row.slot),
       tokens: Number(row.tokens),
+      workflow: wf ? n('wf') : 1,
+      scopeTokens: scopeRates.map((_, i) => n(`st${i}`)),
       workloadBudget: Number(row.wb),
       exceptionBudget: Number(row.eb),
+      scopeBudgets: scopeBudgets.map((_, i) => n(`sb${i}`)),
       outboxId: row.outbox_id,
     };
   }
 
   /** Read inside the same transaction: its pool connection is the one holding the row. */
-  private async budgetDenial(
-    tx: Tx,
-    scope: 'workload' | 'exception',
-    scopeId: string,
-    periodStart: Date,
-  ): Promise<Exclude<AdmitResult, { ok: true }>> {
+  private async budgetDenial(tx: Tx, scope: BudgetScope, scopeId: string, periodStart: Date): Promise<Exclude<AdmitResult, { ok: true }>> {
     const acct = await prismaTx(tx).budgetAccount.findUnique({ where: { scope_scopeId_periodStart: { scope, scopeId, periodStart } } });
     const used = acct ? acct.pendingMicrousd + acct.unresolvedMicrousd + acct.settledMicrousd : 0n;
     const remaining = acct ? acct.budgetMicrousd - used : 0n;
-    return { ok: false, code: 'budget_exhausted', scope, remainingMicrousd: remaining > 0n ? remaining : 0n };
+    const quotaScope = scope === 'team' || scope === 'environment' ? quotaScopeName(scope, scopeId) : quotaScopeName(scope);
+    return { ok: false, code: 'budget_exhausted', scope, quotaScope, remainingMicrousd: remaining > 0n ? remaining : 0n };
   }
 
   /** A denial writes only its (sanitised) decision event. */

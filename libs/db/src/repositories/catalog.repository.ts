@@ -1,7 +1,7 @@
 import type { ProviderKind } from '@gateway/contracts';
 import type { ExceptionStatus, OutputCapSemantics } from '@gateway/domain';
 import { Database } from '../database';
-import { ActiveException, PriceRevision, RouteContract, toWorkloadPolicy, WorkloadPolicy } from '../types';
+import { ActiveException, PriceRevision, RouteContract, ScopeLimits, toScopeLimit, toWorkloadPolicy, WorkloadPolicy } from '../types';
 
 /** Read side of policy: workloads by key hash, routes with their current contract, prices. */
 export class CatalogRepository {
@@ -13,6 +13,22 @@ export class CatalogRepository {
     const key = await this.db.prisma.apiKey.findUnique({ where: { keyHash }, include: { workload: true } });
     if (!key || key.revokedAt) return null;
     return toWorkloadPolicy(key.workload);
+  }
+
+  /** The limits of a team and an environment, in one round trip. */
+  async scopeLimitsFor(team: string, environment: string): Promise<ScopeLimits> {
+    const rows = await this.db.prisma.scopeLimit.findMany({
+      where: {
+        OR: [
+          { scope: 'team', scopeId: team },
+          { scope: 'environment', scopeId: environment },
+        ],
+      },
+    });
+    const find = (scope: string) => rows.find((r) => r.scope === scope);
+    const team_ = find('team');
+    const env = find('environment');
+    return { team: team_ ? toScopeLimit(team_) : null, environment: env ? toScopeLimit(env) : null };
   }
 
   /**

@@ -127,8 +127,11 @@ export function costByCategory(
   };
 }
 
-/** `gateway.usage.settled.v1` for a ledger row: the same fields whichever service settled it. */
-export function usageSettledEvent(row: LedgerRow, eventId: string): UsageSettledV1 {
+/**
+ * `gateway.usage.settled.v1` for a ledger row: the same fields whichever service settled it.
+ * `quotaScope` is what admission recorded on the action (every scope the money was held on).
+ */
+export function usageSettledEvent(row: LedgerRow, eventId: string, quotaScope: string | null = null): UsageSettledV1 {
   const byCategory = costByCategory(row);
   return {
     event_id: eventId,
@@ -152,7 +155,8 @@ export function usageSettledEvent(row: LedgerRow, eventId: string): UsageSettled
     total_tokens: row.totalTokens,
     stream_mode: row.streamMode,
     usage_source: row.usageSource,
-    quota_scope: 'workload',
+    // actions admitted before scopes were recorded held money on their workload only
+    quota_scope: quotaScope ?? 'workload',
     policy_result: null,
     policy_reason: null,
     price_revision: row.priceRevisionId,
@@ -172,7 +176,7 @@ export class LedgerRepository {
 
   /** false when the attempt already had its ledger row (nothing written). */
   async record(tx: Tx, row: LedgerRow, eventId: string): Promise<boolean> {
-    const inserted = await prismaTx(tx).$executeRaw`
+    const inserted = await prismaTx(tx).$queryRaw<Array<{ quota_scope: string | null }>>`
       INSERT INTO ledger_entry (id, attempt_id, action_id, attempt_role, request_id, workload_id, environment, route_id, route_version,
         model_alias, provider_request_id, requested_candidates, effective_candidates, returned_candidates, input_tokens,
         cached_input_tokens, output_tokens_total, reasoning_tokens, total_tokens, stream_mode, usage_source, price_revision_id,
@@ -185,9 +189,10 @@ export class LedgerRepository {
         ${row.priceRevisionId}, ${row.inputMicrousd}::bigint, ${row.cachedInputMicrousd}::bigint, ${row.outputMicrousd}::bigint,
         ${row.reasoningMicrousd}::bigint, ${row.costMicrousd}::bigint, ${row.settledAt}, ${row.caseId}, ${row.attestedBy},
         ${row.attestationReason})
-      ON CONFLICT (attempt_id) DO NOTHING`;
-    if (inserted !== 1) return false;
-    await this.outbox.append(tx, 'usageSettled', row.workloadId, usageSettledEvent(row, eventId));
+      ON CONFLICT (attempt_id) DO NOTHING
+      RETURNING (SELECT a.quota_scope FROM action a WHERE a.id = ledger_entry.action_id) AS quota_scope`;
+    if (inserted.length !== 1) return false;
+    await this.outbox.append(tx, 'usageSettled', row.workloadId, usageSettledEvent(row, eventId, inserted[0].quota_scope));
     return true;
   }
 }

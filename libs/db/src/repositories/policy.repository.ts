@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { PolicyChangedV1 } from '@gateway/contracts';
 import { Database, isUniqueViolation, Tx, prismaTx } from '../database';
 import { OutboxRepository } from './outbox.repository';
-import { toWorkloadPolicy, WorkloadPolicy } from '../types';
+import { ScopeLimit, toScopeLimit, toWorkloadPolicy, WorkloadPolicy } from '../types';
 
 /** The fields that define a route contract version (any change makes a new, unverified version). */
 export interface ContractFields {
@@ -61,10 +61,17 @@ export interface RouteContractInput extends ContractFields {
 }
 
 /** A workload's policy as an operator sets it, with who changed it and why. */
-export interface WorkloadInput extends Omit<WorkloadPolicy, 'budgetPeriod' | 'allowProviderStorage'> {
+export interface WorkloadInput extends Omit<
+  WorkloadPolicy,
+  'budgetPeriod' | 'allowProviderStorage' | 'maxCallsPerWorkflow' | 'workflowWindowSeconds' | 'workflowIdField'
+> {
   budgetPeriod: 'day' | 'month';
   /** omitted = false (the database default): the provider may not keep prompts */
   allowProviderStorage?: boolean;
+  /** fan-out settings; omitted = the database defaults (no limit, 60 s, header only) */
+  maxCallsPerWorkflow?: number | null;
+  workflowWindowSeconds?: number;
+  workflowIdField?: string | null;
   actor: string;
   reason: string;
 }
@@ -133,6 +140,19 @@ export interface WorkloadView extends Omit<WorkloadInput, 'actor' | 'reason'> {
   updatedBy: string;
   changeReason: string;
   keys: ApiKeyView[];
+}
+
+/** A team's or an environment's limits as an operator sets them. */
+export interface ScopeLimitInput extends ScopeLimit {
+  actor: string;
+  reason: string;
+}
+
+export interface ScopeLimitView extends ScopeLimit {
+  createdAt: Date;
+  updatedAt: Date;
+  updatedBy: string;
+  changeReason: string;
 }
 
 export type CreateRouteResult = { ok: true; version: number } | { ok: false; reason: 'id_taken' | 'alias_taken' };
@@ -265,6 +285,28 @@ export class PolicyRepository {
       });
       await this.changed(tx, 'workload', input.id, reason, actor, now);
     });
+  }
+
+  async putScopeLimit(input: ScopeLimitInput, now: Date, outer?: Tx): Promise<void> {
+    const { actor, reason, ...fields } = input;
+    await this.inTx(outer, async (tx) => {
+      await prismaTx(tx).scopeLimit.upsert({
+        where: { scope_scopeId: { scope: input.scope, scopeId: input.scopeId } },
+        create: { ...fields, createdAt: now, updatedAt: now, updatedBy: actor, changeReason: reason },
+        update: { ...fields, updatedAt: now, updatedBy: actor, changeReason: reason },
+      });
+      await this.changed(tx, 'scope_limit', `${input.scope}/${input.scopeId}`, reason, actor, now);
+    });
+  }
+
+  async scopeLimit(scope: string, scopeId: string): Promise<ScopeLimitView | null> {
+    const r = await this.db.prisma.scopeLimit.findUnique({ where: { scope_scopeId: { scope, scopeId } } });
+    return r ? toScopeLimitView(r) : null;
+  }
+
+  async listScopeLimits(): Promise<ScopeLimitView[]> {
+    const rows = await this.db.prisma.scopeLimit.findMany({ orderBy: [{ scope: 'asc' }, { scopeId: 'asc' }] });
+    return rows.map(toScopeLimitView);
   }
 
   async workloadById(id: string): Promise<WorkloadView | null> {
@@ -490,4 +532,10 @@ function toRouteView(r: {
     })),
     prices: r.priceRevisions.map(toPriceView),
   };
+}
+
+function toScopeLimitView(
+  r: Parameters<typeof toScopeLimit>[0] & { createdAt: Date; updatedAt: Date; updatedBy: string; changeReason: string },
+): ScopeLimitView {
+  return { ...toScopeLimit(r), createdAt: r.createdAt, updatedAt: r.updatedAt, updatedBy: r.updatedBy, changeReason: r.changeReason };
 }

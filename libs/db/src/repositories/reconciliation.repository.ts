@@ -22,6 +22,8 @@ export interface ReconciliationActionView {
   status: ActionState;
   deadlineAt: Date;
   dispatchDeadlineAt: Date;
+  /** the quota scopes admission recorded (absent/null: admitted before they were) */
+  quotaScope?: string | null;
 }
 
 export interface BudgetAccountView {
@@ -186,6 +188,7 @@ export class ReconciliationRepository implements ReconciliationStore {
       status: a.status as ActionState,
       deadlineAt: a.deadlineAt,
       dispatchDeadlineAt: a.dispatchDeadlineAt,
+      quotaScope: a.quotaScope,
     };
   }
 }

@@ -28,9 +28,10 @@ export class ReservationHoldRepository {
         price_revision_id: string;
         workload_account_id: string;
         exception_account_id: string | null;
+        scope_account_ids: string[] | null;
       }>
     >`SELECT id, action_id, status, reserved_microusd, settled_microusd, unresolved_microusd, released_microusd,
-             price_revision_id, workload_account_id, exception_account_id
+             price_revision_id, workload_account_id, exception_account_id, scope_account_ids
       FROM reservation WHERE action_id = ${actionId} FOR UPDATE`;
     const r = rows[0];
     if (!r) return null;
@@ -43,15 +44,19 @@ export class ReservationHoldRepository {
       unresolvedMicrousd: BigInt(r.unresolved_microusd),
       releasedMicrousd: BigInt(r.released_microusd),
       priceRevisionId: r.price_revision_id,
-      accountIds: [r.workload_account_id, ...(r.exception_account_id ? [r.exception_account_id] : [])],
+      // The budget accounts' lock order: workload → exception → team → environment (as admission).
+      accountIds: [r.workload_account_id, ...(r.exception_account_id ? [r.exception_account_id] : []), ...(r.scope_account_ids ?? [])],
     };
   }
 
   /**
    * Applies a movement to the reservation and, identically, to each of its budget accounts (so
    * pending + unresolved + settled on an account always equals the sum over its reservations),
-   * and records the action's financial state — one statement. The movement is checked against
-   * the hold first (`applyMovement` refuses negative buckets and edges the machine lacks).
+   * and records the action's financial state — one statement. The accounts are locked in the
+   * order of `accountIds` (workload → exception → team → environment, the order admission takes),
+   * so a team account shared by many workloads cannot deadlock against an admission. The movement
+   * is checked against the hold first (`applyMovement` refuses negative buckets and edges the
+   * machine lacks).
    */
   async move(tx: Tx, r: ReservationView, m: Movement, reason: string, now: Date): Promise<void> {
     applyMovement(r, m);
@@ -68,12 +73,16 @@ export class ReservationHoldRepository {
       ),
       act AS (
         UPDATE action SET financial_state = ${m.status} WHERE id IN (SELECT action_id FROM res) RETURNING id
+      ),
+      locked AS (
+        SELECT id FROM budget_account WHERE id = ANY(${r.accountIds}::text[]) AND EXISTS (SELECT 1 FROM res)
+        ORDER BY array_position(${r.accountIds}::text[], id) FOR UPDATE
       )
       UPDATE budget_account SET
         pending_microusd = pending_microusd - ${m.fromPendingMicrousd},
         settled_microusd = settled_microusd + ${m.toSettledMicrousd},
         unresolved_microusd = unresolved_microusd + ${m.toUnresolvedMicrousd} - ${m.fromUnresolvedMicrousd},
         updated_at = now()
-      WHERE id = ANY(${r.accountIds}::text[]) AND EXISTS (SELECT 1 FROM res)`;
+      WHERE id IN (SELECT id FROM locked)`;
   }
 }

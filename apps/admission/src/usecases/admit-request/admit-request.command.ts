@@ -23,6 +23,8 @@ export interface AdmitRequestCommand {
   includeUsageForClient: boolean;
   /** the body as sent (content: never stored); admission normalises it against the route contract */
   body: Record<string, unknown>;
+  /** the x-gateway-workflow-id header as sent (checked by admission; only its hash is recorded) */
+  workflowId?: string | null;
 }
 
 /** Reads the count with the dialect's own spellings, before a route contract adds its own. */

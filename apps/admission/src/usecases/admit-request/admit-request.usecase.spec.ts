@@ -16,6 +16,7 @@ import type {
   CatalogRepository,
   PriceRevision,
   RouteContract,
+  ScopeLimits,
   WorkloadPolicy,
 } from '@gateway/db';
 import { DEFAULT_MEDIA_INPUT_TOKENS, DenialCode, DomainError } from '@gateway/domain';
@@ -68,6 +69,9 @@ const WORKLOAD: WorkloadPolicy = {
   maxInFlight: 8,
   tokensPerMinute: null,
   allowProviderStorage: false,
+  maxCallsPerWorkflow: null,
+  workflowWindowSeconds: 60,
+  workflowIdField: null,
 };
 
 function route(alias: string, routeId: string, change: Partial<RouteContract> = {}): RouteContract {
@@ -135,6 +139,11 @@ class FakeCatalog {
     ['rt-other', PRICE],
   ]);
   readonly keyLookups: string[] = [];
+  scopeLimits: ScopeLimits = { team: null, environment: null };
+
+  async scopeLimitsFor(): Promise<ScopeLimits> {
+    return this.scopeLimits;
+  }
 
   async workloadByKeyHash(keyHash: string): Promise<WorkloadPolicy | null> {
     this.keyLookups.push(keyHash);
@@ -420,7 +429,7 @@ describe('AdmitRequest', () => {
 
     it('budget_exhausted from the transaction: the reservation was attempted once, then a deny event', async () => {
       const f = setup();
-      f.admissions.nextResult = { ok: false, code: 'budget_exhausted', scope: 'workload', remainingMicrousd: 12n };
+      f.admissions.nextResult = { ok: false, code: 'budget_exhausted', scope: 'workload', quotaScope: 'workload', remainingMicrousd: 12n };
       const err = await rejectionOf(f.admit.execute(chat()));
 
       expect(err).toBeInstanceOf(DomainError);
@@ -859,6 +868,97 @@ describe('AdmitRequest', () => {
       await expect(f.admit.execute(responses({ model: 'gemini-standard' }))).rejects.toMatchObject({ code: 'unknown_route' });
       f.catalog.routes.set('approved-standard', { ...route('approved-standard', 'rt-openai'), providerKind: 'openai-compatible' });
       await expect(f.admit.execute(responses())).rejects.toMatchObject({ code: 'unknown_route' });
+    });
+  });
+
+  describe('quota scopes and fan-out (issue 16)', () => {
+    const TEAM_LIMIT = {
+      scope: 'team' as const,
+      scopeId: 'search',
+      tokensPerMinute: 5000,
+      budgetMicrousd: 2_000_000n,
+      budgetPeriod: 'day' as const,
+    };
+
+    it('counts the request against the team and environment limits, in lock order, and names every scope that applied', async () => {
+      const f = setup();
+      f.catalog.scopeLimits = {
+        team: { ...TEAM_LIMIT, tokenRateEnforcement: 'organisation' },
+        environment: {
+          scope: 'environment',
+          scopeId: 'prod',
+          tokensPerMinute: 9000,
+          tokenRateEnforcement: 'instance',
+          budgetMicrousd: null,
+          budgetPeriod: 'month',
+        },
+      };
+      await f.admit.execute(chat());
+      const input = f.admissions.admitted[0];
+      expect(input.scopeTokenRates).toEqual([
+        expect.objectContaining({ scope: 'team', scopeId: 'search', instanceId: null, limit: 5000 }),
+        expect.objectContaining({ scope: 'environment', scopeId: 'prod', instanceId: 'adm-1', limit: 9000 }),
+      ]);
+      expect(input.scopeBudgets).toEqual([
+        { scope: 'team', scopeId: 'search', budgetMicrousd: 2_000_000n, periodStart: new Date('2026-03-17T00:00:00.000Z') },
+      ]);
+      expect(input.quotaScope).toBe('workload,team:search,instance:adm-1/environment:prod');
+      expect(input.decisionEvent.quota_scope).toBe(input.quotaScope);
+      expect(input.workflowCalls).toBeNull();
+    });
+
+    it('a refused team budget is budget_exhausted naming the team scope, in the message and the deny event', async () => {
+      const f = setup();
+      f.admissions.nextResult = { ok: false, code: 'budget_exhausted', scope: 'team', quotaScope: 'team:search', remainingMicrousd: 3n };
+      const err = await rejectionOf(f.admit.execute(chat()));
+      expect(err).toMatchObject({ code: 'budget_exhausted', message: expect.stringContaining('team:search budget (3 micro-USD left)') });
+      expect(f.admissions.denials[0].event).toMatchObject({ policy_reason: 'budget_exhausted', quota_scope: 'team:search' });
+    });
+
+    it('an instance-scoped token refusal says so', async () => {
+      const f = setup();
+      f.admissions.nextResult = { ok: false, code: 'token_quota_exceeded', limit: 10, quotaScope: 'instance:adm-1/team:search' };
+      const err = (await rejectionOf(f.admit.execute(chat()))) as DomainError;
+      expect(err).toMatchObject({ code: 'token_quota_exceeded', message: expect.stringContaining('scope instance:adm-1/team:search') });
+      expect(err.headers['retry-after']).toBe('30');
+      expect(f.admissions.denials[0].event.quota_scope).toBe('instance:adm-1/team:search');
+    });
+
+    it('a workflow id is counted by its hash per workload and window; over the limit is fanout_limit_exceeded with Retry-After', async () => {
+      const f = setup();
+      f.catalog.workloads.set(hashKey(KEY), { ...WORKLOAD, maxCallsPerWorkflow: 3, workflowWindowSeconds: 300 });
+      await f.admit.execute({ ...chat(), workflowId: 'run-7' });
+      const input = f.admissions.admitted[0];
+      const hash = hashKey('run-7');
+      expect(input.workflowCalls).toEqual({ scopeId: `wl-1/${hash}`, windowStart: new Date('2026-03-17T10:20:00.000Z'), limit: 3 });
+      expect(input.workflowIdHash).toBe(hash);
+      expect(input.decisionEvent).toMatchObject({ workflow_id_hash: hash, quota_scope: 'workload,workflow' });
+      expect(JSON.stringify(input, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))).not.toContain('run-7');
+
+      f.admissions.nextResult = { ok: false, code: 'fanout_limit_exceeded', limit: 3 };
+      const err = (await rejectionOf(f.admit.execute({ ...chat(), workflowId: 'run-7' }))) as DomainError;
+      expect(err.code).toBe('fanout_limit_exceeded');
+      expect(err.headers['retry-after']).toBe('270');
+      expect(f.admissions.denials[0].event).toMatchObject({
+        policy_reason: 'fanout_limit_exceeded',
+        quota_scope: 'workflow',
+        workflow_id_hash: hash,
+      });
+    });
+
+    it('reads the workflow id from the field the workload designates when the header is absent', async () => {
+      const f = setup();
+      f.catalog.workloads.set(hashKey(KEY), { ...WORKLOAD, maxCallsPerWorkflow: 3, workflowIdField: 'metadata.run' });
+      await f.admit.execute(chat({ metadata: { run: 'r-1' } }));
+      expect(f.admissions.admitted[0].workflowIdHash).toBe(hashKey('r-1'));
+    });
+
+    it('a hostile workflow id is invalid_request before any reservation', async () => {
+      const f = setup();
+      const err = await rejectionOf(f.admit.execute({ ...chat(), workflowId: 'x'.repeat(257) }));
+      expect(err).toMatchObject({ code: 'invalid_request', param: 'x-gateway-workflow-id' });
+      expect(f.admissions.admitted).toHaveLength(0);
+      expect(f.admissions.denials[0].event.policy_reason).toBe('invalid_request');
     });
   });
 

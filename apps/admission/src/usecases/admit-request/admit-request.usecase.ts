@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { AdmissionDecisionV1, ApiKind, DispatchCommandV1, DispatchReplyV1, ProviderKind, RouteTarget } from '@gateway/contracts';
-import { AdmissionRepository, CatalogRepository, RouteContract, WorkloadPolicy } from '@gateway/db';
+import { AdmissionRepository, AdmitInput, CatalogRepository, RouteContract, ScopeLimits, WorkloadPolicy } from '@gateway/db';
 import { CatalogCache } from '../../catalog-cache';
 import {
   budgetPeriodStart,
@@ -11,6 +11,10 @@ import {
   DomainError,
   estimateRequestInputTokens,
   fingerprint,
+  fixedWindow,
+  quotaScopeName,
+  readWorkflowId,
+  workflowIdHash,
   hashCredential,
   normaliseRequest,
   pricedFeaturesUsed,
@@ -64,6 +68,12 @@ export class AdmitRequest {
     if (!workload) throw this.unauthenticated(cmd.credential ? 'unknown_credential' : 'missing_credential');
     base.workload_id = workload.id;
     base.environment = workload.environment;
+
+    // A workflow id is a counter key: hostile values are refused before anything else is read.
+    const workflow = readWorkflowId({ header: cmd.workflowId ?? null, body: cmd.body, field: workload.workflowIdField });
+    if (!workflow.ok) throw await this.deny(base, workload, workflow.code, workflow.message, workflow.param);
+    const workflowHash = workflow.workflowId === null ? null : workflowIdHash(workflow.workflowId);
+    base.workflow_id_hash = workflowHash;
 
     const route = workload.allowedAliases.includes(cmd.modelAlias) ? await this.catalog.routeByAlias(cmd.modelAlias) : null;
     if (!route || !dialectServes(cmd.apiKind, route.providerKind)) {
@@ -141,6 +151,20 @@ export class AdmitRequest {
     const deadline = new Date(now.getTime() + workload.deadlineMs);
     const window = tokenWindow(now);
     const dispatchDeadline = new Date(deadline.getTime() + ADMISSION_DISPATCH_GRACE_MS);
+    const requestTokens = inputTokensEstimate + decision.reservedOutputTokens;
+    const workflowWindow = fixedWindow(now, workload.workflowWindowSeconds);
+    const scopes = this.scopeQuotas(
+      await this.catalog.scopeLimitsFor(workload.team, workload.environment),
+      now,
+      requestTokens,
+      workflowHash === null || workload.maxCallsPerWorkflow === null
+        ? null
+        : { scopeId: `${workload.id}/${workflowHash}`, windowStart: workflowWindow.windowStart, limit: workload.maxCallsPerWorkflow },
+    );
+    const appliedScope = [quotaScopeName('workload'), ...(decision.exception ? [quotaScopeName('exception')] : []), ...scopes.applied].join(
+      ',',
+    );
+    base.quota_scope = appliedScope;
     const result = await this.admissions.admit({
       now,
       action: {
@@ -179,9 +203,14 @@ export class AdmitRequest {
           : {
               scopeId: workload.id,
               windowStart: window.windowStart,
-              tokens: inputTokensEstimate + decision.reservedOutputTokens,
+              tokens: requestTokens,
               limit: workload.tokensPerMinute,
             },
+      workflowCalls: scopes.workflowCalls,
+      scopeTokenRates: scopes.scopeTokenRates,
+      scopeBudgets: scopes.scopeBudgets,
+      quotaScope: appliedScope,
+      workflowIdHash: workflowHash,
       decisionEvent: {
         ...base,
         policy_result: 'allow',
@@ -193,20 +222,32 @@ export class AdmitRequest {
     if (!result.ok) {
       switch (result.code) {
         case 'budget_exhausted':
+          base.quota_scope = result.quotaScope;
           throw await this.deny(
             base,
             workload,
             'budget_exhausted',
-            `reserving ${decision.reservedMicrousd} micro-USD would exceed the ${result.scope} budget (${result.remainingMicrousd} micro-USD left); lower max_tokens or the candidate count, or ask for a larger budget`,
+            `reserving ${decision.reservedMicrousd} micro-USD would exceed the ${result.quotaScope} budget (${result.remainingMicrousd} micro-USD left); lower max_tokens or the candidate count, or ask for a larger budget`,
           );
         case 'token_quota_exceeded':
+          base.quota_scope = result.quotaScope;
           throw await this.deny(
             base,
             workload,
             'token_quota_exceeded',
-            `workload ${workload.id} would exceed its ${result.limit} tokens per minute (this request reserves ${inputTokensEstimate + decision.reservedOutputTokens}); retry after ${window.retryAfterSeconds}s or lower max_tokens`,
+            `${result.quotaScope === 'workload' ? `workload ${workload.id}` : `scope ${result.quotaScope}`} would exceed its ${result.limit} tokens per minute (this request reserves ${requestTokens}); retry after ${window.retryAfterSeconds}s or lower max_tokens`,
             undefined,
             { 'retry-after': String(window.retryAfterSeconds) },
+          );
+        case 'fanout_limit_exceeded':
+          base.quota_scope = quotaScopeName('workflow');
+          throw await this.deny(
+            base,
+            workload,
+            'fanout_limit_exceeded',
+            `workload ${workload.id} allows ${result.limit} calls per workflow id per ${workload.workflowWindowSeconds}s, and this workflow has used them; retry after ${workflowWindow.retryAfterSeconds}s`,
+            undefined,
+            { 'retry-after': String(workflowWindow.retryAfterSeconds) },
           );
         case 'concurrency_limit_exceeded':
           throw await this.deny(
@@ -294,6 +335,48 @@ export class AdmitRequest {
     throw new IdempotentReplay(prior.id);
   }
 
+  /**
+   * The team's and the environment's limits as admission counts them, in lock order (team, then
+   * environment), and the names of every scope the request is counted against. A token rate
+   * enforced per instance is kept on this instance's own counter and named `instance:<id>/…`.
+   */
+  private scopeQuotas(
+    limits: ScopeLimits,
+    now: Date,
+    tokens: number,
+    workflowCalls: NonNullable<AdmitInput['workflowCalls']> | null,
+  ): Required<Pick<AdmitInput, 'scopeTokenRates' | 'scopeBudgets' | 'workflowCalls'>> & { applied: string[] } {
+    const applied: string[] = workflowCalls ? [quotaScopeName('workflow')] : [];
+    const scopeTokenRates: AdmitInput['scopeTokenRates'] = [];
+    const scopeBudgets: AdmitInput['scopeBudgets'] = [];
+    for (const limit of [limits.team, limits.environment]) {
+      if (!limit) continue;
+      if (limit.tokensPerMinute !== null) {
+        const instanceId = limit.tokenRateEnforcement === 'instance' ? this.config.instanceId : null;
+        scopeTokenRates.push({
+          scope: limit.scope,
+          scopeId: limit.scopeId,
+          instanceId,
+          windowStart: tokenWindow(now).windowStart,
+          tokens,
+          limit: limit.tokensPerMinute,
+        });
+        applied.push(quotaScopeName(limit.scope, limit.scopeId, instanceId));
+      }
+      if (limit.budgetMicrousd !== null) {
+        scopeBudgets.push({
+          scope: limit.scope,
+          scopeId: limit.scopeId,
+          budgetMicrousd: limit.budgetMicrousd,
+          periodStart: budgetPeriodStart(limit.budgetPeriod, now),
+        });
+        const name = quotaScopeName(limit.scope, limit.scopeId);
+        if (!applied.includes(name)) applied.push(name);
+      }
+    }
+    return { scopeTokenRates, scopeBudgets, workflowCalls, applied };
+  }
+
   private async fallbackRoutes(workload: WorkloadPolicy, primary: RouteContract): Promise<RouteContract[]> {
     const out: RouteContract[] = [];
     for (const alias of workload.fallbackChain) {
@@ -362,6 +445,7 @@ export class AdmitRequest {
       reserved_microusd: null,
       exception_id: null,
       approved_max_candidates: null,
+      workflow_id_hash: null,
     };
   }
 }

@@ -11,6 +11,8 @@ import { changeRequestJson } from '../change-requests';
 import { parseBody } from '../input';
 import { putWorkloadBody } from '../put-workload/put-workload.command';
 import { PutWorkload } from '../put-workload/put-workload.usecase';
+import { putScopeLimitBody } from '../put-scope-limit/put-scope-limit.command';
+import { PutScopeLimit } from '../put-scope-limit/put-scope-limit.usecase';
 import { updateRouteContractBody } from '../update-route-contract/update-route-contract.command';
 import { UpdateRouteContract } from '../update-route-contract/update-route-contract.usecase';
 import { DecideExceptionCommand as DecideChangeRequestCommand } from '../decide-exception/decide-exception.command';
@@ -27,6 +29,7 @@ export class DecideChangeRequest {
     private readonly putWorkload: PutWorkload,
     private readonly addPrice: AddPriceRevision,
     private readonly updateContract: UpdateRouteContract,
+    private readonly putScopeLimit: PutScopeLimit,
     @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
@@ -65,6 +68,8 @@ export class DecideChangeRequest {
           now,
           tx,
         );
+      case 'scope_limit':
+        return this.putScopeLimit.applyApproved(r.requestedBy, reason, r.targetId, parseBody(putScopeLimitBody, r.proposed), now, tx);
       default: {
         const unreachable: never = r.kind;
         throw new Error(`Unhandled change request kind: ${String(unreachable)}`);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_TOKENS_PER_MINUTE } from '@gateway/domain';
+import { MAX_TOKENS_PER_MINUTE, WORKFLOW_ID_FIELD } from '@gateway/domain';
 import { budgetMicrousd, reservableOutput, int, text } from '../input';
 import { routeAlias } from '../route-contract.schema';
 
@@ -30,6 +30,15 @@ export const putWorkloadBody = z
     deadline_ms: int(100, 600_000).default(30_000),
     max_in_flight: int(1, 100_000).default(16),
     tokens_per_minute: int(1, MAX_TOKENS_PER_MINUTE).nullable().default(null),
+    /** fan-out: at most this many calls carrying one workflow id per window (null: no limit) */
+    max_calls_per_workflow: int(1, 1_000_000).nullable().default(null),
+    workflow_window_seconds: int(1, 86_400).default(60),
+    /** where the workflow id is read when the x-gateway-workflow-id header is absent: `user` or `metadata.<key>` */
+    workflow_id_field: z
+      .string()
+      .regex(WORKFLOW_ID_FIELD, 'user or metadata.<key> (key: 1–64 of A-Z a-z 0-9 _ -)')
+      .nullable()
+      .default(null),
     reason: text(500).optional(),
   })
   .strict()

@@ -69,6 +69,32 @@ describe('PutWorkload', () => {
     expect((await eyes.changes.findById(pending.body.id))?.status).toBe('rejected');
   });
 
+  it.each([
+    [{ max_calls_per_workflow: 6 }, 'max_calls_per_workflow up'],
+    [{ max_calls_per_workflow: null }, 'max_calls_per_workflow removed'],
+    [{ max_calls_per_workflow: 5, workflow_window_seconds: 30 }, 'workflow_window_seconds shortened'],
+  ])('fan-out: %j waits for approval; a lower maximum applies at once', async (change, raise) => {
+    const { put, eyes } = await setup();
+    await eyes.seedWorkload('wl', workloadCommand({ max_calls_per_workflow: 5, workflow_id_field: 'metadata.run' }));
+    const pending = (await put.execute(alice, 'wl', workloadCommand(change))) as PendingChange;
+    expect(pending.body.raises).toEqual([raise]);
+    await expect(put.execute(alice, 'wl', workloadCommand({ max_calls_per_workflow: 2 }))).resolves.toMatchObject({
+      max_calls_per_workflow: 2,
+      workflow_window_seconds: 60,
+      workflow_id_field: null,
+    });
+  });
+
+  it('refuses a workflow id field that is neither user nor metadata.<key>', () => {
+    const base = { team: 't', environment: 'dev', per_candidate_output_ceiling: 1, budget_microusd: '1', budget_period: 'month' };
+    for (const field of ['metadata.', 'headers.x', 'metadata.a b', 'user.name']) {
+      expect(() => parseBody(putWorkloadBody, { ...base, workflow_id_field: field })).toThrow(
+        expect.objectContaining({ code: 'invalid_request', param: 'workflow_id_field' }),
+      );
+    }
+    expect(parseBody(putWorkloadBody, { ...base, workflow_id_field: 'metadata.run_id' }).workflow_id_field).toBe('metadata.run_id');
+  });
+
   it('refuses aliases that name no route, naming the field', async () => {
     const { put } = await setup();
     await expect(put.execute(olga, 'wl', workloadCommand({ allowed_aliases: ['approved-standard', 'typo'] }))).rejects.toMatchObject({

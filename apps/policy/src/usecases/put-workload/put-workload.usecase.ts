@@ -79,6 +79,9 @@ function toInput(id: string, cmd: PutWorkloadCommand, actor: string, reason: str
     deadlineMs: cmd.deadline_ms,
     maxInFlight: cmd.max_in_flight,
     tokensPerMinute: cmd.tokens_per_minute,
+    maxCallsPerWorkflow: cmd.max_calls_per_workflow,
+    workflowWindowSeconds: cmd.workflow_window_seconds,
+    workflowIdField: cmd.workflow_id_field,
     actor,
     reason,
   };
