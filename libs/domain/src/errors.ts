@@ -63,7 +63,8 @@ export type PolicyErrorCode =
   | 'exception_expired'
   | 'concurrent_change'
   | 'key_already_revoked'
-  | 'price_revision_exists';
+  | 'price_revision_exists'
+  | 'projection_exceeds_budget';
 
 export const POLICY_ERROR_CODES: readonly PolicyErrorCode[] = [
   'not_found',
@@ -78,6 +79,7 @@ export const POLICY_ERROR_CODES: readonly PolicyErrorCode[] = [
   'concurrent_change',
   'key_already_revoked',
   'price_revision_exists',
+  'projection_exceeds_budget',
 ];
 
 /** Refusals of the reconciliation case API. */
@@ -141,6 +143,7 @@ export function denialHttpStatus(code: ErrorCode): number {
     case 'concurrent_change':
     case 'key_already_revoked':
     case 'price_revision_exists':
+    case 'projection_exceeds_budget':
     case 'case_already_resolved':
     case 'attempt_already_settled':
     case 'case_not_resolvable':
@@ -209,6 +212,7 @@ export function denialShouldRetry(code: ErrorCode): boolean | null {
     case 'exception_expired':
     case 'key_already_revoked':
     case 'price_revision_exists':
+    case 'projection_exceeds_budget':
     case 'case_not_found':
     case 'case_already_resolved':
     case 'attempt_already_settled':

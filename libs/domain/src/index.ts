@@ -22,3 +22,4 @@ export * from './holds';
 export * from './credentials';
 export * from './upstream-url';
 export * from './spend-changes';
+export * from './exception-projection';
