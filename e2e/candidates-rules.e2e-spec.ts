@@ -76,6 +76,9 @@ describe('candidate policy: approved maximum, sampling sanity, usage plausibilit
       expires_at: new Date(Date.now() + 86400_000).toISOString(),
       justification: 'self-consistency check: identical answers expected',
       allows_deterministic_sampling: true,
+      outcome: { metric: 'answer agreement rate', baseline: 0.7, target: 0.8 },
+      expected_requests: 100,
+      typical_input_tokens: 100,
     });
     expect(requested.status).toBe(201);
     expect(requested.body.allows_deterministic_sampling).toBe(true);

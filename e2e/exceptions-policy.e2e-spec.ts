@@ -6,7 +6,9 @@ import { openai, simLastSeq, simRequestsSince, stack, uid, withSeeder } from './
  * Issue 3, the operator story end to end: a route created and verified through the policy API,
  * a workload and key issued there, an exception requested, refused for self-approval, approved
  * by a different approver, used by the app through the openai SDK, then revoked — each change
- * applying at the next request with no restart.
+ * applying at the next request with no restart. Issue 16: every request carries its evidence
+ * (outcome, expected volume, typical input) and the policy API projects its cost; approving a
+ * projection above the budget needs an override reason.
  */
 describe('exceptions through the policy API', () => {
   const run = uid();
@@ -38,6 +40,23 @@ describe('exceptions through the policy API', () => {
 
   let appKey = '';
   let exceptionId = '';
+  const evidence = (expectedRequests: number) => ({
+    outcome: { metric: 'search eval nDCG@10', baseline: 0.41, target: 0.45 },
+    expected_requests: expectedRequests,
+    typical_input_tokens: 500,
+  });
+  const request = (over: Record<string, unknown> = {}) => ({
+    owner: 'search-team',
+    workload_id: workloadId,
+    route_id: routeId,
+    max_candidates: 2,
+    per_candidate_output_ceiling: 64,
+    budget_microusd: '1000000',
+    expires_at: new Date(Date.now() + 7 * 86400_000).toISOString(),
+    justification: 'rerank two drafts for the search eval',
+    ...evidence(200),
+    ...over,
+  });
 
   it('an operator creates and verifies a route, prices it, and sets up a workload with a key', async () => {
     const created = await call('POST', '/routes', operator, { id: routeId, alias: routeId, ...simContract() });
@@ -100,10 +119,13 @@ describe('exceptions through the policy API', () => {
       budget_microusd: '1000000',
       expires_at: new Date(Date.now() + 7 * 86400_000).toISOString(),
       justification: 'rerank two drafts for the search eval',
+      ...evidence(200),
     });
     expect(requested.status).toBe(201);
     exceptionId = requested.body.id;
     expect(requested.body.status).toBe('requested');
+    // 200 × (500 × $2.50 + 2 × 64 × $10 per MTok) = 200 × 2,530 micro-USD, within the 1 USD budget
+    expect(requested.body.projection.at_request).toMatchObject({ cost_microusd: '506000', exceeds_budget: false });
 
     const self = await call('POST', `/exceptions/${exceptionId}/approve`, dualRole, { reason: 'looks fine' });
     expect(self.status).toBe(403);
@@ -139,5 +161,78 @@ describe('exceptions through the policy API', () => {
     const audit = await call('GET', `/exceptions/${exceptionId}`, operator);
     expect(audit.body.status).toBe('revoked');
     expect(audit.body.events.map((e: any) => e.event)).toEqual(expect.arrayContaining(['request', 'approve', 'revoke']));
+  });
+
+  it('a request without its evidence is refused: 400 invalid_request naming the field', async () => {
+    for (const [field, body] of [
+      ['outcome', request({ outcome: undefined })],
+      ['expected_requests', request({ expected_requests: undefined })],
+      ['typical_input_tokens', request({ typical_input_tokens: undefined })],
+      ['outcome.target', request({ outcome: { metric: 'm', baseline: 0.41, target: 0.41 } })],
+      ['expected_requests', request({ expected_requests: 0 })],
+    ] as const) {
+      const res = await call('POST', '/exceptions', operator, body);
+      expect({ field, status: res.status, code: res.body.error?.code, param: res.body.error?.param }).toEqual({
+        field,
+        status: 400,
+        code: 'invalid_request',
+        param: field,
+      });
+    }
+  });
+
+  it('a projection above the budget is shown to the approver, refused without an override reason, approved with one', async () => {
+    // 1,000 × 2,530 micro-USD = 2.53 USD projected against a 1 USD budget
+    const requested = await call('POST', '/exceptions', operator, request(evidence(1_000)));
+    expect(requested.status).toBe(201);
+    const id: string = requested.body.id;
+    const shown = await call('GET', `/exceptions/${id}`, approver);
+    expect(shown.body).toMatchObject({
+      budget_microusd: '1000000',
+      outcome: { metric: 'search eval nDCG@10', baseline: 0.41, target: 0.45, direction: 'increase' },
+      expected_requests: 1000,
+      typical_input_tokens: 500,
+      projection: {
+        budget_microusd: '1000000',
+        at_request: { cost_microusd: '2530000', exceeds_budget: true, route_id: routeId, price_revision_id: expect.any(String) },
+        at_approval: null,
+        override_reason: null,
+      },
+    });
+    const listed = await call('GET', `/exceptions?workload_id=${workloadId}`, approver);
+    expect(listed.body.exceptions.find((e: any) => e.id === id)?.projection.at_request).toMatchObject({ cost_microusd: '2530000' });
+
+    const refused = await call('POST', `/exceptions/${id}/approve`, approver, { reason: 'looks useful' });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: 'projection_exceeds_budget', param: 'override_reason' });
+    expect(refused.body.error.message).toMatch(/2530000 micro-USD.*exceeds its budget \(1000000 micro-USD\)/);
+    expect((await call('GET', `/exceptions/${id}`, approver)).body.status).toBe('requested');
+    const blank = await call('POST', `/exceptions/${id}/approve`, approver, { override_reason: '   ' });
+    expect(blank.status).toBe(400);
+    expect(blank.body.error).toMatchObject({ code: 'invalid_request', param: 'override_reason' });
+
+    const override = 'the eval stops when the budget is spent; volume is a ceiling';
+    const approved = await call('POST', `/exceptions/${id}/approve`, approver, { reason: 'looks useful', override_reason: override });
+    expect(approved.status).toBe(200);
+    expect(approved.body).toMatchObject({
+      status: 'active',
+      projection: {
+        at_request: { cost_microusd: '2530000' },
+        at_approval: {
+          cost_microusd: '2530000',
+          exceeds_budget: true,
+          price_revision_id: shown.body.projection.at_request.price_revision_id,
+        },
+        override_reason: override,
+      },
+    });
+    const audit = await call('GET', `/exceptions/${id}`, operator);
+    expect(audit.body.projection.override_reason).toBe(override);
+    expect(audit.body.events.find((e: any) => e.event === 'approve')).toMatchObject({
+      actor: expect.stringMatching(/^arno-/),
+      reason: 'looks useful',
+      override_reason: override,
+    });
+    expect((await call('POST', `/exceptions/${id}/revoke`, operator, { reason: 'e2e done' })).status).toBe(200);
   });
 });

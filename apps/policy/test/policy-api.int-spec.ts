@@ -14,6 +14,8 @@ const DATABASE_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.
 const KAFKA_BROKERS = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
 const run = randomBytes(4).toString('hex');
 const DAY_MS = 24 * 60 * 60 * 1000;
+/** What every exception request carries besides its limits (issue 16). */
+const evidence = { outcome: { metric: 'm', baseline: 1, target: 2 }, expected_requests: 10, typical_input_tokens: 100 };
 
 let policy: RunningService;
 let db: Database;
@@ -234,6 +236,15 @@ describe('exceptions', () => {
     const routeId = `rt-exc-${run}`;
     const wl = `wl-exc-${run}`;
     await call('POST', '/routes', tokens.operator, contract({ id: routeId, alias: `exc-${run}` }));
+    // the projection needs a price in force: $2.50 in, $10 out per MTok
+    const price = await call('POST', `/routes/${routeId}/prices`, tokens.finance, {
+      id: `price-exc-${run}`,
+      input_per_mtok_microusd: '2500000',
+      cached_input_per_mtok_microusd: '1250000',
+      output_per_mtok_microusd: '10000000',
+      reasoning_per_mtok_microusd: '10000000',
+    });
+    expect((await call('POST', `/change-requests/${price.body.id}/approve`, tokens.approver, {})).status).toBe(200);
     await approvedWorkload(await call('PUT', `/workloads/${wl}`, tokens.operator, workload({ allowed_aliases: [`exc-${run}`] })));
 
     const requested = await call('POST', '/exceptions', tokens.requester, {
@@ -246,9 +257,19 @@ describe('exceptions', () => {
       expires_at: new Date(Date.now() + 7 * DAY_MS).toISOString(),
       justification: 'reranking experiment',
       allows_streaming: false,
+      outcome: { metric: 'answer acceptance rate', baseline: 0.6, target: 0.7 },
+      expected_requests: 200,
+      typical_input_tokens: 500,
     });
     expect(requested.status).toBe(201);
     expect(requested.body).toMatchObject({ status: 'requested', requested_by: `alice-${run}`, budget_microusd: '2000000' });
+    // 200 × (500 × $2.50 + 3 × 128 × $10 per MTok) = 200 × 5,090 micro-USD
+    expect(requested.body.projection.at_request).toMatchObject({
+      cost_microusd: '1018000',
+      exceeds_budget: false,
+      price_revision_id: `price-exc-${run}`,
+      route_id: routeId,
+    });
     const id: string = requested.body.id;
     expect(await catalog.activeExceptions(wl, new Date())).toEqual([]);
 
@@ -259,7 +280,10 @@ describe('exceptions', () => {
 
     const approved = await call('POST', `/exceptions/${id}/approve`, tokens.approver, { reason: 'bounded and budgeted' });
     expect(approved.status).toBe(200);
-    expect(approved.body).toMatchObject({ status: 'active' });
+    expect(approved.body).toMatchObject({
+      status: 'active',
+      projection: { at_approval: { cost_microusd: '1018000', price_revision_id: `price-exc-${run}` }, override_reason: null },
+    });
     expect(await catalog.activeExceptions(wl, new Date())).toEqual([
       expect.objectContaining({ id, maxCandidates: 3, budgetMicrousd: 2_000_000n }),
     ]);
@@ -366,6 +390,7 @@ describe('authentication and validation', () => {
         budget_microusd: '1',
         expires_at: new Date(Date.now() + DAY_MS).toISOString(),
         justification: 'j',
+        ...evidence,
       },
       'per_candidate_output_ceiling',
     ],
@@ -380,6 +405,7 @@ describe('authentication and validation', () => {
         per_candidate_output_ceiling: 1,
         budget_microusd: '1',
         expires_at: new Date(Date.now() + DAY_MS).toISOString(),
+        ...evidence,
       },
       'justification',
     ],
@@ -395,6 +421,7 @@ describe('authentication and validation', () => {
         budget_microusd: '1',
         expires_at: new Date(Date.now() + 91 * DAY_MS).toISOString(),
         justification: 'j',
+        ...evidence,
       },
       'expires_at',
     ],

@@ -128,6 +128,9 @@ function expectedColumn(f: DmmfField): ExpectedColumn {
     case 'BigInt':
       scalar = { data_type: 'bigint', udt_name: 'int8', datetime_precision: null };
       break;
+    case 'Float':
+      scalar = { data_type: 'double precision', udt_name: 'float8', datetime_precision: null };
+      break;
     case 'Boolean':
       scalar = { data_type: 'boolean', udt_name: 'bool', datetime_precision: null };
       break;

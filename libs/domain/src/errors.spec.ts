@@ -44,6 +44,7 @@ describe('error registry', () => {
     ['key_already_revoked', 409, false],
     ['price_revision_exists', 409, false],
     ['route_unpriced', 409, false],
+    ['projection_exceeds_budget', 409, false],
     ['case_not_found', 404, false],
     ['case_already_resolved', 409, false],
     ['attempt_already_settled', 409, false],

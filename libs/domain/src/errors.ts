@@ -79,7 +79,8 @@ export type PolicyErrorCode =
   | 'concurrent_change'
   | 'key_already_revoked'
   | 'price_revision_exists'
-  | 'route_unpriced';
+  | 'route_unpriced'
+  | 'projection_exceeds_budget';
 
 export const POLICY_ERROR_CODES: readonly PolicyErrorCode[] = [
   'not_found',
@@ -95,6 +96,7 @@ export const POLICY_ERROR_CODES: readonly PolicyErrorCode[] = [
   'key_already_revoked',
   'price_revision_exists',
   'route_unpriced',
+  'projection_exceeds_budget',
 ];
 
 /** Refusals of the reconciliation case API. */
@@ -163,6 +165,7 @@ export function denialHttpStatus(code: ErrorCode): number {
     case 'key_already_revoked':
     case 'price_revision_exists':
     case 'route_unpriced':
+    case 'projection_exceeds_budget':
     case 'case_already_resolved':
     case 'attempt_already_settled':
     case 'case_not_resolvable':
@@ -240,6 +243,7 @@ export function denialShouldRetry(code: ErrorCode): boolean | null {
     case 'key_already_revoked':
     case 'price_revision_exists':
     case 'route_unpriced':
+    case 'projection_exceeds_budget':
     case 'case_not_found':
     case 'case_already_resolved':
     case 'attempt_already_settled':

@@ -27,3 +27,4 @@ export * from './upstream-url';
 export * from './spend-changes';
 export * from './probe';
 export * from './quota-scopes';
+export * from './exception-projection';

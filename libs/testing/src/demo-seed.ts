@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { CatalogRepository, Database, DEMO_DATABASE_KEY, ExceptionRepository, GatewayMetaRepository, OutboxRepository } from '@gateway/db';
+import {
+  CatalogRepository,
+  Database,
+  DEMO_DATABASE_KEY,
+  ExceptionRepository,
+  GatewayMetaRepository,
+  OutboxRepository,
+  projectExceptionOver,
+} from '@gateway/db';
 import { RealRoute } from './real-routes';
 import { Seeder } from './seed';
 
@@ -59,6 +67,10 @@ export async function seedDemo(
     if ((await new CatalogRepository(db).activeExceptions('eval-rerank', now)).length === 0) {
       // Requested by one operator and approved by another, through the same records as any exception.
       const exceptions = new ExceptionRepository(db, new OutboxRepository(db));
+      // Its evidence and projection as the policy API records them: 1,000 requests of ~500 input
+      // tokens, 2 × 256 output each, at the dearer allowed route's price (6.37 USD, within 10 USD).
+      const volume = { expectedRequests: 1_000, typicalInputTokens: 500, maxCandidates: 2, perCandidateOutputCeiling: 256 };
+      const scope = { routeId: null, allowedAliases: ['approved-standard', 'gemini-flash'] };
       const requested = await exceptions.create(
         {
           id: randomUUID(),
@@ -73,6 +85,10 @@ export async function seedDemo(
           expiresAt: new Date(now.getTime() + 7 * 24 * 3600 * 1000),
           justification: 'demo: two-candidate reranking',
           requestedBy: 'demo-operator',
+          outcome: { metric: 'reranked answer acceptance rate', baseline: 0.62, target: 0.7 },
+          expectedRequests: volume.expectedRequests,
+          typicalInputTokens: volume.typicalInputTokens,
+          requestProjection: await projectExceptionOver(seed.policy, scope, volume, now),
         },
         now,
       );
@@ -85,6 +101,7 @@ export async function seedDemo(
         reason: 'demo approval',
         now,
         expiry: 'unexpired',
+        approval: { projection: await projectExceptionOver(seed.policy, scope, volume, now), overrideReason: null },
       });
     }
     // Route verification probes are reserved against the operations budget: $5 for the demo.

@@ -26,7 +26,11 @@ export class ExceptionsController {
   ) {}
 
   @Post()
-  @ApiOperation({ summary: 'Request a time-boxed candidate exception (expires within 90 days); status requested. Role: operator' })
+  @ApiOperation({
+    summary:
+      'Request a time-boxed candidate exception (expires within 90 days) with its evidence (outcome, expected_requests, typical_input_tokens); ' +
+      'the projected cost at the prices in force is stored with it; status requested. Role: operator',
+  })
   @ApiBody({ schema: bodySchema(requestExceptionBody) })
   @Roles('operator')
   request(@CurrentOperator() op: Operator, @Body() body: unknown) {
@@ -54,10 +58,17 @@ export class ExceptionsController {
 
   @Post(':id/approve')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Approve a requested exception (requested → active). Role: approver, not the requester' })
+  @ApiOperation({
+    summary:
+      'Approve a requested exception (requested → active); the projected cost is recomputed at the prices in force, and override_reason ' +
+      'is required when it exceeds the budget. Role: approver, not the requester',
+  })
   @ApiBody({ schema: bodySchema(approveExceptionBody), required: false })
   @ApiResponse({ status: 403, description: 'self_approval' })
-  @ApiResponse({ status: 409, description: 'invalid_transition / exception_expired / concurrent_change' })
+  @ApiResponse({
+    status: 409,
+    description: 'invalid_transition / exception_expired / concurrent_change / projection_exceeds_budget (send override_reason)',
+  })
   @Roles('approver')
   approve(@CurrentOperator() op: Operator, @Param('id') id: string, @Body() body: unknown) {
     return this.decide.execute(op, id, { decision: 'approve', ...parseBody(approveExceptionBody, body ?? {}) });

@@ -1,3 +1,4 @@
+import type { PriceInput } from '@gateway/db';
 import type { Operator } from '@gateway/service-kit';
 import type { CreateRouteCommand } from '../usecases/create-route/create-route.command';
 import type { PutWorkloadCommand } from '../usecases/put-workload/put-workload.command';
@@ -68,6 +69,26 @@ export function exceptionCommand(overrides: Partial<RequestExceptionCommand> = {
     justification: 'A/B test of reranking three drafts',
     allows_streaming: false,
     allows_deterministic_sampling: false,
+    outcome: { metric: 'rerank win rate', baseline: 0.5, target: 0.6 },
+    // 200 × (500 in at $2.50 + 3 × 256 out at $10 per MTok) = 1.786 USD, within the 2 USD budget
+    expected_requests: 200,
+    typical_input_tokens: 500,
+    ...overrides,
+  };
+}
+
+/** A price revision as the repository takes it: $2.50 in, $1.25 cached, $10 out per MTok, in force since the day before T0. */
+export function priceInput(overrides: Partial<PriceInput> = {}): PriceInput {
+  return {
+    id: 'p0',
+    routeId: 'rt-openai',
+    effectiveFrom: new Date(T0.getTime() - DAY_MS),
+    inputPerMTokMicrousd: 2_500_000n,
+    cachedInputPerMTokMicrousd: 1_250_000n,
+    outputPerMTokMicrousd: 10_000_000n,
+    reasoningPerMTokMicrousd: 10_000_000n,
+    actor: 'seed',
+    reason: 'seed',
     ...overrides,
   };
 }

@@ -221,7 +221,15 @@ export class InMemoryExceptionStore implements ExceptionStore {
   loseNextRace = false;
 
   async create(input: NewException, now: Date): Promise<ExceptionView> {
-    const row: ExceptionView = { ...input, status: 'requested', requestedAt: now, updatedAt: now };
+    const row: ExceptionView = {
+      ...input,
+      requestProjection: input.requestProjection && { ...input.requestProjection, at: now },
+      status: 'requested',
+      requestedAt: now,
+      updatedAt: now,
+      approvalProjection: null,
+      overrideReason: null,
+    };
     this.rows.set(input.id, row);
     this.audit(input.id, 'request', null, 'requested', input.requestedBy, input.justification, now);
     return clone(row);
@@ -254,7 +262,11 @@ export class InMemoryExceptionStore implements ExceptionStore {
     if (!r || r.status !== t.from || unexpired !== (t.expiry === 'unexpired')) return false;
     r.status = t.to;
     r.updatedAt = t.now;
-    this.audit(t.id, t.event, t.from, t.to, t.actor, t.reason, t.now);
+    if (t.approval) {
+      r.approvalProjection = t.approval.projection && { ...t.approval.projection, at: t.now };
+      r.overrideReason = t.approval.overrideReason;
+    }
+    this.audit(t.id, t.event, t.from, t.to, t.actor, t.reason, t.now, t.approval?.overrideReason ?? null);
     return true;
   }
 
@@ -273,8 +285,19 @@ export class InMemoryExceptionStore implements ExceptionStore {
     actor: string,
     reason: string,
     at: Date,
+    overrideReason: string | null = null,
   ): void {
-    this.events.push({ id: `evt-${this.events.length + 1}`, exceptionId, event, fromStatus: from, toStatus: to, actor, reason, at });
+    this.events.push({
+      id: `evt-${this.events.length + 1}`,
+      exceptionId,
+      event,
+      fromStatus: from,
+      toStatus: to,
+      actor,
+      reason,
+      at,
+      overrideReason,
+    });
     this.changes.push({ entity: 'exception', entityId: exceptionId, change: `${event}: ${from ?? 'none'} -> ${to}`, actor });
   }
 }

@@ -1,4 +1,4 @@
-import type { ExceptionView } from '@gateway/db';
+import type { ExceptionTransition, ExceptionView } from '@gateway/db';
 import { effectiveExceptionStatus, ExceptionEvent, exceptionMachine, ExceptionStatus } from '@gateway/domain';
 import { PolicyError } from '../policy.errors';
 import type { ExceptionStore } from '../ports';
@@ -15,7 +15,31 @@ export async function applyExceptionEvent(
   actor: string,
   reason: string,
   now: Date,
+  approval?: ExceptionTransition['approval'],
 ): Promise<ExceptionStatus> {
+  const { from, to } = checkExceptionEvent(ex, event, now);
+  const applied = await store.transition({
+    id: ex.id,
+    from,
+    to,
+    event,
+    actor,
+    reason,
+    now,
+    expiry: 'unexpired',
+    ...(approval ? { approval } : {}),
+  });
+  if (!applied)
+    throw new PolicyError('concurrent_change', `exception ${ex.id} changed while this request was handled; reload it and try again`);
+  return to;
+}
+
+/** The move `event` makes from the status as of `now`, or the 409 refusing it. */
+export function checkExceptionEvent(
+  ex: ExceptionView,
+  event: Exclude<ExceptionEvent, 'expire'>,
+  now: Date,
+): { from: ExceptionStatus; to: ExceptionStatus } {
   const current = effectiveExceptionStatus(ex, now);
   if (!exceptionMachine.can(current, event)) {
     if (current === 'expired') {
@@ -23,11 +47,7 @@ export async function applyExceptionEvent(
     }
     throw new PolicyError('invalid_transition', `cannot ${event} exception ${ex.id}: it is ${current}${hint(current, event)}`);
   }
-  const to = exceptionMachine.transition(current, event);
-  const applied = await store.transition({ id: ex.id, from: current, to, event, actor, reason, now, expiry: 'unexpired' });
-  if (!applied)
-    throw new PolicyError('concurrent_change', `exception ${ex.id} changed while this request was handled; reload it and try again`);
-  return to;
+  return { from: current, to: exceptionMachine.transition(current, event) };
 }
 
 function hint(current: ExceptionStatus, event: ExceptionEvent): string {

@@ -8,7 +8,7 @@ import type {
   RouteView,
   WorkloadView,
 } from '@gateway/db';
-import { contractStatus, effectiveExceptionStatus } from '@gateway/domain';
+import { contractStatus, effectiveExceptionStatus, ExceptionProjection, outcomeDirection, priceInForceAt } from '@gateway/domain';
 
 /**
  * JSON shapes of the policy API: snake_case, money as integer micro-USD strings, instants as ISO
@@ -74,11 +74,7 @@ export function currentVersionOf(r: RouteView): RouteContractVersionView {
 
 /** The price in force at `now`: latest effective_from ≤ now (what admission would use). */
 export function priceInForce(r: RouteView, now: Date): PriceRevisionView | null {
-  return (
-    r.prices
-      .filter((p) => p.effectiveFrom.getTime() <= now.getTime())
-      .sort((a, b) => b.effectiveFrom.getTime() - a.effectiveFrom.getTime())[0] ?? null
-  );
+  return priceInForceAt(r.prices, now);
 }
 
 export function routeSummaryJson(r: RouteView, now: Date) {
@@ -162,6 +158,15 @@ export function exceptionJson(e: ExceptionView, now: Date, events?: ExceptionEve
     requested_by: e.requestedBy,
     requested_at: e.requestedAt.toISOString(),
     updated_at: e.updatedAt.toISOString(),
+    outcome: e.outcome ? { ...e.outcome, direction: outcomeDirection(e.outcome) } : null,
+    expected_requests: e.expectedRequests,
+    typical_input_tokens: e.typicalInputTokens,
+    projection: {
+      budget_microusd: e.budgetMicrousd.toString(),
+      at_request: mapOrNull(e.requestProjection, (p) => projectionJson(p, e.budgetMicrousd)),
+      at_approval: mapOrNull(e.approvalProjection, (p) => projectionJson(p, e.budgetMicrousd)),
+      override_reason: e.overrideReason,
+    },
     ...(events
       ? {
           events: events.map((x) => ({
@@ -171,9 +176,21 @@ export function exceptionJson(e: ExceptionView, now: Date, events?: ExceptionEve
             actor: x.actor,
             reason: x.reason,
             at: x.at.toISOString(),
+            override_reason: x.overrideReason,
           })),
         }
       : {}),
+  };
+}
+
+/** A projected cost beside the budget it is compared with (exceeding it needs an override to approve). */
+function projectionJson(p: ExceptionProjection, budgetMicrousd: bigint) {
+  return {
+    cost_microusd: p.costMicrousd.toString(),
+    exceeds_budget: p.costMicrousd > budgetMicrousd,
+    route_id: p.routeId,
+    price_revision_id: p.priceRevisionId,
+    at: p.at.toISOString(),
   };
 }
 

@@ -1,7 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import type { ExceptionEvent, ExceptionStatus } from '@gateway/domain';
+import { projectException } from '@gateway/domain';
+import type {
+  ExceptionEvent,
+  ExceptionOutcome,
+  ExceptionProjection,
+  ExceptionStatus,
+  ExceptionVolume,
+  ProjectionRoute,
+} from '@gateway/domain';
 import { Database, Tx, prismaTx } from '../database';
 import { OutboxRepository } from './outbox.repository';
+import type { PolicyRepository, RouteView } from './policy.repository';
 
 /** A candidate exception as stored (status is the stored one; readers apply effectiveExceptionStatus). */
 export interface ExceptionView {
@@ -21,6 +30,16 @@ export interface ExceptionView {
   requestedBy: string;
   requestedAt: Date;
   updatedAt: Date;
+  /** evidence: null on requests filed before exceptions had to carry it */
+  outcome: ExceptionOutcome | null;
+  expectedRequests: number | null;
+  typicalInputTokens: number | null;
+  /** projected cost when requested (`at` = requestedAt); null when nothing was priced then */
+  requestProjection: ExceptionProjection | null;
+  /** recomputed when approved; null before approval or when nothing was priced then */
+  approvalProjection: ExceptionProjection | null;
+  /** the approver's reason to accept the projection (required when it exceeds the budget) */
+  overrideReason: string | null;
 }
 
 /** One row of the audit trail: who moved the exception from what to what, when and why. */
@@ -33,10 +52,12 @@ export interface ExceptionEventView {
   actor: string;
   reason: string;
   at: Date;
+  /** on an approval: the approver's override reason, if any */
+  overrideReason: string | null;
 }
 
 /** What a request for an exception stores; status and times are set by the repository. */
-export type NewException = Omit<ExceptionView, 'status' | 'requestedAt' | 'updatedAt'>;
+export type NewException = Omit<ExceptionView, 'status' | 'requestedAt' | 'updatedAt' | 'approvalProjection' | 'overrideReason'>;
 
 /**
  * A compare-and-set move: it applies only while the stored status is still `from` and the expiry
@@ -52,6 +73,8 @@ export interface ExceptionTransition {
   reason: string;
   now: Date;
   expiry: 'unexpired' | 'expired';
+  /** on an approval: the projection recomputed for it and the approver's override reason */
+  approval?: { projection: ExceptionProjection | null; overrideReason: string | null };
 }
 
 /**
@@ -66,8 +89,20 @@ export class ExceptionRepository {
 
   async create(input: NewException, now: Date): Promise<ExceptionView> {
     return this.db.transaction(async (tx) => {
+      const { outcome, requestProjection, ...fields } = input;
       const row = await prismaTx(tx).candidateException.create({
-        data: { ...input, status: 'requested', requestedAt: now, updatedAt: now },
+        data: {
+          ...fields,
+          outcomeMetric: outcome?.metric ?? null,
+          outcomeBaseline: outcome?.baseline ?? null,
+          outcomeTarget: outcome?.target ?? null,
+          requestProjectionMicrousd: requestProjection?.costMicrousd ?? null,
+          requestProjectionRouteId: requestProjection?.routeId ?? null,
+          requestProjectionPriceRevisionId: requestProjection?.priceRevisionId ?? null,
+          status: 'requested',
+          requestedAt: now,
+          updatedAt: now,
+        },
       });
       await this.audit(tx, {
         exceptionId: input.id,
@@ -98,6 +133,7 @@ export class ExceptionRepository {
       actor: e.actor,
       reason: e.reason,
       at: e.at,
+      overrideReason: e.overrideReason,
     }));
   }
 
@@ -116,10 +152,19 @@ export class ExceptionRepository {
     return this.db.transaction(async (tx) => {
       const { count } = await prismaTx(tx).candidateException.updateMany({
         where: { id: t.id, status: t.from, expiresAt: t.expiry === 'unexpired' ? { gt: t.now } : { lte: t.now } },
-        data: { status: t.to, updatedAt: t.now },
+        data: { status: t.to, updatedAt: t.now, ...(t.approval ? approvalColumns(t.approval, t.now) : {}) },
       });
       if (count === 0) return false;
-      await this.audit(tx, { exceptionId: t.id, event: t.event, from: t.from, to: t.to, actor: t.actor, reason: t.reason, now: t.now });
+      await this.audit(tx, {
+        exceptionId: t.id,
+        event: t.event,
+        from: t.from,
+        to: t.to,
+        actor: t.actor,
+        reason: t.reason,
+        now: t.now,
+        overrideReason: t.approval?.overrideReason ?? null,
+      });
       return true;
     });
   }
@@ -144,6 +189,7 @@ export class ExceptionRepository {
       actor: string;
       reason: string;
       now: Date;
+      overrideReason?: string | null;
     },
   ): Promise<void> {
     await prismaTx(tx).candidateExceptionEvent.create({
@@ -156,6 +202,7 @@ export class ExceptionRepository {
         actor: e.actor,
         reason: e.reason,
         at: e.now,
+        overrideReason: e.overrideReason ?? null,
       },
     });
     await this.outbox.append(tx, 'policyChanged', e.exceptionId, {
@@ -169,7 +216,42 @@ export class ExceptionRepository {
   }
 }
 
-function toView(row: Omit<ExceptionView, 'status'> & { status: string }): ExceptionView {
+function approvalColumns(a: NonNullable<ExceptionTransition['approval']>, now: Date) {
+  return {
+    approvalProjectionMicrousd: a.projection?.costMicrousd ?? null,
+    approvalProjectionRouteId: a.projection?.routeId ?? null,
+    approvalProjectionPriceRevisionId: a.projection?.priceRevisionId ?? null,
+    approvalProjectedAt: now,
+    overrideReason: a.overrideReason,
+  };
+}
+
+type ExceptionRow = Omit<ExceptionView, 'status' | 'outcome' | 'requestProjection' | 'approvalProjection'> & {
+  status: string;
+  outcomeMetric: string | null;
+  outcomeBaseline: number | null;
+  outcomeTarget: number | null;
+  requestProjectionMicrousd: bigint | null;
+  requestProjectionRouteId: string | null;
+  requestProjectionPriceRevisionId: string | null;
+  approvalProjectionMicrousd: bigint | null;
+  approvalProjectionRouteId: string | null;
+  approvalProjectionPriceRevisionId: string | null;
+  approvalProjectedAt: Date | null;
+};
+
+function projection(
+  costMicrousd: bigint | null,
+  routeId: string | null,
+  priceRevisionId: string | null,
+  at: Date | null,
+): ExceptionProjection | null {
+  return costMicrousd === null || routeId === null || priceRevisionId === null || at === null
+    ? null
+    : { costMicrousd, routeId, priceRevisionId, at };
+}
+
+function toView(row: ExceptionRow): ExceptionView {
   return {
     id: row.id,
     workloadId: row.workloadId,
@@ -186,5 +268,50 @@ function toView(row: Omit<ExceptionView, 'status'> & { status: string }): Except
     requestedBy: row.requestedBy,
     requestedAt: row.requestedAt,
     updatedAt: row.updatedAt,
+    outcome:
+      row.outcomeMetric !== null && row.outcomeBaseline !== null && row.outcomeTarget !== null
+        ? { metric: row.outcomeMetric, baseline: row.outcomeBaseline, target: row.outcomeTarget }
+        : null,
+    expectedRequests: row.expectedRequests,
+    typicalInputTokens: row.typicalInputTokens,
+    requestProjection: projection(
+      row.requestProjectionMicrousd,
+      row.requestProjectionRouteId,
+      row.requestProjectionPriceRevisionId,
+      row.requestedAt,
+    ),
+    approvalProjection: projection(
+      row.approvalProjectionMicrousd,
+      row.approvalProjectionRouteId,
+      row.approvalProjectionPriceRevisionId,
+      row.approvalProjectedAt,
+    ),
+    overrideReason: row.overrideReason,
   };
+}
+
+/**
+ * The projected cost of an exception at `at` (libs/domain `projectException`) over the routes it
+ * may serve: its route, or — when it names none — every route its workload allows (the most
+ * expensive counts). A route's output-cap semantics are its current contract's (`shared` only
+ * when declared so; undocumented counts as `per_candidate`, the worst case). Null when none of
+ * those routes has a price in force. One home for the policy API and the demo seed.
+ */
+export async function projectExceptionOver(
+  routes: Pick<PolicyRepository, 'routeById' | 'routeIdByAlias'>,
+  scope: { routeId: string | null; allowedAliases: readonly string[] },
+  volume: ExceptionVolume,
+  at: Date,
+): Promise<ExceptionProjection | null> {
+  const ids =
+    scope.routeId !== null
+      ? [scope.routeId]
+      : (await Promise.all(scope.allowedAliases.map((alias) => routes.routeIdByAlias(alias)))).filter((id): id is string => id !== null);
+  const views = (await Promise.all([...new Set(ids)].map((id) => routes.routeById(id)))).filter((r): r is RouteView => r !== null);
+  return projectException(volume, views.map(projectionRoute), at);
+}
+
+function projectionRoute(r: RouteView): ProjectionRoute {
+  const current = r.versions.find((v) => v.version === r.currentVersion);
+  return { routeId: r.id, semantics: current?.outputCapSemantics === 'shared' ? 'shared' : 'per_candidate', prices: r.prices };
 }

@@ -17,6 +17,11 @@ describe('ExpireExceptions', () => {
       allowsDeterministicSampling: false,
       justification: 'j',
       requestedBy: 'alice',
+      // the sweep does not read evidence: rows as filed before exceptions carried it
+      outcome: null,
+      expectedRequests: null,
+      typicalInputTokens: null,
+      requestProjection: null,
     };
     await store.create({ ...base, id: 'soon', expiresAt: new Date(T0.getTime() + DAY_MS) }, T0);
     await store.create({ ...base, id: 'active', expiresAt: new Date(T0.getTime() + DAY_MS) }, T0);

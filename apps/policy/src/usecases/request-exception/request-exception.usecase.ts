@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ExceptionRepository, PolicyRepository } from '@gateway/db';
-import { DomainError } from '@gateway/domain';
+import { ExceptionRepository, PolicyRepository, projectExceptionOver } from '@gateway/db';
+import { DomainError, MAX_STORED_MICROUSD } from '@gateway/domain';
 import type { Operator } from '@gateway/service-kit';
 import { Clock, CLOCK, IdGenerator, InjectIds } from '@gateway/service-kit';
 import type { ExceptionStore, RouteStore, WorkloadStore } from '../../ports';
@@ -12,13 +12,16 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**
  * Files an exception request (status `requested`, requested_by = the caller). It grants nothing
- * until a different person with the approver role approves it.
+ * until a different person with the approver role approves it. The request carries its evidence
+ * (outcome, expected requests, typical input); the projected cost at the prices in force now is
+ * computed and stored with it, and refused when nothing it may serve is priced.
  */
 @Injectable()
 export class RequestException {
   constructor(
     @Inject(ExceptionRepository) private readonly exceptions: ExceptionStore,
-    @Inject(PolicyRepository) private readonly policy: Pick<WorkloadStore, 'workloadById'> & Pick<RouteStore, 'routeById'>,
+    @Inject(PolicyRepository)
+    private readonly policy: Pick<WorkloadStore, 'workloadById'> & Pick<RouteStore, 'routeById' | 'routeIdByAlias'>,
     @Inject(CLOCK) private readonly clock: Clock,
     @InjectIds() private readonly ids: IdGenerator,
   ) {}
@@ -50,6 +53,27 @@ export class RequestException {
         );
       }
     }
+    const volume = {
+      expectedRequests: cmd.expected_requests,
+      typicalInputTokens: cmd.typical_input_tokens,
+      maxCandidates: cmd.max_candidates,
+      perCandidateOutputCeiling: cmd.per_candidate_output_ceiling,
+    };
+    const projection = await projectExceptionOver(this.policy, { routeId, allowedAliases: workload.allowedAliases }, volume, now);
+    if (!projection) {
+      throw routeId !== null
+        ? invalid(`route ${routeId} has no price in force, so the exception's cost cannot be projected; price the route first`, 'route_id')
+        : invalid(
+            `none of workload ${cmd.workload_id}'s allowed routes has a price in force, so the exception's cost cannot be projected; name a priced route`,
+            'route_id',
+          );
+    }
+    if (projection.costMicrousd > MAX_STORED_MICROUSD) {
+      throw invalid(
+        `the projected cost (${projection.costMicrousd} micro-USD) exceeds what the gateway can store (${MAX_STORED_MICROUSD}); lower expected_requests`,
+        'expected_requests',
+      );
+    }
     const created = await this.exceptions.create(
       {
         id: this.ids.next(),
@@ -64,6 +88,10 @@ export class RequestException {
         expiresAt: cmd.expires_at,
         justification: cmd.justification,
         requestedBy: op.subject,
+        outcome: cmd.outcome,
+        expectedRequests: cmd.expected_requests,
+        typicalInputTokens: cmd.typical_input_tokens,
+        requestProjection: projection,
       },
       now,
     );
