@@ -1,15 +1,16 @@
 import { settledAction } from './actions';
 import {
   countingFetch,
+  failureOf,
   gemini,
   openai,
   SDK_ERRORS,
   SDK_MAJORS,
   SdkMajor,
   sdkVersions,
+  seedSimRoutes,
   simLastSeq,
   simRequestsSince,
-  stack,
   uid,
   withSeeder,
 } from './support';
@@ -29,20 +30,7 @@ describe('official SDK compatibility', () => {
 
   beforeAll(async () => {
     await withSeeder(async (seed) => {
-      await seed.route({
-        routeId: chat,
-        alias: chat,
-        providerKind: 'openai-chat',
-        upstreamBaseUrl: stack.providerSim,
-        upstreamModel: 'sim-gpt',
-      });
-      await seed.route({
-        routeId: gm,
-        alias: gm,
-        providerKind: 'gemini-generate',
-        upstreamBaseUrl: stack.providerSim,
-        upstreamModel: 'gemini-sim',
-      });
+      await seedSimRoutes(seed, { chat, gemini: gm });
       key = (await seed.workload({ id: `sdk-wl-${run}`, allowedAliases: [chat, gm] })).key;
     });
   });
@@ -124,12 +112,13 @@ describe('official SDK compatibility', () => {
     it(`${openaiVersion}: n over the policy → 400 candidate_count_exceeds_policy, x-should-retry: false, one HTTP call, nothing dispatched`, async () => {
       const before = await simLastSeq();
       const http = countingFetch();
-      const err = await openai(key, major, { fetch: http.fetch })
-        .chat.completions.create({ model: chat, messages: [{ role: 'user', content: prompt('n=3') }], n: 3 })
-        .then(
-          () => undefined,
-          (e: unknown) => e,
-        );
+      const err = await failureOf(
+        openai(key, major, { fetch: http.fetch }).chat.completions.create({
+          model: chat,
+          messages: [{ role: 'user', content: prompt('n=3') }],
+          n: 3,
+        }),
+      );
       expect(err).toBeInstanceOf(SDK_ERRORS[major].openai);
       const apiErr = err as InstanceType<(typeof SDK_ERRORS)[typeof major]['openai']>;
       expect(apiErr.status).toBe(400);
@@ -143,12 +132,13 @@ describe('official SDK compatibility', () => {
     it(`${genaiVersion}: candidateCount over the policy → 400 with the code in error.status, one HTTP call, nothing dispatched`, async () => {
       const before = await simLastSeq();
       const http = countingFetch();
-      const err = await ai({ fetch: http.fetch })
-        .models.generateContent({ model: gm, contents: prompt('candidateCount=2'), config: { candidateCount: 2 } })
-        .then(
-          () => undefined,
-          (e: unknown) => e,
-        );
+      const err = await failureOf(
+        ai({ fetch: http.fetch }).models.generateContent({
+          model: gm,
+          contents: prompt('candidateCount=2'),
+          config: { candidateCount: 2 },
+        }),
+      );
       expect(err).toBeInstanceOf(SDK_ERRORS[major].genai);
       const apiErr = err as InstanceType<(typeof SDK_ERRORS)[typeof major]['genai']>;
       expect(apiErr.status).toBe(400);

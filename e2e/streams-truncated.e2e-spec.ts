@@ -1,6 +1,6 @@
 import { ApiError } from '@google/genai';
 import { APIError } from 'openai';
-import { openai, stack, uid, withSeeder, gemini } from './support';
+import { openai, stack, uid, withSeeder, gemini, failureOf } from './support';
 
 /**
  * Issue 7, item 4: a stream the client did not receive to its end is a delivery failure the
@@ -16,12 +16,6 @@ describe('a cut stream ends in an error the SDKs raise (openai and @google/genai
   let hurriedKey: string;
 
   const ai = (k = key) => gemini(k);
-  /** Runs an SDK iteration to its end; what it threw, or null when it ended normally. */
-  const failureOf = (iteration: Promise<void>) =>
-    iteration.then(
-      () => null,
-      (e: unknown) => e,
-    );
 
   beforeAll(async () => {
     await withSeeder(async (seed) => {

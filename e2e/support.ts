@@ -140,6 +140,21 @@ export const SDK_ERRORS = {
   next: { openai: APIErrorNext, genai: ApiErrorNext },
 } as const;
 
+/** Awaits an SDK call or iteration to its end: what it threw, or null when it ended normally. */
+export function failureOf(work: PromiseLike<unknown>): Promise<unknown> {
+  return Promise.resolve(work).then(
+    () => null,
+    (e: unknown) => e,
+  );
+}
+
+/** A verified openai-chat route and a gemini-generate route on the provider simulator (alias = route id). */
+export async function seedSimRoutes(seed: Seeder, routes: { chat: string; gemini: string }): Promise<void> {
+  const sim = { upstreamBaseUrl: stack.providerSim };
+  await seed.route({ routeId: routes.chat, alias: routes.chat, providerKind: 'openai-chat', upstreamModel: 'sim-gpt', ...sim });
+  await seed.route({ routeId: routes.gemini, alias: routes.gemini, providerKind: 'gemini-generate', upstreamModel: 'gemini-sim', ...sim });
+}
+
 /** A `fetch` that counts the HTTP calls an SDK makes (retries included). */
 export function countingFetch(): { fetch: typeof fetch; calls: () => number } {
   let calls = 0;
