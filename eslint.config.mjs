@@ -15,7 +15,7 @@ import tseslint from 'typescript-eslint';
  */
 function assertProjectGraph() {
   const require = createRequire(import.meta.url);
-  const projects = ['apps', 'libs'].flatMap((dir) =>
+  const projects = ['apps', 'libs', 'examples'].flatMap((dir) =>
     fs
       .readdirSync(path.join(import.meta.dirname, dir), { withFileTypes: true })
       .filter((d) => d.isDirectory() && fs.existsSync(path.join(import.meta.dirname, dir, d.name, 'project.json')))
@@ -94,6 +94,8 @@ export default tseslint.config(
               sourceTag: 'type:app',
               onlyDependOnLibsWithTags: ['type:domain', 'type:contracts', 'type:data-access', 'type:infra', 'type:testing'],
             },
+            // An example outside the gateway (what a finance team copies): the published contracts only.
+            { sourceTag: 'type:example', onlyDependOnLibsWithTags: ['type:contracts'] },
             { sourceTag: 'type:domain', onlyDependOnLibsWithTags: ['type:domain'] },
             { sourceTag: 'type:contracts', onlyDependOnLibsWithTags: ['type:domain', 'type:contracts'] },
             { sourceTag: 'type:data-access', onlyDependOnLibsWithTags: ['type:domain', 'type:contracts', 'type:infra'] },
@@ -144,6 +146,24 @@ export default tseslint.config(
   {
     files: ['libs/messaging/**/*.ts', 'e2e/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['@prisma/*'], message: 'Prisma lives in libs/db' }] }] },
+  },
+  {
+    // The finance consumer example is a plain NestJS app of another team, not a gateway service:
+    // Nest's own HTTP exceptions, no gateway error registry (kafkajs still comes through Nest's transport).
+    files: ['examples/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['kafkajs', '@prisma/*', '@gateway/*', '!@gateway/contracts'],
+              message: 'the example uses only Nest, pg, zod and @gateway/contracts',
+            },
+          ],
+        },
+      ],
+    },
   },
   {
     files: ['libs/db/**/*.ts'],

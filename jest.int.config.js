@@ -2,7 +2,7 @@
 module.exports = {
   ...require('./jest.preset'),
   displayName: 'integration',
-  testMatch: ['<rootDir>/{apps,libs}/**/*.int-spec.ts'],
+  testMatch: ['<rootDir>/{apps,libs,examples}/**/*.int-spec.ts'],
   testTimeout: 60000,
   maxWorkers: 1,
 };

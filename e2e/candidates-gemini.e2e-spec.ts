@@ -1,7 +1,7 @@
-import { ApiError, GoogleGenAI } from '@google/genai';
+import { ApiError } from '@google/genai';
 import { Topics } from '@gateway/contracts';
 import { actionStatus, settledAction } from './actions';
-import { eventually, simLastSeq, simRequestsSince, stack, TopicReader, uid, withSeeder } from './support';
+import { eventually, simLastSeq, simRequestsSince, stack, TopicReader, uid, withSeeder, gemini } from './support';
 
 /**
  * Issue 3, Gemini dialect through the official @google/genai SDK: candidateCount policy,
@@ -16,7 +16,6 @@ describe('candidate-count policy (@google/genai SDK)', () => {
   let settled: TopicReader;
   let recon: TopicReader;
 
-  const ai = (key: string) => new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: stack.admission } });
   const headerOf = (resp: { sdkHttpResponse?: { headers?: Record<string, string> } }, name: string) =>
     resp.sdkHttpResponse?.headers?.[name];
 
@@ -63,12 +62,12 @@ describe('candidate-count policy (@google/genai SDK)', () => {
 
   it('omitted candidateCount → one candidate, and explicit 1 is recorded as asked', async () => {
     const before = await simLastSeq();
-    const omitted = await ai(oneKey).models.generateContent({ model: r('gm'), contents: contents() });
+    const omitted = await gemini(oneKey).models.generateContent({ model: r('gm'), contents: contents() });
     expect(omitted.candidates).toHaveLength(1);
     expect(headerOf(omitted, 'x-gateway-requested-candidates')).toBe('omitted');
     expect(headerOf(omitted, 'x-gateway-effective-candidates')).toBe('1');
     expect(headerOf(omitted, 'x-gateway-returned-candidates')).toBe('1');
-    const explicit = await ai(oneKey).models.generateContent({ model: r('gm'), contents: contents(), config: { candidateCount: 1 } });
+    const explicit = await gemini(oneKey).models.generateContent({ model: r('gm'), contents: contents(), config: { candidateCount: 1 } });
     expect(explicit.candidates).toHaveLength(1);
     expect(headerOf(explicit, 'x-gateway-requested-candidates')).toBe('1');
     const sent = await simRequestsSince(before);
@@ -82,7 +81,7 @@ describe('candidate-count policy (@google/genai SDK)', () => {
 
   it('candidateCount over the workload maximum → 400 with the stable code in error.status, nothing dispatched', async () => {
     const before = await simLastSeq();
-    const err = (await ai(oneKey)
+    const err = (await gemini(oneKey)
       .models.generateContent({ model: r('gm'), contents: contents(), config: { candidateCount: 2 } })
       .catch((e) => e)) as ApiError;
     expect(err).toBeInstanceOf(ApiError);
@@ -92,7 +91,11 @@ describe('candidate-count policy (@google/genai SDK)', () => {
   });
 
   it('one candidate filtered for SAFETY: returned 2 of 3, the reason recorded, usage still aggregate', async () => {
-    const resp = await ai(threeKey).models.generateContent({ model: r('gm-filter'), contents: contents(), config: { candidateCount: 3 } });
+    const resp = await gemini(threeKey).models.generateContent({
+      model: r('gm-filter'),
+      contents: contents(),
+      config: { candidateCount: 3 },
+    });
     expect(resp.candidates).toHaveLength(3);
     expect(resp.candidates![1].finishReason).toBe('SAFETY');
     expect(headerOf(resp, 'x-gateway-returned-candidates')).toBe('2');
@@ -109,7 +112,7 @@ describe('candidate-count policy (@google/genai SDK)', () => {
   });
 
   it('a blocked prompt: zero candidates, the reason from promptFeedback, input still billed', async () => {
-    const resp = await ai(oneKey).models.generateContent({ model: r('gm-block'), contents: contents() });
+    const resp = await gemini(oneKey).models.generateContent({ model: r('gm-block'), contents: contents() });
     expect(resp.candidates ?? []).toHaveLength(0);
     expect(resp.promptFeedback?.blockReason).toBe('SAFETY');
     const id = headerOf(resp, 'x-gateway-action-id')!;
@@ -123,7 +126,11 @@ describe('candidate-count policy (@google/genai SDK)', () => {
   });
 
   it('a route that silently serves 1 of 2 is flagged as a contract failure, not hidden', async () => {
-    const resp = await ai(threeKey).models.generateContent({ model: r('gm-serve1'), contents: contents(), config: { candidateCount: 2 } });
+    const resp = await gemini(threeKey).models.generateContent({
+      model: r('gm-serve1'),
+      contents: contents(),
+      config: { candidateCount: 2 },
+    });
     expect(resp.candidates).toHaveLength(1);
     const id = headerOf(resp, 'x-gateway-action-id')!;
     const status = await settledAction(threeKey, id);
@@ -146,7 +153,7 @@ describe('candidate-count policy (@google/genai SDK)', () => {
 
   it('400 INVALID_ARGUMENT for candidateCount > 1: not retried, reservation released', async () => {
     const before = await simLastSeq();
-    const err = (await ai(threeKey)
+    const err = (await gemini(threeKey)
       .models.generateContent({ model: r('gm-rejectn'), contents: contents(), config: { candidateCount: 2 } })
       .catch((e) => e)) as ApiError;
     expect(err).toBeInstanceOf(ApiError);
@@ -185,7 +192,7 @@ describe('candidate-count policy (@google/genai SDK)', () => {
   });
 
   it('streamGenerateContent: usage from the final chunk settles; a cut stream keeps its exposure', async () => {
-    const stream = await ai(oneKey).models.generateContentStream({ model: r('gm'), contents: contents() });
+    const stream = await gemini(oneKey).models.generateContentStream({ model: r('gm'), contents: contents() });
     let text = '';
     let id: string | undefined;
     for await (const chunk of stream) {
@@ -197,7 +204,7 @@ describe('candidate-count policy (@google/genai SDK)', () => {
     const event = await settled.waitFor<Record<string, any>>((m) => m.action_id === id, 'usage.settled for the stream');
     expect(event).toMatchObject({ usage_source: 'stream_final_chunk', stream_mode: 'sse' });
 
-    const cut = await ai(oneKey).models.generateContentStream({ model: r('gm-cut'), contents: contents() });
+    const cut = await gemini(oneKey).models.generateContentStream({ model: r('gm-cut'), contents: contents() });
     let cutId: string | undefined;
     await (async () => {
       for await (const chunk of cut) cutId = cutId ?? headerOf(chunk, 'x-gateway-action-id');

@@ -1,4 +1,3 @@
-import { GoogleGenAI } from '@google/genai';
 import OpenAI, { APIError } from 'openai';
 import { Topics } from '@gateway/contracts';
 import { Database } from '@gateway/db';
@@ -13,6 +12,7 @@ import {
   TopicReader,
   uid,
   withSeeder,
+  gemini,
 } from './support';
 
 /**
@@ -133,7 +133,7 @@ describe('foundation: one request through every service', () => {
     for await (const _chunk of stream) {
       // drain
     }
-    const ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: stack.admission } });
+    const ai = gemini(key);
     await ai.models.generateContent({ model: geminiAlias, contents: `Gemini this. ${canary}` });
     for await (const _chunk of await ai.models.generateContentStream({ model: geminiAlias, contents: `Gemini stream. ${canary}` })) {
       // drain

@@ -1,7 +1,7 @@
-import { ApiError, GoogleGenAI, Modality } from '@google/genai';
+import { ApiError, Modality } from '@google/genai';
 import { APIError } from 'openai';
 import { actionStatus } from './actions';
-import { openai, simLastSeq, stack, uid, withSeeder } from './support';
+import { openai, simLastSeq, stack, uid, withSeeder, gemini } from './support';
 
 /**
  * Issue 8 "spend that escapes the reservation", against a recording upstream (provider-sim's
@@ -30,8 +30,6 @@ describe('spend integrity: nothing leaves the gateway that was not reserved', ()
   const CEILING = 64;
   let key: string;
   let storingKey: string;
-
-  const ai = (k: string) => new GoogleGenAI({ apiKey: k, httpOptions: { baseUrl: stack.admission } });
 
   beforeAll(async () => {
     await withSeeder(async (seed) => {
@@ -148,7 +146,7 @@ describe('spend integrity: nothing leaves the gateway that was not reserved', ()
 
     it('gemini SDK candidateCount and maxOutputTokens', async () => {
       const before = await simLastSeq();
-      const resp = await ai(key).models.generateContent({
+      const resp = await gemini(key).models.generateContent({
         model: r('gm'),
         contents: prompt(),
         config: { candidateCount: 2, maxOutputTokens: 30 },
@@ -160,7 +158,7 @@ describe('spend integrity: nothing leaves the gateway that was not reserved', ()
 
     it('gemini SDK, count omitted: the effective one is written explicitly', async () => {
       const before = await simLastSeq();
-      const resp = await ai(key).models.generateContent({ model: r('gm'), contents: prompt() });
+      const resp = await gemini(key).models.generateContent({ model: r('gm'), contents: prompt() });
       const id = resp.sdkHttpResponse?.headers?.['x-gateway-action-id'] as string;
       await expectReserved(before, id, 'generationConfig.candidateCount', 'generationConfig.maxOutputTokens');
     });
@@ -260,7 +258,7 @@ describe('spend integrity: nothing leaves the gateway that was not reserved', ()
       ['audio output', { responseModalities: [Modality.AUDIO] }],
     ])('gemini SDK %s → 400 unpriced_feature, nothing upstream', async (_name, config) => {
       const before = await simLastSeq();
-      const err = (await ai(key)
+      const err = (await gemini(key)
         .models.generateContent({ model: r('gm'), contents: prompt(), config })
         .catch((e: unknown) => e)) as ApiError;
       expect(err).toBeInstanceOf(ApiError);
@@ -283,7 +281,7 @@ describe('spend integrity: nothing leaves the gateway that was not reserved', ()
 
     it('gemini search grounding on a route that prices it passes', async () => {
       const before = await simLastSeq();
-      const resp = await ai(key).models.generateContent({
+      const resp = await gemini(key).models.generateContent({
         model: r('gm-priced'),
         contents: prompt(),
         config: { tools: [{ googleSearch: {} }] },

@@ -1,5 +1,4 @@
-import { GoogleGenAI } from '@google/genai';
-import { openai, stack, uid, withSeeder } from './support';
+import { openai, stack, uid, withSeeder, gemini } from './support';
 
 /**
  * Issue 6, defect 1: non-ASCII text survives the stream end to end. The provider simulator echoes
@@ -13,7 +12,7 @@ describe('streams carry multi-byte text intact (openai and @google/genai SDKs)',
   const TEXT = 'naïve 日本 🚀 café — ∑ ✓ Ωmega straße 👩‍💻 done';
   let key: string;
 
-  const ai = () => new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: stack.admission } });
+  const ai = () => gemini(key);
 
   beforeAll(async () => {
     await withSeeder(async (seed) => {

@@ -1,6 +1,6 @@
-import { ApiError, GoogleGenAI } from '@google/genai';
+import { ApiError } from '@google/genai';
 import { APIError } from 'openai';
-import { openai, stack, uid, withSeeder } from './support';
+import { openai, stack, uid, withSeeder, gemini, failureOf } from './support';
 
 /**
  * Issue 7, item 4: a stream the client did not receive to its end is a delivery failure the
@@ -15,13 +15,7 @@ describe('a cut stream ends in an error the SDKs raise (openai and @google/genai
   let key: string;
   let hurriedKey: string;
 
-  const ai = (k = key) => new GoogleGenAI({ apiKey: k, httpOptions: { baseUrl: stack.admission } });
-  /** Runs an SDK iteration to its end; what it threw, or null when it ended normally. */
-  const failureOf = (iteration: Promise<void>) =>
-    iteration.then(
-      () => null,
-      (e: unknown) => e,
-    );
+  const ai = (k = key) => gemini(k);
 
   beforeAll(async () => {
     await withSeeder(async (seed) => {

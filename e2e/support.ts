@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { ApiError, GoogleGenAI } from '@google/genai';
+import { ApiError as ApiErrorNext, GoogleGenAI as GoogleGenAINext } from '@google/genai-next';
 import { Kafka, logLevel } from 'kafkajs';
-import OpenAI from 'openai';
+import OpenAI, { APIError } from 'openai';
+import OpenAINext, { APIError as APIErrorNext } from 'openai-next';
 import { Topics } from '@gateway/contracts';
 import { Database } from '@gateway/db';
 import { eventually, Seeder } from '@gateway/testing';
@@ -25,8 +28,145 @@ function required(name: string): string {
 
 export const uid = () => randomUUID().slice(0, 8);
 
-export function openai(key: string): OpenAI {
-  return new OpenAI({ apiKey: key, baseURL: `${stack.admission}/v1` });
+/**
+ * The SDK majors the e2e tier drives: `current` is what devDependencies `openai` and
+ * `@google/genai` install (every suite), `next` the newest majors installed beside them as npm
+ * aliases `openai-next` and `@google/genai-next` (e2e/sdk-compat.e2e-spec.ts runs with both).
+ */
+export type SdkMajor = 'current' | 'next';
+export const SDK_MAJORS: readonly SdkMajor[] = ['current', 'next'];
+
+const PACKAGES: Record<SdkMajor, { openai: string; genai: string }> = {
+  current: { openai: 'openai', genai: '@google/genai' },
+  next: { openai: 'openai-next', genai: '@google/genai-next' },
+};
+
+/** `openai@6.49.0`, `@google/genai@3.3.0`: what a major resolves to (the packages do not export package.json). */
+export function sdkVersions(major: SdkMajor): { openai: string; genai: string } {
+  const version = (pkg: string) =>
+    JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'node_modules', pkg, 'package.json'), 'utf8')) as {
+      name: string;
+      version: string;
+    };
+  const o = version(PACKAGES[major].openai);
+  const g = version(PACKAGES[major].genai);
+  return { openai: `${o.name}@${o.version}`, genai: `${g.name}@${g.version}` };
+}
+
+/**
+ * What the suites use of an OpenAI client, met by every tested major. The majors' classes are
+ * declared apart (private members, widened enums), so neither is assignable to the other; the
+ * shapes below are the part of the public API the gateway must keep working.
+ */
+type Usage = { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+type ChatBody = {
+  model: string;
+  messages: Array<{ role: 'user'; content: string }>;
+  n?: number;
+  max_tokens?: number;
+  stream_options?: { include_usage?: boolean };
+};
+type RequestOpts = { headers?: Record<string, string>; maxRetries?: number };
+interface WithResponse<T> extends PromiseLike<T> {
+  withResponse(): Promise<{ data: T; response: Response }>;
+}
+export interface ChatCompletionLike {
+  id: string;
+  choices: Array<{ index: number; message: { content: string | null }; finish_reason: string }>;
+  usage?: Usage;
+}
+export interface ChatChunkLike {
+  choices: Array<{ delta: { content?: string | null }; finish_reason: string | null }>;
+  usage?: Usage | null;
+}
+export interface OpenAiClientLike {
+  chat: {
+    completions: {
+      create(body: ChatBody & { stream?: false }, options?: RequestOpts): WithResponse<ChatCompletionLike>;
+      create(body: ChatBody & { stream: true }, options?: RequestOpts): WithResponse<AsyncIterable<ChatChunkLike>>;
+    };
+  };
+}
+
+/** Extra client settings for one test: a `fetch` that observes the SDK's HTTP calls. */
+export interface ClientOverrides {
+  fetch?: typeof fetch;
+}
+
+/** The official OpenAI SDK of the given major, pointed at admission with a workload key. */
+export function openai(key: string): OpenAI;
+export function openai(key: string, major: SdkMajor, overrides?: ClientOverrides): OpenAiClientLike;
+export function openai(key: string, major: SdkMajor = 'current', overrides: ClientOverrides = {}): OpenAI | OpenAiClientLike {
+  const options = { apiKey: key, baseURL: `${stack.admission}/v1`, ...overrides };
+  return major === 'next' ? new OpenAINext(options) : new OpenAI(options);
+}
+
+type GenerateParams = { model: string; contents: string; config?: { candidateCount?: number; maxOutputTokens?: number } };
+export interface GenerateResponseLike {
+  candidates?: Array<{ finishReason?: string; content?: { parts?: Array<{ text?: string }> } }>;
+  text?: string;
+  usageMetadata?: { promptTokenCount?: number; candidatesTokenCount?: number; totalTokenCount?: number };
+  sdkHttpResponse?: { headers?: Record<string, string> };
+}
+/** What the suites use of a @google/genai client, met by every tested major (see OpenAiClientLike). */
+export interface GeminiClientLike {
+  models: {
+    generateContent(params: GenerateParams): Promise<GenerateResponseLike>;
+    generateContentStream(params: GenerateParams): Promise<AsyncGenerator<GenerateResponseLike>>;
+  };
+}
+
+/**
+ * The official @google/genai SDK of the given major, pointed at admission with a workload key (sent
+ * as `x-goog-api-key`). `apiVersion` unset means the SDK's own default: `v1beta` for 2.x, `v1` for 3.x.
+ */
+export function gemini(key: string): GoogleGenAI;
+export function gemini(key: string, major: SdkMajor, overrides?: ClientOverrides & { apiVersion?: string }): GeminiClientLike;
+export function gemini(
+  key: string,
+  major: SdkMajor = 'current',
+  { apiVersion, fetch }: ClientOverrides & { apiVersion?: string } = {},
+): GoogleGenAI | GeminiClientLike {
+  const options = {
+    apiKey: key,
+    ...(apiVersion ? { apiVersion } : {}),
+    httpOptions: { baseUrl: stack.admission, ...(fetch ? { fetch } : {}) },
+  };
+  return major === 'next' ? new GoogleGenAINext(options) : new GoogleGenAI(options);
+}
+
+/** The error classes of each major, for `instanceof`. */
+export const SDK_ERRORS = {
+  current: { openai: APIError, genai: ApiError },
+  next: { openai: APIErrorNext, genai: ApiErrorNext },
+} as const;
+
+/** Awaits an SDK call or iteration to its end: what it threw, or null when it ended normally. */
+export function failureOf(work: PromiseLike<unknown>): Promise<unknown> {
+  return Promise.resolve(work).then(
+    () => null,
+    (e: unknown) => e,
+  );
+}
+
+/** A verified openai-chat route and a gemini-generate route on the provider simulator (alias = route id). */
+export async function seedSimRoutes(seed: Seeder, routes: { chat: string; gemini: string }): Promise<void> {
+  const sim = { upstreamBaseUrl: stack.providerSim };
+  await seed.route({ routeId: routes.chat, alias: routes.chat, providerKind: 'openai-chat', upstreamModel: 'sim-gpt', ...sim });
+  await seed.route({ routeId: routes.gemini, alias: routes.gemini, providerKind: 'gemini-generate', upstreamModel: 'gemini-sim', ...sim });
+}
+
+/** A `fetch` that counts the HTTP calls an SDK makes (retries included). */
+export function countingFetch(): { fetch: typeof fetch; calls: () => number; urls: string[] } {
+  const urls: string[] = [];
+  return {
+    fetch: (input, init) => {
+      urls.push(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
+      return fetch(input, init);
+    },
+    calls: () => urls.length,
+    urls,
+  };
 }
 
 export async function simRequestsSince(seq: number): Promise<
