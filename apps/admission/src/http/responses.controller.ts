@@ -3,7 +3,7 @@ import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags }
 import type { Request, Response } from 'express';
 import { fromOpenAiResponses } from '../usecases/admit-request/admit-request.command';
 import { GenerationResponder } from './generation.responder';
-import { bearer } from './credentials';
+import { bearer, workflowHeader } from './credentials';
 
 @ApiTags('openai-compatible')
 @ApiBearerAuth()
@@ -43,6 +43,10 @@ export class ResponsesController {
       'invalid_request | background_not_supported | stored_state_not_supported | provider_storage_not_allowed | unpriced_feature | unpriced_input',
   })
   create(@Req() req: Request, @Res() res: Response, @Headers('idempotency-key') idem?: string): Promise<void> {
-    return this.responder.serve(() => fromOpenAiResponses(req.body, bearer(req), idem ?? null), req, res);
+    return this.responder.serve(
+      () => ({ ...fromOpenAiResponses(req.body, bearer(req), idem ?? null), workflowId: workflowHeader(req) }),
+      req,
+      res,
+    );
   }
 }
