@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Topics } from '@gateway/contracts';
 import { OPERATIONS_WORKLOAD_ID } from '@gateway/domain';
 import { eventually, simLastSeq, simRequestsSince, TopicReader, uid, withSeeder } from './support';
@@ -171,5 +172,24 @@ describe('route verification probes are reserved and settled spend', () => {
       await cases.stop();
     }
     expect(await ledgerOf(failed.action_id)).toHaveLength(0);
+  });
+
+  it("a probe carries the route's credential from dispatch; an unknown credential_ref fails it with nothing sent", async () => {
+    const key = process.env.GATEWAY_CREDENTIAL_E2E_ENV!;
+    const keyed = `pr-keyed-${run}`;
+    const sha = createHash('sha256').update(key).digest('hex');
+    await pricedRoute(keyed, simContract({ upstream_model: `sim-gpt;key-sha256=${sha}`, credential_ref: 'E2E_ENV' }));
+    const before = await simLastSeq();
+    const verified = await call('POST', `/routes/${keyed}/verify`, operator, { probe: true });
+    expect(verified.status).toBe(200);
+    expect(await simRequestsSince(before)).toEqual([expect.objectContaining({ keyHeader: 'authorization', keyVerdict: 'matched' })]);
+
+    const unknown = `pr-nokey-${run}`;
+    await pricedRoute(unknown, simContract({ credential_ref: `E2E_UNKNOWN_${run.toUpperCase()}` }));
+    const since = await simLastSeq();
+    const refused = await call('POST', `/routes/${unknown}/verify`, operator, { probe: true });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: 'probe_failed', message: expect.stringMatching(/upstream_credential_missing/) });
+    expect(await simRequestsSince(since)).toHaveLength(0);
   });
 });

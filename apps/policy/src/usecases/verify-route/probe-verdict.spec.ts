@@ -38,7 +38,7 @@ describe('probeVerdict', () => {
       { http_status: null, provider_error: 'connection_failed' },
       'per_candidate',
       false,
-      /not reachable \(connection_failed\)/,
+      /no answer from the upstream \(connection_failed\)/,
     ],
     ['per-candidate cap exceeded', { output_tokens_total: 33 }, 'per_candidate', false, /33 tokens exceeds the 32/],
     ['shared cap exceeded', { output_tokens_total: 20 }, 'shared', false, /20 tokens exceeds the 16/],

@@ -12,7 +12,7 @@ export interface ProbeVerdict {
  */
 export function probeVerdict(o: ProbeObservation, semantics: string | null): ProbeVerdict {
   const problems: string[] = [];
-  if (o.http_status === null) problems.push(`upstream not reachable (${o.provider_error ?? 'no response'})`);
+  if (o.http_status === null) problems.push(`no answer from the upstream (${o.provider_error ?? 'no response'})`);
   else if (o.http_status >= 400)
     problems.push(`upstream answered HTTP ${o.http_status}${o.provider_error ? ` (${o.provider_error})` : ''}`);
   else {
