@@ -1,6 +1,6 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { InjectLogger } from '@gateway/service-kit';
+import { InjectLogger, PeriodicJob } from '@gateway/service-kit';
 import { ExpireExceptions } from './usecases/expire-exceptions/expire-exceptions.usecase';
 
 export const EXPIRY_SWEEP_MS = 'EXPIRY_SWEEP_MS';
@@ -8,33 +8,21 @@ export const EXPIRY_SWEEP_MS = 'EXPIRY_SWEEP_MS';
 /** Runs the expiry bookkeeping periodically (0 disables it; admission never depends on it). */
 @Injectable()
 export class ExpirySweeper implements OnApplicationBootstrap, OnApplicationShutdown {
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<unknown>;
+  private readonly job: PeriodicJob;
 
-  constructor(
-    private readonly expire: ExpireExceptions,
-    @Inject(EXPIRY_SWEEP_MS) private readonly intervalMs: number,
-    @InjectLogger() private readonly log: Logger,
-  ) {}
+  constructor(expire: ExpireExceptions, @Inject(EXPIRY_SWEEP_MS) intervalMs: number, @InjectLogger() log: Logger) {
+    this.job = new PeriodicJob(
+      intervalMs,
+      async () => void (await expire.execute()),
+      (err) => log.warn({ error: err.message }, 'exception expiry sweep failed; retrying next tick'),
+    );
+  }
 
   onApplicationBootstrap(): void {
-    if (this.intervalMs <= 0) return;
-    this.timer = setInterval(() => this.tick(), this.intervalMs);
-    this.timer.unref();
+    this.job.start();
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    await this.running;
-  }
-
-  private tick(): void {
-    if (this.running) return;
-    this.running = this.expire
-      .execute()
-      .catch((err) => this.log.warn({ error: (err as Error).message }, 'exception expiry sweep failed; retrying next tick'))
-      .finally(() => {
-        this.running = undefined;
-      });
+  onApplicationShutdown(): Promise<void> {
+    return this.job.stop();
   }
 }

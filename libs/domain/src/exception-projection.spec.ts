@@ -9,16 +9,11 @@ import {
   ProjectionRoute,
 } from './exception-projection';
 import { PriceRevision } from './pricing';
+import { TEST_PRICE } from './price.fixture';
 import { OutputCapSemantics } from './reservation';
 
 /** $2.50 in, $10 out per million tokens. */
-const price: PriceRevision = {
-  id: 'p1',
-  inputPerMTokMicrousd: 2_500_000n,
-  cachedInputPerMTokMicrousd: 1_250_000n,
-  outputPerMTokMicrousd: 10_000_000n,
-  reasoningPerMTokMicrousd: 10_000_000n,
-};
+const price = TEST_PRICE;
 
 const volume = (over: Partial<ExceptionVolume> = {}): ExceptionVolume => ({
   expectedRequests: 1_000,

@@ -19,14 +19,29 @@ import {
  * values, in the contract's field; usage is always requested on streams; the provider keeps no
  * prompt (`store: false`) unless the workload opted in.
  */
+/**
+ * The body for an OpenAI-family endpoint: the application's body on the upstream model, with
+ * every spelling of the candidate count and the output cap removed (the caller writes the
+ * reserved ones).
+ */
+export function openAiBody(cmd: DispatchCommandV1, dialect: 'openai-chat' | 'openai-responses'): Record<string, unknown> {
+  const body: Record<string, unknown> = { ...cmd.request, model: cmd.route.upstream_model };
+  const spellings = spendFieldSpellings(dialect, {
+    candidateParam: cmd.route.candidate_param,
+    outputCapParam: cmd.route.output_cap_param,
+  });
+  for (const f of [...spellings.candidate, ...spellings.cap]) delete body[f];
+  return body;
+}
+
+/** JSON headers with the upstream key as OpenAI and its compatibles take it. */
+export function bearerHeaders(credential: string | null): Record<string, string> {
+  return { 'content-type': 'application/json', ...(credential ? { authorization: `Bearer ${credential}` } : {}) };
+}
+
 export class OpenAiChatAdapter implements ProviderAdapter {
   buildRequest(cmd: DispatchCommandV1, credential: string | null = null): UpstreamRequest {
-    const body: Record<string, unknown> = { ...cmd.request, model: cmd.route.upstream_model };
-    const spellings = spendFieldSpellings('openai-chat', {
-      candidateParam: cmd.route.candidate_param,
-      outputCapParam: cmd.route.output_cap_param,
-    });
-    for (const f of [...spellings.candidate, ...spellings.cap]) delete body[f];
+    const body = openAiBody(cmd, 'openai-chat');
     body[cmd.route.candidate_param ?? 'n'] = cmd.effective_candidates;
     body[cmd.route.output_cap_param] = cmd.output_ceiling;
     if (!cmd.allow_provider_storage) {
@@ -41,9 +56,7 @@ export class OpenAiChatAdapter implements ProviderAdapter {
       delete body.stream;
       delete body.stream_options;
     }
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (credential) headers.authorization = `Bearer ${credential}`;
-    return { url: joinUrl(cmd.route.base_url, '/v1/chat/completions'), headers, body };
+    return { url: joinUrl(cmd.route.base_url, '/v1/chat/completions'), headers: bearerHeaders(credential), body };
   }
 
   parseResponse(body: unknown, headers: Record<string, string | string[] | undefined>): ParsedResponse {

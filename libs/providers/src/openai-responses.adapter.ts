@@ -1,5 +1,5 @@
 import type { DispatchCommandV1 } from '@gateway/contracts';
-import { NormalisedCandidate, spendFieldSpellings } from '@gateway/domain';
+import { NormalisedCandidate } from '@gateway/domain';
 import {
   headerValue,
   nonNegInt,
@@ -11,7 +11,7 @@ import {
   unknownUsageFields,
   UpstreamRequest,
 } from './adapter';
-import { asRecord, joinUrl, safeJson } from './openai-chat.adapter';
+import { asRecord, bearerHeaders, joinUrl, openAiBody, safeJson } from './openai-chat.adapter';
 
 /**
  * The OpenAI Responses API (`POST /v1/responses`) on an `openai-chat` route. One response is one
@@ -23,12 +23,8 @@ import { asRecord, joinUrl, safeJson } from './openai-chat.adapter';
  */
 export class OpenAiResponsesAdapter implements ProviderAdapter {
   buildRequest(cmd: DispatchCommandV1, credential: string | null = null): UpstreamRequest {
-    const body: Record<string, unknown> = { ...cmd.request, model: cmd.route.upstream_model };
-    const spellings = spendFieldSpellings('openai-responses', {
-      candidateParam: cmd.route.candidate_param,
-      outputCapParam: cmd.route.output_cap_param,
-    });
-    for (const f of [...spellings.candidate, ...spellings.cap, 'n']) delete body[f];
+    const body = openAiBody(cmd, 'openai-responses');
+    delete body.n;
     body.max_output_tokens = cmd.output_ceiling;
     if (!cmd.allow_provider_storage) body.store = false;
     if (cmd.stream) body.stream = true;
@@ -36,9 +32,7 @@ export class OpenAiResponsesAdapter implements ProviderAdapter {
       delete body.stream;
       delete body.stream_options;
     }
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (credential) headers.authorization = `Bearer ${credential}`;
-    return { url: joinUrl(cmd.route.base_url, '/v1/responses'), headers, body };
+    return { url: joinUrl(cmd.route.base_url, '/v1/responses'), headers: bearerHeaders(credential), body };
   }
 
   parseResponse(body: unknown, headers: Record<string, string | string[] | undefined>): ParsedResponse {

@@ -17,3 +17,4 @@ export * from './profiling';
 export * from './input-guard';
 export * from './auth-throttle';
 export * from './dispatch-replies';
+export * from './periodic-job';

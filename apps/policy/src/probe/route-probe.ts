@@ -217,7 +217,14 @@ export class RouteProbe {
       await publishDispatchCommand(this.bus, this.cipher, command, this.config.instanceId, this.ids.next());
     } catch (err) {
       this.replies.cancel(actionId);
-      throw err;
+      // Reserved but never sent: the sweeper voids the reservation after its dispatch deadline.
+      if (err instanceof DomainError) throw err;
+      throw new DomainError(
+        'service_unavailable',
+        `the probe could not be handed to dispatch (${(err as Error).name}); nothing was sent upstream and its reservation is released after the dispatch deadline; retry shortly`,
+        'probe',
+        { 'retry-after': '5' },
+      );
     }
     return observe(await reply, {
       action_id: actionId,

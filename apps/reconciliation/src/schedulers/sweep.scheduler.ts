@@ -1,6 +1,6 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { Clock, InjectClock, InjectLogger } from '@gateway/service-kit';
+import { Clock, InjectClock, InjectLogger, PeriodicJob } from '@gateway/service-kit';
 import { SWEEP_CONFIG, SweepConfig } from '../reconciliation.config';
 import { ReconciliationMetrics } from '../reconciliation.metrics';
 import { SweepReservations } from '../usecases/sweep-reservations/sweep-reservations.usecase';
@@ -8,42 +8,34 @@ import { SweepReservations } from '../usecases/sweep-reservations/sweep-reservat
 /** Runs the sweeper every RECONCILIATION_SWEEP_MS; one sweep at a time per instance (instances coordinate through row locks). */
 @Injectable()
 export class SweepScheduler implements OnApplicationBootstrap, OnApplicationShutdown {
-  private timer?: NodeJS.Timeout;
-  private running: Promise<void> | null = null;
+  private readonly job: PeriodicJob;
 
   constructor(
-    private readonly sweep: SweepReservations,
-    private readonly metrics: ReconciliationMetrics,
-    @Inject(SWEEP_CONFIG) private readonly config: SweepConfig,
-    @InjectLogger() private readonly log: Logger,
-    @InjectClock() private readonly clock: Clock,
-  ) {}
+    sweep: SweepReservations,
+    metrics: ReconciliationMetrics,
+    @Inject(SWEEP_CONFIG) config: SweepConfig,
+    @InjectLogger() log: Logger,
+    @InjectClock() clock: Clock,
+  ) {
+    this.job = new PeriodicJob(
+      config.intervalMs,
+      async () => {
+        const report = await sweep.execute(clock.now());
+        metrics.swept.inc({ kind: 'voided' }, report.voidedActionIds.length);
+        metrics.swept.inc({ kind: 'orphaned_attempt' }, report.orphans.length);
+      },
+      (err) => {
+        metrics.sweepFailures.inc();
+        log.error({ error: err.message }, 'sweep failed');
+      },
+    );
+  }
 
   onApplicationBootstrap(): void {
-    if (this.config.intervalMs <= 0) return;
-    this.timer = setInterval(() => this.tick(), this.config.intervalMs);
-    this.timer.unref();
+    this.job.start();
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    await this.running;
-  }
-
-  private tick(): void {
-    if (this.running) return;
-    this.running = this.sweep
-      .execute(this.clock.now())
-      .then((report) => {
-        this.metrics.swept.inc({ kind: 'voided' }, report.voidedActionIds.length);
-        this.metrics.swept.inc({ kind: 'orphaned_attempt' }, report.orphans.length);
-      })
-      .catch((err: Error) => {
-        this.metrics.sweepFailures.inc();
-        this.log.error({ error: err.message }, 'sweep failed');
-      })
-      .finally(() => {
-        this.running = null;
-      });
+  onApplicationShutdown(): Promise<void> {
+    return this.job.stop();
   }
 }
