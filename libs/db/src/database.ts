@@ -1,4 +1,5 @@
 import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
 import { Prisma, PrismaClient } from './generated/prisma/client';
 
 declare const txBrand: unique symbol;
@@ -17,19 +18,43 @@ export function prismaTx(tx: Tx): PrismaTx {
 }
 
 /**
- * The Prisma client (Rust-free, through the `pg` driver adapter) and a transaction helper.
- * Serialisation failures and deadlocks are retried, since every write path here is idempotent
- * within its transaction.
+ * A statement the hot paths run through plain `pg` (no ORM layer): `name` makes the server keep
+ * it prepared per connection, so it is parsed and planned once per connection, not per call.
+ */
+export interface PreparedStatement {
+  readonly name: string;
+  readonly text: string;
+}
+
+/**
+ * The Prisma client (Rust-free, through the `pg` driver adapter) and a transaction helper, over
+ * one `pg` pool that the hot paths also use directly (`query`). Serialisation failures and
+ * deadlocks are retried, since every write path here is idempotent within its transaction.
  */
 export class Database {
   readonly prisma: PrismaClient;
+  /** The one connection pool of this process: Prisma's adapter and `query` share it. */
+  readonly pool: pg.Pool;
 
   constructor(
     readonly url: string,
     opts: { poolMax?: number } = {},
   ) {
-    const adapter = new PrismaPg({ connectionString: url, max: opts.poolMax ?? 10 });
+    this.pool = new pg.Pool({ connectionString: url, max: opts.poolMax ?? 10 });
+    // An idle client that loses its connection emits 'error' on the pool; it is dropped and replaced.
+    this.pool.on('error', () => undefined);
+    const adapter = new PrismaPg(this.pool, { disposeExternalPool: false });
     this.prisma = new PrismaClient({ adapter });
+  }
+
+  /**
+   * One prepared statement in autocommit (its own transaction: locks are held for the statement
+   * and its commit only, never across an event-loop turn). For the hot paths; everything else
+   * goes through Prisma.
+   */
+  async query<R extends Record<string, unknown>>(statement: PreparedStatement, values: unknown[]): Promise<R[]> {
+    const res = await this.pool.query<R>({ name: statement.name, text: statement.text, values });
+    return res.rows;
   }
 
   private readonly afterCommitHooks = new WeakMap<Tx, Array<() => void>>();
@@ -88,6 +113,7 @@ export class Database {
 
   async close(): Promise<void> {
     await this.prisma.$disconnect();
+    if (!this.pool.ended) await this.pool.end();
   }
 }
 

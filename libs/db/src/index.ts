@@ -3,7 +3,7 @@
  * repositories that accept a transaction and return plain read models, never Prisma types.
  */
 export { Database, isDatabaseUnavailable, isTransientDatabaseError, isUniqueViolation } from './database';
-export type { Tx } from './database';
+export type { PreparedStatement, Tx } from './database';
 export * from './types';
 export * from './repositories/outbox.repository';
 export * from './repositories/processed-event.repository';
