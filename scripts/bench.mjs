@@ -42,7 +42,9 @@ const CFG = {
   connections: num('BENCH_CONNECTIONS', 32),
   durationS: num('BENCH_DURATION_S', 10),
   warmupS: num('BENCH_WARMUP_S', 3),
-  kafkaPort: num('BENCH_KAFKA_PORT', 14092),
+  portBase: num('BENCH_PORT_BASE', 14000),
+  kafkaPort: num('BENCH_KAFKA_PORT', num('BENCH_PORT_BASE', 14000) + 92),
+  database: process.env.BENCH_DB || 'gateway_bench',
   drainTimeoutMs: 20_000,
   gatewayWorkloads: Math.round(num('BENCH_GATEWAY_WORKLOADS', 1)),
   services: (process.env.BENCH_SERVICES || 'provider-sim,admission,dispatch,settlement')
@@ -52,12 +54,12 @@ const CFG = {
 };
 
 const PORTS = {
-  ADMISSION_PORT: 14000,
-  POLICY_PORT: 14001,
-  DISPATCH_PORT: 14002,
-  SETTLEMENT_PORT: 14003,
-  RECONCILIATION_PORT: 14004,
-  PROVIDER_SIM_PORT: 14010,
+  ADMISSION_PORT: CFG.portBase,
+  POLICY_PORT: CFG.portBase + 1,
+  DISPATCH_PORT: CFG.portBase + 2,
+  SETTLEMENT_PORT: CFG.portBase + 3,
+  RECONCILIATION_PORT: CFG.portBase + 4,
+  PROVIDER_SIM_PORT: CFG.portBase + 10,
 };
 const ADMISSION = `http://127.0.0.1:${PORTS.ADMISSION_PORT}`;
 const SIM = `http://127.0.0.1:${PORTS.PROVIDER_SIM_PORT}`;
@@ -85,8 +87,8 @@ async function main() {
 
   // Our own database and broker, always: a shared broker would put the bench services in the
   // same consumer groups as another running stack, and a shared database would be dropped below.
-  if (process.env.DATABASE_URL) process.env.DATABASE_URL = withDatabase(process.env.DATABASE_URL, 'gateway_bench');
-  const pgServer = await ensurePostgres({ database: 'gateway_bench', log });
+  if (process.env.DATABASE_URL) process.env.DATABASE_URL = withDatabase(process.env.DATABASE_URL, CFG.database);
+  const pgServer = await ensurePostgres({ database: CFG.database, log });
   stops.push(pgServer.stop);
   await recreateDatabase(pgServer.url);
   delete process.env.KAFKA_BROKERS;
@@ -104,7 +106,7 @@ async function main() {
     PROVIDER_SIM_URL: SIM,
     GATEWAY_UPSTREAM_ALLOWLIST: '127.0.0.1',
   };
-  log('migrating gateway_bench');
+  log(`migrating ${CFG.database}`);
   await runTs('libs/db/src/migrations/migrate.cli.ts', env);
   const allWorkloads = Object.values(WORKLOADS).flat();
   log(`seeding route '${ALIAS}' → ${UPSTREAM_MODEL} and ${allWorkloads.length} workloads`);
