@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { TopicKey, TopicPayload, Topics } from '@gateway/contracts';
 import type { BatchOutcome, OutboxRow, OutboxStore } from '@gateway/messaging';
-import { Database, Tx, prismaTx } from '../database';
+import { Database, PreparedStatement, Tx, prismaTx } from '../database';
+
+/** Runs after every publish of the hot paths, so it is prepared once per connection. */
+const MARK_PUBLISHED: PreparedStatement = {
+  name: 'outbox_mark_published',
+  text: 'UPDATE outbox_message SET published_at = now() WHERE id = ANY($1::bigint[]) AND published_at IS NULL',
+};
 
 /**
  * Transactional outbox: events are written with the state change they announce. After the
@@ -33,6 +39,15 @@ export class OutboxRepository implements OutboxStore {
     this.committed(tx, { id: rows[0].id, topic: spec.name, key, payload: value });
   }
 
+  /**
+   * Hands rows that an autocommit statement has already committed (a hot path's single statement,
+   * no interactive transaction) to the listeners at once.
+   */
+  committedNow(rows: OutboxRow[]): void {
+    if (rows.length === 0) return;
+    for (const l of this.listeners) l(rows);
+  }
+
   /** Registers a row written by another statement of `tx`, to be handed to listeners after commit. */
   committed(tx: Tx, row: OutboxRow): void {
     let committed = this.pendingByTx.get(tx);
@@ -49,8 +64,7 @@ export class OutboxRepository implements OutboxStore {
 
   async markPublished(ids: bigint[]): Promise<void> {
     if (ids.length === 0) return;
-    await this.db.prisma
-      .$executeRaw`UPDATE outbox_message SET published_at = now() WHERE id = ANY(${ids}::bigint[]) AND published_at IS NULL`;
+    await this.db.query(MARK_PUBLISHED, [ids.map(String)]);
   }
 
   /**
