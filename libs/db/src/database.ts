@@ -52,9 +52,57 @@ export class Database {
    * and its commit only, never across an event-loop turn). For the hot paths; everything else
    * goes through Prisma.
    */
-  async query<R extends Record<string, unknown>>(statement: PreparedStatement, values: unknown[]): Promise<R[]> {
-    const res = await this.pool.query<R>({ name: statement.name, text: statement.text, values });
-    return res.rows;
+  async query<R extends Record<string, unknown>>(
+    statement: PreparedStatement,
+    values: unknown[],
+    opts: { maxWaitMs?: number } = {},
+  ): Promise<R[]> {
+    const config = { name: statement.name, text: statement.text, values };
+    // A statement in autocommit that failed as a deadlock victim or serialisation failure rolled back whole.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        if (opts.maxWaitMs === undefined) return (await this.pool.query<R>(config)).rows;
+        const client = await this.connectWithin(opts.maxWaitMs);
+        let failure: Error | undefined;
+        try {
+          return (await client.query<R>(config)).rows;
+        } catch (err) {
+          // an error the server answered leaves the connection usable; anything else drops it
+          if (!(err instanceof pg.DatabaseError)) failure = err as Error;
+          throw err;
+        } finally {
+          client.release(failure);
+        }
+      } catch (err) {
+        const cause = retryCause(err);
+        if (attempt >= 3 || (cause !== 'deadlock' && cause !== 'serialization')) throw err;
+        this.retries[cause] += 1;
+      }
+    }
+  }
+
+  /** A pool connection, or pg's own "timeout exceeded when trying to connect" after `maxWaitMs`. */
+  private connectWithin(maxWaitMs: number): Promise<pg.PoolClient> {
+    return new Promise((resolve, reject) => {
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        reject(new Error('timeout exceeded when trying to connect'));
+      }, maxWaitMs);
+      this.pool.connect().then(
+        (client) => {
+          if (timedOut) client.release();
+          else {
+            clearTimeout(timer);
+            resolve(client);
+          }
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      );
+    });
   }
 
   private readonly afterCommitHooks = new WeakMap<Tx, Array<() => void>>();

@@ -1,7 +1,6 @@
 import { AdmissionDecisionV1, Topics } from '@gateway/contracts';
 import { COUNTER_SCOPES, pendingOf, planReserve, quotaScopeName, ScopeKind } from '@gateway/domain';
-import { Database, isUniqueViolation, Tx, prismaTx } from '../database';
-import { Prisma } from '../generated/prisma/client';
+import { Database, PreparedStatement } from '../database';
 import { OutboxRepository } from './outbox.repository';
 
 export interface AdmitInput {
@@ -72,242 +71,147 @@ export type AdmitResult =
   | { ok: false; code: 'fanout_limit_exceeded'; limit: number }
   | { ok: false; code: 'idempotency_conflict' };
 
-class Denied extends Error {
-  constructor(readonly result: Exclude<AdmitResult, { ok: true }>) {
-    super(result.code);
-  }
+/** What `admission_admit` answers per admission: the step that refused, or the outbox row it wrote. */
+interface Decision {
+  refused: string | null;
+  outboxId: bigint | null;
 }
 
-const EXCEPTION_PERIOD = new Date(0);
-const NO_WINDOW = new Date(0);
+/** One admission as the `admission_admit` function takes it, with what its group commit needs. */
+interface PreparedAdmission {
+  input: AdmitInput;
+  item: unknown;
+  outbox: { topic: string; key: string; payload: unknown };
+  maxWaitMs: number;
+}
+
+interface Waiting {
+  admission: PreparedAdmission;
+  resolve: (d: Decision) => void;
+  reject: (err: unknown) => void;
+}
+
+/** The prepared statement of every admission (prisma/migrations/20261202010000_admission_admit_function). */
+const ADMIT: PreparedStatement = {
+  name: 'admission_admit',
+  text: 'SELECT refused, outbox_id FROM admission_admit($1::jsonb)',
+};
 
 /**
- * Admission's one transaction (DESIGN §3 step 2): in-flight ceiling, token quota, budget(s),
- * action, reservation and the decision event commit together or not at all. Budget holds are
- * conditional upserts, so pending + unresolved + settled never exceeds the budget under any
- * concurrency. All of it is one SQL statement: the hot per-workload rows are locked for one
- * round trip plus the commit.
+ * At most this many admissions per statement: each runs in a subtransaction, and a transaction
+ * with more than 64 subtransactions that wrote makes every other backend's snapshots slower.
+ */
+const MAX_GROUP = 50;
+
+const EXCEPTION_PERIOD = new Date(0);
+
+/**
+ * Admission's reservation (DESIGN §3 step 2): in-flight ceiling, token quotas, budget(s), action,
+ * reservation and the decision event commit together or not at all. Budget holds are conditional
+ * upserts, so pending + unresolved + settled never exceeds the budget under any concurrency.
+ *
+ * All of it is one autocommit statement calling the `admission_admit` function, which decides a
+ * list of admissions in order, each in its own subtransaction: a refusal undoes that admission's
+ * writes only. The hot rows are locked for one statement and its commit, never across an
+ * event-loop turn. Group commit: admissions of the same workload (same counters and accounts)
+ * that arrive while one of its statements runs, or in the same event-loop turn, wait and go
+ * together in the next statement — one round trip and one commit for the group, each decided
+ * exactly as if alone in sequence.
  */
 export class AdmissionRepository {
+  private readonly groups = new Map<string, Waiting[]>();
+
   constructor(
     private readonly db: Database,
     private readonly outbox: OutboxRepository,
+    private readonly opts: { groupCommit?: boolean } = {},
   ) {}
 
   async admit(input: AdmitInput): Promise<AdmitResult> {
-    // A pool connection that comes after the action's deadline is of no use: wait at most until then
+    const admission = prepare(input);
+    const key = this.opts.groupCommit === false ? null : groupKey(input);
+    const decision = key === null ? (await this.decide([admission]))[0] : await this.enqueue(key, admission);
+    return this.result(input, decision);
+  }
+
+  private enqueue(key: string, admission: PreparedAdmission): Promise<Decision> {
+    return new Promise((resolve, reject) => {
+      const waiting = this.groups.get(key);
+      if (waiting) {
+        waiting.push({ admission, resolve, reject });
+        return;
+      }
+      const queue: Waiting[] = [{ admission, resolve, reject }];
+      this.groups.set(key, queue);
+      // Admissions arriving in this event-loop turn join the first statement.
+      setImmediate(() => void this.drain(key, queue));
+    });
+  }
+
+  /** Runs the workload's waiting admissions, a group per statement, until none are left. */
+  private async drain(key: string, queue: Waiting[]): Promise<void> {
+    while (queue.length > 0) {
+      const group = queue.splice(0, MAX_GROUP);
+      try {
+        const decisions = await this.decide(group.map((w) => w.admission));
+        group.forEach((w, i) => w.resolve(decisions[i]));
+      } catch (err) {
+        for (const w of group) w.reject(err);
+      }
+    }
+    this.groups.delete(key);
+  }
+
+  /** One statement, in autocommit, deciding `admissions` in order. */
+  private async decide(admissions: PreparedAdmission[]): Promise<Decision[]> {
+    // A pool connection that comes after an action's deadline is of no use: wait at most until then
     // (the caller answers 503 service_unavailable when the pool cannot serve in time).
-    const maxWaitMs = Math.max(100, Math.min(5000, input.action.deadlineAt.getTime() - input.now.getTime()));
-    try {
-      await this.db.transaction(
-        async (tx) => {
-          const outcome = await this.reserveInOneStatement(tx, input);
-          if (outcome.slot === 0)
-            throw new Denied({ ok: false, code: 'concurrency_limit_exceeded', inFlight: input.concurrency.maxInFlight });
-          if (outcome.tokens === 0)
-            throw new Denied({ ok: false, code: 'token_quota_exceeded', limit: input.tokenRate?.limit ?? 0, quotaScope: 'workload' });
-          if (outcome.workflow === 0)
-            throw new Denied({ ok: false, code: 'fanout_limit_exceeded', limit: input.workflowCalls?.limit ?? 0 });
-          for (const [i, t] of (input.scopeTokenRates ?? []).entries()) {
-            if (outcome.scopeTokens[i] === 0)
-              throw new Denied({
-                ok: false,
-                code: 'token_quota_exceeded',
-                limit: t.limit,
-                quotaScope: quotaScopeName(t.scope, t.scopeId, t.instanceId),
-              });
-          }
-          if (outcome.workloadBudget === 0)
-            throw new Denied(await this.budgetDenial(tx, 'workload', input.action.workloadId, input.workloadBudget.periodStart));
-          if (outcome.exceptionBudget === 0 && input.exceptionBudget) {
-            throw new Denied(await this.budgetDenial(tx, 'exception', input.exceptionBudget.exceptionId, EXCEPTION_PERIOD));
-          }
-          for (const [i, b] of (input.scopeBudgets ?? []).entries()) {
-            if (outcome.scopeBudgets[i] === 0) throw new Denied(await this.budgetDenial(tx, b.scope, b.scopeId, b.periodStart));
-          }
-          this.outbox.committed(tx, {
-            id: outcome.outboxId!,
-            topic: Topics.admissionDecisions.name,
-            key: input.action.workloadId,
-            payload: input.decisionEvent,
-          });
-        },
-        { maxWaitMs },
-      );
-      return { ok: true };
-    } catch (err) {
-      if (err instanceof Denied) return err.result;
-      if (isUniqueViolation(err)) return { ok: false, code: 'idempotency_conflict' };
-      throw err;
-    }
-  }
-
-  /**
-   * Every check and write of an admission in one statement (one round trip): each step runs only
-   * when the previous one succeeded, and the counts say which step refused. The caller rolls the
-   * transaction back on any refusal, so a refused request leaves nothing behind.
-   */
-  private async reserveInOneStatement(
-    tx: Tx,
-    input: AdmitInput,
-  ): Promise<{
-    slot: number;
-    tokens: number;
-    workflow: number;
-    scopeTokens: number[];
-    workloadBudget: number;
-    exceptionBudget: number;
-    scopeBudgets: number[];
-    outboxId: bigint | null;
-  }> {
-    const a = input.action;
-    // The hold admission places is the domain's reserve plan: the whole worst case pending.
-    const r = pendingOf(planReserve(input.reservation.reservedMicrousd));
-    const c = input.concurrency;
-    const t = input.tokenRate;
-    const w = input.workloadBudget;
-    const e = input.exceptionBudget;
-    const wf = input.workflowCalls ?? null;
-    const scopeRates = input.scopeTokenRates ?? [];
-    const scopeBudgets = input.scopeBudgets ?? [];
-    const workloadAccountId = budgetAccountId('workload', a.workloadId, w.periodStart);
-    const exceptionAccountId = e ? budgetAccountId('exception', e.exceptionId, EXCEPTION_PERIOD) : null;
-    const scopeAccountIds = scopeBudgets.map((b) => budgetAccountId(b.scope, b.scopeId, b.periodStart));
-    const event = Topics.admissionDecisions.schema.parse(input.decisionEvent);
-
-    // Steps after the workload's token counter, each running only when the one before passed. The
-    // lock order is fixed (docs/architecture.md): quota counters workload → workflow → team →
-    // environment, then budget accounts workload → exception → team → environment.
-    const counterSteps: Prisma.Sql[] = [];
-    let prev = 'tok_ok';
-    if (wf) {
-      counterSteps.push(Prisma.sql`wf AS (
-        INSERT INTO quota_counter AS q (scope, scope_id, window_start, instance_id, calls, updated_at)
-        SELECT ${COUNTER_SCOPES.workflow}, ${wf.scopeId}, ${wf.windowStart}, '', 1, now() FROM tok_ok WHERE 1 <= ${wf.limit}::int
-        ON CONFLICT (scope, scope_id, window_start, instance_id) DO UPDATE SET calls = q.calls + 1, updated_at = now()
-          WHERE q.calls + 1 <= ${wf.limit}::int
-        RETURNING 1 AS ok
-      ),`);
-      prev = 'wf';
-    }
-    for (const [i, st] of scopeRates.entries()) {
-      const name = Prisma.raw(`st${i}`);
-      counterSteps.push(Prisma.sql`${name} AS (
-        INSERT INTO quota_counter AS q (scope, scope_id, window_start, instance_id, tokens, in_flight, updated_at)
-        SELECT ${COUNTER_SCOPES[st.scope]}, ${st.scopeId}, ${st.windowStart}, ${st.instanceId ?? ''}, ${st.tokens}::int, 0, now()
-        FROM ${Prisma.raw(prev)} WHERE ${st.tokens}::int <= ${st.limit}::int
-        ON CONFLICT (scope, scope_id, window_start, instance_id) DO UPDATE SET tokens = q.tokens + EXCLUDED.tokens, updated_at = now()
-          WHERE q.tokens + EXCLUDED.tokens <= ${st.limit}::int
-        RETURNING 1 AS ok
-      ),`);
-      prev = `st${i}`;
-    }
-    const countersOk = Prisma.raw(prev);
-    const budgetSteps: Prisma.Sql[] = [];
-    let prevBudget = 'eb_ok';
-    for (const [i, b] of scopeBudgets.entries()) {
-      const name = Prisma.raw(`sb${i}`);
-      budgetSteps.push(Prisma.sql`${name} AS (
-        INSERT INTO budget_account AS b (id, scope, scope_id, period_start, budget_microusd, pending_microusd, updated_at)
-        SELECT ${scopeAccountIds[i]}, ${b.scope}, ${b.scopeId}, ${b.periodStart}, ${b.budgetMicrousd}::bigint, ${r}::bigint, now()
-        FROM ${Prisma.raw(prevBudget)} WHERE ${r}::bigint <= ${b.budgetMicrousd}::bigint
-        ON CONFLICT (scope, scope_id, period_start) DO UPDATE
-          SET pending_microusd = b.pending_microusd + EXCLUDED.pending_microusd, budget_microusd = EXCLUDED.budget_microusd, updated_at = now()
-          WHERE b.pending_microusd + b.unresolved_microusd + b.settled_microusd + EXCLUDED.pending_microusd <= EXCLUDED.budget_microusd
-        RETURNING 1 AS ok
-      ),`);
-      prevBudget = `sb${i}`;
-    }
-    const budgetsOk = Prisma.raw(prevBudget);
-    const stepCounts = [...(wf ? ['wf'] : []), ...scopeRates.map((_, i) => `st${i}`), ...scopeBudgets.map((_, i) => `sb${i}`)].map((name) =>
-      Prisma.raw(`(SELECT count(*) FROM ${name}) AS c_${name}`),
+    const maxWaitMs = Math.min(...admissions.map((a) => a.maxWaitMs));
+    const rows = await this.db.query<{ refused: string | null; outbox_id: string | null }>(
+      ADMIT,
+      [JSON.stringify(admissions.map((a) => a.item))],
+      { maxWaitMs },
     );
-
-    const rows = await prismaTx(tx).$queryRaw<Array<Record<string, bigint | null>>>`
-      WITH
-      slot AS (
-        INSERT INTO quota_counter AS q (scope, scope_id, window_start, instance_id, tokens, in_flight, updated_at)
-        SELECT ${c.scope}, ${c.scopeId}, ${NO_WINDOW}, '', 0, 1, now() WHERE ${c.maxInFlight}::int >= 1
-        ON CONFLICT (scope, scope_id, window_start, instance_id) DO UPDATE SET in_flight = q.in_flight + 1, updated_at = now()
-          WHERE q.in_flight < ${c.maxInFlight}::int
-        RETURNING 1 AS ok
-      ),
-      tok AS (
-        INSERT INTO quota_counter AS q (scope, scope_id, window_start, instance_id, tokens, in_flight, updated_at)
-        SELECT 'workload_tokens_per_minute', ${t?.scopeId ?? ''}, ${t?.windowStart ?? NO_WINDOW}, '', ${t?.tokens ?? 0}::int, 0, now()
-        FROM slot WHERE ${t !== null} AND ${t?.tokens ?? 0}::int <= ${t?.limit ?? 0}::int
-        ON CONFLICT (scope, scope_id, window_start, instance_id) DO UPDATE SET tokens = q.tokens + EXCLUDED.tokens, updated_at = now()
-          WHERE q.tokens + EXCLUDED.tokens <= ${t?.limit ?? 0}::int
-        RETURNING 1 AS ok
-      ),
-      tok_ok AS (SELECT ok FROM slot WHERE ${t === null} UNION ALL SELECT ok FROM tok),
-      ${counterSteps.length > 0 ? Prisma.join(counterSteps, '\n', '', '') : Prisma.empty}
-      wb AS (
-        INSERT INTO budget_account AS b (id, scope, scope_id, period_start, budget_microusd, pending_microusd, updated_at)
-        SELECT ${workloadAccountId}, 'workload', ${a.workloadId}, ${w.periodStart}, ${w.budgetMicrousd}::bigint, ${r}::bigint, now()
-        FROM ${countersOk} WHERE ${r}::bigint <= ${w.budgetMicrousd}::bigint
-        ON CONFLICT (scope, scope_id, period_start) DO UPDATE
-          SET pending_microusd = b.pending_microusd + EXCLUDED.pending_microusd, budget_microusd = EXCLUDED.budget_microusd, updated_at = now()
-          WHERE b.pending_microusd + b.unresolved_microusd + b.settled_microusd + EXCLUDED.pending_microusd <= EXCLUDED.budget_microusd
-        RETURNING 1 AS ok
-      ),
-      eb AS (
-        INSERT INTO budget_account AS b (id, scope, scope_id, period_start, budget_microusd, pending_microusd, updated_at)
-        SELECT ${exceptionAccountId ?? ''}, 'exception', ${e?.exceptionId ?? ''}, ${EXCEPTION_PERIOD}, ${e?.budgetMicrousd ?? 0n}::bigint, ${r}::bigint, now()
-        FROM wb WHERE ${e !== null} AND ${r}::bigint <= ${e?.budgetMicrousd ?? 0n}::bigint
-        ON CONFLICT (scope, scope_id, period_start) DO UPDATE
-          SET pending_microusd = b.pending_microusd + EXCLUDED.pending_microusd, budget_microusd = EXCLUDED.budget_microusd, updated_at = now()
-          WHERE b.pending_microusd + b.unresolved_microusd + b.settled_microusd + EXCLUDED.pending_microusd <= EXCLUDED.budget_microusd
-        RETURNING 1 AS ok
-      ),
-      eb_ok AS (SELECT ok FROM wb WHERE ${e === null} UNION ALL SELECT ok FROM eb),
-      ${budgetSteps.length > 0 ? Prisma.join(budgetSteps, '\n', '', '') : Prisma.empty}
-      act AS (
-        INSERT INTO action (id, workload_id, environment, route_id, route_version, model_alias, api_kind, stream_mode,
-          requested_candidates, effective_candidates, output_ceiling, input_tokens_estimate, exception_id, idempotency_key,
-          request_fingerprint, status, status_reason, deadline_at, dispatch_deadline_at, created_at, updated_at, request_id, financial_state,
-          quota_scope, workflow_id_hash)
-        SELECT ${a.id}, ${a.workloadId}, ${a.environment}, ${a.routeId}, ${a.routeVersion}::int, ${a.modelAlias}, ${a.apiKind}, ${a.streamMode},
-          ${a.requestedCandidates}::int, ${a.effectiveCandidates}::int, ${a.outputCeiling}::int, ${a.inputTokensEstimate}::int, ${a.exceptionId}, ${a.idempotencyKey},
-          ${a.requestFingerprint}, 'admitted', 'admitted', ${a.deadlineAt}, ${a.dispatchDeadlineAt}, ${input.now}, ${input.now},
-          ${event.request_id}, 'pending', ${input.quotaScope ?? event.quota_scope}, ${input.workflowIdHash ?? null}
-        FROM ${budgetsOk}
-        RETURNING id
-      ),
-      res AS (
-        INSERT INTO reservation (id, action_id, workload_account_id, exception_account_id, scope_account_ids, reserved_output_tokens,
-          reserved_microusd, price_revision_id, status, status_reason, created_at, updated_at)
-        SELECT ${input.reservation.id}, act.id, ${workloadAccountId}, ${exceptionAccountId}, ${scopeAccountIds}::text[],
-          ${input.reservation.reservedOutputTokens}::int, ${r}::bigint, ${input.reservation.priceRevisionId}, 'pending', 'reserved at admission',
-          ${input.now}, ${input.now}
-        FROM act
-        RETURNING id
-      ),
-      ob AS (
-        INSERT INTO outbox_message (event_id, topic, key, payload)
-        SELECT ${event.event_id}, ${Topics.admissionDecisions.name}, ${a.workloadId}, ${JSON.stringify(event)}::jsonb FROM res
-        RETURNING id
-      )
-      SELECT (SELECT count(*) FROM slot) AS slot, (SELECT count(*) FROM tok_ok) AS tokens, (SELECT count(*) FROM wb) AS wb,
-             (SELECT count(*) FROM eb_ok) AS eb, (SELECT id FROM ob) AS outbox_id
-             ${stepCounts.length > 0 ? Prisma.sql`, ${Prisma.join(stepCounts)}` : Prisma.empty}`;
-    const row = rows[0];
-    const n = (name: string): number => Number(row[`c_${name}`] ?? 0);
-    return {
-      slot: Number(row.slot),
-      tokens: Number(row.tokens),
-      workflow: wf ? n('wf') : 1,
-      scopeTokens: scopeRates.map((_, i) => n(`st${i}`)),
-      workloadBudget: Number(row.wb),
-      exceptionBudget: Number(row.eb),
-      scopeBudgets: scopeBudgets.map((_, i) => n(`sb${i}`)),
-      outboxId: row.outbox_id,
-    };
+    const decisions = rows.map((r) => ({ refused: r.refused, outboxId: r.outbox_id === null ? null : BigInt(r.outbox_id) }));
+    const committed = decisions.flatMap((d, i) => (d.outboxId === null ? [] : [{ id: d.outboxId, ...admissions[i].outbox }]));
+    this.outbox.committedNow(committed);
+    return decisions;
   }
 
-  /** Read inside the same transaction: its pool connection is the one holding the row. */
-  private async budgetDenial(tx: Tx, scope: BudgetScope, scopeId: string, periodStart: Date): Promise<Exclude<AdmitResult, { ok: true }>> {
-    const acct = await prismaTx(tx).budgetAccount.findUnique({ where: { scope_scopeId_periodStart: { scope, scopeId, periodStart } } });
+  private async result(input: AdmitInput, decision: Decision): Promise<AdmitResult> {
+    const step = decision.refused;
+    if (step === null) return { ok: true };
+    const [name, index] = step.split(':');
+    const i = Number(index);
+    switch (name) {
+      case 'slot':
+        return { ok: false, code: 'concurrency_limit_exceeded', inFlight: input.concurrency.maxInFlight };
+      case 'tokens':
+        return { ok: false, code: 'token_quota_exceeded', limit: input.tokenRate?.limit ?? 0, quotaScope: 'workload' };
+      case 'workflow':
+        return { ok: false, code: 'fanout_limit_exceeded', limit: input.workflowCalls?.limit ?? 0 };
+      case 'scope_tokens': {
+        const t = (input.scopeTokenRates ?? [])[i];
+        return { ok: false, code: 'token_quota_exceeded', limit: t.limit, quotaScope: quotaScopeName(t.scope, t.scopeId, t.instanceId) };
+      }
+      case 'workload_budget':
+        return this.budgetDenial('workload', input.action.workloadId, input.workloadBudget.periodStart);
+      case 'exception_budget':
+        return this.budgetDenial('exception', input.exceptionBudget!.exceptionId, EXCEPTION_PERIOD);
+      case 'scope_budget': {
+        const b = (input.scopeBudgets ?? [])[i];
+        return this.budgetDenial(b.scope, b.scopeId, b.periodStart);
+      }
+      case 'unique_violation':
+        return { ok: false, code: 'idempotency_conflict' };
+      default:
+        throw new Error(`admission_admit refused at an unknown step: ${step}`);
+    }
+  }
+
+  /** Informational, read after the refusal in autocommit: what was left when this request asked. */
+  private async budgetDenial(scope: BudgetScope, scopeId: string, periodStart: Date): Promise<Exclude<AdmitResult, { ok: true }>> {
+    const acct = await this.db.prisma.budgetAccount.findUnique({ where: { scope_scopeId_periodStart: { scope, scopeId, periodStart } } });
     const used = acct ? acct.pendingMicrousd + acct.unresolvedMicrousd + acct.settledMicrousd : 0n;
     const remaining = acct ? acct.budgetMicrousd - used : 0n;
     const quotaScope = scope === 'team' || scope === 'environment' ? quotaScopeName(scope, scopeId) : quotaScopeName(scope);
@@ -331,4 +235,121 @@ export class AdmissionRepository {
 /** Deterministic, so every instance names the same account for the same scope and period. */
 export function budgetAccountId(scope: string, scopeId: string, periodStart: Date): string {
   return `${scope}:${scopeId}:${periodStart.toISOString()}`;
+}
+
+/**
+ * Admissions that lock the same rows (one workload's in-flight and token counters and budget
+ * account, one exception) share a statement; the group then takes its row locks in the order of
+ * docs/architecture.md, as one admission does (a workflow counter differs per admission, but
+ * whoever locks it has locked the workload's in-flight counter first). Admissions on team or
+ * environment quotas go alone (null): those rows are shared with other workloads, whose requests
+ * must be decided in arrival order against them, not a whole group of one workload at a time.
+ */
+function groupKey(input: AdmitInput): string | null {
+  if ((input.scopeTokenRates ?? []).length > 0 || (input.scopeBudgets ?? []).length > 0) return null;
+  const t = input.tokenRate;
+  return JSON.stringify([
+    input.action.workloadId,
+    input.concurrency.scopeId,
+    t ? [t.scopeId, t.windowStart.getTime()] : null,
+    input.workloadBudget.periodStart.getTime(),
+    input.exceptionBudget?.exceptionId ?? null,
+  ]);
+}
+
+/** The JSON `admission_admit_one` reads (prisma/migrations/20261202010000_admission_admit_function). */
+function prepare(input: AdmitInput): PreparedAdmission {
+  const a = input.action;
+  // The hold admission places is the domain's reserve plan: the whole worst case pending.
+  const hold = pendingOf(planReserve(input.reservation.reservedMicrousd));
+  const t = input.tokenRate;
+  const w = input.workloadBudget;
+  const e = input.exceptionBudget;
+  const wf = input.workflowCalls ?? null;
+  const scopeBudgets = input.scopeBudgets ?? [];
+  const workloadAccountId = budgetAccountId('workload', a.workloadId, w.periodStart);
+  const exceptionAccountId = e ? budgetAccountId('exception', e.exceptionId, EXCEPTION_PERIOD) : null;
+  const scopeAccountIds = scopeBudgets.map((b) => budgetAccountId(b.scope, b.scopeId, b.periodStart));
+  const event = Topics.admissionDecisions.schema.parse(input.decisionEvent);
+  const outbox = { topic: Topics.admissionDecisions.name, key: a.workloadId, payload: event };
+  // Budget accounts in lock order: workload, exception, team, environment.
+  const budgets = [
+    {
+      step: 'workload_budget',
+      id: workloadAccountId,
+      scope: 'workload',
+      scope_id: a.workloadId,
+      period_start: w.periodStart,
+      budget: w.budgetMicrousd,
+    },
+    ...(e
+      ? [
+          {
+            step: 'exception_budget',
+            id: exceptionAccountId,
+            scope: 'exception',
+            scope_id: e.exceptionId,
+            period_start: EXCEPTION_PERIOD,
+            budget: e.budgetMicrousd,
+          },
+        ]
+      : []),
+    ...scopeBudgets.map((b, i) => ({
+      step: `scope_budget:${i}`,
+      id: scopeAccountIds[i],
+      scope: b.scope,
+      scope_id: b.scopeId,
+      period_start: b.periodStart,
+      budget: b.budgetMicrousd,
+    })),
+  ].map((b) => ({ ...b, period_start: b.period_start.toISOString(), budget: String(b.budget) }));
+  const item = {
+    hold: String(hold),
+    slot: { scope: input.concurrency.scope, scope_id: input.concurrency.scopeId, max: input.concurrency.maxInFlight },
+    tok: t ? { scope_id: t.scopeId, window_start: t.windowStart.toISOString(), tokens: t.tokens, limit: t.limit } : null,
+    wf: wf ? { scope: COUNTER_SCOPES.workflow, scope_id: wf.scopeId, window_start: wf.windowStart.toISOString(), limit: wf.limit } : null,
+    st: (input.scopeTokenRates ?? []).map((s) => ({
+      scope: COUNTER_SCOPES[s.scope],
+      scope_id: s.scopeId,
+      window_start: s.windowStart.toISOString(),
+      instance_id: s.instanceId ?? '',
+      tokens: s.tokens,
+      limit: s.limit,
+    })),
+    budgets,
+    action: {
+      id: a.id,
+      workload_id: a.workloadId,
+      environment: a.environment,
+      route_id: a.routeId,
+      route_version: a.routeVersion,
+      model_alias: a.modelAlias,
+      api_kind: a.apiKind,
+      stream_mode: a.streamMode,
+      requested_candidates: a.requestedCandidates,
+      effective_candidates: a.effectiveCandidates,
+      output_ceiling: a.outputCeiling,
+      input_tokens_estimate: a.inputTokensEstimate,
+      exception_id: a.exceptionId,
+      idempotency_key: a.idempotencyKey,
+      request_fingerprint: a.requestFingerprint,
+      deadline_at: a.deadlineAt.toISOString(),
+      dispatch_deadline_at: a.dispatchDeadlineAt.toISOString(),
+      now: input.now.toISOString(),
+      request_id: event.request_id,
+      quota_scope: input.quotaScope ?? event.quota_scope,
+      workflow_id_hash: input.workflowIdHash ?? null,
+    },
+    reservation: {
+      id: input.reservation.id,
+      workload_account_id: workloadAccountId,
+      exception_account_id: exceptionAccountId,
+      scope_account_ids: scopeAccountIds,
+      reserved_output_tokens: input.reservation.reservedOutputTokens,
+      price_revision_id: input.reservation.priceRevisionId,
+    },
+    outbox: { event_id: event.event_id, ...outbox },
+  };
+  const maxWaitMs = Math.max(100, Math.min(5000, a.deadlineAt.getTime() - input.now.getTime()));
+  return { input, item, outbox, maxWaitMs };
 }
