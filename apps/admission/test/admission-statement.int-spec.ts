@@ -1,0 +1,157 @@
+import { randomUUID } from 'node:crypto';
+import { AdmissionRepository, AdmitInput, budgetAccountId, Database, OutboxRepository } from '@gateway/db';
+import { admitInput } from '@gateway/testing';
+
+/**
+ * Admission is one autocommit statement (`admission_admit`, issue 12): a refusal must undo what the
+ * admission's earlier steps wrote, and a group of admissions in one statement must be decided in
+ * order, each as if alone, a refusal undoing that one only. Real Postgres.
+ */
+const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
+
+describe('admission as one autocommit statement', () => {
+  const db = new Database(url, { poolMax: 10 });
+  const outbox = new OutboxRepository(db);
+  const alone = new AdmissionRepository(db, outbox, { groupCommit: false });
+  const grouped = new AdmissionRepository(db, outbox);
+  const periodStart = new Date('2026-11-01T00:00:00Z');
+  const windowStart = new Date(Math.floor(Date.now() / 60000) * 60000);
+
+  afterAll(() => db.close());
+
+  const input = (workloadId: string, over: Partial<AdmitInput> = {}) =>
+    admitInput(workloadId, { workloadBudget: { budgetMicrousd: 10_000n, periodStart }, ...over });
+
+  /** What an admission of `wl` leaves behind: in-flight slots, tokens, workload and exception pending, actions, outbox rows. */
+  async function state(wl: string, exceptionId?: string) {
+    const slot = await db.prisma.quotaCounter.findFirst({ where: { scope: 'workload', scopeId: wl } });
+    const tokens = await db.prisma.quotaCounter.findFirst({ where: { scope: 'workload_tokens_per_minute', scopeId: wl } });
+    const workload = await db.prisma.budgetAccount.findUnique({ where: { id: budgetAccountId('workload', wl, periodStart) } });
+    const exception = exceptionId
+      ? await db.prisma.budgetAccount.findUnique({ where: { id: budgetAccountId('exception', exceptionId, new Date(0)) } })
+      : null;
+    return {
+      inFlight: slot?.inFlight ?? 0,
+      tokens: tokens?.tokens ?? 0,
+      workloadPending: workload?.pendingMicrousd ?? 0n,
+      exceptionPending: exception?.pendingMicrousd ?? 0n,
+      actions: await db.prisma.action.count({ where: { workloadId: wl } }),
+      reservations: await db.prisma.reservation.count({ where: { workloadAccountId: budgetAccountId('workload', wl, periodStart) } }),
+      outbox: await db.prisma.outboxMessage.count({ where: { key: wl } }),
+    };
+  }
+
+  it('a refusal at the last budget step undoes the slot, tokens and workload hold the statement had already written', async () => {
+    const wl = `undo-${randomUUID()}`;
+    const exceptionId = randomUUID();
+    const over = {
+      tokenRate: { scopeId: wl, windowStart, tokens: 110, limit: 10_000 },
+      exceptionBudget: { exceptionId, budgetMicrousd: 1_500n },
+    };
+    expect(await alone.admit(input(wl, over))).toEqual({ ok: true });
+    const before = await state(wl, exceptionId);
+    expect(before).toEqual({
+      inFlight: 1,
+      tokens: 110,
+      workloadPending: 1000n,
+      exceptionPending: 1000n,
+      actions: 1,
+      reservations: 1,
+      outbox: 1,
+    });
+
+    // the exception budget refuses: slot, token counter and workload account were updated first, in the same statement
+    const refused = await alone.admit(input(wl, over));
+    expect(refused).toEqual({ ok: false, code: 'budget_exhausted', scope: 'exception', quotaScope: 'exception', remainingMicrousd: 500n });
+    expect(await state(wl, exceptionId)).toEqual(before);
+  });
+
+  it('a unique violation on the action (reused idempotency key) undoes every counter and hold before it', async () => {
+    const wl = `undo-idem-${randomUUID()}`;
+    const over = { tokenRate: { scopeId: wl, windowStart, tokens: 50, limit: 10_000 } };
+    const first = input(wl, over);
+    first.action.idempotencyKey = 'k';
+    expect(await alone.admit(first)).toEqual({ ok: true });
+    const before = await state(wl);
+    const second = input(wl, over);
+    second.action.idempotencyKey = 'k';
+    expect(await alone.admit(second)).toEqual({ ok: false, code: 'idempotency_conflict' });
+    expect(await state(wl)).toEqual(before);
+    expect(before).toMatchObject({ inFlight: 1, tokens: 50, workloadPending: 1000n, actions: 1 });
+  });
+
+  it('one statement decides a group in arrival order: a too-large request among small ones is refused alone', async () => {
+    const wl = `group-${randomUUID()}`;
+    const statements = jest.spyOn(db, 'query');
+    const amounts = [1000n, 1000n, 1000n, 9000n, 1000n, 1000n, 1000n, 1000n];
+    const inputs = amounts.map((reservedMicrousd) => {
+      const i = input(wl);
+      i.reservation.reservedMicrousd = reservedMicrousd;
+      return i;
+    });
+    // same event-loop turn: one group, one statement
+    const results = await Promise.all(inputs.map((i) => grouped.admit(i)));
+    expect(statements).toHaveBeenCalledTimes(1);
+    statements.mockRestore();
+
+    // in sequence: 1000, 2000, 3000, then 9000 would make 12 000 > 10 000 (refused), then 4000 … 7000
+    expect(results.map((r) => r.ok)).toEqual([true, true, true, false, true, true, true, true]);
+    expect(results[3]).toMatchObject({ ok: false, code: 'budget_exhausted', scope: 'workload' });
+    const after = await state(wl);
+    expect(after).toEqual({ inFlight: 7, tokens: 0, workloadPending: 7000n, exceptionPending: 0n, actions: 7, reservations: 7, outbox: 7 });
+    const refusedAction = await db.prisma.action.findUnique({ where: { id: inputs[3].action.id } });
+    expect(refusedAction).toBeNull();
+  });
+
+  it('a group with a unique violation and an in-flight refusal in it: the others commit, each refusal leaves nothing', async () => {
+    const wl = `group-mixed-${randomUUID()}`;
+    const taken = input(wl);
+    taken.action.idempotencyKey = 'taken';
+    expect(await grouped.admit(taken)).toEqual({ ok: true });
+
+    const concurrency = { scope: 'workload' as const, scopeId: wl, maxInFlight: 5 };
+    const inputs = Array.from({ length: 6 }, () => input(wl, { concurrency }));
+    inputs[1].action.idempotencyKey = 'taken';
+    const results = await Promise.all(inputs.map((i) => grouped.admit(i)));
+    // one slot was taken before; the conflict frees nothing and takes nothing; slots 2–5 go to 0, 2, 3, 4; 5 is refused
+    expect(results).toEqual([
+      { ok: true },
+      { ok: false, code: 'idempotency_conflict' },
+      { ok: true },
+      { ok: true },
+      { ok: true },
+      { ok: false, code: 'concurrency_limit_exceeded', inFlight: 5 },
+    ]);
+    expect(await state(wl)).toEqual({
+      inFlight: 5,
+      tokens: 0,
+      workloadPending: 5000n,
+      exceptionPending: 0n,
+      actions: 5,
+      reservations: 5,
+      outbox: 5,
+    });
+  });
+
+  it('groups racing from two repositories on one budget: no overspend, every hold has its reservation', async () => {
+    const wl = `group-race-${randomUUID()}`;
+    const other = new Database(url, { poolMax: 10 });
+    try {
+      const second = new AdmissionRepository(other, new OutboxRepository(other));
+      const results = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 === 0 ? grouped : second).admit(input(wl))));
+      expect(results.filter((r) => r.ok)).toHaveLength(10);
+      expect(results.filter((r) => !r.ok).every((r) => !r.ok && r.code === 'budget_exhausted')).toBe(true);
+      expect(await state(wl)).toEqual({
+        inFlight: 10,
+        tokens: 0,
+        workloadPending: 10_000n,
+        exceptionPending: 0n,
+        actions: 10,
+        reservations: 10,
+        outbox: 10,
+      });
+    } finally {
+      await other.close();
+    }
+  });
+});
