@@ -80,12 +80,19 @@ describe('admission as one autocommit statement', () => {
     expect(before).toMatchObject({ inFlight: 1, tokens: 50, workloadPending: 1000n, actions: 1 });
   });
 
-  it('one statement decides a group in arrival order: a too-large request among small ones is refused alone', async () => {
+  // A fresh workload has no counter or budget rows yet: the group is decided one admission at a time
+  // (admission_admit_one, which creates them); with the rows in place, in memory (admission_admit_group).
+  it.each([
+    ['a fresh workload', 0],
+    ['existing rows', 1],
+  ])('one statement decides a group in arrival order (%s): a too-large request among small ones is refused alone', async (_, before) => {
     const wl = `group-${randomUUID()}`;
+    const tokenRate = { scopeId: wl, windowStart, tokens: 100, limit: 100 * (6 + before) };
+    for (let i = 0; i < before; i++) expect(await grouped.admit(input(wl, { tokenRate }))).toEqual({ ok: true });
     const statements = jest.spyOn(db, 'query');
-    const amounts = [1000n, 1000n, 1000n, 9000n, 1000n, 1000n, 1000n, 1000n];
+    const amounts = [1000n, 1000n, 1000n, 9000n, 1000n, 1000n, 1000n];
     const inputs = amounts.map((reservedMicrousd) => {
-      const i = input(wl);
+      const i = input(wl, { tokenRate });
       i.reservation.reservedMicrousd = reservedMicrousd;
       return i;
     });
@@ -94,30 +101,51 @@ describe('admission as one autocommit statement', () => {
     expect(statements).toHaveBeenCalledTimes(1);
     statements.mockRestore();
 
-    // in sequence: 1000, 2000, 3000, then 9000 would make 12 000 > 10 000 (refused), then 4000 … 7000
-    expect(results.map((r) => r.ok)).toEqual([true, true, true, false, true, true, true, true]);
+    // in sequence: 1000, 2000, 3000 (plus what was there), then 9000 would overspend 10 000 (refused),
+    // then 1000 each until the token quota (6 per window) is used up
+    expect(results.map((r) => r.ok)).toEqual([true, true, true, false, true, true, true]);
     expect(results[3]).toMatchObject({ ok: false, code: 'budget_exhausted', scope: 'workload' });
     const after = await state(wl);
-    expect(after).toEqual({ inFlight: 7, tokens: 0, workloadPending: 7000n, exceptionPending: 0n, actions: 7, reservations: 7, outbox: 7 });
-    const refusedAction = await db.prisma.action.findUnique({ where: { id: inputs[3].action.id } });
-    expect(refusedAction).toBeNull();
+    expect(after).toEqual({
+      inFlight: 6 + before,
+      tokens: 600 + 100 * before,
+      workloadPending: BigInt(6000 + 1000 * before),
+      exceptionPending: 0n,
+      actions: 6 + before,
+      reservations: 6 + before,
+      outbox: 6 + before,
+    });
+    expect(await db.prisma.action.findUnique({ where: { id: inputs[3].action.id } })).toBeNull();
+    // the next one in the window is refused by the token quota, before the budget
+    expect(await grouped.admit(input(wl, { tokenRate }))).toEqual({
+      ok: false,
+      code: 'token_quota_exceeded',
+      limit: 100 * (6 + before),
+      quotaScope: 'workload',
+    });
   });
 
-  it('a group with a unique violation and an in-flight refusal in it: the others commit, each refusal leaves nothing', async () => {
+  it('a group with unique violations and an in-flight refusal in it: the others commit, each refusal leaves nothing', async () => {
     const wl = `group-mixed-${randomUUID()}`;
     const taken = input(wl);
     taken.action.idempotencyKey = 'taken';
     expect(await grouped.admit(taken)).toEqual({ ok: true });
 
     const concurrency = { scope: 'workload' as const, scopeId: wl, maxInFlight: 5 };
-    const inputs = Array.from({ length: 6 }, () => input(wl, { concurrency }));
+    const inputs = Array.from({ length: 7 }, () => input(wl, { concurrency }));
     inputs[1].action.idempotencyKey = 'taken';
+    inputs[2].action.idempotencyKey = 'dup';
+    inputs[3].action.idempotencyKey = 'dup';
+    const statements = jest.spyOn(db, 'query');
     const results = await Promise.all(inputs.map((i) => grouped.admit(i)));
-    // one slot was taken before; the conflict frees nothing and takes nothing; slots 2–5 go to 0, 2, 3, 4; 5 is refused
+    expect(statements).toHaveBeenCalledTimes(1);
+    statements.mockRestore();
+    // one slot was taken before; a conflict frees nothing and takes nothing; slots 2–5 go to 0, 2, 4, 5; 6 is refused
     expect(results).toEqual([
       { ok: true },
       { ok: false, code: 'idempotency_conflict' },
       { ok: true },
+      { ok: false, code: 'idempotency_conflict' },
       { ok: true },
       { ok: true },
       { ok: false, code: 'concurrency_limit_exceeded', inFlight: 5 },

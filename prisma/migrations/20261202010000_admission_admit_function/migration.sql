@@ -105,13 +105,192 @@ BEGIN
   RETURN outbox_id;
 END $$;
 
+-- The same decisions for a group whose admissions all lock the same rows (one in-flight counter,
+-- at most one token counter, the same budget accounts; no workflow or team/environment token
+-- counter) and whose rows all exist: the rows are locked once, in lock order, each admission is
+-- decided in order against running totals in memory, then each row is updated once and the
+-- admitted actions, reservations and outbox rows are inserted in one statement each. Updating a
+-- hot row once per group instead of once per admission keeps its version chain short. Returns
+-- NULL when the group does not qualify (the caller then decides one admission at a time).
+CREATE FUNCTION admission_admit_group(items jsonb) RETURNS TABLE (refused text, outbox_id bigint) LANGUAGE plpgsql AS $$
+DECLARE
+  head jsonb := items->0;
+  n int := jsonb_array_length(items);
+  item jsonb;
+  b jsonb;
+  k int;
+  j int;
+  ok boolean;
+  step text;
+  hold bigint;
+  cur_in_flight int;
+  cur_tokens int;
+  used bigint[];
+  budget_ids text[] := ARRAY(SELECT x->>'id' FROM jsonb_array_elements(head->'budgets') x);
+  nb int := jsonb_array_length(head->'budgets');
+  last_budget bigint[];
+  taken text[];
+  steps text[] := array_fill(NULL::text, ARRAY[n]);
+  admitted int[] := '{}';
+  admitted_tokens int := 0;
+  admitted_hold bigint := 0;
+  ids bigint[];
+  v_used bigint;
+BEGIN
+  -- qualify: the same rows for every admission
+  FOR k IN 0 .. n - 1 LOOP
+    item := items->k;
+    IF item->'slot'->>'scope' IS DISTINCT FROM head->'slot'->>'scope'
+      OR item->'slot'->>'scope_id' IS DISTINCT FROM head->'slot'->>'scope_id'
+      OR jsonb_typeof(item->'tok') IS DISTINCT FROM jsonb_typeof(head->'tok')
+      OR item->'tok'->>'scope_id' IS DISTINCT FROM head->'tok'->>'scope_id'
+      OR item->'tok'->>'window_start' IS DISTINCT FROM head->'tok'->>'window_start'
+      OR jsonb_typeof(item->'wf') = 'object'
+      OR jsonb_array_length(item->'st') > 0
+      OR ARRAY(SELECT x->>'id' FROM jsonb_array_elements(item->'budgets') x) IS DISTINCT FROM budget_ids THEN
+      RETURN;
+    END IF;
+  END LOOP;
+
+  -- lock the rows in lock order; a missing row sends the group the slow way (which creates it)
+  SELECT q.in_flight INTO cur_in_flight FROM quota_counter q
+  WHERE q.scope = head->'slot'->>'scope' AND q.scope_id = head->'slot'->>'scope_id' AND q.window_start = 'epoch' AND q.instance_id = ''
+  FOR UPDATE;
+  IF NOT FOUND THEN RETURN; END IF;
+  IF jsonb_typeof(head->'tok') = 'object' THEN
+    SELECT q.tokens INTO cur_tokens FROM quota_counter q
+    WHERE q.scope = 'workload_tokens_per_minute' AND q.scope_id = head->'tok'->>'scope_id'
+      AND q.window_start = (head->'tok'->>'window_start')::timestamptz AND q.instance_id = ''
+    FOR UPDATE;
+    IF NOT FOUND THEN RETURN; END IF;
+  END IF;
+  used := '{}';
+  FOR k IN 1 .. nb LOOP
+    SELECT a.pending_microusd + a.unresolved_microusd + a.settled_microusd INTO v_used FROM budget_account a
+    WHERE a.id = budget_ids[k] FOR UPDATE;
+    IF NOT FOUND THEN RETURN; END IF;
+    used := used || v_used;
+  END LOOP;
+  last_budget := array_fill(NULL::bigint, ARRAY[nb]);
+
+  -- idempotency keys already taken (a key taken concurrently fails the insert below: slow way)
+  taken := ARRAY(SELECT a.idempotency_key FROM action a
+    WHERE a.workload_id = head->'action'->>'workload_id'
+      AND a.idempotency_key = ANY (ARRAY(SELECT x->'action'->>'idempotency_key' FROM jsonb_array_elements(items) x)));
+
+  -- decide each in order, as admission_admit_one would
+  FOR k IN 0 .. n - 1 LOOP
+    item := items->k;
+    hold := (item->>'hold')::bigint;
+    step := NULL;
+    IF cur_in_flight + 1 > (item->'slot'->>'max')::int THEN
+      step := 'slot';
+    ELSIF jsonb_typeof(item->'tok') = 'object' AND cur_tokens + (item->'tok'->>'tokens')::int > (item->'tok'->>'limit')::int THEN
+      step := 'tokens';
+    ELSE
+      FOR j IN 1 .. nb LOOP
+        b := item->'budgets'->(j - 1);
+        IF hold > (b->>'budget')::bigint OR used[j] + hold > (b->>'budget')::bigint THEN
+          step := b->>'step';
+          EXIT;
+        END IF;
+      END LOOP;
+    END IF;
+    IF step IS NULL AND item->'action'->>'idempotency_key' = ANY (taken) THEN step := 'unique_violation'; END IF;
+    IF step IS NULL THEN
+      cur_in_flight := cur_in_flight + 1;
+      IF jsonb_typeof(item->'tok') = 'object' THEN
+        cur_tokens := cur_tokens + (item->'tok'->>'tokens')::int;
+        admitted_tokens := admitted_tokens + (item->'tok'->>'tokens')::int;
+      END IF;
+      FOR j IN 1 .. nb LOOP
+        used[j] := used[j] + hold;
+        last_budget[j] := (item->'budgets'->(j - 1)->>'budget')::bigint;
+      END LOOP;
+      admitted_hold := admitted_hold + hold;
+      IF item->'action'->>'idempotency_key' IS NOT NULL THEN taken := taken || (item->'action'->>'idempotency_key'); END IF;
+      admitted := admitted || k;
+    END IF;
+    steps[k + 1] := step;
+  END LOOP;
+
+  IF cardinality(admitted) > 0 THEN
+    UPDATE quota_counter q SET in_flight = q.in_flight + cardinality(admitted), updated_at = now()
+    WHERE q.scope = head->'slot'->>'scope' AND q.scope_id = head->'slot'->>'scope_id' AND q.window_start = 'epoch' AND q.instance_id = '';
+    IF jsonb_typeof(head->'tok') = 'object' THEN
+      UPDATE quota_counter q SET tokens = q.tokens + admitted_tokens, updated_at = now()
+      WHERE q.scope = 'workload_tokens_per_minute' AND q.scope_id = head->'tok'->>'scope_id'
+        AND q.window_start = (head->'tok'->>'window_start')::timestamptz AND q.instance_id = '';
+    END IF;
+    FOR j IN 1 .. nb LOOP
+      UPDATE budget_account a SET pending_microusd = a.pending_microusd + admitted_hold, budget_microusd = last_budget[j], updated_at = now()
+      WHERE a.id = budget_ids[j];
+    END LOOP;
+
+    INSERT INTO action (id, workload_id, environment, route_id, route_version, model_alias, api_kind, stream_mode,
+      requested_candidates, effective_candidates, output_ceiling, input_tokens_estimate, exception_id, idempotency_key,
+      request_fingerprint, status, status_reason, deadline_at, dispatch_deadline_at, created_at, updated_at, request_id, financial_state,
+      quota_scope, workflow_id_hash)
+    SELECT x->>'id', x->>'workload_id', x->>'environment', x->>'route_id', (x->>'route_version')::int, x->>'model_alias', x->>'api_kind',
+      x->>'stream_mode', (x->>'requested_candidates')::int, (x->>'effective_candidates')::int, (x->>'output_ceiling')::int,
+      (x->>'input_tokens_estimate')::int, x->>'exception_id', x->>'idempotency_key', x->>'request_fingerprint', 'admitted', 'admitted',
+      (x->>'deadline_at')::timestamptz, (x->>'dispatch_deadline_at')::timestamptz, (x->>'now')::timestamptz, (x->>'now')::timestamptz,
+      x->>'request_id', 'pending', x->>'quota_scope', x->>'workflow_id_hash'
+    FROM unnest(admitted) AS k0, LATERAL (SELECT items->k0->'action' AS x) s;
+
+    INSERT INTO reservation (id, action_id, workload_account_id, exception_account_id, scope_account_ids, reserved_output_tokens,
+      reserved_microusd, price_revision_id, status, status_reason, created_at, updated_at)
+    SELECT x->>'id', items->k0->'action'->>'id', x->>'workload_account_id', x->>'exception_account_id',
+      ARRAY(SELECT jsonb_array_elements_text(x->'scope_account_ids')), (x->>'reserved_output_tokens')::int, (items->k0->>'hold')::bigint,
+      x->>'price_revision_id', 'pending', 'reserved at admission', (items->k0->'action'->>'now')::timestamptz,
+      (items->k0->'action'->>'now')::timestamptz
+    FROM unnest(admitted) AS k0, LATERAL (SELECT items->k0->'reservation' AS x) s;
+
+    WITH ins AS (
+      INSERT INTO outbox_message (event_id, topic, key, payload)
+      SELECT x->>'event_id', x->>'topic', x->>'key', x->'payload'
+      FROM unnest(admitted) WITH ORDINALITY AS u(k0, o), LATERAL (SELECT items->k0->'outbox' AS x) s
+      ORDER BY o
+      RETURNING id, event_id
+    )
+    SELECT array_agg(ins.id ORDER BY u.o) INTO ids
+    FROM unnest(admitted) WITH ORDINALITY AS u(k0, o) JOIN ins ON ins.event_id = items->u.k0->'outbox'->>'event_id';
+  END IF;
+
+  j := 0;
+  FOR k IN 0 .. n - 1 LOOP
+    refused := steps[k + 1];
+    outbox_id := NULL;
+    IF refused IS NULL THEN
+      j := j + 1;
+      outbox_id := ids[j];
+    END IF;
+    RETURN NEXT;
+  END LOOP;
+END $$;
+
 -- Decides `items` (a JSON array) in order: each admission commits with the others unless it refused
 -- (`refused` names the step) or hit a unique violation (`refused` = 'unique_violation'); either
--- undoes only that admission's writes.
+-- undoes only that admission's writes. A group that qualifies goes through admission_admit_group;
+-- if that hits a unique violation (a key taken concurrently), it is undone and the group decided
+-- one admission at a time.
 CREATE FUNCTION admission_admit(items jsonb) RETURNS TABLE (refused text, outbox_id bigint) LANGUAGE plpgsql AS $$
 DECLARE
   item jsonb;
+  decided boolean := false;
 BEGIN
+  IF jsonb_array_length(items) > 1 THEN
+    BEGIN
+      FOR refused, outbox_id IN SELECT g.refused, g.outbox_id FROM admission_admit_group(items) g LOOP
+        decided := true;
+        RETURN NEXT;
+      END LOOP;
+    EXCEPTION
+      WHEN unique_violation THEN
+        decided := false;
+    END;
+    IF decided THEN RETURN; END IF;
+  END IF;
   FOR item IN SELECT value FROM jsonb_array_elements(items) WITH ORDINALITY ORDER BY ordinality LOOP
     BEGIN
       outbox_id := admission_admit_one(item);
