@@ -145,7 +145,7 @@ function databaseOf(url) {
   return name;
 }
 
-function withDatabase(url, database) {
+export function withDatabase(url, database) {
   const u = new URL(url);
   u.pathname = `/${encodeURIComponent(database)}`;
   return u.toString();

@@ -135,6 +135,9 @@ DECLARE
   admitted_tokens int := 0;
   admitted_hold bigint := 0;
   ids bigint[];
+  acts jsonb;
+  ress jsonb;
+  obs jsonb;
   v_used bigint;
 BEGIN
   -- qualify: the same rows for every admission
@@ -147,7 +150,7 @@ BEGIN
       OR item->'tok'->>'window_start' IS DISTINCT FROM head->'tok'->>'window_start'
       OR jsonb_typeof(item->'wf') = 'object'
       OR jsonb_array_length(item->'st') > 0
-      OR ARRAY(SELECT x->>'id' FROM jsonb_array_elements(item->'budgets') x) IS DISTINCT FROM budget_ids THEN
+      OR jsonb_path_query_array(item->'budgets', '$[*].id') IS DISTINCT FROM jsonb_path_query_array(head->'budgets', '$[*].id') THEN
       RETURN;
     END IF;
   END LOOP;
@@ -227,34 +230,43 @@ BEGIN
       WHERE a.id = budget_ids[j];
     END LOOP;
 
+    -- the admitted rows as JSON arrays, read once each into typed rows
+    SELECT jsonb_agg(e.value->'action' ORDER BY e.o),
+           jsonb_agg(e.value->'reservation' || jsonb_build_object('action_id', e.value->'action'->'id', 'hold', e.value->'hold',
+             'now', e.value->'action'->'now') ORDER BY e.o),
+           jsonb_agg(e.value->'outbox' ORDER BY e.o)
+    INTO acts, ress, obs
+    FROM jsonb_array_elements(items) WITH ORDINALITY AS e(value, o)
+    WHERE (e.o - 1)::int = ANY (admitted);
+
     INSERT INTO action (id, workload_id, environment, route_id, route_version, model_alias, api_kind, stream_mode,
       requested_candidates, effective_candidates, output_ceiling, input_tokens_estimate, exception_id, idempotency_key,
       request_fingerprint, status, status_reason, deadline_at, dispatch_deadline_at, created_at, updated_at, request_id, financial_state,
       quota_scope, workflow_id_hash)
-    SELECT x->>'id', x->>'workload_id', x->>'environment', x->>'route_id', (x->>'route_version')::int, x->>'model_alias', x->>'api_kind',
-      x->>'stream_mode', (x->>'requested_candidates')::int, (x->>'effective_candidates')::int, (x->>'output_ceiling')::int,
-      (x->>'input_tokens_estimate')::int, x->>'exception_id', x->>'idempotency_key', x->>'request_fingerprint', 'admitted', 'admitted',
-      (x->>'deadline_at')::timestamptz, (x->>'dispatch_deadline_at')::timestamptz, (x->>'now')::timestamptz, (x->>'now')::timestamptz,
-      x->>'request_id', 'pending', x->>'quota_scope', x->>'workflow_id_hash'
-    FROM unnest(admitted) AS k0, LATERAL (SELECT items->k0->'action' AS x) s;
+    SELECT t.id, t.workload_id, t.environment, t.route_id, t.route_version, t.model_alias, t.api_kind, t.stream_mode,
+      t.requested_candidates, t.effective_candidates, t.output_ceiling, t.input_tokens_estimate, t.exception_id, t.idempotency_key,
+      t.request_fingerprint, 'admitted', 'admitted', t.deadline_at, t.dispatch_deadline_at, t."now", t."now", t.request_id, 'pending',
+      t.quota_scope, t.workflow_id_hash
+    FROM jsonb_to_recordset(acts) AS t(id text, workload_id text, environment text, route_id text, route_version int, model_alias text,
+      api_kind text, stream_mode text, requested_candidates int, effective_candidates int, output_ceiling int, input_tokens_estimate int,
+      exception_id text, idempotency_key text, request_fingerprint text, deadline_at timestamptz, dispatch_deadline_at timestamptz,
+      "now" timestamptz, request_id text, quota_scope text, workflow_id_hash text);
 
     INSERT INTO reservation (id, action_id, workload_account_id, exception_account_id, scope_account_ids, reserved_output_tokens,
       reserved_microusd, price_revision_id, status, status_reason, created_at, updated_at)
-    SELECT x->>'id', items->k0->'action'->>'id', x->>'workload_account_id', x->>'exception_account_id',
-      ARRAY(SELECT jsonb_array_elements_text(x->'scope_account_ids')), (x->>'reserved_output_tokens')::int, (items->k0->>'hold')::bigint,
-      x->>'price_revision_id', 'pending', 'reserved at admission', (items->k0->'action'->>'now')::timestamptz,
-      (items->k0->'action'->>'now')::timestamptz
-    FROM unnest(admitted) AS k0, LATERAL (SELECT items->k0->'reservation' AS x) s;
+    SELECT t.id, t.action_id, t.workload_account_id, t.exception_account_id, t.scope_account_ids, t.reserved_output_tokens, t.hold,
+      t.price_revision_id, 'pending', 'reserved at admission', t."now", t."now"
+    FROM jsonb_to_recordset(ress) AS t(id text, action_id text, workload_account_id text, exception_account_id text,
+      scope_account_ids text[], reserved_output_tokens int, hold bigint, price_revision_id text, "now" timestamptz);
 
     WITH ins AS (
       INSERT INTO outbox_message (event_id, topic, key, payload)
-      SELECT x->>'event_id', x->>'topic', x->>'key', x->'payload'
-      FROM unnest(admitted) WITH ORDINALITY AS u(k0, o), LATERAL (SELECT items->k0->'outbox' AS x) s
-      ORDER BY o
+      SELECT t.event_id, t.topic, t.key, t.payload
+      FROM jsonb_to_recordset(obs) AS t(event_id text, topic text, key text, payload jsonb)
       RETURNING id, event_id
     )
     SELECT array_agg(ins.id ORDER BY u.o) INTO ids
-    FROM unnest(admitted) WITH ORDINALITY AS u(k0, o) JOIN ins ON ins.event_id = items->u.k0->'outbox'->>'event_id';
+    FROM jsonb_array_elements(obs) WITH ORDINALITY AS u(value, o) JOIN ins ON ins.event_id = u.value->>'event_id';
   END IF;
 
   j := 0;
