@@ -98,8 +98,9 @@ const ADMIT: PreparedStatement = {
 };
 
 /**
- * At most this many admissions per statement: each runs in a subtransaction, and a transaction
- * with more than 64 subtransactions that wrote makes every other backend's snapshots slower.
+ * At most this many admissions per statement by default. A group decided one admission at a time
+ * (first admissions of a workload, see the migration) runs each in a subtransaction, and a
+ * transaction with more than 64 subtransactions that wrote makes other backends' snapshots slower.
  */
 const MAX_GROUP = 50;
 
@@ -124,7 +125,7 @@ export class AdmissionRepository {
   constructor(
     private readonly db: Database,
     private readonly outbox: OutboxRepository,
-    private readonly opts: { groupCommit?: boolean } = {},
+    private readonly opts: { groupCommit?: boolean; maxGroup?: number } = {},
   ) {}
 
   async admit(input: AdmitInput): Promise<AdmitResult> {
@@ -151,7 +152,7 @@ export class AdmissionRepository {
   /** Runs the workload's waiting admissions, a group per statement, until none are left. */
   private async drain(key: string, queue: Waiting[]): Promise<void> {
     while (queue.length > 0) {
-      const group = queue.splice(0, MAX_GROUP);
+      const group = queue.splice(0, this.opts.maxGroup ?? MAX_GROUP);
       try {
         const decisions = await this.decide(group.map((w) => w.admission));
         group.forEach((w, i) => w.resolve(decisions[i]));
