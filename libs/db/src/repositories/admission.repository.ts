@@ -79,7 +79,6 @@ interface Decision {
 
 /** One admission as the `admission_admit` function takes it, with what its group commit needs. */
 interface PreparedAdmission {
-  input: AdmitInput;
   item: unknown;
   outbox: { topic: string; key: string; payload: unknown };
   maxWaitMs: number;
@@ -352,5 +351,5 @@ function prepare(input: AdmitInput): PreparedAdmission {
     outbox: { event_id: event.event_id, ...outbox },
   };
   const maxWaitMs = Math.max(100, Math.min(5000, a.deadlineAt.getTime() - input.now.getTime()));
-  return { input, item, outbox, maxWaitMs };
+  return { item, outbox, maxWaitMs };
 }
