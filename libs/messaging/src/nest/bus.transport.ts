@@ -29,6 +29,13 @@ export interface ConsumerExtras {
   batch?: BatchOptions;
 }
 
+/** A consumer's batch size from the environment (read when the consumer class loads), else `fallback`. */
+export function batchMaxSize(envName: string, fallback: number, env: NodeJS.ProcessEnv = process.env): number {
+  const n = Number(env[envName] ?? fallback);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${envName} must be a positive integer`);
+  return n;
+}
+
 /**
  * The pattern of a topic's poison hook: `@EventPattern(poisonPattern(Topics.x.name))` runs with
  * the dead-letter record (and the raw payload as context) before a message of that topic is
