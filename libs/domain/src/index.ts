@@ -22,6 +22,7 @@ export * from './admission';
 export * from './sampling';
 export * from './usage-plausibility';
 export * from './holds';
+export * from './hold-batch';
 export * from './credentials';
 export * from './upstream-url';
 export * from './spend-changes';

@@ -12,3 +12,4 @@ export * from './content-cipher';
 export * from './idempotent-consumer';
 export * from './nest/bus.transport';
 export * from './dispatch-command';
+export * from './batch-guard';

@@ -3,7 +3,8 @@ import {
   ConfigResourceTypes,
   Consumer,
   ConsumerConfig,
-  EachMessagePayload,
+  ConsumerRunConfig,
+  EachBatchPayload,
   IHeaders,
   Kafka,
   KafkaConfig,
@@ -12,7 +13,8 @@ import {
   Producer,
 } from 'kafkajs';
 import { allTopics, TopicKey, TopicPayload, Topics } from '@gateway/contracts';
-import { BusLogger, DeadLetterCounter, MessageMeta, PoisonGuard, PoisonHook } from './poison-guard';
+import { BatchGuard, BatchHandler } from './batch-guard';
+import { BusLogger, DeadLetterCounter, Delivery, MessageMeta, PoisonGuard, PoisonHook } from './poison-guard';
 import { PoisonPolicy } from './poison-policy';
 
 export type { BusLogger, MessageMeta };
@@ -63,6 +65,11 @@ export interface SubscribeOptions {
   poison?: Partial<PoisonPolicy>;
   /** runs before a message that fails for good is parked (e.g. to open a reconciliation case) */
   onPoison?: PoisonHook;
+}
+
+/** Batch consumption (`subscribeBatch`): at most `maxSize` messages of one partition per handler call. */
+export interface BatchOptions {
+  maxSize: number;
 }
 
 export type ConsumerState = 'starting' | 'consuming' | 'restarting' | 'stopped';
@@ -202,8 +209,50 @@ export class KafkaBus {
     options: SubscribeOptions,
     handler: (payload: TopicPayload<K>, meta: MessageMeta) => Promise<void>,
   ): Promise<ConsumerHandle> {
+    const guard = this.poisonGuard(topicKey, options, handler);
+    return this.run(Topics[topicKey].name, options, (stopping) => ({
+      eachMessage: (payload) => guard.deliver(delivery(payload.topic, payload.partition, payload.message, payload.heartbeat, stopping)),
+    }));
+  }
+
+  /**
+   * As `subscribe`, but the handler takes up to `batch.maxSize` messages of one partition at a
+   * time (kafkajs `eachBatch`), so it can settle them in one transaction. A batch's offsets are
+   * resolved and committed only after the handler returns; a failed batch is handled one message
+   * at a time under the poison policy (`BatchGuard`), the handler seeing a batch of one.
+   */
+  async subscribeBatch<K extends TopicKey>(
+    topicKey: K,
+    options: SubscribeOptions & { batch: BatchOptions },
+    handler: BatchHandler<TopicPayload<K>>,
+  ): Promise<ConsumerHandle> {
     const spec = Topics[topicKey];
-    const guard = new PoisonGuard(
+    const guard = this.poisonGuard(topicKey, options, (payload, meta) => handler([{ payload, meta }]));
+    const batches = new BatchGuard(guard, (raw) => spec.schema.parse(raw) as TopicPayload<K>, handler, this.opts.logger);
+    const maxSize = Math.max(1, options.batch.maxSize);
+    return this.run(spec.name, options, (stopping) => ({
+      eachBatchAutoResolve: false,
+      eachBatch: async (p: EachBatchPayload) => {
+        const { topic, partition, messages } = p.batch;
+        for (let i = 0; i < messages.length; i += maxSize) {
+          if (!p.isRunning() || p.isStale() || stopping()) return;
+          const chunk = messages.slice(i, i + maxSize);
+          await batches.deliver(chunk.map((m) => delivery(topic, partition, m, p.heartbeat, stopping)));
+          p.resolveOffset(chunk[chunk.length - 1].offset);
+          await p.commitOffsetsIfNecessary();
+          await p.heartbeat();
+        }
+      },
+    }));
+  }
+
+  private poisonGuard<K extends TopicKey>(
+    topicKey: K,
+    options: SubscribeOptions,
+    handler: (payload: TopicPayload<K>, meta: MessageMeta) => Promise<void>,
+  ): PoisonGuard<TopicPayload<K>> {
+    const spec = Topics[topicKey];
+    return new PoisonGuard(
       options.groupId,
       (raw) => spec.schema.parse(raw) as TopicPayload<K>,
       handler,
@@ -216,24 +265,15 @@ export class KafkaBus {
       options.poison,
       options.onPoison,
     );
-    const managed = new ManagedConsumer(
-      this.kafka,
-      spec.name,
-      options,
-      (payload, stopping) =>
-        guard.deliver({
-          meta: toMeta(payload.topic, payload.partition, payload.message),
-          value: payload.message.value?.toString('utf8') ?? null,
-          heartbeat: payload.heartbeat,
-          stopping,
-        }),
-      {
-        logger: this.opts.logger,
-        now: this.now,
-        stallMs: this.opts.consumerStallMs ?? 15_000,
-        backoff: this.opts.restartBackoff ?? { initialMs: 500, maxMs: 15_000 },
-      },
-    );
+  }
+
+  private async run(topicName: string, options: SubscribeOptions, runner: Runner): Promise<ConsumerHandle> {
+    const managed = new ManagedConsumer(this.kafka, topicName, options, runner, {
+      logger: this.opts.logger,
+      now: this.now,
+      stallMs: this.opts.consumerStallMs ?? 15_000,
+      backoff: this.opts.restartBackoff ?? { initialMs: 500, maxMs: 15_000 },
+    });
     this.consumers.push(managed);
     try {
       await managed.start();
@@ -279,6 +319,9 @@ export class KafkaBus {
   }
 }
 
+/** The handler half of kafkajs' run config; `stopping` says the consumer is shutting down. */
+type Runner = (stopping: () => boolean) => Pick<ConsumerRunConfig, 'eachMessage' | 'eachBatch' | 'eachBatchAutoResolve'>;
+
 interface ManagedDeps {
   logger: BusLogger;
   now: () => Date;
@@ -308,7 +351,7 @@ class ManagedConsumer implements ConsumerHandle {
     private readonly kafka: Kafka,
     private readonly topic: string,
     private readonly options: SubscribeOptions,
-    private readonly eachMessage: (payload: EachMessagePayload, stopping: () => boolean) => Promise<void>,
+    private readonly runner: Runner,
     private readonly deps: ManagedDeps,
   ) {}
 
@@ -388,7 +431,7 @@ class ManagedConsumer implements ConsumerHandle {
     await consumer.subscribe({ topic: this.topic, fromBeginning: this.options.fromBeginning ?? true });
     await consumer.run({
       partitionsConsumedConcurrently: this.options.concurrency ?? 3,
-      eachMessage: (payload) => this.eachMessage(payload, () => this.stopped || this.consumer !== consumer),
+      ...this.runner(() => this.stopped || this.consumer !== consumer),
     });
     // stop() during a re-creation saw no consumer yet: take this one down too.
     if (this.stopped) await consumer.disconnect().catch(() => undefined);
@@ -472,6 +515,16 @@ function kafkaSecurityConfig(security: KafkaSecurity | undefined): Pick<KafkaCon
     out.sasl = mechanism === 'scram-sha-256' ? { mechanism, username, password } : { mechanism, username, password };
   }
   return out;
+}
+
+function delivery(
+  topic: string,
+  partition: number,
+  message: KafkaMessage,
+  heartbeat: () => Promise<void>,
+  stopping: () => boolean,
+): Delivery {
+  return { meta: toMeta(topic, partition, message), value: message.value?.toString('utf8') ?? null, heartbeat, stopping };
 }
 
 function toMeta(topic: string, partition: number, message: KafkaMessage): MessageMeta {

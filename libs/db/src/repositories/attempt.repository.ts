@@ -53,6 +53,17 @@ export class AttemptRepository {
     return rows.length === 1;
   }
 
+  /**
+   * Locks a batch's attempts in id order (the global lock order, then id) and returns the status
+   * of each that exists.
+   */
+  async lockAttempts(tx: Tx, attemptIds: readonly string[]): Promise<Map<string, AttemptState>> {
+    if (attemptIds.length === 0) return new Map();
+    const rows = await prismaTx(tx).$queryRaw<Array<{ id: string; status: string }>>`
+      SELECT id, status FROM attempt WHERE id = ANY(${[...attemptIds]}::text[]) ORDER BY id FOR UPDATE`;
+    return new Map(rows.map((r) => [r.id, r.status as AttemptState]));
+  }
+
   async byId(tx: Tx, attemptId: string): Promise<AttemptView | null> {
     const a = await prismaTx(tx).attempt.findUnique({ where: { id: attemptId } });
     return a ? toAttemptView(a) : null;
@@ -76,6 +87,34 @@ export class AttemptRepository {
         reasoning_tokens = COALESCE(${e?.reasoningTokens ?? null}::int, reasoning_tokens)
       WHERE id = ${attemptId} AND status = ANY(${guard.from}::text[])`;
     if (updated !== 1) throw new InvalidTransitionError('attempt', `${attemptId} not in ${guard.from.join('|')}`, event);
+  }
+
+  /**
+   * `transition` for a batch, without evidence: one compare-and-set statement per event kind.
+   * Throws when any attempt is not in a state its event allows (nothing of the batch commits).
+   */
+  async transitionMany(tx: Tx, items: ReadonlyArray<{ attemptId: string; event: AttemptEvent; reason: string }>, now: Date): Promise<void> {
+    for (const event of new Set(items.map((i) => i.event))) {
+      const mine = items.filter((i) => i.event === event);
+      const guard = transitionGuard(attemptMachine, event);
+      const updated = await prismaTx(tx).$executeRaw`
+        UPDATE attempt a SET status = ${guard.to}, status_reason = v.reason, updated_at = ${now},
+          financial_state = COALESCE(${financialStateAfter(event)}, a.financial_state)
+        FROM unnest(${mine.map((i) => i.attemptId)}::text[], ${mine.map((i) => i.reason)}::text[]) AS v(id, reason)
+        WHERE a.id = v.id AND a.status = ANY(${guard.from}::text[])`;
+      if (updated !== mine.length) {
+        throw new InvalidTransitionError('attempt', `${mine.length - updated} of ${mine.length} not in ${guard.from.join('|')}`, event);
+      }
+    }
+  }
+
+  /** For each action: its attempts that may still bring usage through settlement. */
+  async awaitingSettlementByAction(tx: Tx, actionIds: readonly string[]): Promise<Map<string, number>> {
+    if (actionIds.length === 0) return new Map();
+    const rows = await prismaTx(tx).$queryRaw<Array<{ action_id: string; n: bigint }>>`
+      SELECT action_id, count(*) FILTER (WHERE status NOT IN ('settled', 'reconciliation_required')) AS n
+      FROM attempt WHERE action_id = ANY(${[...actionIds]}::text[]) GROUP BY action_id`;
+    return new Map(rows.map((r) => [r.action_id, Number(r.n)]));
   }
 
   /** Attempts of the action that may still bring usage through settlement (not settled, not under reconciliation). */

@@ -172,28 +172,48 @@ export function usageSettledEvent(row: LedgerRow, eventId: string, quotaScope: s
  * so one attempt has one row and one settled event however often it is settled.
  */
 export class LedgerRepository {
-  constructor(private readonly outbox: Pick<OutboxRepository, 'append'>) {}
+  constructor(private readonly outbox: Pick<OutboxRepository, 'appendMany'>) {}
 
   /** false when the attempt already had its ledger row (nothing written). */
   async record(tx: Tx, row: LedgerRow, eventId: string): Promise<boolean> {
-    const inserted = await prismaTx(tx).$queryRaw<Array<{ quota_scope: string | null }>>`
+    return (await this.recordMany(tx, [{ row, eventId }])).has(row.attemptId);
+  }
+
+  /**
+   * A batch of rows in one insert and their `usage.settled` events in one outbox insert; returns
+   * the attempt ids whose row was inserted now (a repeated attempt keeps its first row).
+   */
+  async recordMany(tx: Tx, entries: ReadonlyArray<{ row: LedgerRow; eventId: string }>): Promise<Set<string>> {
+    const seen = new Set<string>();
+    const unique = entries.filter((e) => !seen.has(e.row.attemptId) && seen.add(e.row.attemptId));
+    if (unique.length === 0) return new Set();
+    const rows = unique.map((e) => e.row);
+    const col = <T>(pick: (r: LedgerRow) => T) => rows.map(pick);
+    const inserted = await prismaTx(tx).$queryRaw<Array<{ attempt_id: string; quota_scope: string | null }>>`
       INSERT INTO ledger_entry (id, attempt_id, action_id, attempt_role, request_id, workload_id, environment, route_id, route_version,
         model_alias, provider_request_id, requested_candidates, effective_candidates, returned_candidates, input_tokens,
         cached_input_tokens, output_tokens_total, reasoning_tokens, total_tokens, stream_mode, usage_source, price_revision_id,
         input_microusd, cached_input_microusd, output_microusd, reasoning_microusd, cost_microusd, settled_at, case_id,
         attested_by, attestation_reason)
-      VALUES (${row.id}, ${row.attemptId}, ${row.actionId}, ${row.attemptRole}, ${row.requestId}, ${row.workloadId}, ${row.environment},
-        ${row.routeId}, ${row.routeVersion}::int, ${row.modelAlias}, ${row.providerRequestId}, ${row.requestedCandidates}::int,
-        ${row.effectiveCandidates}::int, ${row.returnedCandidates}::int, ${row.inputTokens}::int, ${row.cachedInputTokens}::int,
-        ${row.outputTokensTotal}::int, ${row.reasoningTokens}::int, ${row.totalTokens}::int, ${row.streamMode}, ${row.usageSource},
-        ${row.priceRevisionId}, ${row.inputMicrousd}::bigint, ${row.cachedInputMicrousd}::bigint, ${row.outputMicrousd}::bigint,
-        ${row.reasoningMicrousd}::bigint, ${row.costMicrousd}::bigint, ${row.settledAt}, ${row.caseId}, ${row.attestedBy},
-        ${row.attestationReason})
+      SELECT * FROM unnest(${col((r) => r.id)}::text[], ${col((r) => r.attemptId)}::text[], ${col((r) => r.actionId)}::text[],
+        ${col((r) => r.attemptRole)}::text[], ${col((r) => r.requestId)}::text[], ${col((r) => r.workloadId)}::text[],
+        ${col((r) => r.environment)}::text[], ${col((r) => r.routeId)}::text[], ${col((r) => r.routeVersion)}::int[],
+        ${col((r) => r.modelAlias)}::text[], ${col((r) => r.providerRequestId)}::text[], ${col((r) => r.requestedCandidates)}::int[],
+        ${col((r) => r.effectiveCandidates)}::int[], ${col((r) => r.returnedCandidates)}::int[], ${col((r) => r.inputTokens)}::int[],
+        ${col((r) => r.cachedInputTokens)}::int[], ${col((r) => r.outputTokensTotal)}::int[], ${col((r) => r.reasoningTokens)}::int[],
+        ${col((r) => r.totalTokens)}::int[], ${col((r) => r.streamMode)}::text[], ${col((r) => r.usageSource)}::text[],
+        ${col((r) => r.priceRevisionId)}::text[], ${col((r) => r.inputMicrousd)}::bigint[], ${col((r) => r.cachedInputMicrousd)}::bigint[],
+        ${col((r) => r.outputMicrousd)}::bigint[], ${col((r) => r.reasoningMicrousd)}::bigint[], ${col((r) => r.costMicrousd)}::bigint[],
+        ${col((r) => r.settledAt)}::timestamptz[], ${col((r) => r.caseId)}::text[], ${col((r) => r.attestedBy)}::text[],
+        ${col((r) => r.attestationReason)}::text[])
       ON CONFLICT (attempt_id) DO NOTHING
-      RETURNING (SELECT a.quota_scope FROM action a WHERE a.id = ledger_entry.action_id) AS quota_scope`;
-    if (inserted.length !== 1) return false;
-    await this.outbox.append(tx, 'usageSettled', row.workloadId, usageSettledEvent(row, eventId, inserted[0].quota_scope));
-    return true;
+      RETURNING attempt_id, (SELECT a.quota_scope FROM action a WHERE a.id = ledger_entry.action_id) AS quota_scope`;
+    const scopeOf = new Map(inserted.map((r) => [r.attempt_id, r.quota_scope]));
+    const events = unique
+      .filter(({ row }) => scopeOf.has(row.attemptId))
+      .map(({ row, eventId }) => ({ key: row.workloadId, payload: usageSettledEvent(row, eventId, scopeOf.get(row.attemptId) ?? null) }));
+    await this.outbox.appendMany(tx, 'usageSettled', events);
+    return new Set(scopeOf.keys());
   }
 }
 

@@ -30,13 +30,30 @@ export class OutboxRepository implements OutboxStore {
   }
 
   async append<K extends TopicKey>(tx: Tx, topicKey: K, key: string, payload: TopicPayload<K>): Promise<void> {
+    await this.appendMany(tx, topicKey, [{ key, payload }]);
+  }
+
+  /** Appends events of one topic in one statement (a settlement batch's `usage.settled`). */
+  async appendMany<K extends TopicKey>(
+    tx: Tx,
+    topicKey: K,
+    events: ReadonlyArray<{ key: string; payload: TopicPayload<K> }>,
+  ): Promise<void> {
+    if (events.length === 0) return;
     const spec = Topics[topicKey];
-    const value = spec.schema.parse(payload) as { event_id?: string };
-    const rows = await prismaTx(tx).$queryRaw<Array<{ id: bigint }>>`
+    const values = events.map((e) => {
+      const value = spec.schema.parse(e.payload) as { event_id?: string };
+      return { eventId: value.event_id ?? randomUUID(), key: e.key, value };
+    });
+    const rows = await prismaTx(tx).$queryRaw<Array<{ id: bigint; event_id: string }>>`
       INSERT INTO outbox_message (event_id, topic, key, payload)
-      VALUES (${value.event_id ?? randomUUID()}, ${spec.name}, ${key}, ${JSON.stringify(value)}::jsonb)
-      RETURNING id`;
-    this.committed(tx, { id: rows[0].id, topic: spec.name, key, payload: value });
+      SELECT e.event_id, ${spec.name}, e.key, e.payload
+      FROM unnest(${values.map((v) => v.eventId)}::text[], ${values.map((v) => v.key)}::text[],
+        ${values.map((v) => JSON.stringify(v.value))}::jsonb[]) WITH ORDINALITY AS e(event_id, key, payload, n)
+      ORDER BY e.n
+      RETURNING id, event_id`;
+    const idOf = new Map(rows.map((r) => [r.event_id, r.id]));
+    for (const v of values) this.committed(tx, { id: idOf.get(v.eventId) as bigint, topic: spec.name, key: v.key, payload: v.value });
   }
 
   /**

@@ -8,10 +8,12 @@ export class ProcessedEventRepository implements ProcessedEventStore<Tx> {
     return this.db.transaction(fn);
   }
 
-  async recordOnce(tx: Tx, consumer: string, eventId: string): Promise<boolean> {
-    const inserted = await prismaTx(tx).$executeRaw`
-      INSERT INTO processed_event (consumer, event_id) VALUES (${consumer}, ${eventId})
-      ON CONFLICT DO NOTHING`;
-    return inserted === 1;
+  /** One statement for the batch; returns the ids that were not recorded before. */
+  async recordMany(tx: Tx, consumer: string, eventIds: readonly string[]): Promise<Set<string>> {
+    if (eventIds.length === 0) return new Set();
+    const inserted = await prismaTx(tx).$queryRaw<Array<{ event_id: string }>>`
+      INSERT INTO processed_event (consumer, event_id) SELECT ${consumer}, unnest(${[...eventIds]}::text[])
+      ON CONFLICT DO NOTHING RETURNING event_id`;
+    return new Set(inserted.map((r) => r.event_id));
   }
 }

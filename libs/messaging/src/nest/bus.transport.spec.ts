@@ -30,6 +30,9 @@ function fakeBus() {
       subs.push({ topic, options, handler: handler as Handler });
       return { status: () => ({}) as never, stop: async () => undefined };
     },
+    subscribeBatch: async () => {
+      throw new Error('no batch consumer in these specs');
+    },
   };
   return { bus, subs };
 }

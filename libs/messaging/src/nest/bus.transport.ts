@@ -2,7 +2,7 @@ import { applyDecorators, ArgumentsHost, Catch, Controller, RpcExceptionFilter, 
 import { BaseRpcContext, CustomTransportStrategy, MessageHandler, Server } from '@nestjs/microservices';
 import { isObservable, lastValueFrom, Observable, throwError } from 'rxjs';
 import { allTopics, DeadLetterV1, TopicKey, Topics } from '@gateway/contracts';
-import { ConsumerHandle, KafkaBus, SubscribeOptions } from '../kafka-bus';
+import { BatchOptions, ConsumerHandle, KafkaBus, SubscribeOptions } from '../kafka-bus';
 import { MessageMeta } from '../poison-guard';
 import { PoisonPolicy } from '../poison-policy';
 
@@ -21,6 +21,19 @@ export interface ConsumerExtras {
   fromBeginning?: boolean;
   concurrency?: number;
   poison?: Partial<PoisonPolicy>;
+  /**
+   * Batch consumption: the handler's payload is an array of up to `maxSize` events of one
+   * partition (its context carries the last one's meta), and a failed batch comes again one event
+   * at a time, so the handler must treat a batch of one as the single-event case.
+   */
+  batch?: BatchOptions;
+}
+
+/** A consumer's batch size from the environment (read when the consumer class loads), else `fallback`. */
+export function batchMaxSize(envName: string, fallback: number, env: NodeJS.ProcessEnv = process.env): number {
+  const n = Number(env[envName] ?? fallback);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${envName} must be a positive integer`);
+  return n;
 }
 
 /**
@@ -63,7 +76,7 @@ export interface BusTransportOptions {
 }
 
 /** What the transport needs of the bus (narrow, so a spec can fake it). */
-export type BusSubscriber = Pick<KafkaBus, 'subscribe'>;
+export type BusSubscriber = Pick<KafkaBus, 'subscribe' | 'subscribeBatch'>;
 
 export class BusTransport extends Server implements CustomTransportStrategy {
   private readonly handles: ConsumerHandle[] = [];
@@ -113,7 +126,18 @@ export class BusTransport extends Server implements CustomTransportStrategy {
         poison: extras.poison,
         onPoison: hook ? (record: DeadLetterV1, raw: unknown) => invoke(hook, record, new BusContext([metaOf(record), raw])) : undefined,
       };
-      subscriptions.push(this.bus.subscribe(topicKey, options, (payload, meta) => invoke(handler, payload, new BusContext([meta, null]))));
+      const batch = extras.batch;
+      subscriptions.push(
+        batch
+          ? this.bus.subscribeBatch(topicKey, { ...options, batch }, (items) =>
+              invoke(
+                handler,
+                items.map((i) => i.payload),
+                new BusContext([items[items.length - 1].meta, null]),
+              ),
+            )
+          : this.bus.subscribe(topicKey, options, (payload, meta) => invoke(handler, payload, new BusContext([meta, null]))),
+      );
     }
     const settled = await Promise.allSettled(subscriptions);
     for (const s of settled) if (s.status === 'fulfilled') this.handles.push(s.value);

@@ -25,7 +25,7 @@ export type PoisonCaseOutcome = 'opened' | 'already_open';
 @Injectable()
 export class OpenPoisonCase {
   constructor(
-    @Inject(ProcessedEventRepository) private readonly processed: Pick<ProcessedEventRepository, 'transaction' | 'recordOnce'>,
+    @Inject(ProcessedEventRepository) private readonly processed: Pick<ProcessedEventRepository, 'transaction' | 'recordMany'>,
     @Inject(ReservationHoldRepository) private readonly holds: Pick<ReservationHoldRepository, 'lock'>,
     @Inject(CaseRepository) private readonly cases: Pick<CaseRepository, 'open'>,
     @InjectIds() private readonly ids: IdGenerator,

@@ -67,36 +67,49 @@ function harness(opts: { reservation?: boolean; attemptStatus?: string; price?: 
         throw err;
       }
     },
-    async recordOnce(_tx: Tx, consumer: string, eventId: string): Promise<boolean> {
-      const key = `${consumer}/${eventId}`;
-      if (s.processed.has(key)) return false;
-      s.processed.add(key);
-      return true;
+    async recordMany(_tx: Tx, consumer: string, eventIds: readonly string[]): Promise<Set<string>> {
+      const fresh = new Set<string>();
+      for (const eventId of eventIds) {
+        const key = `${consumer}/${eventId}`;
+        if (s.processed.has(key)) continue;
+        s.processed.add(key);
+        fresh.add(eventId);
+      }
+      return fresh;
     },
   };
 
   const holds: SettlementPorts['holds'] = {
-    async lock(_tx, actionId) {
-      return s.reservation && s.reservation.actionId === actionId ? { ...s.reservation } : null;
+    async lockMany(_tx, actionIds) {
+      const r = s.reservation;
+      return new Map(r && actionIds.includes(r.actionId) ? [[r.actionId, { ...r }]] : []);
     },
-    async move(_tx, r, m) {
-      const cur = s.reservation!;
-      expect(r.id).toBe(cur.id);
-      // the real repository refuses the same plans (negative buckets, edges the machine lacks)
-      Object.assign(cur, applyMovement(cur, m));
-      s.account.pending -= m.fromPendingMicrousd;
-      s.account.settled += m.toSettledMicrousd;
-      s.account.unresolved += m.toUnresolvedMicrousd - m.fromUnresolvedMicrousd;
-      s.movements.push(m);
+    async moveMany(_tx, moves) {
+      for (const { r, steps } of moves) {
+        const cur = s.reservation!;
+        expect(r.id).toBe(cur.id);
+        for (const m of steps) {
+          // the real repository refuses the same plans (negative buckets, edges the machine lacks)
+          Object.assign(cur, applyMovement(cur, m));
+          s.account.pending -= m.fromPendingMicrousd;
+          s.account.settled += m.toSettledMicrousd;
+          s.account.unresolved += m.toUnresolvedMicrousd - m.fromUnresolvedMicrousd;
+          s.movements.push(m);
+        }
+      }
     },
   };
 
   const ledger: SettlementPorts['ledger'] = {
-    async record(_tx, row, eventId) {
-      if (s.ledger.some((l) => l.attemptId === row.attemptId)) return false;
-      s.ledger.push(row);
-      append('usageSettled', row.workloadId, usageSettledEvent(row, eventId));
-      return true;
+    async recordMany(_tx, entries) {
+      const inserted = new Set<string>();
+      for (const { row, eventId } of entries) {
+        if (s.ledger.some((l) => l.attemptId === row.attemptId)) continue;
+        s.ledger.push(row);
+        append('usageSettled', row.workloadId, usageSettledEvent(row, eventId));
+        inserted.add(row.attemptId);
+      }
+      return inserted;
     },
   };
 
@@ -116,15 +129,19 @@ function harness(opts: { reservation?: boolean; attemptStatus?: string; price?: 
   };
 
   const attempts: SettlementPorts['attempts'] = {
-    async lockAttempt(_tx, attemptId) {
-      return s.attempts.has(attemptId);
+    async lockAttempts(_tx, attemptIds) {
+      return new Map(attemptIds.filter((id) => s.attempts.has(id)).map((id) => [id, s.attempts.get(id) as AttemptState]));
     },
-    async transition(_tx, attemptId, event: AttemptEvent) {
+    async transitionMany(_tx, items: ReadonlyArray<{ attemptId: string; event: AttemptEvent }>) {
       // the real repository is a compare-and-set on the states the domain machine allows
-      s.attempts.set(attemptId, attemptMachine.transition(s.attempts.get(attemptId) as AttemptState, event));
+      for (const { attemptId, event } of items) {
+        s.attempts.set(attemptId, attemptMachine.transition(s.attempts.get(attemptId) as AttemptState, event));
+      }
     },
-    async awaitingSettlement() {
-      return [...s.attempts.values()].filter((st) => st !== 'settled' && st !== 'reconciliation_required').length;
+    async awaitingSettlementByAction(_tx, actionIds) {
+      // every attempt in this harness belongs to the one action
+      const n = [...s.attempts.values()].filter((st) => st !== 'settled' && st !== 'reconciliation_required').length;
+      return new Map(actionIds.map((id) => [id, n]));
     },
   };
 

@@ -8,6 +8,7 @@ import {
   CaseRepository,
   CatalogRepository,
   LedgerRepository,
+  LedgerRow,
   ProcessedEventRepository,
   ReservationHoldRepository,
   ReservationView,
@@ -15,7 +16,11 @@ import {
 } from '@gateway/db';
 import {
   applyMovement,
+  attemptMachine,
+  AttemptEvent,
+  AttemptState,
   combineMovements,
+  Hold,
   Movement,
   planMoveToUnresolved,
   planReleaseRest,
@@ -23,7 +28,7 @@ import {
   priceUsage,
   usageImplausible,
 } from '@gateway/domain';
-import { handleOnce } from '@gateway/messaging';
+import { handleEachOnce } from '@gateway/messaging';
 import { IdGenerator, InjectIds, InjectLogger } from '@gateway/service-kit';
 
 const CONSUMER = 'settlement.attempt-completed';
@@ -32,11 +37,11 @@ export type SettleOutcome = 'settled' | 'reconciliation_required' | 'duplicate';
 
 /** The repositories settlement uses, narrowed to what it calls (fakes implement these). */
 export interface SettlementPorts {
-  processed: Pick<ProcessedEventRepository, 'transaction' | 'recordOnce'>;
-  holds: Pick<ReservationHoldRepository, 'lock' | 'move'>;
-  ledger: Pick<LedgerRepository, 'record'>;
+  processed: Pick<ProcessedEventRepository, 'transaction' | 'recordMany'>;
+  holds: Pick<ReservationHoldRepository, 'lockMany' | 'moveMany'>;
+  ledger: Pick<LedgerRepository, 'recordMany'>;
   cases: Pick<CaseRepository, 'open'>;
-  attempts: Pick<AttemptRepository, 'lockAttempt' | 'transition' | 'awaitingSettlement'>;
+  attempts: Pick<AttemptRepository, 'lockAttempts' | 'transitionMany' | 'awaitingSettlementByAction'>;
   catalog: Pick<CatalogRepository, 'priceById'>;
 }
 
@@ -47,6 +52,13 @@ export interface SettlementPorts {
  * a redelivered event settles nothing twice. What lacks evidence is never zero: it becomes a
  * reconciliation case and its exposure stays held as unresolved. An attempt with no reservation
  * to settle against opens a case too, never silently processed.
+ *
+ * Events come in batches (one partition's worth, up to the consumer's batch size) and a batch is
+ * one transaction: its event ids recorded in one statement, its attempts and reservations locked
+ * and read in one statement each, its ledger rows and their `usage.settled` in one insert each,
+ * the attempts moved in one statement per event kind and every reservation and budget account
+ * moved once (`moveMany`). The rules run per event, in order, on the hold the previous events of
+ * the batch left; a single event is a batch of one.
  */
 @Injectable()
 export class SettleAttempt {
@@ -62,53 +74,116 @@ export class SettleAttempt {
   ) {}
 
   async execute(e: AttemptCompletedV1, now: Date): Promise<SettleOutcome> {
-    const result = await handleOnce(this.processed, CONSUMER, e.event_id, async (tx) => {
-      // Global lock order (docs/architecture.md): attempt, action, reservation, quota counters, budget accounts.
-      await this.attempts.lockAttempt(tx, e.attempt_id);
-      const reservation = await this.holds.lock(tx, e.action_id);
-      if (!reservation) {
-        await this.openCase(tx, e, 'no_reservation', 0n, now, { outcome: e.outcome, has_usage: hasUsage(e) });
-        return 'reconciliation_required' as const;
-      }
-      const excess = inResponse(e) > (e.effective_candidate_count ?? 0);
-      const outcome =
-        hasUsage(e) && !excess
-          ? await this.settle(tx, e, reservation, now)
-          : await this.requireReconciliation(tx, e, reservation, excess ? 'returned_exceeds_effective' : missingUsageReason(e), now);
-      if (outcome === 'settled' && (e.usage_unknown_fields?.length ?? 0) > 0) {
-        // Settled from the reported total; the fields we could not read go to an operator.
-        await this.openCase(tx, e, 'usage_shape_unknown', 0n, now, { unknown_fields: e.usage_unknown_fields });
-      }
-      if (
-        outcome === 'settled' &&
-        usageImplausible({
-          effectiveCandidates: e.effective_candidate_count ?? 0,
-          outputTokensTotal: e.output_tokens_total,
-          outputTokensFloor: e.output_tokens_floor,
-        })
-      ) {
-        // Provider usage is the evidence and is booked as reported; an operator compares it with
-        // the provider's export (docs/decisions.md, usage plausibility).
-        await this.openCase(tx, e, 'usage_implausible', 0n, now, {
-          output_tokens_total: e.output_tokens_total,
-          output_tokens_floor: e.output_tokens_floor,
-          returned_in_response: inResponse(e),
-        });
-      }
-      if (e.outcome === 'succeeded' && silentShortfall(e)) {
-        await this.openCase(tx, e, 'candidate_shortfall_unexplained', 0n, now, {
-          effective: e.effective_candidate_count,
-          returned: e.returned_candidate_count,
-        });
-      }
-      return outcome;
-    });
-    if (result.duplicate) return 'duplicate';
-    this.log.info({ action_id: e.action_id, attempt_id: e.attempt_id, outcome: result.result }, 'attempt settled');
-    return result.result;
+    const [outcome] = await this.executeBatch([e], now);
+    return outcome;
   }
 
-  private async settle(tx: Tx, e: AttemptCompletedV1, r: ReservationView, now: Date): Promise<SettleOutcome> {
+  /** Settles the events in one transaction; one outcome per event, in order. */
+  async executeBatch(events: readonly AttemptCompletedV1[], now: Date): Promise<SettleOutcome[]> {
+    const results = await handleEachOnce(this.processed, CONSUMER, events, (tx, fresh) => this.settleFresh(tx, fresh, now));
+    const outcomes = results.map((r): SettleOutcome => (r.duplicate ? 'duplicate' : r.result));
+    const count = (o: SettleOutcome) => outcomes.filter((x) => x === o).length;
+    const only = events.length === 1 ? { action_id: events[0].action_id, attempt_id: events[0].attempt_id, outcome: outcomes[0] } : {};
+    this.log.info(
+      {
+        events: events.length,
+        settled: count('settled'),
+        reconciliation_required: count('reconciliation_required'),
+        duplicate: count('duplicate'),
+        ...only,
+      },
+      'attempts settled',
+    );
+    return outcomes;
+  }
+
+  private async settleFresh(tx: Tx, events: AttemptCompletedV1[], now: Date): Promise<SettleOutcome[]> {
+    // Global lock order (docs/architecture.md): attempts, then reservations (each set in id
+    // order); the budget accounts last, in moveMany.
+    const statuses = await this.attempts.lockAttempts(tx, unique(events.map((e) => e.attempt_id)));
+    const actionIds = unique(events.map((e) => e.action_id));
+    const reservations = await this.holds.lockMany(tx, actionIds);
+    const batch = new SettlementBatch(statuses, await this.attempts.awaitingSettlementByAction(tx, actionIds));
+    // The ledger rows first, in one insert: whether an attempt's row is new decides what it moves.
+    const entries = new Map<AttemptCompletedV1, { row: LedgerRow; eventId: string }>();
+    for (const e of events) {
+      const r = reservations.get(e.action_id);
+      if (r && settlesFromUsage(e)) entries.set(e, { row: await this.ledgerRow(e, r, now), eventId: this.ids.next() });
+    }
+    const inserted = await this.ledger.recordMany(tx, [...entries.values()]);
+    const outcomes: SettleOutcome[] = [];
+    for (const e of events) {
+      const r = reservations.get(e.action_id);
+      const entry = entries.get(e);
+      outcomes.push(
+        await this.settleOne(tx, e, r, entry && inserted.delete(e.attempt_id) ? entry.row : entry ? 'duplicate' : null, batch, now),
+      );
+    }
+    await this.attempts.transitionMany(tx, batch.transitions, now);
+    await this.holds.moveMany(tx, batch.moves(), now);
+    return outcomes;
+  }
+
+  /**
+   * The rules for one event, on the batch's state so far. `row` is the attempt's ledger row when
+   * it settles from usage (`duplicate` when the attempt already had one), null otherwise.
+   */
+  private async settleOne(
+    tx: Tx,
+    e: AttemptCompletedV1,
+    r: ReservationView | undefined,
+    row: LedgerRow | 'duplicate' | null,
+    batch: SettlementBatch,
+    now: Date,
+  ): Promise<SettleOutcome> {
+    if (!r) {
+      await this.openCase(tx, e, 'no_reservation', 0n, now, { outcome: e.outcome, has_usage: hasUsage(e) });
+      return 'reconciliation_required';
+    }
+    const outcome =
+      row === 'duplicate'
+        ? 'duplicate'
+        : row
+          ? this.settle(e, r, row, batch)
+          : await this.requireReconciliation(
+              tx,
+              e,
+              r,
+              excessCandidates(e) ? 'returned_exceeds_effective' : missingUsageReason(e),
+              batch,
+              now,
+            );
+    if (outcome === 'settled' && (e.usage_unknown_fields?.length ?? 0) > 0) {
+      // Settled from the reported total; the fields we could not read go to an operator.
+      await this.openCase(tx, e, 'usage_shape_unknown', 0n, now, { unknown_fields: e.usage_unknown_fields });
+    }
+    if (
+      outcome === 'settled' &&
+      usageImplausible({
+        effectiveCandidates: e.effective_candidate_count ?? 0,
+        outputTokensTotal: e.output_tokens_total,
+        outputTokensFloor: e.output_tokens_floor,
+      })
+    ) {
+      // Provider usage is the evidence and is booked as reported; an operator compares it with
+      // the provider's export (docs/decisions.md, usage plausibility).
+      await this.openCase(tx, e, 'usage_implausible', 0n, now, {
+        output_tokens_total: e.output_tokens_total,
+        output_tokens_floor: e.output_tokens_floor,
+        returned_in_response: inResponse(e),
+      });
+    }
+    if (e.outcome === 'succeeded' && silentShortfall(e)) {
+      await this.openCase(tx, e, 'candidate_shortfall_unexplained', 0n, now, {
+        effective: e.effective_candidate_count,
+        returned: e.returned_candidate_count,
+      });
+    }
+    return outcome;
+  }
+
+  /** The attempt's ledger row, priced from the provider-reported usage at the reservation's price revision. */
+  private async ledgerRow(e: AttemptCompletedV1, r: ReservationView, now: Date): Promise<LedgerRow> {
     const price = await this.catalog.priceById(r.priceRevisionId);
     if (!price) throw new Error(`price revision ${r.priceRevisionId} missing`);
     const usage = {
@@ -127,23 +202,19 @@ export class SettleAttempt {
       },
       price,
     );
-    const row = buildLedgerRow({
+    return buildLedgerRow({
       id: this.ids.next(),
       facts: factsOf(e),
       evidence: { kind: 'usage', source: usageSourceOf(e), usage, cost },
       priceRevisionId: price.id,
       settledAt: now,
     });
-    if (!(await this.ledger.record(tx, row, this.ids.next()))) return 'duplicate';
-    await this.attempts.transition(tx, e.attempt_id, 'settle', 'settled from provider-reported usage', now);
-    const plan = planSettle(r, { costMicrousd: cost.total, actionDone: await this.actionDone(tx, e) });
-    await this.holds.move(
-      tx,
-      r,
-      plan.movement,
-      `attempt ${e.attempt_no} settled${plan.releasedMicrousd > 0n ? '; unused hold released' : ''}`,
-      now,
-    );
+  }
+
+  private settle(e: AttemptCompletedV1, r: ReservationView, row: LedgerRow, batch: SettlementBatch): SettleOutcome {
+    batch.transition(e, 'settle', 'settled from provider-reported usage');
+    const plan = planSettle(batch.hold(r), { costMicrousd: row.costMicrousd, actionDone: batch.actionDone(e) });
+    batch.move(r, plan.movement, `attempt ${e.attempt_no} settled${plan.releasedMicrousd > 0n ? '; unused hold released' : ''}`);
     return 'settled';
   }
 
@@ -152,9 +223,11 @@ export class SettleAttempt {
     e: AttemptCompletedV1,
     r: ReservationView,
     reason: CaseReason,
+    batch: SettlementBatch,
     now: Date,
   ): Promise<SettleOutcome> {
-    const toUnresolved = planMoveToUnresolved(r);
+    const hold = batch.hold(r);
+    const toUnresolved = planMoveToUnresolved(hold);
     const opened = await this.openCase(tx, e, reason, toUnresolved.exposuresMicrousd[0], now, {
       outcome: e.outcome,
       http_status: e.http_status,
@@ -162,17 +235,12 @@ export class SettleAttempt {
       returned_in_response: inResponse(e),
     });
     if (!opened) return 'duplicate';
-    await this.attempts.transition(tx, e.attempt_id, 'require_reconciliation', reason, now);
+    batch.transition(e, 'require_reconciliation', reason);
     let movement: Movement = toUnresolved.movement;
     // Nothing is pending after the move; the release only settles the state when nothing is unresolved.
-    if (await this.actionDone(tx, e)) movement = combineMovements(movement, planReleaseRest(applyMovement(r, movement)));
-    await this.holds.move(tx, r, movement, `attempt ${e.attempt_no}: ${reason}`, now);
+    if (batch.actionDone(e)) movement = combineMovements(movement, planReleaseRest(applyMovement(hold, movement)));
+    batch.move(r, movement, `attempt ${e.attempt_no}: ${reason}`);
     return 'reconciliation_required';
-  }
-
-  /** No attempt of the action can still bring usage through settlement. */
-  private async actionDone(tx: Tx, e: AttemptCompletedV1): Promise<boolean> {
-    return e.action_final && (await this.attempts.awaitingSettlement(tx, e.action_id)) === 0;
   }
 
   private openCase(
@@ -198,6 +266,69 @@ export class SettleAttempt {
       { eventId: this.ids.next(), fields: sanitised(e) },
     );
   }
+}
+
+/**
+ * What a batch has decided so far and will write at its end: the attempts' transitions, each
+ * reservation's movements in order (and the hold they leave), and how many attempts of each
+ * action can still bring usage — as the per-event reads would see them inside the transaction.
+ */
+class SettlementBatch {
+  readonly transitions: Array<{ attemptId: string; event: AttemptEvent; reason: string }> = [];
+  private readonly byReservation = new Map<string, { r: ReservationView; hold: Hold; steps: Movement[]; reason: string }>();
+
+  constructor(
+    private readonly statuses: Map<string, AttemptState>,
+    private readonly awaiting: Map<string, number>,
+  ) {}
+
+  transition(e: AttemptCompletedV1, event: AttemptEvent, reason: string): void {
+    this.transitions.push({ attemptId: e.attempt_id, event, reason });
+    const from = this.statuses.get(e.attempt_id);
+    // An attempt that does not exist fails the batch's transition statement instead.
+    if (from === undefined) return;
+    if (awaitsSettlement(from)) this.awaiting.set(e.action_id, (this.awaiting.get(e.action_id) ?? 0) - 1);
+    this.statuses.set(e.attempt_id, attemptMachine.transition(from, event));
+  }
+
+  /** No attempt of the action can still bring usage through settlement. */
+  actionDone(e: AttemptCompletedV1): boolean {
+    return e.action_final && (this.awaiting.get(e.action_id) ?? 0) === 0;
+  }
+
+  hold(r: ReservationView): Hold {
+    return this.byReservation.get(r.id)?.hold ?? r;
+  }
+
+  move(r: ReservationView, m: Movement, reason: string): void {
+    const cur = this.byReservation.get(r.id) ?? { r, hold: r, steps: [], reason };
+    cur.hold = applyMovement(cur.hold, m);
+    cur.steps.push(m);
+    cur.reason = reason;
+    this.byReservation.set(r.id, cur);
+  }
+
+  moves(): Array<{ r: ReservationView; steps: Movement[]; reason: string }> {
+    return [...this.byReservation.values()];
+  }
+}
+
+/** As `AttemptRepository.awaitingSettlement` counts: neither settled nor under reconciliation. */
+function awaitsSettlement(status: AttemptState): boolean {
+  return status !== 'settled' && status !== 'reconciliation_required';
+}
+
+function unique(values: string[]): string[] {
+  return [...new Set(values)];
+}
+
+/** Usage to price, and no more candidates returned than were paid for. */
+function settlesFromUsage(e: AttemptCompletedV1): boolean {
+  return hasUsage(e) && !excessCandidates(e);
+}
+
+function excessCandidates(e: AttemptCompletedV1): boolean {
+  return inResponse(e) > (e.effective_candidate_count ?? 0);
 }
 
 function hasUsage(e: AttemptCompletedV1): boolean {

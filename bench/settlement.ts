@@ -1,0 +1,424 @@
+// Settlement throughput from a pre-filled topic (see bench/README.md, "Settlement").
+// Run by scripts/bench-settlement.mjs (`npm run bench:settlement`), which provides a fresh
+// database and a broker of its own; this file seeds, produces, runs ONE settlement instance per
+// phase as a child process, measures and verifies. Not a test: nothing asserts on timings; it
+// exits non-zero only when the books are wrong (a missing or repeated ledger row, budget totals).
+//
+// Phases, each on attempts of its own:
+//   one-by-one  BENCH_SETTLE_EVENTS_ONE events (default 3,000), SETTLEMENT_BATCH_MAX=1
+//   batched     BENCH_SETTLE_EVENTS events (default 50,000), SETTLEMENT_BATCH_MAX=BENCH_SETTLE_BATCH (500)
+//   steady      BENCH_SETTLE_RATE events/s (default 5,000) for BENCH_SETTLE_STEADY_S s (5) into the
+//               running batched instance: answer → ledger latency (event timestamp → settled_at)
+import { spawn, ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { AttemptCompletedV1, Topics } from '@gateway/contracts';
+import { budgetAccountId, Database } from '@gateway/db';
+import { KafkaBus } from '@gateway/messaging';
+import { Seeder } from '@gateway/testing';
+
+const ROOT = path.resolve(__dirname, '..');
+const num = (name: string, fallback: number): number => {
+  const raw = process.env[name];
+  const n = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${raw}`);
+  return n;
+};
+const CFG = {
+  events: num('BENCH_SETTLE_EVENTS', 50_000),
+  eventsOne: num('BENCH_SETTLE_EVENTS_ONE', 3_000),
+  batch: num('BENCH_SETTLE_BATCH', 500),
+  rate: num('BENCH_SETTLE_RATE', 5_000),
+  steadyS: num('BENCH_SETTLE_STEADY_S', 5),
+  workloads: num('BENCH_SETTLE_WORKLOADS', 50),
+};
+const ROUTE = 'bench-settle';
+const PRICE = `price-${ROUTE}-v1`;
+const PERIOD = new Date('2026-12-01T00:00:00Z');
+const RESERVED = 20_000n;
+const TEAM_ACCOUNT = budgetAccountId('team', 'bench-team', PERIOD);
+const LOG_DIR = path.join(ROOT, '.local', 'bench-logs');
+const quiet = { info: () => undefined, warn: () => undefined, error: (o: object, m?: string) => console.error(m, o) };
+const log = (msg: string) => console.log(`[bench:settlement] ${msg}`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Seeded {
+  workloadId: string;
+  actionId: string;
+  attemptId: string;
+}
+
+async function main(): Promise<void> {
+  const db = new Database(required('DATABASE_URL'), { poolMax: 4 });
+  const bus = new KafkaBus({ brokers: required('KAFKA_BROKERS').split(','), clientId: 'bench-settlement', logger: quiet });
+  try {
+    await bus.connect();
+    await bus.ensureTopics();
+    await new Seeder(db).route({
+      routeId: ROUTE,
+      alias: ROUTE,
+      providerKind: 'openai-chat',
+      upstreamBaseUrl: 'http://127.0.0.1:1',
+      upstreamModel: 'm',
+    });
+    const steadyCount = Math.round(CFG.rate * CFG.steadyS);
+    log(
+      `seeding ${CFG.eventsOne + CFG.events + steadyCount} answered attempts over ${CFG.workloads} workloads and one shared team account`,
+    );
+    const all = await seed(db, CFG.eventsOne + CFG.events + steadyCount);
+    const one = all.slice(0, CFG.eventsOne);
+    const batched = all.slice(CFG.eventsOne, CFG.eventsOne + CFG.events);
+    const steady = all.slice(CFG.eventsOne + CFG.events);
+
+    const results: PhaseResult[] = [];
+    await produce(bus, one);
+    results.push(await phase(db, 'one-by-one', 1, one));
+    await produce(bus, batched);
+    const running = await phase(db, 'batched', CFG.batch, batched, async () => {
+      log(`steady: ${CFG.rate} events/s for ${CFG.steadyS} s`);
+      return steadyPhase(db, bus, steady);
+    });
+    results.push(running);
+    report(results);
+    const books = await verify(db, all);
+    console.log(JSON.stringify({ config: CFG, results, books }));
+    if (!books.ok) process.exitCode = 1;
+  } finally {
+    await bus.disconnect();
+    await db.close();
+  }
+}
+
+/** Accounts, actions, reservations and attempts as admission and dispatch leave them, in bulk. */
+async function seed(db: Database, n: number): Promise<Seeded[]> {
+  const workloads = Array.from({ length: CFG.workloads }, (_, i) => `bench-settle-wl-${i + 1}`);
+  const out: Seeded[] = Array.from({ length: n }, (_, i) => ({
+    workloadId: workloads[i % workloads.length],
+    actionId: randomUUID(),
+    attemptId: randomUUID(),
+  }));
+  const perWorkload = (w: string) => BigInt(out.filter((s) => s.workloadId === w).length) * RESERVED;
+  await db.prisma.budgetAccount.createMany({
+    data: [
+      ...workloads.map((w) => ({
+        id: budgetAccountId('workload', w, PERIOD),
+        scope: 'workload',
+        scopeId: w,
+        periodStart: PERIOD,
+        budgetMicrousd: 10n ** 15n,
+        pendingMicrousd: perWorkload(w),
+      })),
+      {
+        id: TEAM_ACCOUNT,
+        scope: 'team',
+        scopeId: 'bench-team',
+        periodStart: PERIOD,
+        budgetMicrousd: 10n ** 15n,
+        pendingMicrousd: BigInt(n) * RESERVED,
+      },
+    ],
+  });
+  const now = new Date();
+  const later = new Date(now.getTime() + 3_600_000);
+  for (let i = 0; i < n; i += 5_000) {
+    const chunk = out.slice(i, i + 5_000);
+    await db.prisma.action.createMany({
+      data: chunk.map((s) => ({
+        id: s.actionId,
+        requestId: `req-${s.actionId}`,
+        workloadId: s.workloadId,
+        environment: 'bench',
+        routeId: ROUTE,
+        routeVersion: 1,
+        modelAlias: ROUTE,
+        apiKind: 'openai-chat',
+        streamMode: 'none',
+        effectiveCandidates: 1,
+        outputCeiling: 100,
+        inputTokensEstimate: 10,
+        requestFingerprint: s.actionId,
+        status: 'answered',
+        statusReason: 'answered',
+        deadlineAt: later,
+        dispatchDeadlineAt: later,
+        financialState: 'pending',
+        createdAt: now,
+        updatedAt: now,
+      })),
+    });
+    await db.prisma.reservation.createMany({
+      data: chunk.map((s) => ({
+        id: randomUUID(),
+        actionId: s.actionId,
+        workloadAccountId: budgetAccountId('workload', s.workloadId, PERIOD),
+        scopeAccountIds: [TEAM_ACCOUNT],
+        reservedOutputTokens: 100,
+        reservedMicrousd: RESERVED,
+        priceRevisionId: PRICE,
+        status: 'pending',
+        statusReason: 'reserved at admission',
+        createdAt: now,
+        updatedAt: now,
+      })),
+    });
+    await db.prisma.attempt.createMany({
+      data: chunk.map((s) => ({
+        id: s.attemptId,
+        actionId: s.actionId,
+        attemptNo: 1,
+        role: 'primary',
+        routeId: ROUTE,
+        routeVersion: 1,
+        status: 'succeeded',
+        statusReason: 'answered',
+        effectiveCandidates: 1,
+        startedAt: now,
+        updatedAt: now,
+      })),
+    });
+  }
+  return out;
+}
+
+function completed(s: Seeded, at: Date): AttemptCompletedV1 {
+  return {
+    event_id: randomUUID(),
+    timestamp: at.toISOString(),
+    request_id: `req-${s.actionId}`,
+    action_id: s.actionId,
+    attempt_id: s.attemptId,
+    attempt_no: 1,
+    attempt_role: 'primary',
+    workload_id: s.workloadId,
+    environment: 'bench',
+    route_id: ROUTE,
+    route_version: 1,
+    model_alias: ROUTE,
+    provider_request_id: `chatcmpl-${s.attemptId}`,
+    requested_candidate_count: null,
+    effective_candidate_count: 1,
+    returned_candidate_count: 1,
+    input_tokens: 120,
+    output_tokens_total: 40,
+    total_tokens: 160,
+    cached_input_tokens: 0,
+    reasoning_tokens: 0,
+    output_includes_reasoning: true,
+    stream_mode: 'none',
+    usage_source: 'provider_response',
+    quota_scope: 'workload',
+    policy_result: null,
+    policy_reason: null,
+    outcome: 'succeeded',
+    http_status: 200,
+    candidates: [{ index: 0, finish_reason: 'stop', outcome: 'ok' }],
+    prompt_block_reason: null,
+    attempts_total: 1,
+    action_final: true,
+  };
+}
+
+async function produce(bus: KafkaBus, seeded: Seeded[], at = new Date()): Promise<void> {
+  for (let i = 0; i < seeded.length; i += 2_000) {
+    await bus.publish(
+      'attemptCompleted',
+      seeded.slice(i, i + 2_000).map((s) => ({ key: s.workloadId, value: completed(s, at) })),
+    );
+  }
+}
+
+interface PhaseResult {
+  phase: string;
+  batchMax: number;
+  events: number;
+  eventsPerS: number;
+  cpuMsPerEvent: number;
+  lockWaitersAvg: number;
+  deadlocks: number;
+  latency?: { p50Ms: number; p99Ms: number; maxMs: number; events: number };
+}
+
+/**
+ * Starts one settlement instance with the batch size, waits until every seeded attempt has its
+ * ledger row, and measures events/s over the span of settled_at (boot excluded), the instance's
+ * CPU between its first and last row, and backends waiting on row locks.
+ */
+async function phase(
+  db: Database,
+  name: string,
+  batchMax: number,
+  seeded: Seeded[],
+  whileRunning?: () => Promise<PhaseResult['latency']>,
+): Promise<PhaseResult> {
+  log(`${name}: ${seeded.length} events waiting; starting settlement with SETTLEMENT_BATCH_MAX=${batchMax}`);
+  const ids = seeded.map((s) => s.attemptId);
+  const deadlocksBefore = await deadlocks(db);
+  const child = startSettlement(name, batchMax);
+  try {
+    let cpuAtFirst: number | null = null;
+    const waits: number[] = [];
+    const deadline = Date.now() + 15 * 60_000;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`settlement exited ${child.exitCode} (see ${LOG_DIR}/settlement-${name}.log)`);
+      const n = await ledgerCount(db, ids);
+      if (n > 0 && cpuAtFirst === null) cpuAtFirst = cpuMs(child.pid!);
+      if (n > 0) waits.push(await lockWaiters(db));
+      if (n >= seeded.length) break;
+      if (Date.now() > deadline) throw new Error(`${name}: only ${n} of ${seeded.length} settled`);
+      await sleep(100);
+    }
+    const cpu = cpuMs(child.pid!) - (cpuAtFirst ?? 0);
+    const [span] = await db.prisma.$queryRaw<Array<{ ms: number }>>`
+      SELECT EXTRACT(EPOCH FROM max(settled_at) - min(settled_at)) * 1000 AS ms FROM ledger_entry WHERE attempt_id = ANY(${ids}::text[])`;
+    const result: PhaseResult = {
+      phase: name,
+      batchMax,
+      events: seeded.length,
+      eventsPerS: Math.round(seeded.length / Math.max(0.001, Number(span.ms) / 1000)),
+      cpuMsPerEvent: Number((cpu / seeded.length).toFixed(3)),
+      lockWaitersAvg: Number((waits.reduce((a, b) => a + b, 0) / Math.max(1, waits.length)).toFixed(2)),
+      deadlocks: (await deadlocks(db)) - deadlocksBefore,
+    };
+    if (whileRunning) result.latency = await whileRunning();
+    return result;
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
+  }
+}
+
+/**
+ * Events published at a fixed rate into the running instance; latency from the answer (the
+ * event's timestamp, set when it is published) to its ledger row's settled_at (the settling
+ * transaction's clock, a few ms before its commit).
+ */
+async function steadyPhase(db: Database, bus: KafkaBus, seeded: Seeded[]): Promise<PhaseResult['latency']> {
+  const perTick = Math.max(1, Math.round(CFG.rate / 10));
+  const answeredAt = new Map<string, number>();
+  const start = Date.now();
+  for (let i = 0, tick = 0; i < seeded.length; i += perTick, tick++) {
+    const due = start + tick * 100;
+    if (due > Date.now()) await sleep(due - Date.now());
+    const at = new Date();
+    const chunk = seeded.slice(i, i + perTick);
+    for (const s of chunk) answeredAt.set(s.attemptId, at.getTime());
+    await produce(bus, chunk, at);
+  }
+  const ids = seeded.map((s) => s.attemptId);
+  for (let n = 0; n < seeded.length; n = await ledgerCount(db, ids)) await sleep(100);
+  const rows = await db.prisma.$queryRaw<Array<{ attempt_id: string; settled_at: Date }>>`
+    SELECT attempt_id, settled_at FROM ledger_entry WHERE attempt_id = ANY(${ids}::text[])`;
+  const ms = rows.map((r) => r.settled_at.getTime() - (answeredAt.get(r.attempt_id) ?? 0)).sort((x, y) => x - y);
+  const at = (q: number) => ms[Math.min(ms.length - 1, Math.ceil(q * ms.length) - 1)];
+  return { p50Ms: at(0.5), p99Ms: at(0.99), maxMs: ms[ms.length - 1], events: ms.length };
+}
+
+function startSettlement(name: string, batchMax: number): ChildProcess {
+  fs.mkdirSync(LOG_DIR, { recursive: true });
+  const out = fs.openSync(path.join(LOG_DIR, `settlement-${name}.log`), 'w');
+  return spawn(process.execPath, ['-r', '@swc-node/register', 'apps/settlement/src/main.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, SETTLEMENT_BATCH_MAX: String(batchMax), LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' },
+    stdio: ['ignore', out, out],
+  });
+}
+
+async function ledgerCount(db: Database, ids: string[]): Promise<number> {
+  const [r] = await db.prisma.$queryRaw<
+    Array<{ n: bigint }>
+  >`SELECT count(*) AS n FROM ledger_entry WHERE attempt_id = ANY(${ids}::text[])`;
+  return Number(r.n);
+}
+
+async function lockWaiters(db: Database): Promise<number> {
+  const [r] = await db.prisma.$queryRaw<Array<{ n: bigint }>>`
+    SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`;
+  return Number(r.n);
+}
+
+async function deadlocks(db: Database): Promise<number> {
+  const [r] = await db.prisma.$queryRaw<
+    Array<{ n: bigint }>
+  >`SELECT deadlocks AS n FROM pg_stat_database WHERE datname = current_database()`;
+  return Number(r.n);
+}
+
+/** User + system CPU of a process so far, from /proc (Linux). */
+function cpuMs(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+
+/** Exactly one ledger row and one usage.settled per attempt; every account's books add up. */
+async function verify(db: Database, seeded: Seeded[]) {
+  const ids = seeded.map((s) => s.attemptId);
+  const [rows] = await db.prisma.$queryRaw<Array<{ n: bigint; attempts: bigint; cost: bigint }>>`
+    SELECT count(*) AS n, count(DISTINCT attempt_id) AS attempts, coalesce(sum(cost_microusd), 0) AS cost
+    FROM ledger_entry WHERE attempt_id = ANY(${ids}::text[])`;
+  const [events] = await db.prisma.$queryRaw<Array<{ n: bigint }>>`
+    SELECT count(*) AS n FROM outbox_message WHERE topic = ${Topics.usageSettled.name}`;
+  const accounts = await db.prisma.$queryRaw<Array<{ id: string; pending: bigint; settled: bigint; unresolved: bigint; ledger: bigint }>>`
+    SELECT b.id, b.pending_microusd AS pending, b.settled_microusd AS settled, b.unresolved_microusd AS unresolved,
+      (SELECT coalesce(sum(l.cost_microusd), 0) FROM ledger_entry l JOIN reservation r ON r.action_id = l.action_id
+        WHERE r.workload_account_id = b.id OR b.id = ANY(r.scope_account_ids)) AS ledger
+    FROM budget_account b WHERE b.scope_id LIKE 'bench-%'`;
+  const wrongAccounts = accounts.filter(
+    (a) => BigInt(a.pending) !== 0n || BigInt(a.unresolved) !== 0n || BigInt(a.settled) !== BigInt(a.ledger),
+  );
+  const books = {
+    attempts: seeded.length,
+    ledgerRows: Number(rows.n),
+    attemptsWithRow: Number(rows.attempts),
+    usageSettledEvents: Number(events.n),
+    settledMicrousd: String(rows.cost),
+    accounts: accounts.length,
+    accountsWrong: wrongAccounts.map((a) => a.id),
+    ok: false,
+  };
+  books.ok =
+    books.ledgerRows === seeded.length &&
+    books.attemptsWithRow === seeded.length &&
+    books.usageSettledEvents === seeded.length &&
+    wrongAccounts.length === 0;
+  log(
+    `books: ${books.ledgerRows} ledger rows for ${books.attempts} attempts (${books.attemptsWithRow} distinct), ` +
+      `${books.usageSettledEvents} usage.settled, ${books.accounts} accounts, wrong: ${books.accountsWrong.length ? books.accountsWrong.join(',') : 'none'}` +
+      (books.ok ? '' : '  ← BOOKS WRONG'),
+  );
+  return books;
+}
+
+function report(results: PhaseResult[]): void {
+  console.log('');
+  console.log('phase        batch  events  events/s  CPU ms/event  lock waiters (avg)  deadlocks');
+  for (const r of results) {
+    console.log(
+      `${r.phase.padEnd(12)} ${String(r.batchMax).padStart(5)} ${String(r.events).padStart(7)} ${String(r.eventsPerS).padStart(9)} ` +
+        `${r.cpuMsPerEvent.toFixed(3).padStart(13)} ${r.lockWaitersAvg.toFixed(2).padStart(19)} ${String(r.deadlocks).padStart(10)}`,
+    );
+  }
+  const [one, batched] = results;
+  if (one && batched) {
+    console.log(
+      `\nbatched / one-by-one: ${(batched.eventsPerS / one.eventsPerS).toFixed(1)}x events/s, ` +
+        `${(one.cpuMsPerEvent / Math.max(0.001, batched.cpuMsPerEvent)).toFixed(1)}x less settlement CPU per event`,
+    );
+  }
+  const lat = batched?.latency;
+  if (lat)
+    console.log(
+      `steady ${CFG.rate}/s: answer → ledger p50 ${lat.p50Ms} ms, p99 ${lat.p99Ms} ms, max ${lat.maxMs} ms (${lat.events} events)`,
+    );
+}
+
+function required(name: string): string {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is required`);
+  return v;
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,39 @@
+#!/usr/bin/env node
+// `npm run bench:settlement`: settlement throughput from a pre-filled topic, batched against one
+// event at a time (bench/settlement.ts; see bench/README.md, "Settlement").
+// Its own database (BENCH_DB + "_settlement", recreated) and broker (BENCH_PORT_BASE + 93).
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { ensurePrismaClient } from './prisma-generate.mjs';
+import { ROOT, startOwnInfra, withStops } from './services.mjs';
+
+const log = (msg) => console.log(`[bench:settlement] ${msg}`);
+const portBase = Number(process.env.BENCH_PORT_BASE || 14000);
+const database = `${process.env.BENCH_DB || 'gateway_bench'}_settlement`;
+
+await withStops(async (stops) => {
+  await ensurePrismaClient({ quiet: true });
+  delete process.env.KAFKA_BROKERS;
+  // Its database is dropped: a DATABASE_URL only lends its server, never its database.
+  if (process.env.DATABASE_URL) {
+    const u = new URL(process.env.DATABASE_URL);
+    u.pathname = `/${database}`;
+    process.env.DATABASE_URL = u.toString();
+  }
+  const { env } = await startOwnInfra({
+    name: 'bench-settlement',
+    database,
+    kafkaPort: portBase + 93,
+    portBase,
+    stops,
+    log,
+  });
+  process.exitCode = await new Promise((resolve) => {
+    const child = spawn(process.execPath, ['-r', '@swc-node/register', path.join('bench', 'settlement.ts')], {
+      cwd: ROOT,
+      env: { ...env, SWC_NODE_PROJECT: path.join(ROOT, 'tsconfig.json') },
+      stdio: 'inherit',
+    });
+    child.on('exit', (c) => resolve(c ?? 1));
+  });
+});
