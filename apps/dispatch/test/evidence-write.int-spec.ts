@@ -95,6 +95,19 @@ describe('the attempt evidence write', () => {
     await recordedOnce(o);
   });
 
+  it('an action that has already ended refuses the answer, and the attempt, the in-flight slot and the outbox stay as they were', async () => {
+    const o = await inFlightAttempt();
+    const workloadId = o.event.workload_id ?? '';
+    await db.prisma.quotaCounter.create({ data: { scope: 'workload', scopeId: workloadId, windowStart: new Date(0), inFlight: 1 } });
+    // The reconciliation sweeper expired the action while the attempt was still in flight.
+    await db.prisma.action.update({ where: { id: o.actionId }, data: { status: 'expired' } });
+    await expect(repo.complete(o)).rejects.toBeInstanceOf(InvalidTransitionError);
+    expect((await db.prisma.attempt.findUniqueOrThrow({ where: { id: o.attemptId } })).status).toBe('in_flight');
+    expect(await db.prisma.outboxMessage.count({ where: { eventId: o.event.event_id } })).toBe(0);
+    const slot = await db.prisma.quotaCounter.findFirstOrThrow({ where: { scope: 'workload', scopeId: workloadId } });
+    expect(slot.inFlight).toBe(1);
+  });
+
   it('a run after one that committed unseen (an ambiguous commit) is recognised as recorded and writes nothing', async () => {
     const o = await inFlightAttempt();
     await expect(repo.complete(o)).resolves.toBe('recorded');

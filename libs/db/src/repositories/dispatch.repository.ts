@@ -1,6 +1,6 @@
 import { AcceptanceVerdict, AttemptCompletedV1, AttemptRole, DeliveryOutcome, Topics } from '@gateway/contracts';
 import { actionMachine, ActionState, attemptMachine, AttemptState, InvalidTransitionError, transitionGuard } from '@gateway/domain';
-import { Database, prismaTx } from '../database';
+import { Database, PreparedStatement } from '../database';
 import { OutboxRepository } from './outbox.repository';
 
 export interface ClaimInput {
@@ -58,51 +58,43 @@ export class DispatchRepository {
   ) {}
 
   /**
-   * Takes the single-use right to send this attempt upstream, in one statement: the action row is
-   * locked (the reconciliation sweeper may be expiring it), the claim's primary key makes a second
-   * claim a no-op, and the attempt and the action's transition are written only when the claim
-   * was taken. A redelivered command, a second dispatcher or an expired command sends nothing.
+   * Takes the single-use right to send this attempt upstream, in one autocommit statement: the
+   * action row is locked (the reconciliation sweeper may be expiring it), the claim's primary key
+   * makes a second claim a no-op, and the attempt and the action's transition are written only
+   * when the claim was taken. A redelivered command, a second dispatcher or an expired command
+   * sends nothing.
    */
   async claim(input: ClaimInput): Promise<ClaimResult> {
-    const dispatch = transitionGuard(actionMachine, 'dispatch');
-    // Further attempts (hedge, retry, fallback) of an already dispatched action may be claimed too.
-    const claimable: string[] = [...dispatch.from, dispatch.to];
-    const attemptStatus = attemptMachine.transition('claimed', 'start');
-    const rows = await this.db.prisma.$queryRaw<Array<{ status: string | null; expired: boolean | null; claimed: bigint }>>`
-      WITH a AS (
-        SELECT id, status, dispatch_deadline_at <= ${input.now} AS expired FROM action WHERE id = ${input.actionId} FOR UPDATE
-      ),
-      c AS (
-        INSERT INTO dispatch_claim (action_id, attempt_no, claimed_by, claimed_at)
-        SELECT id, ${input.attemptNo}::int, ${input.claimedBy}, ${input.now} FROM a WHERE NOT a.expired AND a.status = ANY(${claimable}::text[])
-        ON CONFLICT DO NOTHING
-        RETURNING action_id
-      ),
-      t AS (
-        INSERT INTO attempt (id, action_id, attempt_no, role, route_id, route_version, status, status_reason, effective_candidates, started_at, updated_at)
-        SELECT ${input.attemptId}, action_id, ${input.attemptNo}::int, ${input.role}, ${input.routeId}, ${input.routeVersion}::int,
-               ${attemptStatus}, 'sent upstream', ${input.effectiveCandidates}::int, ${input.now}, ${input.now}
-        FROM c
-        RETURNING id
-      ),
-      u AS (
-        UPDATE action SET status = ${dispatch.to}, status_reason = 'dispatched', updated_at = ${input.now}
-        WHERE id IN (SELECT action_id FROM c) AND status = ANY(${dispatch.from}::text[])
-        RETURNING id
-      )
-      SELECT (SELECT status FROM a) AS status, (SELECT expired FROM a) AS expired, (SELECT count(*) FROM t) AS claimed`;
+    const rows = await this.db.query<{ status: string | null; expired: boolean | null; claimed: string }>(CLAIM, [
+      input.actionId,
+      input.now,
+      input.attemptNo,
+      input.claimedBy,
+      CLAIMABLE,
+      input.attemptId,
+      input.role,
+      input.routeId,
+      input.routeVersion,
+      CLAIMED_ATTEMPT_STATUS,
+      input.effectiveCandidates,
+      DISPATCH.to,
+      DISPATCH.from,
+    ]);
     const r = rows[0];
     if (r.status === null) return { ok: false, reason: 'not_dispatchable' };
     if (r.expired) return { ok: false, reason: 'expired' };
-    if (!claimable.includes(r.status)) return { ok: false, reason: 'not_dispatchable' };
+    if (!CLAIMABLE.includes(r.status)) return { ok: false, reason: 'not_dispatchable' };
     if (Number(r.claimed) === 0) return { ok: false, reason: 'already_claimed' };
     return { ok: true };
   }
 
   /**
-   * Records an attempt's end and its sanitised event in one transaction of a single statement:
-   * both transitions are compare-and-set on the states libs/domain allows, the in-flight slot is
-   * released when the action ends, and the outbox row is written with them.
+   * Records an attempt's end and its sanitised event in one autocommit statement, so the attempt,
+   * action and in-flight counter rows are locked for that statement only, never across an
+   * event-loop turn. The statement decides first, under row locks taken in the global order
+   * (attempt, then action): both transitions must be allowed by libs/domain's machines and this
+   * event must not be recorded yet; only then are the attempt and action updated, the in-flight
+   * slot released when the action ends, and the outbox row written.
    *
    * Safe to run again with the same outcome: when a previous run committed (a connection lost after
    * COMMIT leaves the caller unsure), the outbox row of this outcome's event id is there, and the
@@ -121,51 +113,136 @@ export class DispatchRepository {
       : null;
     const event = Topics.attemptCompleted.schema.parse(o.event);
     const key = o.event.workload_id ?? o.actionId;
-    const finishing = o.finishAction !== null;
-    return this.db.transaction(async (tx) => {
-      const rows = await prismaTx(tx).$queryRaw<Array<{ attempt: bigint; action: bigint; outbox_id: bigint; recorded: boolean }>>`
-        WITH at AS (
-          UPDATE attempt SET status = ${attemptGuard.to}, status_reason = ${o.statusReason}, provider_request_id = ${o.providerRequestId},
-            http_status = ${o.httpStatus}::int, returned_candidates = ${o.returnedCandidates}::int,
-            candidate_outcomes = ${JSON.stringify(o.candidateOutcomes)}::jsonb, prompt_block_reason = ${o.promptBlockReason},
-            input_tokens = ${o.usage?.inputTokens ?? null}::int, cached_input_tokens = ${o.usage?.cachedInputTokens ?? null}::int,
-            output_tokens_total = ${o.usage?.outputTokensTotal ?? null}::int, reasoning_tokens = ${o.usage?.reasoningTokens ?? null}::int,
-            usage_source = ${o.usageSource}, delivery_outcome = ${o.delivery.outcome}, acceptance_verdict = ${o.delivery.verdict},
-            acceptance_reason = ${o.delivery.verdictReason}, ended_at = ${o.now}, updated_at = ${o.now}
-          WHERE id = ${o.attemptId} AND status = ANY(${attemptGuard.from}::text[])
-          RETURNING id
-        ),
-        ac AS (
-          UPDATE action SET status = ${actionGuard?.to ?? ''}, status_reason = ${o.finishAction?.reason ?? ''},
-            returned_candidates = ${o.finishAction?.returnedCandidates ?? null}::int, delivery_outcome = ${o.delivery.outcome},
-            acceptance_verdict = ${o.delivery.verdict}, acceptance_reason = ${o.delivery.verdictReason}, updated_at = ${o.now}
-          WHERE ${finishing} AND id = ${o.actionId} AND EXISTS (SELECT 1 FROM at)
-            AND status = ANY(${actionGuard?.from ?? []}::text[])
-          RETURNING id
-        ),
-        slot AS (
-          UPDATE quota_counter SET in_flight = GREATEST(in_flight - 1, 0), updated_at = now()
-          WHERE scope = 'workload' AND scope_id = ${o.finishAction?.workloadId ?? ''} AND window_start = ${NO_WINDOW}
-            AND EXISTS (SELECT 1 FROM ac)
-          RETURNING 1
-        ),
-        ob AS (
-          INSERT INTO outbox_message (event_id, topic, key, payload)
-          SELECT ${event.event_id}, ${Topics.attemptCompleted.name}, ${key}, ${JSON.stringify(event)}::jsonb FROM at
-          RETURNING id
-        )
-        SELECT (SELECT count(*) FROM at) AS attempt, (SELECT count(*) FROM ac) AS action, (SELECT id FROM ob) AS outbox_id,
-          EXISTS (SELECT 1 FROM outbox_message WHERE event_id = ${event.event_id}) AS recorded`;
-      const r = rows[0];
-      // The statement's snapshot predates its own insert, so this is a previous run's row.
-      if (r.recorded) return 'already_recorded';
-      if (Number(r.attempt) !== 1) throw new InvalidTransitionError('attempt', 'not ' + attemptGuard.from.join('|'), attemptEvent);
-      if (finishing && Number(r.action) !== 1)
-        throw new InvalidTransitionError('action', 'not ' + (actionGuard?.from.join('|') ?? ''), 'finish');
-      this.outbox.committed(tx, { id: r.outbox_id, topic: Topics.attemptCompleted.name, key, payload: event });
-      return 'recorded';
-    });
+    const rows = await this.db.query<{ ok: boolean; recorded: boolean; attempt_status: string | null; outbox_id: string | null }>(
+      COMPLETE,
+      [
+        o.attemptId,
+        attemptGuard.from,
+        attemptGuard.to,
+        o.statusReason,
+        o.providerRequestId,
+        o.httpStatus,
+        o.returnedCandidates,
+        JSON.stringify(o.candidateOutcomes),
+        o.promptBlockReason,
+        o.usage?.inputTokens ?? null,
+        o.usage?.cachedInputTokens ?? null,
+        o.usage?.outputTokensTotal ?? null,
+        o.usage?.reasoningTokens ?? null,
+        o.usageSource,
+        o.delivery.outcome,
+        o.delivery.verdict,
+        o.delivery.verdictReason,
+        o.now,
+        o.actionId,
+        o.finishAction !== null,
+        actionGuard?.from ?? [],
+        actionGuard?.to ?? '',
+        o.finishAction?.reason ?? '',
+        o.finishAction?.returnedCandidates ?? null,
+        o.finishAction?.workloadId ?? '',
+        event.event_id,
+        Topics.attemptCompleted.name,
+        key,
+        JSON.stringify(event),
+      ],
+    );
+    const r = rows[0];
+    // The statement's snapshot predates its own insert, so this is a previous run's row.
+    if (r.recorded) return 'already_recorded';
+    if (!r.ok) {
+      if (r.attempt_status === null || !attemptGuard.from.includes(r.attempt_status as AttemptState))
+        throw new InvalidTransitionError('attempt', 'not ' + attemptGuard.from.join('|'), attemptEvent);
+      throw new InvalidTransitionError('action', 'not ' + (actionGuard?.from.join('|') ?? ''), 'finish');
+    }
+    this.outbox.committedNow([{ id: BigInt(r.outbox_id as string), topic: Topics.attemptCompleted.name, key, payload: event }]);
+    return 'recorded';
   }
 }
 
-const NO_WINDOW = new Date(0);
+const DISPATCH = transitionGuard(actionMachine, 'dispatch');
+/** Further attempts (hedge, retry, fallback) of an already dispatched action may be claimed too. */
+const CLAIMABLE: string[] = [...DISPATCH.from, DISPATCH.to];
+const CLAIMED_ATTEMPT_STATUS = attemptMachine.transition('claimed', 'start');
+
+/**
+ * $1 action, $2 now, $3 attempt_no, $4 claimed_by, $5 claimable action states, $6 attempt id,
+ * $7 role, $8 route, $9 route version, $10 attempt status, $11 effective candidates,
+ * $12/$13 the action's dispatch transition (to / from).
+ */
+const CLAIM: PreparedStatement = {
+  name: 'dispatch_claim',
+  text: `
+    WITH a AS (
+      SELECT id, status, dispatch_deadline_at <= $2::timestamptz AS expired FROM action WHERE id = $1::text FOR UPDATE
+    ),
+    c AS (
+      INSERT INTO dispatch_claim (action_id, attempt_no, claimed_by, claimed_at)
+      SELECT id, $3::int, $4::text, $2::timestamptz FROM a WHERE NOT a.expired AND a.status = ANY($5::text[])
+      ON CONFLICT DO NOTHING
+      RETURNING action_id
+    ),
+    t AS (
+      INSERT INTO attempt (id, action_id, attempt_no, role, route_id, route_version, status, status_reason, effective_candidates, started_at, updated_at)
+      SELECT $6::text, action_id, $3::int, $7::text, $8::text, $9::int, $10::text, 'sent upstream', $11::int, $2::timestamptz, $2::timestamptz
+      FROM c
+      RETURNING id
+    ),
+    u AS (
+      UPDATE action SET status = $12::text, status_reason = 'dispatched', updated_at = $2::timestamptz
+      WHERE id IN (SELECT action_id FROM c) AND status = ANY($13::text[])
+      RETURNING id
+    )
+    SELECT (SELECT status FROM a) AS status, (SELECT expired FROM a) AS expired, (SELECT count(*) FROM t) AS claimed`,
+};
+
+/**
+ * Guards first: `at` locks the attempt, then `ac` the action (only once `at` has run, and
+ * only when the attempt finishes the action), and `g` decides. The writes run only when `g.ok`.
+ * $1 attempt, $2/$3 attempt transition (from / to), $4..$17 the attempt's outcome columns,
+ * $18 now, $19 action, $20 finishing, $21/$22 action transition (from / to), $23 action reason,
+ * $24 action returned candidates, $25 workload, $26 event id, $27 topic, $28 key, $29 payload.
+ */
+const COMPLETE: PreparedStatement = {
+  name: 'dispatch_complete',
+  text: `
+    WITH at AS (
+      SELECT status FROM attempt WHERE id = $1::text FOR UPDATE
+    ),
+    ac AS (
+      SELECT status FROM action WHERE id = $19::text AND $20::boolean AND EXISTS (SELECT 1 FROM at) FOR UPDATE
+    ),
+    g AS (
+      SELECT COALESCE((SELECT status FROM at) = ANY($2::text[])
+               AND (NOT $20::boolean OR (SELECT status FROM ac) = ANY($21::text[]))
+               AND NOT EXISTS (SELECT 1 FROM outbox_message WHERE event_id = $26::text), false) AS ok,
+             EXISTS (SELECT 1 FROM outbox_message WHERE event_id = $26::text) AS recorded
+    ),
+    at_end AS (
+      UPDATE attempt SET status = $3::text, status_reason = $4::text, provider_request_id = $5::text,
+        http_status = $6::int, returned_candidates = $7::int, candidate_outcomes = $8::jsonb, prompt_block_reason = $9::text,
+        input_tokens = $10::int, cached_input_tokens = $11::int, output_tokens_total = $12::int, reasoning_tokens = $13::int,
+        usage_source = $14::text, delivery_outcome = $15::text, acceptance_verdict = $16::text, acceptance_reason = $17::text,
+        ended_at = $18::timestamptz, updated_at = $18::timestamptz
+      WHERE id = $1::text AND (SELECT ok FROM g)
+      RETURNING id
+    ),
+    ac_end AS (
+      UPDATE action SET status = $22::text, status_reason = $23::text, returned_candidates = $24::int,
+        delivery_outcome = $15::text, acceptance_verdict = $16::text, acceptance_reason = $17::text, updated_at = $18::timestamptz
+      WHERE id = $19::text AND $20::boolean AND (SELECT ok FROM g)
+      RETURNING id
+    ),
+    slot AS (
+      UPDATE quota_counter SET in_flight = GREATEST(in_flight - 1, 0), updated_at = now()
+      WHERE scope = 'workload' AND scope_id = $25::text AND window_start = 'epoch'::timestamptz AND EXISTS (SELECT 1 FROM ac_end)
+      RETURNING 1
+    ),
+    ob AS (
+      INSERT INTO outbox_message (event_id, topic, key, payload)
+      SELECT $26::text, $27::text, $28::text, $29::jsonb FROM at_end
+      RETURNING id
+    )
+    SELECT (SELECT ok FROM g) AS ok, (SELECT recorded FROM g) AS recorded, (SELECT status FROM at) AS attempt_status,
+      (SELECT id FROM ob) AS outbox_id`,
+};

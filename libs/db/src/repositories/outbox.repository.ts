@@ -9,6 +9,15 @@ const MARK_PUBLISHED: PreparedStatement = {
   text: 'UPDATE outbox_message SET published_at = now() WHERE id = ANY($1::bigint[]) AND published_at IS NULL',
 };
 
+/** Whether the sweep has anything to claim; runs every second in every service. */
+const SWEEP_DUE: PreparedStatement = {
+  name: 'outbox_sweep_due',
+  text: `SELECT EXISTS (
+    SELECT 1 FROM outbox_message
+    WHERE published_at IS NULL AND quarantined_at IS NULL AND created_at < now() - make_interval(secs => $1::double precision)
+  ) AS due`,
+};
+
 /**
  * Transactional outbox: events are written with the state change they announce. After the
  * commit, the rows that transaction wrote are handed to listeners (the relay publishes them at
@@ -88,8 +97,12 @@ export class OutboxRepository implements OutboxStore {
    * The sweep: rows older than `sweepAfterMs`, still unpublished and not quarantined, claimed
    * with SKIP LOCKED. What `publish` sent is marked published and what it refused for good is
    * quarantined with its reason, in the same transaction, even when a transient error stopped it.
+   * Nearly every sweep finds nothing: one autocommit statement says so, and only a sweep with
+   * something to claim opens the transaction.
    */
   async drainBatch(limit: number, publish: (rows: OutboxRow[]) => Promise<BatchOutcome>): Promise<{ claimed: number } & BatchOutcome> {
+    const [{ due }] = await this.db.query<{ due: boolean }>(SWEEP_DUE, [this.sweepAfterMs / 1000]);
+    if (!due) return { claimed: 0, published: [], quarantined: [] };
     return this.db.transaction(async (tx) => {
       const rows = await prismaTx(tx).$queryRaw<Array<{ id: bigint; topic: string; key: string; payload: unknown }>>`
         SELECT id, topic, key, payload FROM outbox_message
