@@ -133,7 +133,8 @@ async function main() {
   fs.rmSync(LOG_DIR, { recursive: true, force: true });
   log(`starting services (logs in ${path.relative(ROOT, LOG_DIR)}/)`);
   const only = CFG.services.includes('all') ? undefined : CFG.services;
-  const services = await startServices({ env, logDir: LOG_DIR, only });
+  // A generous start-up allowance: on a loaded 2-core box six services compiling at once take a while.
+  const services = await startServices({ env, logDir: LOG_DIR, only, timeoutMs: 240_000 });
   log(`running: ${services.children.map((c) => c.service.name).join(', ')}`);
   stops.push(services.stop);
   const pool = new pg.Pool({ connectionString: pgServer.url, max: 2 });

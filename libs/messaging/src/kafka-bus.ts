@@ -13,7 +13,10 @@ import {
 } from 'kafkajs';
 import { allTopics, TopicKey, TopicPayload, Topics } from '@gateway/contracts';
 import { BusLogger, DeadLetterCounter, MessageMeta, PoisonGuard, PoisonHook } from './poison-guard';
+import { stopKafkajsIdleLoop } from './kafkajs-idle-loop';
 import { PoisonPolicy } from './poison-policy';
+
+stopKafkajsIdleLoop();
 
 export type { BusLogger, MessageMeta };
 
