@@ -590,16 +590,16 @@ function rss(services) {
  * Event-loop delay per service from its /metrics (prom-client's default metrics: a
  * perf_hooks.monitorEventLoopDelay histogram that every scrape reads and resets). `reset()`
  * scrapes to start a window; `read()` scrapes again and returns p50/p99/max of that window in ms,
- * beyond the histogram's 10 ms sampling interval.
+ * beyond the histogram's sampling interval.
  */
-const EVENT_LOOP_RESOLUTION_MS = 10;
+const EVENT_LOOP_RESOLUTION_MS = 50; // = EVENT_LOOP_SAMPLE_MS in libs/service-kit/src/metrics.ts
 
 function eventLoopProbe(services) {
   const targets = services.children
     .filter((c) => c.service.name !== 'provider-sim')
     .map((c) => [c.service.name, `http://127.0.0.1:${PORTS[c.service.portEnv]}/metrics`]);
-  // The histogram records the time between ticks of a 10 ms timer (prom-client's default
-  // eventLoopMonitoringPrecision): what exceeds the 10 ms is the delay.
+  // The histogram records the time between ticks of a timer (eventLoopMonitoringPrecision,
+  // EVENT_LOOP_SAMPLE_MS in libs/service-kit/src/metrics.ts): what exceeds the interval is the delay.
   const gauge = (text, name) => {
     const line = text.split('\n').find((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
     return line ? round(Math.max(0, Number(line.split(' ').pop()) * 1000 - EVENT_LOOP_RESOLUTION_MS), 1) : null;

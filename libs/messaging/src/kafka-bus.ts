@@ -13,10 +13,10 @@ import {
 } from 'kafkajs';
 import { allTopics, TopicKey, TopicPayload, Topics } from '@gateway/contracts';
 import { BusLogger, DeadLetterCounter, MessageMeta, PoisonGuard, PoisonHook } from './poison-guard';
-import { stopKafkajsIdleLoop } from './kafkajs-idle-loop';
+import { quietKafkajsIdleTimers } from './kafkajs-idle-timers';
 import { PoisonPolicy } from './poison-policy';
 
-stopKafkajsIdleLoop();
+quietKafkajsIdleTimers();
 
 export type { BusLogger, MessageMeta };
 
