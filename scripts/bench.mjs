@@ -6,17 +6,20 @@
 // own, then measures with autocannon the same OpenAI chat-completions request sent
 //   baseline: straight to provider-sim          POST /v1/chat/completions
 //   gateway:  through admission with a workload key  POST /v1/chat/completions
-// in two phases (fixed rate, saturation). Prints a table, writes .local/bench-result.json.
+// in two phases (fixed rate, saturation), after an idle phase (no traffic) that measures what
+// the stack costs doing nothing. Prints tables, writes .local/bench-result.json.
+// `npm run bench -- --idle` (or BENCH_ONLY=idle) measures the idle phase only.
 // Not a test: nothing here asserts on timings. Ctrl-C stops everything it started.
 //
 // Knobs (environment): BENCH_LATENCY_MS (provider-sim latency directive, default 20),
-// BENCH_RATE (req/s of the fixed-rate phase, default 50), BENCH_RATE_LANES (see load(); default
+// BENCH_RATE (req/s of the fixed-rate phase, default 100), BENCH_RATE_LANES (see load(); default
 // one per req/s),
 // BENCH_CONNECTIONS (saturation, default 32), BENCH_DURATION_S (per run, default 10),
 // BENCH_WARMUP_S (per target, default 3), BENCH_KAFKA_PORT (default 14092), LOG_LEVEL (services,
 // default info, as `npm start`), BENCH_SERVICES (comma-separated service names, or "all"; default
-// the request path: provider-sim, admission, dispatch, settlement), BENCH_GATEWAY_WORKLOADS
-// (spread the gateway load over this many workloads, default 1).
+// all, as `npm start`), BENCH_GATEWAY_WORKLOADS (spread the gateway load over this many workloads,
+// default 1), BENCH_IDLE_SETTLE_S / BENCH_IDLE_S (the idle phase: seconds of quiet before it is
+// measured, default 10, and measured, default 20), BENCH_ONLY=idle (= --idle).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -37,7 +40,7 @@ const num = (name, fallback) => {
 
 const CFG = {
   latencyMs: num('BENCH_LATENCY_MS', 20),
-  rate: num('BENCH_RATE', 50),
+  rate: num('BENCH_RATE', 100),
   rateLanes: process.env.BENCH_RATE_LANES ? num('BENCH_RATE_LANES', 1) : 0, // 0: one lane per req/s
   connections: num('BENCH_CONNECTIONS', 32),
   durationS: num('BENCH_DURATION_S', 10),
@@ -47,7 +50,10 @@ const CFG = {
   database: process.env.BENCH_DB || 'gateway_bench',
   drainTimeoutMs: 20_000,
   gatewayWorkloads: Math.round(num('BENCH_GATEWAY_WORKLOADS', 1)),
-  services: (process.env.BENCH_SERVICES || 'provider-sim,admission,dispatch,settlement')
+  idleSettleS: num('BENCH_IDLE_SETTLE_S', 10),
+  idleS: num('BENCH_IDLE_S', 20),
+  idleOnly: process.env.BENCH_ONLY === 'idle' || process.argv.slice(2).includes('--idle'),
+  services: (process.env.BENCH_SERVICES || 'all')
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean),
@@ -127,7 +133,8 @@ async function main() {
   fs.rmSync(LOG_DIR, { recursive: true, force: true });
   log(`starting services (logs in ${path.relative(ROOT, LOG_DIR)}/)`);
   const only = CFG.services.includes('all') ? undefined : CFG.services;
-  const services = await startServices({ env, logDir: LOG_DIR, only });
+  // A generous start-up allowance: on a loaded 2-core box six services compiling at once take a while.
+  const services = await startServices({ env, logDir: LOG_DIR, only, timeoutMs: 240_000 });
   log(`running: ${services.children.map((c) => c.service.name).join(', ')}`);
   stops.push(services.stop);
   const pool = new pg.Pool({ connectionString: pgServer.url, max: 2 });
@@ -155,12 +162,29 @@ async function main() {
   for (const [name, target] of Object.entries(targets)) await sanityCheck(name, requestFor(target, WORKLOADS.warmup));
 
   const cpu = cpuProbe({ services, kafka, pool, pgUrl: pgServer.url });
+  const loop = eventLoopProbe(services);
+  const machine = () => ({
+    cpus: os.cpus().length,
+    model: os.cpus()[0]?.model ?? null,
+    node: process.version,
+    loadavg: os.loadavg().map((l) => round(l, 2)),
+  });
+
+  if (CFG.idleOnly) {
+    const idle = await idlePhase(cpu, loop);
+    const result = { finishedAt: new Date().toISOString(), mode: 'idle', machine: machine(), config: CFG, idle };
+    writeResult(result);
+    reportIdle(idle);
+    log(`wrote ${path.relative(ROOT, RESULT_FILE)}; total ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    return shutdown(0);
+  }
 
   log(`warm-up: ${CFG.warmupS} s per target, ${CFG.connections} connections (not reported)`);
   for (const target of Object.values(targets)) {
     await load(requestFor(target, WORKLOADS.warmup), { connections: CFG.connections, duration: CFG.warmupS });
   }
   await resetSim();
+  const idle = await idlePhase(cpu, loop);
 
   const phases = [
     {
@@ -182,12 +206,17 @@ async function main() {
     runs[phase.name] = {};
     for (const [name, target] of Object.entries(targets)) {
       log(`${phase.label}: ${name} for ${CFG.durationS} s`);
+      await loop.reset();
       const before = await cpu.snapshot();
       const sampler = pgWaitSampler(pool);
       const r = await load(requestFor(target, phase.workloads), { ...phase.opts, duration: CFG.durationS });
       const pgWaits = await sampler.stop();
       const after = await cpu.snapshot();
-      runs[phase.name][name] = { ...r, cpuCores: cpu.cores(before, after, r.durationS), pgWaits };
+      const eventLoopDelayMs = await loop.read();
+      const cpuSeconds = cpu.seconds(before, after);
+      const run = { ...r, cpuCores: perSecond(cpuSeconds, r.durationS), cpuMsPerOk: cpuMsPer(cpuSeconds, r.ok), eventLoopDelayMs, pgWaits };
+      if (phase.name === 'saturation' && name === 'gateway') run.rssMb = rss(services);
+      runs[phase.name][name] = run;
       await resetSim();
     }
   }
@@ -210,22 +239,16 @@ async function main() {
 
   const result = {
     finishedAt: new Date().toISOString(),
-    machine: {
-      cpus: os.cpus().length,
-      model: os.cpus()[0]?.model ?? null,
-      node: process.version,
-      loadavgBefore,
-      loadavgAfter: os.loadavg().map((l) => round(l, 2)),
-    },
+    machine: { ...machine(), loadavgBefore, loadavgAfter: machine().loadavg },
     config: { ...CFG, upstreamModel: UPSTREAM_MODEL, logLevel: env.LOG_LEVEL, prompt: PROMPT },
+    idle,
     runs,
     comparison,
     settlement,
     gatewayStagesMs: stages,
     admissionMetrics: metrics,
   };
-  fs.mkdirSync(path.dirname(RESULT_FILE), { recursive: true });
-  fs.writeFileSync(RESULT_FILE, JSON.stringify(result, null, 2) + '\n');
+  writeResult(result);
 
   report(result, phases);
   log(`wrote ${path.relative(ROOT, RESULT_FILE)}; total ${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -513,21 +536,123 @@ function cpuProbe({ services, kafka, pool, pgUrl }) {
       s.loadGenerator = (self.user + self.system) / 1e6;
       return s;
     },
-    cores(before, after, seconds) {
+    /** CPU seconds per process between two snapshots. */
+    seconds(before, after) {
       const out = {};
       for (const [k, v] of Object.entries(after)) {
         if (k === 'postgresBackends') {
           let total = 0;
           // A backend that connected during the run spent all its CPU in it; one that left is lost.
           for (const [pid, t] of Object.entries(v)) if (t != null) total += t - (before.postgresBackends?.[pid] ?? 0);
-          out.postgres = round(total / seconds, 2);
+          out.postgres = total;
         } else if (v != null && before[k] != null) {
-          out[k] = round((v - before[k]) / seconds, 2);
+          out[k] = v - before[k];
         }
       }
       return out;
     },
   };
+}
+
+/** Cores used per process (3 decimals, so an idle stack's hundredths show). */
+const perSecond = (cpuSeconds, seconds) => Object.fromEntries(Object.entries(cpuSeconds).map(([k, v]) => [k, round(v / seconds, 3)]));
+
+/** The stack's own processes: everything measured except the bench process itself. */
+const stackSeconds = (cpuSeconds) => Object.entries(cpuSeconds).reduce((a, [k, v]) => (k === 'loadGenerator' ? a : a + v), 0);
+
+/**
+ * CPU ms per 2xx answer, per process and summed over the stack (services, broker, Postgres
+ * backends; not the load generator). CPU a process spends after the run (settling what the run
+ * admitted) is not in it.
+ */
+function cpuMsPer(cpuSeconds, ok) {
+  if (ok <= 0) return null;
+  const per = Object.fromEntries(Object.entries(cpuSeconds).map(([k, v]) => [k, round((v * 1000) / ok, 2)]));
+  return { ...per, total: round((stackSeconds(cpuSeconds) * 1000) / ok, 2) };
+}
+
+/** RSS now and at its peak (VmHWM) per service process, in MB (Linux only; elsewhere empty). */
+function rss(services) {
+  const out = {};
+  for (const c of services.children) {
+    try {
+      const status = fs.readFileSync(`/proc/${c.child.pid}/status`, 'utf8');
+      const kb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+      out[c.service.name] = { rss: round(kb('VmRSS') / 1024, 1), peak: round(kb('VmHWM') / 1024, 1) };
+    } catch {
+      // not Linux, or the process is gone
+    }
+  }
+  return out;
+}
+
+/**
+ * Event-loop delay per service from its /metrics (prom-client's default metrics: a
+ * perf_hooks.monitorEventLoopDelay histogram that every scrape reads and resets). `reset()`
+ * scrapes to start a window; `read()` scrapes again and returns p50/p99/max of that window in ms,
+ * beyond the histogram's sampling interval.
+ */
+const EVENT_LOOP_RESOLUTION_MS = 50; // = EVENT_LOOP_SAMPLE_MS in libs/service-kit/src/metrics.ts
+
+function eventLoopProbe(services) {
+  const targets = services.children
+    .filter((c) => c.service.name !== 'provider-sim')
+    .map((c) => [c.service.name, `http://127.0.0.1:${PORTS[c.service.portEnv]}/metrics`]);
+  // The histogram records the time between ticks of a timer (eventLoopMonitoringPrecision,
+  // EVENT_LOOP_SAMPLE_MS in libs/service-kit/src/metrics.ts): what exceeds the interval is the delay.
+  const gauge = (text, name) => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
+    return line ? round(Math.max(0, Number(line.split(' ').pop()) * 1000 - EVENT_LOOP_RESOLUTION_MS), 1) : null;
+  };
+  const scrape = async () =>
+    Object.fromEntries(
+      await Promise.all(
+        targets.map(async ([name, url]) => {
+          try {
+            const text = await (await fetch(url)).text();
+            return [
+              name,
+              {
+                p50: gauge(text, 'nodejs_eventloop_lag_p50_seconds'),
+                p99: gauge(text, 'nodejs_eventloop_lag_p99_seconds'),
+                max: gauge(text, 'nodejs_eventloop_lag_max_seconds'),
+              },
+            ];
+          } catch {
+            return [name, null];
+          }
+        }),
+      ),
+    );
+  return { reset: scrape, read: scrape };
+}
+
+/**
+ * No traffic: waits BENCH_IDLE_SETTLE_S for the stack to quiet down (back-offs reach their
+ * ceiling), then measures CPU per process over BENCH_IDLE_S.
+ */
+async function idlePhase(cpu, loop) {
+  log(`idle: ${CFG.idleSettleS} s quiet, then ${CFG.idleS} s measured`);
+  await sleep(CFG.idleSettleS * 1000);
+  await loop.reset();
+  const before = await cpu.snapshot();
+  const t = Date.now();
+  await sleep(CFG.idleS * 1000);
+  const after = await cpu.snapshot();
+  const seconds = (Date.now() - t) / 1000;
+  const eventLoopDelayMs = await loop.read();
+  const cpuSeconds = cpu.seconds(before, after);
+  return {
+    seconds: round(seconds, 2),
+    cpuCores: perSecond(cpuSeconds, seconds),
+    totalCores: round(stackSeconds(cpuSeconds) / seconds, 3),
+    eventLoopDelayMs,
+  };
+}
+
+function writeResult(result) {
+  fs.mkdirSync(path.dirname(RESULT_FILE), { recursive: true });
+  fs.writeFileSync(RESULT_FILE, JSON.stringify(result, null, 2) + '\n');
 }
 
 // ---------------------------------------------------------------- report
@@ -571,6 +696,39 @@ function report(result, phases) {
     console.log('\n' + table(cpuRows, 1));
   }
 
+  const gatewayPhases = phases.filter((p) => result.runs[p.name].gateway.cpuMsPerOk);
+  if (gatewayPhases.length > 0) {
+    const names = Object.keys(result.runs[gatewayPhases[0].name].gateway.cpuMsPerOk).filter((n) => n !== 'total');
+    const rows = [['CPU ms per 2xx answer (gateway runs)', 'stack total', ...names]];
+    for (const phase of gatewayPhases) {
+      const c = result.runs[phase.name].gateway.cpuMsPerOk;
+      rows.push([phase.label, c.total, ...names.map((n) => c[n] ?? '')]);
+    }
+    console.log('\n' + table(rows, 1));
+    console.log('(stack total: services + kafka + postgres, not the load generator)');
+  }
+
+  const loopNames = [...new Set(phases.flatMap((p) => Object.keys(result.runs[p.name].gateway.eventLoopDelayMs ?? {})))];
+  if (loopNames.length > 0) {
+    const rows = [['event-loop delay ms p50/p99', ...loopNames]];
+    const cell = (d) => (d ? `${d.p50}/${d.p99}` : '');
+    rows.push(['idle', ...loopNames.map((n) => cell(result.idle?.eventLoopDelayMs?.[n]))]);
+    for (const phase of phases) {
+      for (const [name, r] of Object.entries(result.runs[phase.name]))
+        rows.push([`${phase.name}/${name}`, ...loopNames.map((n) => cell(r.eventLoopDelayMs?.[n]))]);
+    }
+    console.log('\n' + table(rows, 1));
+  }
+
+  const mem = result.runs.saturation?.gateway?.rssMb;
+  if (mem && Object.keys(mem).length > 0) {
+    const rows = [['RSS MB at the end of saturation/gateway', 'now', 'peak']];
+    for (const [n, m] of Object.entries(mem)) rows.push([n, m.rss, m.peak]);
+    console.log('\n' + table(rows, 1));
+  }
+
+  if (result.idle) reportIdle(result.idle);
+
   const pw = [['Postgres backends busy (avg)', 'phase', 'statement', 'backends']];
   for (const phase of phases) {
     for (const w of result.runs[phase.name].gateway.pgWaits?.top ?? []) pw.push([w.what, phase.name, w.statement, w.avgBackends]);
@@ -609,6 +767,18 @@ function report(result, phases) {
       .map(([n, r]) => `${p.name}/${n}: ${JSON.stringify(r.statusCodes)} errors=${r.errors} timeouts=${r.timeouts}`),
   );
   console.log(bad.length === 0 ? 'every response was 2xx' : `NOT every response was 2xx:\n  ${bad.join('\n  ')}`);
+  console.log();
+}
+
+function reportIdle(idle) {
+  const rows = [['idle CPU (cores)', 'cores', 'event-loop delay ms p50/p99']];
+  for (const [n, c] of Object.entries(idle.cpuCores)) {
+    const d = idle.eventLoopDelayMs?.[n];
+    rows.push([n, c, d ? `${d.p50}/${d.p99}` : '']);
+  }
+  rows.push(['stack total (not the load generator)', idle.totalCores, '']);
+  console.log(`\nIdle: no traffic, measured over ${idle.seconds} s after ${CFG.idleSettleS} s of quiet`);
+  console.log(table(rows, 1));
   console.log();
 }
 

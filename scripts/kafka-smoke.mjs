@@ -43,10 +43,11 @@ const RECOMMENDED = {
     // The broker answers a fetch as soon as minBytes are there, so a short
     // maxWait does not buy latency; it bounds how long the fetch loop is
     // blind to rebalances, heartbeats and disconnect() (each waits for the
-    // in-flight fetch). [5000]
-    maxWaitTimeInMs: 100,
+    // in-flight fetch), and how often an idle consumer asks: 1000 keeps
+    // an idle stack cheap (issue 12). [5000]
+    maxWaitTimeInMs: 1000,
     minBytes: 1, // [1] answer with the first byte
-    heartbeatInterval: 500, // [3000] rebalances are noticed on the next heartbeat
+    heartbeatInterval: 2000, // [3000] rebalances are noticed on the next heartbeat
     sessionTimeout: 6000, // [30000] 6000 = the broker default group.min.session.timeout.ms
     rebalanceTimeout: 10000, // [60000] how long a join waits for slow members
     allowAutoTopicCreation: false,

@@ -41,14 +41,16 @@ const MESSAGE_MAX_BYTES = Number(process.env.KAFKA_MESSAGE_MAX_BYTES ?? 1048588)
 
 const JAVA = process.env.JAVA_HOME ? path.join(process.env.JAVA_HOME, 'bin/java') : 'java';
 
-// Tuned for start-up time, not throughput: C1 only (the broker does little
-// work in tests, and C2 compilation would compete for our 2 cores), the JDK's
-// class data sharing archive, and no CDS chatter in the broker log.
+// Tuned for start-up time and idle cost, not throughput: C1 only (the broker does little
+// work in tests, and C2 compilation would compete for our 2 cores), the serial collector (no
+// concurrent GC threads waking up while the broker idles), thread pools sized for 2 cores
+// whatever the host reports, the JDK's class data sharing archive, and no CDS chatter in the
+// broker log.
 const JVM_FLAGS = [
   '-Xms256m',
   '-Xmx512m',
-  '-XX:+UseG1GC',
-  '-XX:MaxGCPauseMillis=20',
+  '-XX:+UseSerialGC',
+  '-XX:ActiveProcessorCount=2',
   '-XX:TieredStopAtLevel=1',
   '-Xshare:auto',
   '-Xlog:cds=off,cds+dynamic=off',
@@ -361,7 +363,11 @@ share.coordinator.state.topic.num.partitions=1
 # After an unclean stop (kill -9, crash) the restarted broker cannot register
 # until the controller expires its previous session: 9 s by default.
 broker.session.timeout.ms=4000
-broker.heartbeat.interval.ms=500
+broker.heartbeat.interval.ms=1000
+
+# The controller appends a no-op record to the metadata log this often (default 500 ms), and
+# every append wakes the metadata publishers: with one node there is no follower to keep alive.
+metadata.max.idle.interval.ms=5000
 
 # No waiting for more members before the first rebalance; allow short
 # session timeouts so tests notice a dead consumer quickly.
@@ -446,7 +452,7 @@ function withTimeout(promise, ms) {
 // dynamic AppCDS archive (JDK 13+) of the classes a previous run loaded
 // roughly halves it (~1.5 s -> ~0.8 s here). The first run dumps the archive
 // when the broker exits; later runs map it. The archive is only valid for the
-// exact jars and JVM that made it, so its name carries a hash of both, and it
+// exact jars, JVM and JVM flags that made it, so its name carries a hash of them, and it
 // lives in libs/ so that a re-fetch throws it away. JDK 19+ could do this by
 // itself (-XX:+AutoCreateSharedArchive), but we run on 17.
 function appCdsFlags() {
@@ -482,7 +488,11 @@ function cdsKey() {
   const java = resolveJava();
   const stat = fs.statSync(java);
   const jars = fs.readFileSync(path.join(LIBS, MARKER), 'utf8');
-  return createHash('sha256').update(`${java}:${stat.size}:${stat.mtimeMs}:${jars}`).digest('hex').slice(0, 12);
+  // The JVM flags too: an archive dumped under another collector may not map.
+  return createHash('sha256')
+    .update(`${java}:${stat.size}:${stat.mtimeMs}:${jars}:${JVM_FLAGS.join(' ')}`)
+    .digest('hex')
+    .slice(0, 12);
 }
 
 /** Absolute, symlink-free path of the java binary we run. */

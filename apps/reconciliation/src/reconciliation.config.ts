@@ -3,6 +3,11 @@ import { z } from 'zod';
 export interface SweepConfig {
   /** how often the sweeper runs; 0 disables the timer (tests call the use case directly) */
   intervalMs: number;
+  /**
+   * the longest wait between sweeps once they find nothing (default 6 × intervalMs): each empty
+   * sweep doubles the wait up to this, one that voids or reconciles something resets it
+   */
+  idleMaxMs?: number;
   /** how long past its action deadline an in-flight attempt must be before it counts as orphaned */
   orphanGraceMs: number;
   /**
@@ -19,6 +24,7 @@ export const SWEEP_CONFIG = 'RECONCILIATION_SWEEP_CONFIG';
 const ms = z.coerce.number().int().nonnegative();
 const schema = z.object({
   RECONCILIATION_SWEEP_MS: ms.default(5000),
+  RECONCILIATION_SWEEP_IDLE_MAX_MS: ms.optional(),
   RECONCILIATION_ORPHAN_GRACE_MS: ms.default(60000),
   RECONCILIATION_DISPATCH_SKEW_MS: ms.default(2000),
   RECONCILIATION_SWEEP_BATCH: z.coerce.number().int().min(1).max(10000).default(200),
@@ -31,6 +37,7 @@ export function sweepConfigFromEnv(env: NodeJS.ProcessEnv = process.env): SweepC
   const parsed = schema.parse(present);
   return {
     intervalMs: parsed.RECONCILIATION_SWEEP_MS,
+    idleMaxMs: parsed.RECONCILIATION_SWEEP_IDLE_MAX_MS ?? 6 * parsed.RECONCILIATION_SWEEP_MS,
     orphanGraceMs: parsed.RECONCILIATION_ORPHAN_GRACE_MS,
     dispatchClockSkewMs: parsed.RECONCILIATION_DISPATCH_SKEW_MS,
     batchSize: parsed.RECONCILIATION_SWEEP_BATCH,

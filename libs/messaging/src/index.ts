@@ -1,12 +1,14 @@
 /**
  * @gateway/messaging: Kafka wiring (the only kafkajs importer) with the consumers' poison policy
- * and self-recovery, the Nest transport over it, the transactional-outbox relay, the
- * idempotent-consumer helper, dispatch reply correlation and content encryption.
+ * and self-recovery, the Nest transport over it, the transactional-outbox relay, the back-off of
+ * periodic jobs when idle, the idempotent-consumer helper, dispatch reply correlation and
+ * content encryption.
  */
 export * from './kafka-bus';
 export * from './poison-policy';
 export * from './poison-guard';
 export * from './outbox-relay';
+export * from './idle-backoff';
 export * from './reply-router';
 export * from './content-cipher';
 export * from './idempotent-consumer';

@@ -15,7 +15,10 @@ import {
 import { allTopics, TopicKey, TopicPayload, Topics } from '@gateway/contracts';
 import { BatchGuard, BatchHandler } from './batch-guard';
 import { BusLogger, DeadLetterCounter, Delivery, MessageMeta, PoisonGuard, PoisonHook } from './poison-guard';
+import { quietKafkajsIdleTimers } from './kafkajs-idle-timers';
 import { PoisonPolicy } from './poison-policy';
+
+quietKafkajsIdleTimers();
 
 export type { BusLogger, MessageMeta };
 
@@ -389,11 +392,14 @@ class ManagedConsumer implements ConsumerHandle {
     const config: ConsumerConfig = {
       groupId: this.options.groupId,
       allowAutoTopicCreation: false,
-      maxWaitTimeInMs: 100,
+      // An empty fetch waits up to 1 s on the broker; a record ends the wait at once (minBytes 1),
+      // so this costs no latency, only how often an idle consumer asks (issue 12: idle cost).
+      maxWaitTimeInMs: 1000,
       minBytes: 1,
+      // A dead consumer is noticed after 6 s; a heartbeat every 2 s leaves two to spare.
       sessionTimeout: 6000,
       rebalanceTimeout: 10000,
-      heartbeatInterval: 500,
+      heartbeatInterval: 2000,
       retry: { initialRetryTime: 100, retries: 10 },
     };
     const consumer = this.kafka.consumer(config);

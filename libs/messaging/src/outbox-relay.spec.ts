@@ -108,3 +108,35 @@ describe('OutboxRelay sweep', () => {
     expect(pruned).toEqual([5000, 5000]);
   });
 });
+
+describe('OutboxRelay sweep schedule', () => {
+  it('backs off while sweeps find nothing and sweeps at the base interval again after a commit', async () => {
+    jest.useFakeTimers();
+    try {
+      const sweeps: number[] = [];
+      const store: OutboxStore = {
+        drainBatch: async () => {
+          sweeps.push(Date.now());
+          return { claimed: 0, published: [], quarantined: [] };
+        },
+        markPublished: async () => undefined,
+        prunePublished: async () => 0,
+      };
+      const t0 = Date.now();
+      const relay = new OutboxRelay(store, publisher({}), quiet, { sweepIntervalMs: 1000, sweepIdleMaxMs: 8000 });
+      relay.start();
+      await jest.advanceTimersByTimeAsync(36_000);
+      const gaps = (from: number) => sweeps.slice(from).map((t, i) => t - (i === 0 ? t0 : sweeps[from + i - 1]));
+      // at once, then every second for the 10 s grace, then 2, 4, 8, 8… s
+      expect(gaps(0)).toEqual([0, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 2000, 4000, 8000, 8000]);
+      const before = sweeps.length;
+      // 36 s in, the next sweep is due at 40 s; a commit cuts that short.
+      relay.publishCommitted([row(1)]);
+      await jest.advanceTimersByTimeAsync(1000);
+      expect(sweeps.length).toBe(before + 1);
+      await relay.stop();
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+});

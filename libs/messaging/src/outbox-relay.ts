@@ -1,4 +1,5 @@
 import { allTopics } from '@gateway/contracts';
+import { IdleBackoff } from './idle-backoff';
 import { BusLogger, PermanentPublishError, RawMessage } from './kafka-bus';
 
 export interface OutboxRow {
@@ -39,6 +40,12 @@ export interface QuarantineCounter {
 
 export interface OutboxRelayOptions {
   sweepIntervalMs?: number;
+  /**
+   * Sweeps back off when idle (default 30 s): after 10 s without rows, each empty sweep doubles
+   * the wait up to this; a commit that wrote rows, or a sweep that found some, brings it back to
+   * `sweepIntervalMs`. Not above `sweepIntervalMs`: a fixed interval.
+   */
+  sweepIdleMaxMs?: number;
   batchSize?: number;
   markDelayMs?: number;
   /** published rows older than this are deleted by the sweep (default 72 h) */
@@ -74,27 +81,36 @@ export class OutboxRelay {
   private running = false;
   private again = false;
   private stopped = false;
+  private started = false;
+  private sweepFailed = false;
+  private readonly backoff: IdleBackoff;
 
   constructor(
     private readonly store: OutboxStore,
     private readonly publisher: OutboxPublisher,
     private readonly logger: BusLogger,
     private readonly opts: OutboxRelayOptions = {},
-  ) {}
+  ) {
+    const baseMs = opts.sweepIntervalMs ?? 1000;
+    // The grace outlasts the age a row must reach before a sweep takes it (3 s, libs/db), so a
+    // row whose direct publish failed is swept at the base interval.
+    this.backoff = new IdleBackoff({ baseMs, maxMs: opts.sweepIdleMaxMs ?? 30_000, graceMs: 10_000 });
+  }
 
   private lastPruneAt = Number.NEGATIVE_INFINITY;
 
+  /** Sweeps now and then after each sweep (see `sweepIdleMaxMs`) until `stop()`. */
   start(): void {
     this.stopped = false;
-    const interval = this.opts.sweepIntervalMs ?? 1000;
-    this.timer = setInterval(() => this.kick(), interval);
-    this.timer.unref();
+    this.started = true;
     this.kick();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
+    this.started = false;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
     await Promise.allSettled([...this.inFlight]);
     await this.flushMarks();
     while (this.running) await new Promise((r) => setTimeout(r, 10));
@@ -103,6 +119,7 @@ export class OutboxRelay {
   /** Publishes rows that just committed; failures are left to the sweep. */
   publishCommitted(rows: OutboxRow[]): void {
     if (rows.length === 0) return;
+    this.wake();
     const p = this.publishRows(rows)
       .then(() => {
         for (const r of rows) this.toMark.push(r.id);
@@ -140,13 +157,36 @@ export class OutboxRelay {
       return;
     }
     this.running = true;
-    void this.drain().finally(() => {
-      this.running = false;
-      if (this.again && !this.stopped) {
-        this.again = false;
-        this.kick();
-      }
-    });
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    let published = 0;
+    void this.drain()
+      .then((n) => void (published = n))
+      .finally(() => {
+        this.running = false;
+        if (this.stopped) return;
+        if (this.again) {
+          this.again = false;
+          this.kick();
+        } else if (this.started) {
+          this.scheduleSweep(this.backoff.next(published > 0 || this.sweepFailed));
+        }
+      });
+  }
+
+  /** Rows were committed: sweeps go back to the base interval (a backed-off wait is cut short). */
+  private wake(): void {
+    if (!this.backoff.reset() || !this.started || this.running) return;
+    this.scheduleSweep(this.opts.sweepIntervalMs ?? 1000);
+  }
+
+  private scheduleSweep(ms: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.kick();
+    }, ms);
+    this.timer.unref();
   }
 
   /**
@@ -156,6 +196,7 @@ export class OutboxRelay {
   async drain(): Promise<number> {
     let total = 0;
     const batchSize = this.opts.batchSize ?? 200;
+    this.sweepFailed = false;
     try {
       for (;;) {
         const outcome = await this.store.drainBatch(batchSize, (rows) => this.publishSweptRows(rows));
@@ -163,12 +204,14 @@ export class OutboxRelay {
         this.alertQuarantined(outcome.quarantined);
         if (outcome.error) {
           this.logger.warn({ error: outcome.error.message }, 'outbox sweep publish failed; the next sweep retries');
+          this.sweepFailed = true;
           break;
         }
         if (outcome.claimed < batchSize) break;
       }
     } catch (err) {
       this.logger.warn({ error: (err as Error).message }, 'outbox drain failed; the sweep will retry');
+      this.sweepFailed = true;
     }
     await this.pruneIfDue();
     return total;

@@ -51,6 +51,7 @@ const schema = httpSchema.extend({
   KAFKA_SASL_PASSWORD: z.string().min(1).optional(),
   KAFKA_SASL_PASSWORD_FILE: z.string().min(1).optional(),
   OUTBOX_RETENTION_HOURS: z.coerce.number().positive().optional(),
+  OUTBOX_SWEEP_IDLE_MAX_MS: z.coerce.number().int().nonnegative().optional(),
 });
 
 export interface ServiceConfig {
@@ -64,6 +65,8 @@ export interface ServiceConfig {
   kafkaSecurity?: KafkaSecurity;
   /** published outbox rows are pruned after this long (the relay's default, 72 h, when unset) */
   outboxRetentionHours?: number;
+  /** the longest wait between outbox sweeps once idle (the relay's default, 30 s, when unset) */
+  outboxSweepIdleMaxMs?: number;
   /** what HTTP clients may send (filled by loadConfig; hand-made test configs may leave it out: defaults) */
   http?: HttpInputConfig;
 }
@@ -84,6 +87,7 @@ export function loadConfig(serviceName: string, env: NodeJS.ProcessEnv = process
   return {
     kafkaSecurity: kafkaSecurity(parsed),
     outboxRetentionHours: parsed.OUTBOX_RETENTION_HOURS,
+    outboxSweepIdleMaxMs: parsed.OUTBOX_SWEEP_IDLE_MAX_MS,
     serviceName,
     databaseUrl: parsed.DATABASE_URL,
     kafkaBrokers: parsed.KAFKA_BROKERS.split(',')

@@ -114,6 +114,7 @@ export class CoreModule {
             const relay = new OutboxRelay(outbox, bus, logger, {
               quarantineCounter,
               retentionMs: config.outboxRetentionHours === undefined ? undefined : config.outboxRetentionHours * 3_600_000,
+              sweepIdleMaxMs: config.outboxSweepIdleMaxMs,
               now: () => clock.now().getTime(),
             });
             // Publish right after each commit; the periodic sweep remains the delivery guarantee.

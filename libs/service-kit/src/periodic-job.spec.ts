@@ -63,4 +63,34 @@ describe('PeriodicJob', () => {
       jest.useRealTimers();
     }
   });
+
+  it('backs off while runs find nothing, back to the interval after a run that did work or failed', async () => {
+    jest.useFakeTimers();
+    try {
+      const at: number[] = [];
+      const outcomes: Array<boolean | Error> = [false, false, false, true, false, new Error('down'), false];
+      const errors: string[] = [];
+      const job = new PeriodicJob(
+        1000,
+        async () => {
+          at.push(Date.now());
+          const next = outcomes.shift() ?? false;
+          if (next instanceof Error) throw next;
+          return next;
+        },
+        (e) => errors.push(e.message),
+        { idleMaxMs: 4000 },
+      );
+      const t0 = Date.now();
+      job.start();
+      await jest.advanceTimersByTimeAsync(21_000);
+      await job.stop();
+      // gaps: the first run after 1 s; then 2, 4, 4 after empty runs; 1 after work; 2 after an
+      // empty one; 1 after the failure; then backing off again
+      expect(at.map((t, i) => t - (i === 0 ? t0 : at[i - 1]))).toEqual([1000, 2000, 4000, 4000, 1000, 2000, 1000, 2000, 4000]);
+      expect(errors).toEqual(['down']);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
 });

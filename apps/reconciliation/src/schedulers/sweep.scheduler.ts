@@ -5,7 +5,10 @@ import { SWEEP_CONFIG, SweepConfig } from '../reconciliation.config';
 import { ReconciliationMetrics } from '../reconciliation.metrics';
 import { SweepReservations } from '../usecases/sweep-reservations/sweep-reservations.usecase';
 
-/** Runs the sweeper every RECONCILIATION_SWEEP_MS; one sweep at a time per instance (instances coordinate through row locks). */
+/**
+ * Runs the sweeper every RECONCILIATION_SWEEP_MS, backing off up to RECONCILIATION_SWEEP_IDLE_MAX_MS
+ * while sweeps find nothing; one sweep at a time per instance (instances coordinate through row locks).
+ */
 @Injectable()
 export class SweepScheduler implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly job: PeriodicJob;
@@ -23,11 +26,13 @@ export class SweepScheduler implements OnApplicationBootstrap, OnApplicationShut
         const report = await sweep.execute(clock.now());
         metrics.swept.inc({ kind: 'voided' }, report.voidedActionIds.length);
         metrics.swept.inc({ kind: 'orphaned_attempt' }, report.orphans.length);
+        return report.voidedActionIds.length + report.orphans.length > 0;
       },
       (err) => {
         metrics.sweepFailures.inc();
         log.error({ error: err.message }, 'sweep failed');
       },
+      { idleMaxMs: config.idleMaxMs },
     );
   }
 
