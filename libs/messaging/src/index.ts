@@ -4,6 +4,7 @@
  * idempotent-consumer helper, dispatch reply correlation and content encryption.
  */
 export * from './kafka-bus';
+export * from './produce-coalescer';
 export * from './poison-policy';
 export * from './poison-guard';
 export * from './outbox-relay';

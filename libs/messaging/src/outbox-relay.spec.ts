@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Topics } from '@gateway/contracts';
-import { PermanentPublishError, RawMessage } from './kafka-bus';
+import { PermanentPublishError, RawMessage } from './produce-coalescer';
 import { BatchOutcome, OutboxRelay, OutboxRow, OutboxStore } from './outbox-relay';
 
 const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };

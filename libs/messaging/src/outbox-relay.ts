@@ -1,5 +1,6 @@
 import { allTopics } from '@gateway/contracts';
-import { BusLogger, PermanentPublishError, RawMessage } from './kafka-bus';
+import type { BusLogger } from './kafka-bus';
+import { PermanentPublishError, RawMessage } from './produce-coalescer';
 
 export interface OutboxRow {
   id: bigint;
@@ -203,7 +204,9 @@ export class OutboxRelay {
    * Publishes a swept batch and sorts out rows that can never go out: a payload that no longer
    * matches its topic's schema (or a topic no longer declared) is not sent; a send the broker
    * refuses for its content is split until the refused row is alone, and that row is quarantined.
-   * A transient failure stops the batch: what went out so far is still marked.
+   * A transient failure stops the batch: what went out so far is still marked. Each half goes
+   * out on a new producer (the bus replaces it after every failed send), so the idempotent
+   * sequences the refused send rolled back are never reused for different records.
    */
   private async publishSweptRows(rows: OutboxRow[]): Promise<BatchOutcome> {
     const outcome: BatchOutcome = { published: [], quarantined: [] };
