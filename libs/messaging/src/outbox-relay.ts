@@ -70,6 +70,7 @@ export interface OutboxPublisher {
 export class OutboxRelay {
   private readonly toMark: bigint[] = [];
   private markTimer?: NodeJS.Timeout;
+  private marking?: Promise<void>;
   private readonly inFlight = new Set<Promise<void>>();
   private timer?: NodeJS.Timeout;
   private running = false;
@@ -122,15 +123,27 @@ export class OutboxRelay {
     }, this.opts.markDelayMs ?? 20);
   }
 
-  private async flushMarks(): Promise<void> {
-    const ids = this.toMark.splice(0, this.toMark.length);
-    if (ids.length === 0) return;
-    try {
-      await this.store.markPublished(ids);
-    } catch (err) {
-      // Unmarked rows are published again by the sweep; consumers are idempotent.
-      this.logger.warn({ error: (err as Error).message, rows: ids.length }, 'could not mark outbox rows published');
-    }
+  /**
+   * One UPDATE at a time: ids published while one runs are marked by the next, in one
+   * statement. Resolves once every id handed in so far is marked (or its mark failed).
+   */
+  private flushMarks(): Promise<void> {
+    this.marking ??= (async () => {
+      try {
+        while (this.toMark.length > 0) {
+          const ids = this.toMark.splice(0, this.toMark.length);
+          try {
+            await this.store.markPublished(ids);
+          } catch (err) {
+            // Unmarked rows are published again by the sweep; consumers are idempotent.
+            this.logger.warn({ error: (err as Error).message, rows: ids.length }, 'could not mark outbox rows published');
+          }
+        }
+      } finally {
+        this.marking = undefined;
+      }
+    })();
+    return this.marking;
   }
 
   /** Drain now (coalesces concurrent kicks into one more pass). */
