@@ -130,13 +130,13 @@ async function main() {
       console.log(JSON.stringify(r));
     }
   }
-  const mean = (mode: Mode, k: 'requestsPerAction' | 'marksPerAction' | 'nodeCpuMsPerAction' | 'brokerCpuMsPerAction' | 'commandP50Ms') => {
+  const mean = (mode: Mode, k: (typeof metrics)[number]) => {
     const rs = results.filter((r) => r.mode === mode);
     return rs.reduce((a, r) => a + r[k], 0) / rs.length;
   };
   console.log(`\n${RATE} actions/s, ${SECONDS} s x ${ROUNDS} rounds per mode (5 publishes per action)`);
   console.log('metric                       single  coalesced  ratio');
-  for (const k of ['requestsPerAction', 'marksPerAction', 'nodeCpuMsPerAction', 'brokerCpuMsPerAction', 'commandP50Ms'] as const) {
+  for (const k of metrics) {
     const a = mean('single', k);
     const b = mean('coalesced', k);
     console.log(`${k.padEnd(28)} ${a.toFixed(2).padStart(6)} ${b.toFixed(2).padStart(10)} ${(b / a).toFixed(2).padStart(6)}`);
