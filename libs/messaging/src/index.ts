@@ -5,6 +5,7 @@
  * content encryption.
  */
 export * from './kafka-bus';
+export * from './produce-coalescer';
 export * from './poison-policy';
 export * from './poison-guard';
 export * from './outbox-relay';

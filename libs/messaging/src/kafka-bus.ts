@@ -17,6 +17,7 @@ import { BatchGuard, BatchHandler } from './batch-guard';
 import { BusLogger, DeadLetterCounter, Delivery, MessageMeta, PoisonGuard, PoisonHook } from './poison-guard';
 import { quietKafkajsIdleTimers } from './kafkajs-idle-timers';
 import { PoisonPolicy } from './poison-policy';
+import { ProduceCoalescer, RawMessage } from './produce-coalescer';
 
 quietKafkajsIdleTimers();
 
@@ -51,12 +52,10 @@ export interface BusOptions {
   retry?: { initialRetryTime?: number; retries?: number; maxRetryTime?: number };
   /** backoff between attempts to re-create a consumer that crashed for good */
   restartBackoff?: { initialMs: number; maxMs: number };
-}
-
-export interface RawMessage {
-  key: string;
-  value: string;
-  headers?: Record<string, string>;
+  /** counts produce requests sent to the broker (kafkajs `producer.network.request`, api Produce) */
+  produceRequestCounter?: { inc(): void };
+  /** publishes issued together share a produce request up to this many bytes of keys and values (default 512 KiB) */
+  maxProduceRequestBytes?: number;
 }
 
 export interface SubscribeOptions {
@@ -100,12 +99,18 @@ export interface ConsumerHandle {
 export class KafkaBus {
   private readonly kafka: Kafka;
   private producer?: Promise<Producer>;
+  private readonly produce: ProduceCoalescer;
   private admin?: Admin;
   private readonly consumers: ManagedConsumer[] = [];
   private readonly now: () => Date;
 
   constructor(private readonly opts: BusOptions) {
     this.now = opts.now ?? (() => new Date());
+    this.produce = new ProduceCoalescer({
+      producer: () => this.getProducer(),
+      replaceProducer: () => this.replaceProducer(),
+      maxRequestBytes: opts.maxProduceRequestBytes,
+    });
     this.kafka = new Kafka({
       clientId: opts.clientId,
       brokers: opts.brokers,
@@ -131,6 +136,12 @@ export class KafkaBus {
   private getProducer(): Promise<Producer> {
     this.producer ??= (async () => {
       const producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+      const counter = this.opts.produceRequestCounter;
+      if (counter) {
+        producer.on(producer.events.REQUEST, (e) => {
+          if (e.payload.apiName === 'Produce') counter.inc();
+        });
+      }
       await producer.connect();
       return producer;
     })().catch((err: unknown) => {
@@ -138,6 +149,13 @@ export class KafkaBus {
       throw err;
     });
     return this.producer;
+  }
+
+  /** After a failed send the producer's idempotent sequences are unknown: the next send uses a new producer. */
+  private replaceProducer(): void {
+    const old = this.producer;
+    this.producer = undefined;
+    void old?.then((p) => p.disconnect()).catch(() => undefined);
   }
 
   /** Creates every declared topic that does not exist yet, with its partitions and retention. */
@@ -184,20 +202,14 @@ export class KafkaBus {
   }
 
   /**
-   * For the outbox relay, whose payloads were validated when they were written. A refusal of
-   * the messages themselves (too large, rejected record) is thrown as `PermanentPublishError`:
-   * sending them again cannot succeed. Anything else (broker down, leader moving, timeouts) is
-   * thrown as is and is worth retrying.
+   * For the outbox relay, whose payloads were validated when they were written. Sends issued
+   * together share produce requests (`ProduceCoalescer`). A refusal of the messages themselves
+   * (too large, rejected record) is thrown as `PermanentPublishError`: sending them again cannot
+   * succeed. Anything else (broker down, leader moving, timeouts) is thrown as is and is worth
+   * retrying.
    */
-  async publishRaw(topicName: string, messages: RawMessage[]): Promise<void> {
-    const producer = await this.getProducer();
-    try {
-      await producer.send({ topic: topicName, acks: -1, messages });
-    } catch (err) {
-      const refusal = messageRefusal(err);
-      if (refusal) throw new PermanentPublishError(refusal, err as Error);
-      throw err;
-    }
+  publishRaw(topicName: string, messages: RawMessage[]): Promise<void> {
+    return this.produce.send(topicName, messages);
   }
 
   /**
@@ -479,37 +491,6 @@ class ManagedConsumer implements ConsumerHandle {
       };
     });
   }
-}
-
-/** The broker refused the messages themselves; the same messages can never be published. */
-export class PermanentPublishError extends Error {
-  constructor(
-    /** the broker's error type, e.g. MESSAGE_TOO_LARGE */
-    readonly refusal: string,
-    cause: Error,
-  ) {
-    super(`broker refused the messages: ${refusal}`, { cause });
-    this.name = 'PermanentPublishError';
-  }
-}
-
-/** Broker answers that concern the records sent, not the broker's state (kafkajs protocol error types). */
-const MESSAGE_REFUSALS = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD']);
-
-/** The refusal type when `err` (or an error it wraps) is a broker refusal of the records. */
-function messageRefusal(err: unknown): string | null {
-  const seen = new Set<unknown>();
-  const queue: unknown[] = [err];
-  while (queue.length > 0) {
-    const e = queue.shift();
-    if (!e || typeof e !== 'object' || seen.has(e)) continue;
-    seen.add(e);
-    const { type, cause, errors } = e as { type?: unknown; cause?: unknown; errors?: unknown };
-    if (typeof type === 'string' && MESSAGE_REFUSALS.has(type)) return type;
-    queue.push(cause);
-    if (Array.isArray(errors)) queue.push(...(errors as unknown[]));
-  }
-  return null;
 }
 
 function kafkaSecurityConfig(security: KafkaSecurity | undefined): Pick<KafkaConfig, 'ssl' | 'sasl'> {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Topics } from '@gateway/contracts';
-import { PermanentPublishError, RawMessage } from './kafka-bus';
+import { PermanentPublishError, RawMessage } from './produce-coalescer';
 import { BatchOutcome, OutboxRelay, OutboxRow, OutboxStore } from './outbox-relay';
 
 const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -138,5 +138,33 @@ describe('OutboxRelay sweep schedule', () => {
     } finally {
       jest.useRealTimers();
     }
+  });
+});
+
+describe('OutboxRelay marks', () => {
+  it('runs one UPDATE at a time; rows published meanwhile are marked together by the next one', async () => {
+    const calls: bigint[][] = [];
+    let inFlight = 0;
+    let maxInFlight = 0;
+    let release: () => void = () => undefined;
+    const store: OutboxStore = {
+      drainBatch: async () => ({ claimed: 0, published: [], quarantined: [] }),
+      markPublished: async (ids) => {
+        calls.push(ids);
+        maxInFlight = Math.max(maxInFlight, ++inFlight);
+        if (calls.length === 1) await new Promise<void>((r) => (release = r));
+        inFlight -= 1;
+      },
+      prunePublished: async () => 0,
+    };
+    const relay = new OutboxRelay(store, publisher({}), quiet, { markDelayMs: 0 });
+    relay.publishCommitted([row(1)]);
+    while (calls.length === 0) await new Promise((r) => setTimeout(r, 1));
+    for (const id of [2, 3, 4]) relay.publishCommitted([row(id)]);
+    await new Promise((r) => setTimeout(r, 5)); // their mark timers fire while the first UPDATE runs
+    release();
+    await relay.stop();
+    expect(calls).toEqual([[1n], [2n, 3n, 4n]]);
+    expect(maxInFlight).toBe(1);
   });
 });

@@ -1,6 +1,7 @@
 import { allTopics } from '@gateway/contracts';
 import { IdleBackoff } from './idle-backoff';
-import { BusLogger, PermanentPublishError, RawMessage } from './kafka-bus';
+import type { BusLogger } from './kafka-bus';
+import { PermanentPublishError, RawMessage } from './produce-coalescer';
 
 export interface OutboxRow {
   id: bigint;
@@ -76,6 +77,7 @@ export interface OutboxPublisher {
 export class OutboxRelay {
   private readonly toMark: bigint[] = [];
   private markTimer?: NodeJS.Timeout;
+  private marking?: Promise<void>;
   private readonly inFlight = new Set<Promise<void>>();
   private timer?: NodeJS.Timeout;
   private running = false;
@@ -138,15 +140,27 @@ export class OutboxRelay {
     }, this.opts.markDelayMs ?? 20);
   }
 
-  private async flushMarks(): Promise<void> {
-    const ids = this.toMark.splice(0, this.toMark.length);
-    if (ids.length === 0) return;
-    try {
-      await this.store.markPublished(ids);
-    } catch (err) {
-      // Unmarked rows are published again by the sweep; consumers are idempotent.
-      this.logger.warn({ error: (err as Error).message, rows: ids.length }, 'could not mark outbox rows published');
-    }
+  /**
+   * One UPDATE at a time: ids published while one runs are marked by the next, in one
+   * statement. Resolves once every id handed in so far is marked (or its mark failed).
+   */
+  private flushMarks(): Promise<void> {
+    this.marking ??= (async () => {
+      try {
+        while (this.toMark.length > 0) {
+          const ids = this.toMark.splice(0, this.toMark.length);
+          try {
+            await this.store.markPublished(ids);
+          } catch (err) {
+            // Unmarked rows are published again by the sweep; consumers are idempotent.
+            this.logger.warn({ error: (err as Error).message, rows: ids.length }, 'could not mark outbox rows published');
+          }
+        }
+      } finally {
+        this.marking = undefined;
+      }
+    })();
+    return this.marking;
   }
 
   /** Drain now (coalesces concurrent kicks into one more pass). */
@@ -246,7 +260,9 @@ export class OutboxRelay {
    * Publishes a swept batch and sorts out rows that can never go out: a payload that no longer
    * matches its topic's schema (or a topic no longer declared) is not sent; a send the broker
    * refuses for its content is split until the refused row is alone, and that row is quarantined.
-   * A transient failure stops the batch: what went out so far is still marked.
+   * A transient failure stops the batch: what went out so far is still marked. Each half goes
+   * out on a new producer (the bus replaces it after every failed send), so the idempotent
+   * sequences the refused send rolled back are never reused for different records.
    */
   private async publishSweptRows(rows: OutboxRow[]): Promise<BatchOutcome> {
     const outcome: BatchOutcome = { published: [], quarantined: [] };
