@@ -51,6 +51,7 @@ const schema = httpSchema.extend({
   KAFKA_SASL_PASSWORD: z.string().min(1).optional(),
   KAFKA_SASL_PASSWORD_FILE: z.string().min(1).optional(),
   OUTBOX_RETENTION_HOURS: z.coerce.number().positive().optional(),
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(100).default(10),
 });
 
 export interface ServiceConfig {
@@ -64,6 +65,8 @@ export interface ServiceConfig {
   kafkaSecurity?: KafkaSecurity;
   /** published outbox rows are pruned after this long (the relay's default, 72 h, when unset) */
   outboxRetentionHours?: number;
+  /** connections this process's one pg pool may open (DATABASE_POOL_MAX, default 10; docs/scaling.md, connection budget) */
+  databasePoolMax?: number;
   /** what HTTP clients may send (filled by loadConfig; hand-made test configs may leave it out: defaults) */
   http?: HttpInputConfig;
 }
@@ -84,6 +87,7 @@ export function loadConfig(serviceName: string, env: NodeJS.ProcessEnv = process
   return {
     kafkaSecurity: kafkaSecurity(parsed),
     outboxRetentionHours: parsed.OUTBOX_RETENTION_HOURS,
+    databasePoolMax: parsed.DATABASE_POOL_MAX,
     serviceName,
     databaseUrl: parsed.DATABASE_URL,
     kafkaBrokers: parsed.KAFKA_BROKERS.split(',')
