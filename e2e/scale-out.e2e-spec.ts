@@ -65,9 +65,11 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
     admin = new Kafka({ clientId: `e2e-admin-${run}`, brokers: stack.brokers, logLevel: logLevel.NOTHING }).admin();
     await admin.connect();
     await replies.start();
-    const started = await Promise.all([spawnInstance('admission', 2), spawnInstance('dispatch', 2), spawnInstance('settlement', 2)]);
-    extra.push(...started.map((s) => s.child));
-    [admission2, dispatch2, settlement2] = started;
+    [admission2, dispatch2, settlement2] = await Promise.all([
+      spawnInstance('admission', 2, extra),
+      spawnInstance('dispatch', 2, extra),
+      spawnInstance('settlement', 2, extra),
+    ]);
     // Both instances of each consumer group hold partitions before traffic starts.
     for (const [group, topic, ours] of [
       [DISPATCH_GROUP, Topics.dispatchCommands.name, dispatch2.instanceId],
@@ -81,7 +83,7 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
         { timeoutMs: 30000, what: `${group} shared by two instances` },
       );
     }
-  }, 120_000);
+  }, 180_000);
 
   afterAll(async () => {
     for (const child of extra) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -138,7 +140,7 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
       db.prisma.dispatchClaim.findMany({ where: { actionId: { in: served.map((s) => s.actionId) } }, select: { claimedBy: true } }),
     );
     expect(new Set(claimers.map((c) => c.claimedBy))).toEqual(new Set([stackInstance, dispatch2.instanceId]));
-  });
+  }, 120_000);
 
   it('a dispatch instance killed mid-traffic: every admitted action ends with one ledger row per attempt or a reconciliation case', async () => {
     const admissions = [stack.admission, admission2.url];
@@ -159,7 +161,7 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
             WHERE a.route_id = ${slow} AND a.status = 'in_flight' AND c.claimed_by = ${dispatch2.instanceId}`;
           return Number(rows[0].n) > 0 ? true : undefined;
         }),
-      { timeoutMs: 20000, what: 'an attempt in flight on the second dispatch instance' },
+      { timeoutMs: 30000, what: 'an attempt in flight on the second dispatch instance' },
     );
     dispatch2.child.kill('SIGKILL');
 
@@ -180,7 +182,7 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
             ? rows
             : undefined;
         }),
-      { timeoutMs: 40000, what: 'every reservation of the killed traffic resolved' },
+      { timeoutMs: 60000, what: 'every reservation of the killed traffic resolved' },
     );
     const attemptIds = actions.flatMap((a) => a.attempts.map((t) => t.id));
     const [ledger, cases] = await withSeeder((_s, db) =>
@@ -201,5 +203,5 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
     expect(cases.map((c) => c.reason)).toContain('orphaned_attempt');
     // An action with no attempt never reached a dispatcher in time: its reservation was voided.
     for (const a of actions.filter((x) => x.attempts.length === 0)) expect(a.reservation?.status).toBe('voided');
-  });
+  }, 120_000);
 });

@@ -247,12 +247,13 @@ export class TopicReader {
  * One more instance of a stack service next to the stack's own (the stack runs one of each),
  * named and numbered as `npm start -- --scale=N` names its instances (scripts/services.mjs,
  * instancesOf): instance id `<GATEWAY_INSTANCE_ID>-<service>-<n>`, port + 100 × (n − 1), log in the
- * stack's log folder. Resolves once its /health answers; the caller kills it.
+ * stack's log folder. The child joins `spawned` at once (so a caller can kill it even when it never
+ * becomes healthy); resolves once its /health answers.
  */
 export async function spawnInstance(
   service: 'admission' | 'dispatch' | 'settlement',
   n: number,
-  env: Record<string, string> = {},
+  spawned: ChildProcess[],
 ): Promise<{ child: ChildProcess; instanceId: string; port: number; url: string }> {
   const portEnv = `${service.toUpperCase()}_PORT`;
   const port = Number(process.env[portEnv]) + 100 * (n - 1);
@@ -260,16 +261,17 @@ export async function spawnInstance(
   const log = fs.openSync(path.join(stack.logDir, `${service}-${n}.log`), 'a');
   const child = spawn(process.execPath, ['-r', '@swc-node/register', `apps/${service}/src/main.ts`], {
     cwd: path.resolve(__dirname, '..'),
-    env: { ...process.env, GATEWAY_INSTANCE_ID: instanceId, [portEnv]: String(port), ...env },
+    env: { ...process.env, GATEWAY_INSTANCE_ID: instanceId, [portEnv]: String(port) },
     stdio: ['ignore', log, log],
   });
+  spawned.push(child);
   const url = `http://127.0.0.1:${port}`;
   await eventually(
     async () => {
       if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${service}-${n} exited: see ${service}-${n}.log`);
       return (await fetch(`${url}/health`).catch(() => undefined))?.ok ? true : undefined;
     },
-    { timeoutMs: 60000, what: `${service}-${n} healthy` },
+    { timeoutMs: 120000, what: `${service}-${n} healthy` },
   );
   return { child, instanceId, port, url };
 }
