@@ -119,11 +119,12 @@ export async function startServices({ env, logDir, echo = false, timeoutMs = 90_
       }, delay);
     });
   };
-  for (const inst of list) {
+  const launch = (inst) => {
     const entry = { ...inst, child: null, exited: null, startedAt: 0, backoffMs: 1000, restarts: 0, timer: null, paused: false };
     children.push(entry);
     spawnChild(inst, entry);
-  }
+    return entry;
+  };
   const stop = async () => {
     stopping = true;
     for (const c of children) clearTimeout(c.timer);
@@ -134,7 +135,11 @@ export async function startServices({ env, logDir, echo = false, timeoutMs = 90_
     for (const c of children) fs.rmSync(path.join(logDir, `${c.name}.pid`), { force: true });
   };
   try {
-    await Promise.all(children.map((c) => waitHealthy(c, timeoutMs, logDir)));
+    // One instance of each service first, the extra instances of a scaled stack once those are up:
+    // every process compiles the TypeScript at start, and nine at once on two cores can take longer
+    // than the health timeout.
+    const waves = [list.filter((i) => i.name === i.service.name), list.filter((i) => i.name !== i.service.name)];
+    for (const wave of waves) await Promise.all(wave.map(launch).map((c) => waitHealthy(c, timeoutMs, logDir)));
   } catch (err) {
     await stop();
     throw err;
