@@ -86,10 +86,25 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
   }, 180_000);
 
   afterAll(async () => {
-    for (const child of extra) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    // SIGTERM: the instances leave their consumer groups at once, so the suites after this one do
+    // not wait a session timeout for the partitions they held.
+    const running = extra.filter((c) => c.exitCode === null && c.signalCode === null);
+    await Promise.all(
+      running.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            const force = setTimeout(() => child.kill('SIGKILL'), 15000);
+            child.once('exit', () => {
+              clearTimeout(force);
+              resolve();
+            });
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
     await replies.stop();
     await admin.disconnect();
-  });
+  }, 30_000);
 
   it('serves the official SDKs through both admission instances; each reply goes to the instance holding the connection', async () => {
     /** One whole chat completion, one streamed, one generateContent through one admission instance. */
