@@ -1,3 +1,4 @@
+import { ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -88,16 +89,21 @@ export interface OpenAiClientLike {
   };
 }
 
-/** Extra client settings for one test: a `fetch` that observes the SDK's HTTP calls. */
+/** Extra client settings for one test: a `fetch` that observes the SDK's HTTP calls; another admission instance's URL. */
 export interface ClientOverrides {
   fetch?: typeof fetch;
+  admission?: string;
 }
 
 /** The official OpenAI SDK of the given major, pointed at admission with a workload key. */
 export function openai(key: string): OpenAI;
 export function openai(key: string, major: SdkMajor, overrides?: ClientOverrides): OpenAiClientLike;
-export function openai(key: string, major: SdkMajor = 'current', overrides: ClientOverrides = {}): OpenAI | OpenAiClientLike {
-  const options = { apiKey: key, baseURL: `${stack.admission}/v1`, ...overrides };
+export function openai(
+  key: string,
+  major: SdkMajor = 'current',
+  { admission, ...overrides }: ClientOverrides = {},
+): OpenAI | OpenAiClientLike {
+  const options = { apiKey: key, baseURL: `${admission ?? stack.admission}/v1`, ...overrides };
   return major === 'next' ? new OpenAINext(options) : new OpenAI(options);
 }
 
@@ -125,12 +131,12 @@ export function gemini(key: string, major: SdkMajor, overrides?: ClientOverrides
 export function gemini(
   key: string,
   major: SdkMajor = 'current',
-  { apiVersion, fetch }: ClientOverrides & { apiVersion?: string } = {},
+  { apiVersion, fetch, admission }: ClientOverrides & { apiVersion?: string } = {},
 ): GoogleGenAI | GeminiClientLike {
   const options = {
     apiKey: key,
     ...(apiVersion ? { apiVersion } : {}),
-    httpOptions: { baseUrl: stack.admission, ...(fetch ? { fetch } : {}) },
+    httpOptions: { baseUrl: admission ?? stack.admission, ...(fetch ? { fetch } : {}) },
   };
   return major === 'next' ? new GoogleGenAINext(options) : new GoogleGenAI(options);
 }
@@ -235,6 +241,39 @@ export class TopicReader {
   async stop(): Promise<void> {
     await this.consumer.disconnect();
   }
+}
+
+/**
+ * One more instance of a stack service next to the stack's own (the stack runs one of each),
+ * named and numbered as `npm start -- --scale=N` names its instances (scripts/services.mjs,
+ * instancesOf): instance id `<GATEWAY_INSTANCE_ID>-<service>-<n>`, port + 100 × (n − 1), log in the
+ * stack's log folder. The child joins `spawned` at once (so a caller can kill it even when it never
+ * becomes healthy); resolves once its /health answers.
+ */
+export async function spawnInstance(
+  service: 'admission' | 'dispatch' | 'settlement',
+  n: number,
+  spawned: ChildProcess[],
+): Promise<{ child: ChildProcess; instanceId: string; port: number; url: string }> {
+  const portEnv = `${service.toUpperCase()}_PORT`;
+  const port = Number(process.env[portEnv]) + 100 * (n - 1);
+  const instanceId = `${process.env.GATEWAY_INSTANCE_ID ?? 'e2e'}-${service}-${n}`;
+  const log = fs.openSync(path.join(stack.logDir, `${service}-${n}.log`), 'a');
+  const child = spawn(process.execPath, ['-r', '@swc-node/register', `apps/${service}/src/main.ts`], {
+    cwd: path.resolve(__dirname, '..'),
+    env: { ...process.env, GATEWAY_INSTANCE_ID: instanceId, [portEnv]: String(port) },
+    stdio: ['ignore', log, log],
+  });
+  spawned.push(child);
+  const url = `http://127.0.0.1:${port}`;
+  await eventually(
+    async () => {
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${service}-${n} exited: see ${service}-${n}.log`);
+      return (await fetch(`${url}/health`).catch(() => undefined))?.ok ? true : undefined;
+    },
+    { timeoutMs: 120000, what: `${service}-${n} healthy` },
+  );
+  return { child, instanceId, port, url };
 }
 
 export async function withSeeder<T>(fn: (seed: Seeder, db: Database) => Promise<T>): Promise<T> {

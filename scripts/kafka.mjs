@@ -243,6 +243,10 @@ export async function startKafka({
   const stop = async () => {
     await warmup;
     cleanup();
+    // The broker is unref'd so that it never keeps us alive, but a stop must wait for its exit: with
+    // nothing else on the event loop Node would quit mid-await, with code 0 and the caller's work
+    // after stop() (npm test's summary and failure exit code) never done.
+    broker.ref();
     let killed = false;
     if (!exited) {
       safeKill(broker.pid, 'SIGTERM');

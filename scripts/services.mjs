@@ -23,25 +23,67 @@ export function portOf(service, env = process.env) {
   return Number(env[service.portEnv] ?? service.port);
 }
 
+/** The services that may run as several instances (`scale`): their state is in Postgres and Kafka only. */
+export const SCALABLE = ['admission', 'dispatch', 'settlement'];
+
+/** Instance n (1-based) of a scaled service listens on the service's port + INSTANCE_PORT_STEP × (n − 1). */
+export const INSTANCE_PORT_STEP = 100;
+
 /**
- * Spawns every service with `env`; stdout/stderr go to `<logDir>/<name>.log` (and, with
- * `echo`, to ours). Resolves when every /health answers 200.
+ * The instances `startServices` runs of one service: one, or `scale` of a SCALABLE service. With
+ * scale 1 nothing changes (log `<name>.log`, the environment's GATEWAY_INSTANCE_ID or the
+ * service's `<name>-<pid>`). With scale > 1 instance n is named `<name>-<n>` (the first keeps
+ * `<name>`, so its log, pid file and `npm run restart -- <name>` stay where they were), listens on
+ * its own port, and has the stable instance id `[GATEWAY_INSTANCE_ID-]<name>-<n>`: the same after
+ * a restart, so its per-instance token counters and claims keep one owner.
+ */
+export function instancesOf(service, env = process.env, scale = 1) {
+  const base = portOf(service, env);
+  const n = SCALABLE.includes(service.name) ? Math.max(1, Math.floor(scale)) : 1;
+  if (n === 1) return [{ service, name: service.name, port: base, env: {} }];
+  const prefix = env.GATEWAY_INSTANCE_ID ? `${env.GATEWAY_INSTANCE_ID}-` : '';
+  return Array.from({ length: n }, (_, i) => {
+    const port = base + INSTANCE_PORT_STEP * i;
+    return {
+      service,
+      name: i === 0 ? service.name : `${service.name}-${i + 1}`,
+      port,
+      env: { GATEWAY_INSTANCE_ID: `${prefix}${service.name}-${i + 1}`, [service.portEnv]: String(port) },
+    };
+  });
+}
+
+/** GATEWAY_SCALE or `--scale=N`: how many instances of each SCALABLE service (default 1). */
+export function scaleFrom(args = scriptArgs(), env = process.env) {
+  const raw = args.scale ?? env.GATEWAY_SCALE ?? '1';
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 9) throw new Error(`scale must be an integer from 1 to 9, not "${raw}"`);
+  return n;
+}
+
+/**
+ * Spawns every service with `env` (`scale` instances of each SCALABLE one: instancesOf);
+ * stdout/stderr go to `<logDir>/<instance name>.log` (and, with `echo`, to ours). Resolves when
+ * every /health answers 200.
  *
  * With `supervise`, a service that exits without being asked to (a crash, an OOM kill, `kill -9`,
  * or `npm run service -- restart <name>`) is reported with its exit code or signal and started
  * again after a backoff (1 s doubling to 30 s; reset after a minute of running). Each child's pid
  * is kept in `<logDir>/<name>.pid` so a single service can be restarted from another shell.
  */
-export async function startServices({ env, logDir, echo = false, timeoutMs = 90_000, only, supervise = false, log = () => {} }) {
+export async function startServices({ env, logDir, echo = false, timeoutMs = 90_000, only, supervise = false, scale = 1, log = () => {} }) {
   fs.mkdirSync(logDir, { recursive: true });
   const children = [];
   let stopping = false;
-  const list = SERVICES.filter((s) => !only || only.includes(s.name)).filter((s) => fs.existsSync(path.join(ROOT, s.entry)));
-  const spawnChild = (s, entry) => {
-    const out = fs.openSync(path.join(logDir, `${s.name}.log`), 'a');
+  const list = SERVICES.filter((s) => !only || only.includes(s.name))
+    .filter((s) => fs.existsSync(path.join(ROOT, s.entry)))
+    .flatMap((s) => instancesOf(s, env, scale));
+  const spawnChild = (inst, entry) => {
+    const s = inst.service;
+    const out = fs.openSync(path.join(logDir, `${inst.name}.log`), 'a');
     const child = spawn(process.execPath, ['-r', '@swc-node/register', s.entry], {
       cwd: ROOT,
-      env: { ...env, SWC_NODE_PROJECT: path.join(ROOT, 'tsconfig.json') },
+      env: { ...env, ...inst.env, SWC_NODE_PROJECT: path.join(ROOT, 'tsconfig.json') },
       stdio: ['ignore', echo ? 'pipe' : out, echo ? 'pipe' : out],
     });
     if (echo) {
@@ -57,7 +99,7 @@ export async function startServices({ env, logDir, echo = false, timeoutMs = 90_
     entry.child = child;
     entry.exited = null;
     entry.startedAt = Date.now();
-    fs.writeFileSync(path.join(logDir, `${s.name}.pid`), `${child.pid}\n`);
+    fs.writeFileSync(path.join(logDir, `${inst.name}.pid`), `${child.pid}\n`);
     child.on('exit', (code, signal) => {
       fs.closeSync(out);
       entry.exited = { code, signal };
@@ -66,22 +108,23 @@ export async function startServices({ env, logDir, echo = false, timeoutMs = 90_
       const delay = entry.backoffMs;
       entry.backoffMs = Math.min(entry.backoffMs * 2, 30_000);
       entry.restarts += 1;
-      log(`${s.name} exited (${signal ? `signal ${signal}` : `code ${code}`}); restart ${entry.restarts} in ${delay} ms`);
+      log(`${inst.name} exited (${signal ? `signal ${signal}` : `code ${code}`}); restart ${entry.restarts} in ${delay} ms`);
       entry.timer = setTimeout(() => {
         if (stopping) return;
-        spawnChild(s, entry);
-        waitHealthy(entry, portOf(s, env), timeoutMs, logDir).then(
-          () => log(`${s.name} is healthy again (pid ${entry.child.pid})`),
-          (err) => log(`${s.name} did not come back healthy: ${err.message.split('\n')[0]}`),
+        spawnChild(inst, entry);
+        waitHealthy(entry, timeoutMs, logDir).then(
+          () => log(`${inst.name} is healthy again (pid ${entry.child.pid})`),
+          (err) => log(`${inst.name} did not come back healthy: ${err.message.split('\n')[0]}`),
         );
       }, delay);
     });
   };
-  for (const s of list) {
-    const entry = { service: s, child: null, exited: null, startedAt: 0, backoffMs: 1000, restarts: 0, timer: null, paused: false };
+  const launch = (inst) => {
+    const entry = { ...inst, child: null, exited: null, startedAt: 0, backoffMs: 1000, restarts: 0, timer: null, paused: false };
     children.push(entry);
-    spawnChild(s, entry);
-  }
+    spawnChild(inst, entry);
+    return entry;
+  };
   const stop = async () => {
     stopping = true;
     for (const c of children) clearTimeout(c.timer);
@@ -89,16 +132,21 @@ export async function startServices({ env, logDir, echo = false, timeoutMs = 90_
     const deadline = Date.now() + 15_000;
     while (children.some((c) => !c.exited) && Date.now() < deadline) await sleep(100);
     for (const c of children) if (!c.exited) c.child.kill('SIGKILL');
-    for (const c of children) fs.rmSync(path.join(logDir, `${c.service.name}.pid`), { force: true });
+    for (const c of children) fs.rmSync(path.join(logDir, `${c.name}.pid`), { force: true });
   };
   try {
-    await Promise.all(children.map((c) => waitHealthy(c, portOf(c.service, env), timeoutMs, logDir)));
+    // One instance of each service first, the extra instances of a scaled stack once those are up:
+    // every process compiles the TypeScript at start, and nine at once on two cores can take longer
+    // than the health timeout.
+    const waves = [list.filter((i) => i.name === i.service.name), list.filter((i) => i.name !== i.service.name)];
+    for (const wave of waves) await Promise.all(wave.map(launch).map((c) => waitHealthy(c, timeoutMs, logDir)));
   } catch (err) {
     await stop();
     throw err;
   }
+  /** A service's first instance by its service name, any instance by its instance name (`dispatch-2`). */
   const byName = (name) => {
-    const c = children.find((x) => x.service.name === name);
+    const c = children.find((x) => x.name === name);
     if (!c) throw new Error(`no service ${name}`);
     return c;
   };
@@ -116,14 +164,14 @@ export async function startServices({ env, logDir, echo = false, timeoutMs = 90_
   const startOne = async (name) => {
     const c = byName(name);
     c.paused = false;
-    spawnChild(c.service, c);
-    await waitHealthy(c, portOf(c.service, env), timeoutMs, logDir);
+    spawnChild(c, c);
+    await waitHealthy(c, timeoutMs, logDir);
   };
   return { stop, stopOne, startOne, children };
 }
 
-async function waitHealthy(entry, port, timeoutMs, logDir) {
-  const url = `http://127.0.0.1:${port}/health`;
+async function waitHealthy(entry, timeoutMs, logDir) {
+  const url = `http://127.0.0.1:${entry.port}/health`;
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (entry.exited) break;
@@ -135,10 +183,10 @@ async function waitHealthy(entry, port, timeoutMs, logDir) {
     }
     await sleep(200);
   }
-  const log = path.join(logDir, `${entry.service.name}.log`);
+  const log = path.join(logDir, `${entry.name}.log`);
   const tail = fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').slice(-30).join('\n') : '';
   throw new Error(
-    `${entry.service.name} did not become healthy at ${url}${entry.exited ? ` (exited ${JSON.stringify(entry.exited)})` : ''}\n${tail}`,
+    `${entry.name} did not become healthy at ${url}${entry.exited ? ` (exited ${JSON.stringify(entry.exited)})` : ''}\n${tail}`,
   );
 }
 

@@ -3,8 +3,10 @@
 // service and the provider simulator under a supervisor (a crashed service is reported and
 // restarted with backoff); prints the demo key and a curl line. Ctrl-C stops it all.
 //
-//   node scripts/stack.mjs start             (npm start)
-//   node scripts/stack.mjs restart <service> (npm run restart -- <service>): restart one service of a running stack
+//   node scripts/stack.mjs start [--scale=N] (npm start; npm start -- --scale=2 or GATEWAY_SCALE=2: N instances
+//                                            of admission, dispatch and settlement, docs/scaling.md)
+//   node scripts/stack.mjs restart <service> (npm run restart -- <service>): restart one service (or instance,
+//                                            e.g. dispatch-2) of a running stack
 //   node scripts/stack.mjs service <service> (npm run service -- <service>): run one service in the foreground,
 //                                            against DATABASE_URL and KAFKA_BROKERS (the production shape)
 import fs from 'node:fs';
@@ -13,7 +15,7 @@ import { startKafka } from './kafka.mjs';
 import { ensurePostgres } from './postgres.mjs';
 import { ensurePrismaClient } from './prisma-generate.mjs';
 import { spawn } from 'node:child_process';
-import { contentKey, portOf, ROOT, runTs, SERVICES, startServices } from './services.mjs';
+import { contentKey, instancesOf, portOf, ROOT, runTs, scaleFrom, SERVICES, startServices } from './services.mjs';
 
 const log = (msg) => console.log(`[stack] ${new Date().toISOString().slice(11, 19)} ${msg}`);
 const LOG_DIR = path.join(ROOT, '.local', 'logs');
@@ -24,6 +26,7 @@ async function start() {
     process.exit(1);
   }
   await ensurePrismaClient({ quiet: true });
+  const scale = scaleFrom();
   const stops = [];
   const shutdown = async (code) => {
     log('stopping…');
@@ -57,12 +60,12 @@ async function start() {
     wireRealProviders(env, seeded.real);
     const logDir = LOG_DIR;
     log(`starting services (logs in ${path.relative(ROOT, logDir)}/)`);
-    const services = await startServices({ env, logDir, supervise: true, log });
+    const services = await startServices({ env, logDir, supervise: true, scale, log });
     stops.push(services.stop);
     const admission = `http://127.0.0.1:${portOf(SERVICES[1], env)}`;
     console.log(`
 Gateway is up.
-  admission       ${admission}   (OpenAPI: ${admission}/docs)
+  admission       ${admission}   (OpenAPI: ${admission}/docs)${scaledNote(services.children)}
   policy          http://127.0.0.1:${portOf(SERVICES[2], env)}/docs
   settlement      http://127.0.0.1:${portOf(SERVICES[4], env)}/docs
   reconciliation  http://127.0.0.1:${portOf(SERVICES[5], env)}/docs
@@ -85,6 +88,14 @@ Ctrl-C stops everything this command started.`);
     console.error(`[stack] failed: ${err.message}`);
     await shutdown(1);
   }
+}
+
+/** With --scale: every instance of the scaled services, by name, port and instance id. */
+function scaledNote(children) {
+  const extra = children.filter((c) => c.env.GATEWAY_INSTANCE_ID);
+  if (extra.length === 0) return '';
+  const rows = extra.map((c) => `    ${c.name.padEnd(14)} http://127.0.0.1:${c.port}   instance id ${c.env.GATEWAY_INSTANCE_ID}`);
+  return `\n  instances (each admission port is a full entry point; put a load balancer in front, docs/scaling.md):\n${rows.join('\n')}`;
 }
 
 /**
@@ -134,7 +145,8 @@ ${call.join('\n')}
 /** Asks the supervisor of a running `npm start` to restart one service (it stops; the supervisor starts it again). */
 function restart(name) {
   const pidFile = path.join(LOG_DIR, `${name}.pid`);
-  if (!SERVICES.some((s) => s.name === name) || !fs.existsSync(pidFile)) {
+  const known = SERVICES.flatMap((s) => instancesOf(s, process.env, 9)).some((i) => i.name === name);
+  if (!known || !fs.existsSync(pidFile)) {
     console.error(`no running service "${name}" (known: ${SERVICES.map((s) => s.name).join(', ')}); is npm start running?`);
     process.exit(2);
   }

@@ -62,3 +62,17 @@ describe('loadConfig: Kafka security', () => {
     }
   });
 });
+
+describe('loadConfig: instance and connection budget', () => {
+  it('each process has a pool of DATABASE_POOL_MAX connections (10 unless set), bounded to 1..100', () => {
+    expect(loadConfig('t', base).databasePoolMax).toBe(10);
+    expect(loadConfig('t', { ...base, DATABASE_POOL_MAX: '4' }).databasePoolMax).toBe(4);
+    expect(() => loadConfig('t', { ...base, DATABASE_POOL_MAX: '0' })).toThrow();
+    expect(() => loadConfig('t', { ...base, DATABASE_POOL_MAX: '1.5' })).toThrow();
+  });
+
+  it('the instance id is GATEWAY_INSTANCE_ID, else unique to the process', () => {
+    expect(loadConfig('dispatch', { ...base, GATEWAY_INSTANCE_ID: 'dispatch-2' }).instanceId).toBe('dispatch-2');
+    expect(loadConfig('dispatch', base).instanceId).toBe(`dispatch-${process.pid}`);
+  });
+});

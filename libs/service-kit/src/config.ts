@@ -52,6 +52,7 @@ const schema = httpSchema.extend({
   KAFKA_SASL_PASSWORD_FILE: z.string().min(1).optional(),
   OUTBOX_RETENTION_HOURS: z.coerce.number().positive().optional(),
   OUTBOX_SWEEP_IDLE_MAX_MS: z.coerce.number().int().nonnegative().optional(),
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(100).default(10),
 });
 
 export interface ServiceConfig {
@@ -67,6 +68,8 @@ export interface ServiceConfig {
   outboxRetentionHours?: number;
   /** the longest wait between outbox sweeps once idle (the relay's default, 30 s, when unset) */
   outboxSweepIdleMaxMs?: number;
+  /** connections this process's one pg pool may open (DATABASE_POOL_MAX, default 10; docs/scaling.md, connection budget) */
+  databasePoolMax?: number;
   /** what HTTP clients may send (filled by loadConfig; hand-made test configs may leave it out: defaults) */
   http?: HttpInputConfig;
 }
@@ -88,6 +91,7 @@ export function loadConfig(serviceName: string, env: NodeJS.ProcessEnv = process
     kafkaSecurity: kafkaSecurity(parsed),
     outboxRetentionHours: parsed.OUTBOX_RETENTION_HOURS,
     outboxSweepIdleMaxMs: parsed.OUTBOX_SWEEP_IDLE_MAX_MS,
+    databasePoolMax: parsed.DATABASE_POOL_MAX,
     serviceName,
     databaseUrl: parsed.DATABASE_URL,
     kafkaBrokers: parsed.KAFKA_BROKERS.split(',')

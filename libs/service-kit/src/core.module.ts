@@ -81,7 +81,7 @@ export class CoreModule {
         { provide: ENTROPY, useValue: systemEntropy },
         { provide: LOGGER, useValue: logger },
         { provide: Metrics, useValue: metrics },
-        { provide: Database, useFactory: () => new Database(config.databaseUrl) },
+        { provide: Database, useFactory: () => new Database(config.databaseUrl, { poolMax: config.databasePoolMax }) },
         {
           provide: KafkaBus,
           useFactory: async (clock: Clock) => {

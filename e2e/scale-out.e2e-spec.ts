@@ -1,0 +1,222 @@
+import { ChildProcess } from 'node:child_process';
+import { Admin, AssignerProtocol, Kafka, logLevel } from 'kafkajs';
+import { Topics } from '@gateway/contracts';
+import { eventually, gemini, openai, seedSimRoutes, spawnInstance, stack, TopicReader, uid, withSeeder } from './support';
+
+/** The consumer groups that share partitions between instances (apps/*\/src/consumers). */
+const DISPATCH_GROUP = 'gateway-dispatch';
+const SETTLEMENT_GROUP = 'gateway-settlement';
+
+/**
+ * Issue 12, scale-out: the stack `npm test` started (one instance of each service) plus a second
+ * admission, dispatch and settlement instance started here, named as `npm start -- --scale=2`
+ * names them, is the two-of-each stack of docs/scaling.md. The official SDKs are served through
+ * both admission ports; every reply reaches the admission instance that holds the client's
+ * connection whichever dispatch instance ran the attempt; then the second dispatch instance is
+ * killed (SIGKILL) mid-traffic and every admitted action still ends explicitly: each attempt has
+ * exactly one ledger row or an open reconciliation case, and no reservation stays pending.
+ */
+describe('scale-out: two admission, dispatch and settlement instances on one Kafka and Postgres', () => {
+  const run = uid();
+  const chat = `scale-oa-${run}`;
+  const gm = `scale-gm-${run}`;
+  const slow = `scale-slow-${run}`;
+  const workloadId = `scale-wl-${run}`;
+  const stackInstance = process.env.GATEWAY_INSTANCE_ID ?? '';
+  let key: string;
+  let admin: Admin;
+  const replies = new TopicReader([Topics.dispatchReplies.name]);
+  const extra: ChildProcess[] = [];
+  let admission2: { instanceId: string; url: string };
+  let dispatch2: { child: ChildProcess; instanceId: string };
+  let settlement2: { instanceId: string };
+
+  /** The members of a consumer group once it is stable, by client id (= instance id), with their partition counts. */
+  const stableMembers = async (group: string, topic: string): Promise<Map<string, number> | undefined> => {
+    const { groups } = await admin.describeGroups([group]);
+    if (groups[0]?.state !== 'Stable') return undefined;
+    return new Map(
+      groups[0].members.map((m) => [
+        m.clientId,
+        AssignerProtocol.MemberAssignment.decode(m.memberAssignment)?.assignment[topic]?.length ?? 0,
+      ]),
+    );
+  };
+
+  /** The reply envelopes dispatch sent for one action: to whom they were addressed. */
+  const replyTargets = (actionId: string) =>
+    replies
+      .json<{ action_id: string; reply_to: string }>()
+      .filter((r) => r.action_id === actionId)
+      .map((r) => r.reply_to);
+
+  beforeAll(async () => {
+    key = await withSeeder(async (seed) => {
+      await seedSimRoutes(seed, { chat, gemini: gm });
+      await seed.route({
+        routeId: slow,
+        alias: slow,
+        providerKind: 'openai-chat',
+        upstreamBaseUrl: stack.providerSim,
+        upstreamModel: 'sim-gpt;latency=1500',
+      });
+      return (await seed.workload({ id: workloadId, allowedAliases: [chat, gm, slow], deadlineMs: 12000 })).key;
+    });
+    admin = new Kafka({ clientId: `e2e-admin-${run}`, brokers: stack.brokers, logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    await replies.start();
+    [admission2, dispatch2, settlement2] = await Promise.all([
+      spawnInstance('admission', 2, extra),
+      spawnInstance('dispatch', 2, extra),
+      spawnInstance('settlement', 2, extra),
+    ]);
+    // Both instances of each consumer group hold partitions before traffic starts.
+    for (const [group, topic, ours] of [
+      [DISPATCH_GROUP, Topics.dispatchCommands.name, dispatch2.instanceId],
+      [SETTLEMENT_GROUP, Topics.attemptCompleted.name, settlement2.instanceId],
+    ]) {
+      await eventually(
+        async () => {
+          const members = await stableMembers(group, topic);
+          return members && (members.get(ours) ?? 0) > 0 && [...members.values()].filter((n) => n > 0).length >= 2 ? true : undefined;
+        },
+        { timeoutMs: 30000, what: `${group} shared by two instances` },
+      );
+    }
+  }, 180_000);
+
+  afterAll(async () => {
+    // SIGTERM: the instances leave their consumer groups at once, so the suites after this one do
+    // not wait a session timeout for the partitions they held.
+    const running = extra.filter((c) => c.exitCode === null && c.signalCode === null);
+    await Promise.all(
+      running.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            const force = setTimeout(() => child.kill('SIGKILL'), 15000);
+            child.once('exit', () => {
+              clearTimeout(force);
+              resolve();
+            });
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
+    await replies.stop();
+    await admin.disconnect();
+  }, 30_000);
+
+  it('serves the official SDKs through both admission instances; each reply goes to the instance holding the connection', async () => {
+    /** One whole chat completion, one streamed, one generateContent through one admission instance. */
+    const sdkCases = async (admission: string, via: string, i: number): Promise<Array<{ actionId: string; via: string }>> => {
+      const { data, response } = await openai(key, 'current', { admission })
+        .chat.completions.create({ model: chat, messages: [{ role: 'user', content: `scale ${i}` }] })
+        .withResponse();
+      expect(data.choices[0].message.content?.length).toBeGreaterThan(0);
+
+      const streamed = await openai(key, 'current', { admission })
+        .chat.completions.create({
+          model: chat,
+          messages: [{ role: 'user', content: `scale stream ${i}` }],
+          stream: true,
+          stream_options: { include_usage: true },
+        })
+        .withResponse();
+      let text = '';
+      for await (const chunk of streamed.data) text += chunk.choices[0]?.delta?.content ?? '';
+      expect(text.length).toBeGreaterThan(0);
+
+      const g = await gemini(key, 'current', { admission }).models.generateContent({ model: gm, contents: `scale gemini ${i}` });
+      expect(g.text?.length).toBeGreaterThan(0);
+      return [
+        response.headers.get('x-gateway-action-id')!,
+        streamed.response.headers.get('x-gateway-action-id')!,
+        g.sdkHttpResponse!.headers!['x-gateway-action-id'],
+      ].map((actionId) => ({ actionId, via }));
+    };
+    // 12 actions per instance, four clients at a time on each: both dispatch instances run some of
+    // each admission instance's actions (all on one side: p ≈ 2⁻²³).
+    const served = (
+      await Promise.all(
+        [0, 1, 2, 3].flatMap((i) => [sdkCases(stack.admission, stackInstance, i), sdkCases(admission2.url, admission2.instanceId, i)]),
+      )
+    ).flat();
+
+    // Every reply was addressed to the admission instance that admitted the action (and only to it).
+    for (const { actionId, via } of served) {
+      const targets = await eventually(async () => {
+        const t = replyTargets(actionId);
+        return t.length > 0 ? t : undefined;
+      });
+      expect(new Set(targets)).toEqual(new Set([via]));
+    }
+    // …and both dispatch instances ran attempts: the replies crossed instances.
+    const claimers = await withSeeder((_s, db) =>
+      db.prisma.dispatchClaim.findMany({ where: { actionId: { in: served.map((s) => s.actionId) } }, select: { claimedBy: true } }),
+    );
+    expect(new Set(claimers.map((c) => c.claimedBy))).toEqual(new Set([stackInstance, dispatch2.instanceId]));
+  }, 120_000);
+
+  it('a dispatch instance killed mid-traffic: every admitted action ends with one ledger row per attempt or a reconciliation case', async () => {
+    const admissions = [stack.admission, admission2.url];
+    const pending = Array.from({ length: 12 }, (_, i) =>
+      openai(key, 'current', { admission: admissions[i % 2] })
+        .chat.completions.create({ model: slow, messages: [{ role: 'user', content: `mid-traffic ${i}` }] }, { maxRetries: 0 })
+        .then(
+          () => 200,
+          (e: { status?: number }) => e.status ?? 0,
+        ),
+    );
+    // Kill once the doomed instance has an attempt in flight upstream.
+    await eventually(
+      () =>
+        withSeeder(async (_s, db) => {
+          const rows = await db.prisma.$queryRaw<Array<{ n: bigint }>>`
+            SELECT count(*) AS n FROM attempt a JOIN dispatch_claim c ON c.action_id = a.action_id AND c.attempt_no = a.attempt_no
+            WHERE a.route_id = ${slow} AND a.status = 'in_flight' AND c.claimed_by = ${dispatch2.instanceId}`;
+          return Number(rows[0].n) > 0 ? true : undefined;
+        }),
+      { timeoutMs: 30000, what: 'an attempt in flight on the second dispatch instance' },
+    );
+    dispatch2.child.kill('SIGKILL');
+
+    // Every client gets an answer or the stable deadline error (which one depends on timing); none is left hanging.
+    const statuses = await Promise.all(pending);
+    for (const s of statuses) expect([200, 504]).toContain(s);
+
+    // Every admitted action ends: no reservation of the workload stays pending, and each attempt has
+    // exactly one ledger row, or none and an open reconciliation case (the one the killed instance held).
+    const actions = await eventually(
+      () =>
+        withSeeder(async (_s, db) => {
+          const rows = await db.prisma.action.findMany({
+            where: { workloadId, routeId: slow },
+            select: { id: true, status: true, reservation: { select: { status: true } }, attempts: { select: { id: true } } },
+          });
+          return rows.length === statuses.length && rows.every((r) => r.reservation && r.reservation.status !== 'pending')
+            ? rows
+            : undefined;
+        }),
+      { timeoutMs: 60000, what: 'every reservation of the killed traffic resolved' },
+    );
+    const attemptIds = actions.flatMap((a) => a.attempts.map((t) => t.id));
+    const [ledger, cases] = await withSeeder((_s, db) =>
+      Promise.all([
+        db.prisma.ledgerEntry.findMany({ where: { attemptId: { in: attemptIds } }, select: { attemptId: true } }),
+        db.prisma.reconciliationCase.findMany({
+          where: { attemptId: { in: attemptIds }, status: 'open' },
+          select: { attemptId: true, reason: true },
+        }),
+      ]),
+    );
+    for (const attemptId of attemptIds) {
+      const rows = ledger.filter((l) => l.attemptId === attemptId).length;
+      const open = cases.filter((c) => c.attemptId === attemptId);
+      expect({ attemptId, ledger: rows, cases: open.length }).toEqual({ attemptId, ledger: rows === 1 ? 1 : 0, cases: rows === 1 ? 0 : 1 });
+    }
+    // The attempt in flight on the killed instance is one of those cases: its exposure is held, never silently zero.
+    expect(cases.map((c) => c.reason)).toContain('orphaned_attempt');
+    // An action with no attempt never reached a dispatcher in time: its reservation was voided.
+    for (const a of actions.filter((x) => x.attempts.length === 0)) expect(a.reservation?.status).toBe('voided');
+  }, 120_000);
+});
