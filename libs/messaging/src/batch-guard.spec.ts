@@ -46,14 +46,14 @@ describe('BatchGuard', () => {
     expect(h.parked.map((p) => [p.offset, p.reason_class])).toEqual([['2', 'schema_invalid']]);
   });
 
-  it('falls back to one message at a time when the batch fails: the poison one is parked, the others handled', async () => {
+  it('splits a failed batch in halves down to single messages: the poison one is parked, the others handled', async () => {
     const handled: number[] = [];
     const h = harness(async (items) => {
       if (items.some((i) => i.payload.n === 2)) throw new RangeError('poison');
       handled.push(...items.map((i) => i.payload.n));
     });
     await h.batches.deliver([h.msg(1), h.msg(2), h.msg(3)]);
-    expect(h.calls).toEqual([[1, 2, 3], [1], [2], [3]]);
+    expect(h.calls).toEqual([[1, 2, 3], [1, 2], [1], [2], [3]]);
     expect(handled).toEqual([1, 3]);
     expect(h.parked.map((p) => [p.offset, p.reason_class])).toEqual([['2', 'deterministic_error']]);
   });

@@ -252,7 +252,14 @@ export class KafkaBus {
         for (let i = 0; i < messages.length; i += maxSize) {
           if (!p.isRunning() || p.isStale() || stopping()) return;
           const chunk = messages.slice(i, i + maxSize);
-          await batches.deliver(chunk.map((m) => delivery(topic, partition, m, p.heartbeat, stopping)));
+          // A batch transaction can outlast the session timeout on a busy box: keep the membership
+          // alive meanwhile, or the group rebalances and the committed batch comes again.
+          const beat = setInterval(() => void p.heartbeat().catch(() => undefined), 1_000);
+          try {
+            await batches.deliver(chunk.map((m) => delivery(topic, partition, m, p.heartbeat, stopping)));
+          } finally {
+            clearInterval(beat);
+          }
           p.resolveOffset(chunk[chunk.length - 1].offset);
           await p.commitOffsetsIfNecessary();
           await p.heartbeat();

@@ -532,4 +532,45 @@ describe('SettleAttempt', () => {
     expect(s).toMatchObject({ ledger: [], cases: [], outbox: [], movements: [] });
     expect(s.reservation).toMatchObject({ status: 'pending', settledMicrousd: 0n });
   });
+
+  describe('a batch', () => {
+    const second = (over: Partial<AttemptCompletedV1> = {}) =>
+      attemptEvent({
+        event_id: '7a1e9c2d-3b4f-4a5e-8d6c-1f2e3d4c5b6a',
+        attempt_id: 'att-2',
+        attempt_no: 2,
+        attempt_role: 'hedge',
+        ...over,
+      });
+
+    /** Both attempts of the one action: what the books say, ids aside (they are drawn in another order). */
+    const books = (st: State) => ({
+      reservation: st.reservation,
+      account: st.account,
+      attempts: [...st.attempts.entries()],
+      ledger: st.ledger.map((r) => [r.attemptId, r.costMicrousd]),
+      cases: st.cases.map((c) => [c.attemptId, c.reason, c.exposureMicrousd]),
+      settled: byTopic(st, 'usageSettled').length,
+    });
+
+    it.each([
+      ['two priced attempts, the first not final', [attemptEvent({ action_final: false }), second()]],
+      ['an attempt without usage, then a priced final one', [attemptEvent({ ...NO_USAGE, action_final: false }), second()]],
+      ['a priced attempt, then one without usage that ends the action', [attemptEvent({ action_final: false }), second(NO_USAGE)]],
+      [
+        'an event, its redelivery and a new event id for the same attempt',
+        [attemptEvent(), attemptEvent(), attemptEvent({ event_id: '5c4b3a29-1d0e-4f8a-9b7c-6d5e4f3a2b1c' })],
+      ],
+    ])('settles as its events one at a time would: %s', async (_name, events) => {
+      const oneByOne = harness();
+      oneByOne.state().attempts.set('att-2', 'succeeded');
+      const expected: string[] = [];
+      for (const e of events) expected.push(await oneByOne.useCase.execute(e, NOW));
+
+      const batched = harness();
+      batched.state().attempts.set('att-2', 'succeeded');
+      expect(await batched.useCase.executeBatch(events, NOW)).toEqual(expected);
+      expect(books(batched.state())).toEqual(books(oneByOne.state()));
+    });
+  });
 });
