@@ -16,7 +16,7 @@ import path from 'node:path';
 import { AttemptCompletedV1, Topics } from '@gateway/contracts';
 import { budgetAccountId, Database } from '@gateway/db';
 import { KafkaBus } from '@gateway/messaging';
-import { Seeder } from '@gateway/testing';
+import { answeredAttemptEvent, Seeder } from '@gateway/testing';
 
 const ROOT = path.resolve(__dirname, '..');
 const num = (name: string, fallback: number): number => {
@@ -182,41 +182,17 @@ async function seed(db: Database, n: number): Promise<Seeded[]> {
 }
 
 function completed(s: Seeded, at: Date): AttemptCompletedV1 {
-  return {
-    event_id: randomUUID(),
-    timestamp: at.toISOString(),
-    request_id: `req-${s.actionId}`,
-    action_id: s.actionId,
-    attempt_id: s.attemptId,
-    attempt_no: 1,
-    attempt_role: 'primary',
-    workload_id: s.workloadId,
-    environment: 'bench',
-    route_id: ROUTE,
-    route_version: 1,
-    model_alias: ROUTE,
-    provider_request_id: `chatcmpl-${s.attemptId}`,
-    requested_candidate_count: null,
-    effective_candidate_count: 1,
-    returned_candidate_count: 1,
-    input_tokens: 120,
-    output_tokens_total: 40,
-    total_tokens: 160,
-    cached_input_tokens: 0,
-    reasoning_tokens: 0,
-    output_includes_reasoning: true,
-    stream_mode: 'none',
-    usage_source: 'provider_response',
-    quota_scope: 'workload',
-    policy_result: null,
-    policy_reason: null,
-    outcome: 'succeeded',
-    http_status: 200,
-    candidates: [{ index: 0, finish_reason: 'stop', outcome: 'ok' }],
-    prompt_block_reason: null,
-    attempts_total: 1,
-    action_final: true,
-  };
+  return answeredAttemptEvent(
+    { workloadId: s.workloadId, actionId: s.actionId, attemptId: s.attemptId, routeId: ROUTE },
+    {
+      timestamp: at.toISOString(),
+      environment: 'bench',
+      model_alias: ROUTE,
+      input_tokens: 120,
+      output_tokens_total: 40,
+      total_tokens: 160,
+    },
+  );
 }
 
 async function produce(bus: KafkaBus, seeded: Seeded[], at = new Date()): Promise<void> {

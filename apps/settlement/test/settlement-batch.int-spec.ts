@@ -18,7 +18,7 @@ import {
 } from '@gateway/db';
 import { KafkaBus } from '@gateway/messaging';
 import { randomIds } from '@gateway/service-kit';
-import { eventually, seedHeldAttempt, Seeder } from '@gateway/testing';
+import { answeredAttemptEvent, eventually, seedHeldAttempt, Seeder } from '@gateway/testing';
 import { SettleAttempt, SettleOutcome } from '../src/usecases/settle-attempt/settle-attempt.usecase';
 
 const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
@@ -76,41 +76,10 @@ describe('settlement batches', () => {
     a: { workloadId: string; actionId: string; attemptId: string },
     usage = { input: 100, cached: 0 },
   ): AttemptCompletedV1 {
-    return Topics.attemptCompleted.schema.parse({
-      event_id: randomUUID(),
-      timestamp: new Date().toISOString(),
-      request_id: `req-${a.actionId}`,
-      action_id: a.actionId,
-      attempt_id: a.attemptId,
-      attempt_no: 1,
-      attempt_role: 'primary',
-      workload_id: a.workloadId,
-      environment: 'test',
-      route_id: routeId,
-      route_version: 1,
-      model_alias: `alias-${routeId}`,
-      provider_request_id: `chatcmpl-${randomUUID()}`,
-      requested_candidate_count: null,
-      effective_candidate_count: 1,
-      returned_candidate_count: 1,
-      input_tokens: usage.input,
-      output_tokens_total: 50,
-      total_tokens: usage.input + 50,
-      cached_input_tokens: usage.cached,
-      reasoning_tokens: 0,
-      output_includes_reasoning: true,
-      stream_mode: 'none',
-      usage_source: 'provider_response',
-      quota_scope: 'workload',
-      policy_result: null,
-      policy_reason: null,
-      outcome: 'succeeded',
-      http_status: 200,
-      candidates: [{ index: 0, finish_reason: 'stop', outcome: 'ok' }],
-      prompt_block_reason: null,
-      attempts_total: 1,
-      action_final: true,
-    });
+    return answeredAttemptEvent(
+      { ...a, routeId },
+      { input_tokens: usage.input, total_tokens: usage.input + 50, cached_input_tokens: usage.cached },
+    );
   }
 
   /** Ledger rows, settled events and the workload account, for the attempts of one workload. */

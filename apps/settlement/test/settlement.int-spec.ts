@@ -17,7 +17,7 @@ import {
   ReservationHoldRepository,
 } from '@gateway/db';
 import { randomIds } from '@gateway/service-kit';
-import { ledgerRow, seedHeldAttempt, Seeder } from '@gateway/testing';
+import { answeredAttemptEvent, ledgerRow, seedHeldAttempt, Seeder } from '@gateway/testing';
 import { QueryLedger } from '../src/usecases/query-ledger/query-ledger.usecase';
 import { SettleAttempt } from '../src/usecases/settle-attempt/settle-attempt.usecase';
 
@@ -60,42 +60,7 @@ describe('settlement on Postgres', () => {
     a: { workloadId: string; actionId: string; attemptId: string },
     over: Partial<AttemptCompletedV1> = {},
   ): AttemptCompletedV1 {
-    return Topics.attemptCompleted.schema.parse({
-      event_id: randomUUID(),
-      timestamp: new Date().toISOString(),
-      request_id: `req-${a.actionId}`,
-      action_id: a.actionId,
-      attempt_id: a.attemptId,
-      attempt_no: 1,
-      attempt_role: 'primary',
-      workload_id: a.workloadId,
-      environment: 'test',
-      route_id: routeId,
-      route_version: 1,
-      model_alias: `alias-${routeId}`,
-      provider_request_id: 'chatcmpl-1',
-      requested_candidate_count: null,
-      effective_candidate_count: 1,
-      returned_candidate_count: 1,
-      input_tokens: 100,
-      output_tokens_total: 50,
-      total_tokens: 150,
-      cached_input_tokens: 0,
-      reasoning_tokens: 0,
-      output_includes_reasoning: true,
-      stream_mode: 'none',
-      usage_source: 'provider_response',
-      quota_scope: 'workload',
-      policy_result: null,
-      policy_reason: null,
-      outcome: 'succeeded',
-      http_status: 200,
-      candidates: [{ index: 0, finish_reason: 'stop', outcome: 'ok' }],
-      prompt_block_reason: null,
-      attempts_total: 1,
-      action_final: true,
-      ...over,
-    });
+    return answeredAttemptEvent({ ...a, routeId }, { provider_request_id: 'chatcmpl-1', ...over });
   }
 
   const settledEvents = async (attemptId: string) =>

@@ -1,7 +1,53 @@
 import { randomUUID } from 'node:crypto';
-import { PolicyChangedV1 } from '@gateway/contracts';
+import { AttemptCompletedV1, PolicyChangedV1, Topics } from '@gateway/contracts';
 
 /** A valid `gateway.policy.changed.v1` event: the small message bus tests send around. */
 export function policyChangedEvent(entityId: string, actor = 'int-spec', change = 'test'): PolicyChangedV1 {
   return { event_id: randomUUID(), timestamp: new Date().toISOString(), entity: 'workload', entity_id: entityId, change, actor };
+}
+
+/**
+ * A validated attempt.completed event of a succeeded single-candidate primary attempt that ends its
+ * action (100 input, 50 output tokens unless overridden), with a fresh event id.
+ */
+export function answeredAttemptEvent(
+  ids: { workloadId: string; actionId: string; attemptId: string; routeId: string },
+  over: Partial<AttemptCompletedV1> = {},
+): AttemptCompletedV1 {
+  return Topics.attemptCompleted.schema.parse({
+    event_id: randomUUID(),
+    timestamp: new Date().toISOString(),
+    request_id: `req-${ids.actionId}`,
+    action_id: ids.actionId,
+    attempt_id: ids.attemptId,
+    attempt_no: 1,
+    attempt_role: 'primary',
+    workload_id: ids.workloadId,
+    environment: 'test',
+    route_id: ids.routeId,
+    route_version: 1,
+    model_alias: `alias-${ids.routeId}`,
+    provider_request_id: `chatcmpl-${ids.attemptId}`,
+    requested_candidate_count: null,
+    effective_candidate_count: 1,
+    returned_candidate_count: 1,
+    input_tokens: 100,
+    output_tokens_total: 50,
+    total_tokens: 150,
+    cached_input_tokens: 0,
+    reasoning_tokens: 0,
+    output_includes_reasoning: true,
+    stream_mode: 'none',
+    usage_source: 'provider_response',
+    quota_scope: 'workload',
+    policy_result: null,
+    policy_reason: null,
+    outcome: 'succeeded',
+    http_status: 200,
+    candidates: [{ index: 0, finish_reason: 'stop', outcome: 'ok' }],
+    prompt_block_reason: null,
+    attempts_total: 1,
+    action_final: true,
+    ...over,
+  });
 }
