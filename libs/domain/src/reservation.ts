@@ -3,7 +3,7 @@
  * The reservation must be an upper bound on what the call can cost, so every estimate
  * here errs high; the surplus flows back when the reservation settles.
  */
-import { PriceRevision, estimateCostMicrousd } from './pricing';
+import { PriceRevision, PricedShape, estimateCostMicrousd, worstPricedShape } from './pricing';
 import { assertNonNegativeInteger, assertPositiveInteger } from './validation';
 
 /**
@@ -41,10 +41,13 @@ export function computeReservation(input: {
   perCandidateOutputCeiling: number;
   semantics: OutputCapSemantics;
   price: PriceRevision;
+  /** what the request asks for that the price list charges more for (service tier, media, paid tools) */
+  shape?: PricedShape;
 }): { reservedOutputTokens: number; reservedMicrousd: bigint } {
   const outputTokens = reservedOutputTokens(input.effectiveCandidates, input.perCandidateOutputCeiling, input.semantics);
-  // The prompt is billed once however many candidates are generated from it.
-  const reservedMicrousd = estimateCostMicrousd(input.inputTokensEstimate, outputTokens, input.price);
+  // The prompt is billed once however many candidates are generated from it; the context tier is
+  // the worst the input estimate can reach.
+  const reservedMicrousd = estimateCostMicrousd(input.inputTokensEstimate, outputTokens, input.price, input.shape);
   return { reservedOutputTokens: outputTokens, reservedMicrousd };
 }
 
@@ -72,7 +75,7 @@ export const MAX_TOKENS_PER_MINUTE = Math.floor(MAX_STORED_TOKENS / 2);
  * most output a reservation may hold (policies are held to `MAX_RESERVED_OUTPUT_TOKENS`).
  */
 export function worstReservationMicrousd(price: PriceRevision): bigint {
-  return estimateCostMicrousd(MAX_INPUT_TOKENS_ESTIMATE, MAX_RESERVED_OUTPUT_TOKENS, price);
+  return estimateCostMicrousd(MAX_INPUT_TOKENS_ESTIMATE, MAX_RESERVED_OUTPUT_TOKENS, price, worstPricedShape(price));
 }
 
 /**

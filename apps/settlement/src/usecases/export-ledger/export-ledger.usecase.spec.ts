@@ -21,7 +21,20 @@ const USAGE: SettlementEvidence = {
   kind: 'usage',
   source: 'provider_response',
   usage: { inputTokens: 10, cachedInputTokens: 0, outputTokensTotal: 5, reasoningTokens: 0 },
-  cost: { input: 25n, cachedInput: 0n, output: 9_007_199_254_740_993n, reasoning: 0n, total: 9_007_199_254_741_018n },
+  cost: {
+    ...{ input: 25n, cachedInput: 0n, output: 9_007_199_254_740_993n, reasoning: 0n, total: 9_007_199_254_741_018n },
+    ...{
+      cacheWrite: 0n,
+      audioInput: 0n,
+      audioOutput: 0n,
+      imageOutput: 0n,
+      fees: 0n,
+      feeLines: [],
+      contextTier: null,
+      serviceTier: 'default',
+      unpriced: [],
+    },
+  },
 };
 
 function row(i: number, evidence: SettlementEvidence = USAGE): LedgerRow {
