@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PRICED_FEATURES } from '@gateway/domain';
 
 /**
  * Event schemas. Sanitised events carry only the fields of DESIGN §8: counts, usage, ids,
@@ -95,8 +96,21 @@ export const usageSettledV1 = sanitisedFields.extend({
       cached_input: microusd,
       output: microusd,
       reasoning: microusd,
+      /** the lines below are present only when non-zero (added after v1 shipped) */
+      cache_write: microusd.optional(),
+      audio_input: microusd.optional(),
+      audio_output: microusd.optional(),
+      image_output: microusd.optional(),
+      /** per-call fees, the sum of `fee_lines` */
+      fees: microusd.optional(),
     })
     .nullable(),
+  /** the context tier's threshold (input tokens) the usage crossed; null or absent: base rates */
+  context_tier_above_input_tokens: z.number().int().positive().nullable().optional(),
+  /** the service tier whose rates priced the usage; absent for events before tiers */
+  service_tier: z.string().max(32).optional(),
+  /** one line per per-call-billed feature the provider reported */
+  fee_lines: z.array(z.object({ feature: z.enum(PRICED_FEATURES), calls: count, microusd })).optional(),
   settled_at: isoTimestamp,
 });
 export type UsageSettledV1 = z.infer<typeof usageSettledV1>;
@@ -166,6 +180,15 @@ export const attemptCompletedV1 = sanitisedFields.extend({
    * opens a `usage_implausible` case when `output_tokens_total` is below it.
    */
   output_tokens_floor: count.optional(),
+  /** billable detail (issue 14), subsets of input_tokens / output_tokens_total; absent before it */
+  cache_write_input_tokens: count.nullable().optional(),
+  audio_input_tokens: count.nullable().optional(),
+  audio_output_tokens: count.nullable().optional(),
+  image_output_tokens: count.nullable().optional(),
+  /** the tier billed: provider-reported when present, else the one the request asked for */
+  service_tier: z.string().max(32).nullable().optional(),
+  /** calls of per-call-billed features the response evidences */
+  feature_calls: z.partialRecord(z.enum(PRICED_FEATURES), count).optional(),
 });
 export type AttemptCompletedV1 = z.infer<typeof attemptCompletedV1>;
 
