@@ -1,4 +1,4 @@
-import { PriceRevision } from './pricing';
+import { PriceRevision, Usage } from './pricing';
 
 /** The specs' price list: $2.50 / $1.25 / $10 / $10 per MTok, in micro-USD per MTok. */
 export const TEST_PRICE: PriceRevision = {
@@ -8,3 +8,13 @@ export const TEST_PRICE: PriceRevision = {
   outputPerMTokMicrousd: 10_000_000n,
   reasoningPerMTokMicrousd: 10_000_000n,
 };
+
+/** Usage with every count zero (OpenAI style: reasoning inside output) except what `u` sets. */
+export const usageOf = (u: Partial<Usage>): Usage => ({
+  inputTokens: 0,
+  cachedInputTokens: 0,
+  outputTokens: 0,
+  reasoningTokens: 0,
+  outputIncludesReasoning: true,
+  ...u,
+});

@@ -13,17 +13,11 @@ import {
   pricedFeaturesOf,
   worstPricedShape,
 } from './pricing';
+import { usageOf } from './price.fixture';
 import { PUBLISHED_PRICES, publishedPrice } from './published-prices.fixture';
 import { worstReservationMicrousd } from './reservation';
 
-const usage = (u: Partial<Usage>): Usage => ({
-  inputTokens: 0,
-  cachedInputTokens: 0,
-  outputTokens: 0,
-  reasoningTokens: 0,
-  outputIncludesReasoning: true,
-  ...u,
-});
+const usage = usageOf;
 
 /**
  * Golden bills, computed by hand from the published rates (micro-USD = tokens × $/MTok, each

@@ -1,17 +1,10 @@
 import fc from 'fast-check';
-import { TEST_PRICE } from './price.fixture';
+import { TEST_PRICE, usageOf } from './price.fixture';
 import { PriceRevision, Usage, costOfTokensMicrousd, estimateCostMicrousd, priceUsage } from './pricing';
 
 const price = TEST_PRICE;
 
-const usage = (u: Partial<Usage>): Usage => ({
-  inputTokens: 0,
-  cachedInputTokens: 0,
-  outputTokens: 0,
-  reasoningTokens: 0,
-  outputIncludesReasoning: true,
-  ...u,
-});
+const usage = usageOf;
 
 const priceArb: fc.Arbitrary<PriceRevision> = fc.record({
   id: fc.constant('arb'),
