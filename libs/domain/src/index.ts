@@ -29,3 +29,4 @@ export * from './spend-changes';
 export * from './probe';
 export * from './quota-scopes';
 export * from './exception-projection';
+export * from './hedging';

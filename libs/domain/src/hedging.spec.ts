@@ -1,0 +1,238 @@
+import fc from 'fast-check';
+import {
+  AttemptExposure,
+  AttemptFailure,
+  HedgePolicy,
+  HedgeTimerContext,
+  bucketAfter,
+  bucketAllowsExtraAttempts,
+  decideHedge,
+  extraAttemptAllowance,
+  fullBucket,
+  hedgeDelayMs,
+  hedgeIneligibility,
+  quantileMs,
+  retryDecision,
+  transientFailureOf,
+} from './hedging';
+
+const policy: HedgePolicy = {
+  revisionId: 'hp-1',
+  enabled: true,
+  delay: { kind: 'quantile', quantilePerMille: 950, floorMs: 200, ceilingMs: 2_000, minSamples: 20 },
+  maxHedges: 1,
+  retry: { transient: ['connection_error', 'timeout_before_first_byte', 'rate_limited', 'server_error'], maxRetries: 1 },
+  allowance: { maxAttempts: 3, maxExtraSpendMicrousd: 10_000n },
+  stop: { spendFloorMicrousd: 1_000n, maxRouteErrorPerMille: 100, maxRouteInFlight: 50, minUsefulRemainingMs: 500 },
+  bucket: { maxMilliTokens: 10_000, successRefillMilliTokens: 100 },
+};
+
+const t0 = new Date('2026-12-02T00:00:00Z');
+const ctx = (over: Partial<HedgeTimerContext> = {}): HedgeTimerContext => ({
+  now: t0,
+  deadline: new Date(t0.getTime() + 5_000),
+  winnerChosen: false,
+  actionTerminal: false,
+  route: { errorPerMille: 0, inFlight: 1, bucket: fullBucket(policy.bucket) },
+  fundingHeadroomMicrousd: 1_000_000n,
+  attempts: [{ role: 'primary', exposureMicrousd: 4_000n }],
+  hedgeHoldMicrousd: 4_000n,
+  ...over,
+});
+
+describe('decideHedge: the timer decision table', () => {
+  it('fires with its own hold when every check passes', () => {
+    expect(decideHedge(policy, ctx())).toEqual({ fire: true, holdMicrousd: 4_000n });
+  });
+
+  it.each<[string, Partial<HedgeTimerContext>, string]>([
+    ['a winner exists', { winnerChosen: true }, 'winner_chosen'],
+    ['the action is terminal', { actionTerminal: true }, 'action_terminal'],
+    ['too little deadline left', { deadline: new Date(t0.getTime() + 499) }, 'deadline_too_short'],
+    ['the route errs', { route: { errorPerMille: 101, inFlight: 1, bucket: fullBucket(policy.bucket) } }, 'route_unhealthy'],
+    ['the route is full', { route: { errorPerMille: 0, inFlight: 50, bucket: fullBucket(policy.bucket) } }, 'route_unhealthy'],
+    ['the funding budget would drop below its floor', { fundingHeadroomMicrousd: 4_999n }, 'spend_floor'],
+    ['the overload bucket is at half', { route: { errorPerMille: 0, inFlight: 1, bucket: { milliTokens: 5_000 } } }, 'overload'],
+    [
+      'the action already has a hedge',
+      {
+        attempts: [
+          { role: 'primary', exposureMicrousd: 4_000n },
+          { role: 'hedge', exposureMicrousd: 4_000n },
+        ],
+      },
+      'hedge_limit',
+    ],
+    [
+      'the attempt allowance is spent',
+      {
+        attempts: [
+          { role: 'primary', exposureMicrousd: 4_000n },
+          { role: 'retry', exposureMicrousd: 1_000n },
+          { role: 'fallback', exposureMicrousd: 1_000n },
+        ],
+      },
+      'attempt_allowance_spent',
+    ],
+    [
+      'the extra spend allowance cannot fund the hold (an uncertain retry counts)',
+      {
+        attempts: [
+          { role: 'primary', exposureMicrousd: 4_000n },
+          { role: 'retry', exposureMicrousd: 6_001n },
+        ],
+      },
+      'spend_allowance_spent',
+    ],
+  ])('denies when %s', (_label, over, reason) => {
+    expect(decideHedge(policy, ctx(over))).toEqual({ fire: false, reason });
+  });
+
+  it('checks in the issue’s order: a winner outranks every other reason', () => {
+    const everythingWrong = ctx({
+      winnerChosen: true,
+      actionTerminal: true,
+      deadline: t0,
+      fundingHeadroomMicrousd: 0n,
+      route: { errorPerMille: 1000, inFlight: 999, bucket: { milliTokens: 0 } },
+    });
+    expect(decideHedge(policy, everythingWrong)).toEqual({ fire: false, reason: 'winner_chosen' });
+    expect(decideHedge(policy, { ...everythingWrong, winnerChosen: false })).toEqual({ fire: false, reason: 'action_terminal' });
+  });
+});
+
+describe('hedgeIneligibility', () => {
+  const request = { stream: false, effectiveCandidates: 1, toolNames: [] as string[], readOnlyTools: ['lookup'] };
+  it.each<[string, Partial<typeof request>, Partial<HedgePolicy>, string | null]>([
+    ['a plain request', {}, {}, null],
+    ['read-only tools', { toolNames: ['lookup'] }, {}, null],
+    ['hedging off', {}, { enabled: false }, 'hedging_disabled'],
+    ['no hedges allowed', {}, { maxHedges: 0 }, 'hedging_disabled'],
+    ['a stream', { stream: true }, {}, 'streaming'],
+    ['two candidates', { effectiveCandidates: 2 }, {}, 'multi_candidate'],
+    ['a tool with effects', { toolNames: ['lookup', 'send_email'] }, {}, 'tools_not_read_only'],
+  ])('%s', (_label, r, p, expected) => {
+    expect(hedgeIneligibility({ ...policy, ...p }, { ...request, ...r })).toBe(expected);
+  });
+});
+
+describe('hedge delay', () => {
+  it('nearest-rank quantiles', () => {
+    const xs = Array.from({ length: 100 }, (_, i) => i + 1);
+    expect(quantileMs(xs, 950)).toBe(95);
+    expect(quantileMs(xs, 500)).toBe(50);
+    expect(quantileMs(xs, 1000)).toBe(100);
+    expect(quantileMs(xs, 0)).toBe(1);
+    expect(quantileMs([], 950)).toBeNull();
+  });
+
+  it('fixed, clamped to floor and ceiling, and the ceiling while the route is unknown', () => {
+    expect(hedgeDelayMs({ kind: 'fixed', ms: 300 }, [])).toBe(300);
+    const q = policy.delay;
+    expect(hedgeDelayMs(q, Array(20).fill(800))).toBe(800);
+    expect(hedgeDelayMs(q, Array(20).fill(10))).toBe(200);
+    expect(hedgeDelayMs(q, Array(20).fill(9_000))).toBe(2_000);
+    expect(hedgeDelayMs(q, Array(19).fill(10))).toBe(2_000);
+  });
+
+  it('property: never below the floor nor above the ceiling, whatever the latencies', () => {
+    fc.assert(
+      fc.property(fc.array(fc.nat(100_000)), (xs) => {
+        const d = hedgeDelayMs(policy.delay, xs);
+        expect(d).toBeGreaterThanOrEqual(200);
+        expect(d).toBeLessThanOrEqual(2_000);
+      }),
+    );
+  });
+});
+
+describe('overload bucket (gRPC A6)', () => {
+  it('failures drain a token, successes refill a tenth; extra attempts only above half', () => {
+    let b = fullBucket(policy.bucket);
+    for (let i = 0; i < 5; i++) b = bucketAfter(b, 'failure', policy.bucket);
+    expect(b.milliTokens).toBe(5_000);
+    expect(bucketAllowsExtraAttempts(b, policy.bucket)).toBe(false);
+    b = bucketAfter(b, 'success', policy.bucket);
+    expect(b.milliTokens).toBe(5_100);
+    expect(bucketAllowsExtraAttempts(b, policy.bucket)).toBe(true);
+  });
+
+  it('property: stays within [0, max] under any sequence', () => {
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom<'success' | 'failure'>('success', 'failure'), { maxLength: 200 }), (outcomes) => {
+        let b = fullBucket(policy.bucket);
+        for (const o of outcomes) {
+          b = bucketAfter(b, o, policy.bucket);
+          expect(b.milliTokens).toBeGreaterThanOrEqual(0);
+          expect(b.milliTokens).toBeLessThanOrEqual(policy.bucket.maxMilliTokens);
+        }
+      }),
+    );
+  });
+});
+
+describe('retries', () => {
+  it.each<[AttemptFailure, string | null]>([
+    [{ kind: 'connection_error' }, 'connection_error'],
+    [{ kind: 'timeout', firstByteReceived: false }, 'timeout_before_first_byte'],
+    [{ kind: 'timeout', firstByteReceived: true }, null],
+    [{ kind: 'http', status: 429 }, 'rate_limited'],
+    [{ kind: 'http', status: 503 }, 'server_error'],
+    [{ kind: 'http', status: 400 }, null],
+    [{ kind: 'http', status: 401 }, null],
+  ])('%j is transient as %p', (failure, expected) => {
+    expect(transientFailureOf(failure)).toBe(expected);
+  });
+
+  const base = {
+    attempts: [{ role: 'primary', exposureMicrousd: 4_000n }] as AttemptExposure[],
+    retryHoldMicrousd: 4_000n,
+    remainingMs: 3_000,
+    minUsefulRemainingMs: 500,
+  };
+  it('retries a transient failure inside the allowance', () => {
+    expect(retryDecision(policy, { kind: 'http', status: 503 }, base)).toEqual({ retry: true, failure: 'server_error' });
+  });
+  it.each<[string, AttemptFailure, Partial<typeof base>, Partial<HedgePolicy>, string]>([
+    ['a 400', { kind: 'http', status: 400 }, {}, {}, 'not_transient'],
+    [
+      'a 429 the policy does not retry',
+      { kind: 'http', status: 429 },
+      {},
+      { retry: { transient: ['server_error'], maxRetries: 1 } },
+      'not_transient',
+    ],
+    [
+      'a second retry',
+      { kind: 'connection_error' },
+      {
+        attempts: [
+          { role: 'primary', exposureMicrousd: 1n },
+          { role: 'retry', exposureMicrousd: 1n },
+        ],
+      },
+      {},
+      'retry_limit',
+    ],
+    ['too little time', { kind: 'connection_error' }, { remainingMs: 499 }, {}, 'deadline_too_short'],
+    [
+      'no attempts left',
+      { kind: 'connection_error' },
+      {},
+      { allowance: { maxAttempts: 1, maxExtraSpendMicrousd: 10_000n } },
+      'attempt_allowance_spent',
+    ],
+    ['no money left', { kind: 'connection_error' }, { retryHoldMicrousd: 10_001n }, {}, 'spend_allowance_spent'],
+  ])('does not retry %s', (_label, failure, over, p, reason) => {
+    expect(retryDecision({ ...policy, ...p }, failure, { ...base, ...over })).toEqual({ retry: false, reason });
+  });
+
+  it('the allowance counts every extra attempt, never the primary', () => {
+    expect(
+      extraAttemptAllowance(policy, [
+        { role: 'primary', exposureMicrousd: 99_999n },
+        { role: 'hedge', exposureMicrousd: 3_000n },
+      ]),
+    ).toEqual({ attemptsLeft: 1, extraSpendLeftMicrousd: 7_000n });
+  });
+});
