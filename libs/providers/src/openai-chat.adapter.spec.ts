@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DispatchCommandV1 } from '@gateway/contracts';
 import { OpenAiChatAdapter } from './openai-chat.adapter';
+import { NO_USAGE_DETAILS } from './adapter';
 import { sseData } from './sse-testing';
 
 const fixture = (name: string): string => readFileSync(join(__dirname, 'fixtures', name), 'utf8');
@@ -173,7 +174,16 @@ describe('OpenAiChatAdapter.parseResponse', () => {
       ],
       promptBlockReason: null,
       // completion_tokens already includes the reasoning tokens: not added twice
-      usage: { inputTokens: 1117, cachedInputTokens: 1024, outputTokensTotal: 946, reasoningTokens: 704, unknownFields: [] },
+      usage: {
+        ...NO_USAGE_DETAILS,
+        inputTokens: 1117,
+        cachedInputTokens: 1024,
+        outputTokensTotal: 946,
+        reasoningTokens: 704,
+        unknownFields: [],
+      },
+      serviceTier: 'default',
+      featureCalls: {},
     });
   });
 
@@ -208,6 +218,7 @@ describe('OpenAiChatAdapter.parseResponse', () => {
 
   it('reads usage without details as zero cached / zero reasoning', () => {
     expect(adapter.parseResponse({ choices: [], usage: { prompt_tokens: 10, completion_tokens: 3, total_tokens: 13 } }, {}).usage).toEqual({
+      ...NO_USAGE_DETAILS,
       inputTokens: 10,
       cachedInputTokens: 0,
       outputTokensTotal: 3,
@@ -259,7 +270,14 @@ describe('OpenAiChatAdapter.parseResponse', () => {
   });
 
   it.each([null, 'text', [], 42])('survives a non-object body (%p)', (body) => {
-    expect(adapter.parseResponse(body, {})).toEqual({ providerRequestId: null, candidates: [], promptBlockReason: null, usage: null });
+    expect(adapter.parseResponse(body, {})).toEqual({
+      providerRequestId: null,
+      candidates: [],
+      promptBlockReason: null,
+      usage: null,
+      serviceTier: null,
+      featureCalls: {},
+    });
   });
 });
 
@@ -278,7 +296,16 @@ describe('OpenAiChatAdapter.streamAccumulator', () => {
         { index: 1, finishReason: 'length', hasContent: true, textBytes: 15 },
       ],
       promptBlockReason: null,
-      usage: { inputTokens: 212, cachedInputTokens: 128, outputTokensTotal: 37, reasoningTokens: 0, unknownFields: [] },
+      usage: {
+        ...NO_USAGE_DETAILS,
+        inputTokens: 212,
+        cachedInputTokens: 128,
+        outputTokensTotal: 37,
+        reasoningTokens: 0,
+        unknownFields: [],
+      },
+      serviceTier: 'default',
+      featureCalls: {},
     });
   });
 
@@ -346,7 +373,14 @@ describe('OpenAiChatAdapter.streamAccumulator', () => {
     const acc = new OpenAiChatAdapter().streamAccumulator({ 'x-request-id': 'req_hdr' });
     expect(acc.push('{not json')).toBe(true);
     expect(acc.push(' [DONE] ')).toBe(false);
-    expect(acc.result()).toEqual({ providerRequestId: 'req_hdr', candidates: [], promptBlockReason: null, usage: null });
+    expect(acc.result()).toEqual({
+      providerRequestId: 'req_hdr',
+      candidates: [],
+      promptBlockReason: null,
+      usage: null,
+      serviceTier: null,
+      featureCalls: {},
+    });
   });
 });
 

@@ -4,6 +4,7 @@ import type { DispatchCommandV1 } from '@gateway/contracts';
 import { accept, priceUsage } from '@gateway/domain';
 import { adapterForCommand, OpenAiChatAdapter } from './index';
 import { OpenAiResponsesAdapter } from './openai-responses.adapter';
+import { NO_USAGE_DETAILS } from './adapter';
 import { sseData } from './sse-testing';
 
 const fixture = (name: string): string => readFileSync(join(__dirname, 'fixtures', name), 'utf8');
@@ -101,7 +102,16 @@ describe('OpenAiResponsesAdapter.parseResponse', () => {
       providerRequestId: 'req_abc',
       candidates: [{ index: 0, finishReason: 'stop', hasContent: true }],
       promptBlockReason: null,
-      usage: { inputTokens: 1408, cachedInputTokens: 1152, outputTokensTotal: 342, reasoningTokens: 320, unknownFields: [] },
+      usage: {
+        ...NO_USAGE_DETAILS,
+        inputTokens: 1408,
+        cachedInputTokens: 1152,
+        outputTokensTotal: 342,
+        reasoningTokens: 320,
+        unknownFields: [],
+      },
+      serviceTier: 'default',
+      featureCalls: {},
     });
   });
 
@@ -198,7 +208,9 @@ describe('OpenAiResponsesAdapter.streamAccumulator', () => {
       providerRequestId: 'resp_68a1c4b7c2d88190a9b8c7d6e5f4a3b20f1e2d3c4b5a6978',
       candidates: [{ index: 0, finishReason: 'stop', hasContent: true }],
       promptBlockReason: null,
-      usage: { inputTokens: 37, cachedInputTokens: 0, outputTokensTotal: 9, reasoningTokens: 0, unknownFields: [] },
+      usage: { ...NO_USAGE_DETAILS, inputTokens: 37, cachedInputTokens: 0, outputTokensTotal: 9, reasoningTokens: 0, unknownFields: [] },
+      serviceTier: 'default',
+      featureCalls: {},
     });
   });
 
@@ -230,7 +242,7 @@ describe('OpenAiResponsesAdapter.streamAccumulator', () => {
     expect(acc.result()).toMatchObject({
       providerRequestId: 'req_1',
       candidates: [{ index: 0, finishReason: 'length', hasContent: true }],
-      usage: { inputTokens: 3, outputTokensTotal: 16 },
+      usage: { ...NO_USAGE_DETAILS, inputTokens: 3, outputTokensTotal: 16 },
     });
   });
 
