@@ -418,3 +418,78 @@ describe('GeminiGenerateAdapter.errorCode', () => {
     expect(adapter.errorCode(body)).toBe(code);
   });
 });
+
+describe('GeminiGenerateAdapter billable usage detail', () => {
+  const adapter = new GeminiGenerateAdapter();
+
+  it('Gemini 2.x search grounding is one call per grounded prompt, however many queries ran', () => {
+    const parsed = adapter.parseResponse(json('gemini-generate-search-grounded.json'), {});
+    expect(parsed.featureCalls).toEqual({ search_grounding: 1 });
+    expect(parsed.serviceTier).toBeNull();
+    expect(parsed.usage).toEqual({
+      ...NO_USAGE_DETAILS,
+      inputTokens: 14 + 212,
+      outputTokensTotal: 21 + 120,
+      reasoningTokens: 120,
+      unknownFields: [],
+    });
+  });
+
+  it('Gemini 3 search grounding is one call per distinct non-empty query', () => {
+    expect(adapter.parseResponse(json('gemini-generate-3-search-queries.json'), {}).featureCalls).toEqual({ search_grounding: 2 });
+  });
+
+  it.each(['gemini-2.0-flash-001', 'gemini-1.5-pro-002', 'gemini-3-pro-preview', undefined])(
+    'a grounded answer without queries is still one call (%s)',
+    (modelVersion) => {
+      const body = {
+        candidates: [
+          {
+            content: { parts: [{ text: 'x' }] },
+            finishReason: 'STOP',
+            groundingMetadata: { searchEntryPoint: { renderedContent: '<div></div>' } },
+          },
+        ],
+        modelVersion,
+      };
+      expect(adapter.parseResponse(body, {}).featureCalls).toEqual({ search_grounding: 1 });
+    },
+  );
+
+  it('an answer without grounding metadata made no grounding call', () => {
+    expect(adapter.parseResponse(json('gemini-generate-thinking-cached.json'), {}).featureCalls).toEqual({});
+  });
+
+  it('reads audio input and image output from the modality breakdowns; an image part is content', () => {
+    const parsed = adapter.parseResponse(json('gemini-generate-image-out-audio-in.json'), {});
+    expect(parsed.usage).toEqual({
+      ...NO_USAGE_DETAILS,
+      inputTokens: 1030,
+      audioInputTokens: 1008,
+      outputTokensTotal: 1302,
+      imageOutputTokens: 1290,
+      unknownFields: [],
+    });
+    expect(parsed.candidates[0]).toMatchObject({ hasContent: true, finishReason: 'STOP' });
+  });
+
+  it.each([1, 40, 10_000])('gathers search and maps grounding from the final chunk of a Gemini 3 stream (reads of %i bytes)', (size) => {
+    const acc = accumulate(fixture('gemini-stream-grounded-maps.sse'), size);
+    const result = acc.result();
+    expect(result.featureCalls).toEqual({ search_grounding: 1, maps_grounding: 1 });
+    expect(result.usage).toMatchObject({ inputTokens: 31 + 301, outputTokensTotal: 15 + 66, unknownFields: [] });
+  });
+
+  it('reads the audio output of a speech stream; audio parts are content', () => {
+    const acc = accumulate(fixture('gemini-stream-tts-audio.sse'), 17);
+    const result = acc.result();
+    expect(result.usage).toEqual({
+      ...NO_USAGE_DETAILS,
+      inputTokens: 9,
+      outputTokensTotal: 344,
+      audioOutputTokens: 344,
+      unknownFields: [],
+    });
+    expect(result.candidates).toEqual([{ index: 0, finishReason: 'STOP', hasContent: true, textBytes: 0 }]);
+  });
+});

@@ -138,7 +138,10 @@ function toCandidate(c: Record<string, unknown>, fallbackIndex: number): ParsedC
       const part = asRecord(p);
       // Thought summaries (`thought: true`) are reasoning, not an answer.
       if (part?.thought === true) return false;
-      return (typeof part?.text === 'string' && part.text.length > 0) || part?.functionCall !== undefined;
+      // generated media (image, speech) comes as inline data
+      return (
+        (typeof part?.text === 'string' && part.text.length > 0) || part?.functionCall !== undefined || asRecord(part?.inlineData) !== null
+      );
     });
   return {
     index: typeof c.index === 'number' ? c.index : fallbackIndex,

@@ -95,7 +95,10 @@ export class OpenAiChatAdapter implements ProviderAdapter {
           const index = nonNegInt(c.index);
           const entry = byIndex.get(index) ?? { finishReason: null, hasContent: false, textBytes: 0 };
           const delta = asRecord(c.delta);
-          if (delta && ((typeof delta.content === 'string' && delta.content.length > 0) || Array.isArray(delta.tool_calls))) {
+          if (
+            delta &&
+            ((typeof delta.content === 'string' && delta.content.length > 0) || Array.isArray(delta.tool_calls) || hasAudio(delta))
+          ) {
             entry.hasContent = true;
           }
           if (delta) entry.textBytes += messageTextBytes(delta);
@@ -135,13 +138,21 @@ function toCandidate(c: Record<string, unknown>, fallbackIndex: number): ParsedC
   const message = asRecord(c.message);
   const content = message?.content;
   const hasContent =
-    (typeof content === 'string' && content.length > 0) || (Array.isArray(message?.tool_calls) && message!.tool_calls.length > 0);
+    (typeof content === 'string' && content.length > 0) ||
+    (Array.isArray(message?.tool_calls) && message!.tool_calls.length > 0) ||
+    (message !== null && hasAudio(message));
   return {
     index: typeof c.index === 'number' ? c.index : fallbackIndex,
     finishReason: typeof c.finish_reason === 'string' ? c.finish_reason : null,
     hasContent,
     textBytes: message ? messageTextBytes(message) : 0,
   };
+}
+
+/** An audio answer (`modalities: ["audio"]`) comes as `message.audio` (stream: `delta.audio`), content null. */
+function hasAudio(message: Record<string, unknown>): boolean {
+  const audio = asRecord(message.audio);
+  return audio !== null && ((typeof audio.data === 'string' && audio.data.length > 0) || typeof audio.id === 'string');
 }
 
 /**
@@ -187,12 +198,17 @@ const KNOWN_USAGE = [
   'cache_creation_input_tokens',
   'cache_read_input_tokens',
 ];
-/** `cache_write_tokens`: OpenRouter, for models with explicit caching and a cache-write price. */
-const KNOWN_PROMPT_DETAILS = ['cached_tokens', 'cache_write_tokens', 'audio_tokens'];
+/**
+ * `cache_write_tokens`: OpenRouter, for models with explicit caching and a cache-write price.
+ * `text_tokens` (and input `image_tokens`) are the audio models' breakdown of the rest, billed at
+ * the text rate: subsets, not extra tokens.
+ */
+const KNOWN_PROMPT_DETAILS = ['cached_tokens', 'cache_write_tokens', 'audio_tokens', 'text_tokens', 'image_tokens'];
 const KNOWN_COMPLETION_DETAILS = [
   'reasoning_tokens',
   'audio_tokens',
   'image_tokens',
+  'text_tokens',
   'accepted_prediction_tokens',
   'rejected_prediction_tokens',
 ];

@@ -254,3 +254,36 @@ describe('OpenAiResponsesAdapter.streamAccumulator', () => {
     expect(acc.result().candidates).toEqual([]);
   });
 });
+
+describe('OpenAiResponsesAdapter billable usage detail', () => {
+  const adapter = new OpenAiResponsesAdapter();
+
+  it('counts one call per hosted-tool output item and reads the tier', () => {
+    const parsed = adapter.parseResponse(json('openai-responses-hosted-tools.json'), {});
+    expect(parsed.featureCalls).toEqual({ web_search: 2, file_search: 1, code_execution: 1 });
+    expect(parsed.serviceTier).toBe('priority');
+    expect(parsed.usage).toEqual({
+      ...NO_USAGE_DETAILS,
+      inputTokens: 9321,
+      outputTokensTotal: 611,
+      reasoningTokens: 448,
+      unknownFields: [],
+    });
+    expect(parsed.candidates).toEqual([{ index: 0, finishReason: 'stop', hasContent: true }]);
+  });
+
+  it.each([1, 50, 100_000])('takes calls and tier from the terminal event, not the echoed auto (reads of %i bytes)', (size) => {
+    const acc = adapter.streamAccumulator({});
+    for (const data of sseData(fixture('openai-responses-stream-hosted-tools.sse'), size)) acc.push(data);
+    const result = acc.result();
+    expect(result.featureCalls).toEqual({ web_search: 2, file_search: 1, code_execution: 1 });
+    expect(result.serviceTier).toBe('priority');
+  });
+
+  it('a stream cut after response.created has no calls and no billed tier yet', () => {
+    const acc = adapter.streamAccumulator({});
+    const first = sseData(fixture('openai-responses-stream-hosted-tools.sse'), 100_000)[0];
+    acc.push(first);
+    expect(acc.result()).toMatchObject({ featureCalls: {}, serviceTier: null, usage: null });
+  });
+});
