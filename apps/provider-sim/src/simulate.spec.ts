@@ -100,7 +100,12 @@ describe('planResponse billable detail', () => {
     for (const c of plan.candidates) expect(c).toMatchObject({ audioTokens: 5, imageTokens: 7, outputTokens: 22, finish: 'stop' });
     expect(plan).toMatchObject({ audioOutputTokens: 10, imageOutputTokens: 14, outputTokens: 44 });
     const capped = planResponse(input('words=10', { cap: 40, media: { audio: true, image: true } })).candidates[0];
-    expect(capped).toMatchObject({ audioTokens: DEFAULT_AUDIO_TOKENS, imageTokens: 40 - DEFAULT_AUDIO_TOKENS, words: [], finish: 'length' });
+    expect(capped).toMatchObject({
+      audioTokens: DEFAULT_AUDIO_TOKENS,
+      imageTokens: 40 - DEFAULT_AUDIO_TOKENS,
+      words: [],
+      finish: 'length',
+    });
   });
 
   it('media directives change nothing unless the request asks for media; filtered candidates carry none', () => {
