@@ -99,6 +99,15 @@ export interface ParsedResponse {
   featureCalls: FeatureCalls;
 }
 
+/**
+ * A service tier name as a provider or a request spells it (`default`, `flex`, `priority`), or
+ * null: `auto` is a request to choose, never a tier billed, and anything that is not a short name
+ * is not trusted onto the event (whose schema bounds it; a failed parse would lose the evidence).
+ */
+export function tierName(v: unknown): string | null {
+  return typeof v === 'string' && v !== 'auto' && /^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$/.test(v) ? v : null;
+}
+
 /** How many billable calls of each per-call-priced feature one attempt made. */
 export type FeatureCalls = Partial<Record<PricedFeature, number>>;
 

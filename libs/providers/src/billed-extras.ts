@@ -1,5 +1,5 @@
 import type { ApiKind } from '@gateway/contracts';
-import type { FeatureCalls, ParsedResponse } from './adapter';
+import { FeatureCalls, ParsedResponse, tierName } from './adapter';
 
 /** What an attempt is billed beyond its token counts: the service tier and the per-call features. */
 export interface BilledExtras {
@@ -26,7 +26,5 @@ export function billedExtras(request: Record<string, unknown>, apiKind: ApiKind,
 }
 
 function requestedTier(request: Record<string, unknown>, apiKind: ApiKind): string | null {
-  if (apiKind === 'gemini-generate') return null;
-  const tier = request.service_tier;
-  return typeof tier === 'string' && tier.length > 0 && tier !== 'auto' ? tier : null;
+  return apiKind === 'gemini-generate' ? null : tierName(request.service_tier);
 }

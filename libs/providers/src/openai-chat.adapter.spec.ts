@@ -491,6 +491,8 @@ describe('OpenAiChatAdapter billable usage detail', () => {
   it('reports no tier when the provider reports none, and ignores an echoed auto', () => {
     expect(adapter.parseResponse({ choices: [] }, {}).serviceTier).toBeNull();
     expect(adapter.parseResponse({ choices: [], service_tier: 'auto' }, {}).serviceTier).toBeNull();
+    expect(adapter.parseResponse({ choices: [], service_tier: 'p'.repeat(40) }, {}).serviceTier).toBeNull();
+    expect(adapter.parseResponse({ choices: [], service_tier: { tier: 'flex' } }, {}).serviceTier).toBeNull();
   });
 
   it('counts a streamed audio answer (delta.audio, no text) as content', () => {

@@ -10,6 +10,7 @@ import {
   ProviderAdapter,
   reconcileWithTotal,
   StreamAccumulator,
+  tierName,
   unknownUsageFields,
   UpstreamRequest,
 } from './adapter';
@@ -181,8 +182,7 @@ function textOf(v: unknown): number {
  * is the request echoed (a Responses stream's first events), not a tier that was billed.
  */
 export function serviceTierOf(b: Record<string, unknown>): string | null {
-  const tier = b.service_tier;
-  return typeof tier === 'string' && tier.length > 0 && tier !== 'auto' ? tier : null;
+  return tierName(b.service_tier);
 }
 
 /**

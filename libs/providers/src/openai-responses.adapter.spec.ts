@@ -280,6 +280,14 @@ describe('OpenAiResponsesAdapter billable usage detail', () => {
     expect(result.serviceTier).toBe('priority');
   });
 
+  it('a stream cut before its terminal event keeps the calls that had started', () => {
+    const acc = adapter.streamAccumulator({});
+    const events = sseData(fixture('openai-responses-stream-hosted-tools.sse'), 100_000);
+    for (const data of events.slice(0, -1)) acc.push(data);
+    expect(acc.finished).toBe(false);
+    expect(acc.result()).toMatchObject({ featureCalls: { web_search: 2, file_search: 1, code_execution: 1 }, usage: null });
+  });
+
   it('a stream cut after response.created has no calls and no billed tier yet', () => {
     const acc = adapter.streamAccumulator({});
     const first = sseData(fixture('openai-responses-stream-hosted-tools.sse'), 100_000)[0];

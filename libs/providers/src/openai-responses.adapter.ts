@@ -57,6 +57,9 @@ export class OpenAiResponsesAdapter implements ProviderAdapter {
     let streamedContent = false;
     let final: ReturnType<typeof responseFacts> | null = null;
     let serviceTier: string | null = null;
+    // hosted-tool items as they stream, by id: a stream cut before its terminal event still
+    // evidences the calls that ran (reconciliation then has them)
+    const toolItems = new Map<string, Record<string, unknown>>();
     return {
       push(data: string): boolean {
         if (data.trim() === '[DONE]') return false;
@@ -69,6 +72,9 @@ export class OpenAiResponsesAdapter implements ProviderAdapter {
         if (type === 'response.created' || type === 'response.in_progress') began = true;
         else if (type === 'response.output_text.delta' && typeof event.delta === 'string' && event.delta.length > 0) streamedContent = true;
         else if (type === 'response.output_item.added' && isToolCall(asRecord(event.item))) streamedContent = true;
+        const item = asRecord(event.item);
+        if (item && typeof item.id === 'string' && (type === 'response.output_item.added' || type === 'response.output_item.done'))
+          toolItems.set(item.id, item);
         else if (TERMINAL_EVENTS.has(type) && response) final = responseFacts(response);
         return true;
       },
@@ -88,7 +94,7 @@ export class OpenAiResponsesAdapter implements ProviderAdapter {
           promptBlockReason: null,
           usage: final?.usage ?? null,
           serviceTier,
-          featureCalls: final?.featureCalls ?? {},
+          featureCalls: final?.featureCalls ?? hostedToolCalls([...toolItems.values()]),
         };
       },
       get sawUsage() {
