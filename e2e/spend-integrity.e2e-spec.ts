@@ -1,7 +1,7 @@
 import { ApiError, Modality } from '@google/genai';
 import { APIError } from 'openai';
 import { actionStatus } from './actions';
-import { openai, simLastSeq, stack, uid, withSeeder, gemini } from './support';
+import { eventually, openai, simLastSeq, stack, uid, withSeeder, gemini } from './support';
 
 /**
  * Issue 8 "spend that escapes the reservation", against a recording upstream (provider-sim's
@@ -22,6 +22,15 @@ interface Received {
 async function receivedSince(seq: number): Promise<Received[]> {
   const res = await fetch(`${stack.providerSim}/_sim/requests?since=${seq}`);
   return ((await res.json()) as { requests: Received[] }).requests;
+}
+
+/** The billable detail dispatch kept on the action's attempt row, once the attempt has ended. */
+function billedDetail(actionId: string) {
+  return withSeeder((_seed, db) =>
+    eventually(async () => (await db.prisma.attempt.findFirst({ where: { actionId, endedAt: { not: null } } })) ?? undefined, {
+      what: 'the attempt row',
+    }),
+  );
 }
 
 describe('spend integrity: nothing leaves the gateway that was not reserved', () => {
@@ -246,8 +255,11 @@ describe('spend integrity: nothing leaves the gateway that was not reserved', ()
       const { response } = await openai(key)
         .chat.completions.create({ model: r('oa-priced'), messages: [{ role: 'user', content: prompt() }], service_tier: 'priority' })
         .withResponse();
-      const sent = await expectReserved(before, response.headers.get('x-gateway-action-id')!, 'n', 'max_completion_tokens');
+      const actionId = response.headers.get('x-gateway-action-id')!;
+      const sent = await expectReserved(before, actionId, 'n', 'max_completion_tokens');
       expect(sent.pricedFields).toEqual(['service_tier']);
+      // the tier the provider reported is kept as the attempt's evidence (issue 14)
+      expect(await billedDetail(actionId)).toMatchObject({ serviceTier: 'priority', featureCalls: {} });
     });
 
     it.each<[string, Record<string, unknown>]>([
@@ -289,6 +301,8 @@ describe('spend integrity: nothing leaves the gateway that was not reserved', ()
       const id = resp.sdkHttpResponse?.headers?.['x-gateway-action-id'] as string;
       const sent = await expectReserved(before, id, 'generationConfig.candidateCount', 'generationConfig.maxOutputTokens');
       expect(sent.pricedFields).toEqual(['tools[0].googleSearch']);
+      // the grounded answer is evidence of one grounding call (issue 14)
+      expect(await billedDetail(id)).toMatchObject({ serviceTier: 'default', featureCalls: { search_grounding: 1 } });
     });
   });
 

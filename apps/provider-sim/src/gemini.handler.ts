@@ -9,6 +9,7 @@ import {
   type Exchange,
   type ProviderAdapter,
 } from './exchange';
+import { geminiGrounding, geminiMediaAsked } from './billing-detail';
 import { interleave, planResponse, type SimCandidate, type SimFinish, type SimPlan } from './simulate';
 import type { SimScript } from './script';
 import { estimatePromptTokens } from './text';
@@ -61,23 +62,83 @@ function textChars(content: unknown): number {
   return contentText(content).length;
 }
 
+/** Usage as Gemini reports it; the modality breakdowns only when audio or images are involved. */
 export function geminiUsage(plan: SimPlan, script: SimScript) {
+  const media = plan.audioOutputTokens + plan.imageOutputTokens;
+  const modality = (entries: [string, number][]) =>
+    entries.filter(([, n]) => n > 0).map(([m, tokenCount]) => ({ modality: m, tokenCount }));
   return {
     promptTokenCount: plan.promptTokens,
     candidatesTokenCount: plan.outputTokens,
     totalTokenCount: plan.promptTokens + plan.outputTokens + plan.reasoningTokens,
     ...(script.cached ? { cachedContentTokenCount: plan.cachedTokens } : {}),
     ...(script.reasoning ? { thoughtsTokenCount: plan.reasoningTokens } : {}),
+    ...(plan.audioInputTokens
+      ? {
+          promptTokensDetails: modality([
+            ['TEXT', plan.promptTokens - plan.audioInputTokens],
+            ['AUDIO', plan.audioInputTokens],
+          ]),
+        }
+      : {}),
+    ...(media
+      ? {
+          candidatesTokensDetails: modality([
+            ['TEXT', plan.outputTokens - media],
+            ['AUDIO', plan.audioOutputTokens],
+            ['IMAGE', plan.imageOutputTokens],
+          ]),
+        }
+      : {}),
   };
 }
 
-/** A candidate (or one streamed piece of it). `last` pieces carry the finishReason. */
-function candidate(c: SimCandidate, text: string | null, last: boolean) {
-  if (c.finish === 'filter') return { finishReason: 'SAFETY', index: c.index, safetyRatings: SAFETY_BLOCKED };
+/** Stand-ins for generated media (a 1x1 PNG, a few PCM samples); never decoded. */
+const SIM_IMAGE_B64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+const SIM_PCM_B64 = 'AAABAAIAAwAEAAUABgAHAAgACQ==';
+
+/** What the final piece of a candidate adds: its generated media, and the grounding of a grounded answer. */
+interface Extras {
+  grounding: { search: boolean; maps: boolean };
+  searches: number;
+}
+
+function mediaParts(c: SimCandidate): object[] {
+  return [
+    ...(c.imageTokens > 0 ? [{ inlineData: { mimeType: 'image/png', data: SIM_IMAGE_B64 } }] : []),
+    ...(c.audioTokens > 0 ? [{ inlineData: { mimeType: 'audio/L16;codec=pcm;rate=24000', data: SIM_PCM_B64 } }] : []),
+  ];
+}
+
+/** Grounding metadata as Gemini attaches it to a grounded candidate: `searches` distinct queries, a maps source. */
+function groundingMetadata(extras: Extras): object | null {
+  const { search, maps } = extras.grounding;
+  if (!search && !maps) return null;
   return {
-    content: text === null ? { role: 'model' } : { parts: [{ text }], role: 'model' },
+    ...(search
+      ? {
+          webSearchQueries: Array.from({ length: extras.searches }, (_, k) => `sim query ${k + 1}`),
+          searchEntryPoint: { renderedContent: '<div class="sim-search"></div>' },
+        }
+      : {}),
+    groundingChunks: [
+      ...(search ? [{ web: { uri: 'https://sim.example/source', title: 'sim.example' } }] : []),
+      ...(maps ? [{ maps: { uri: 'https://maps.sim.example/place', title: 'Sim Place', placeId: 'places/sim' } }] : []),
+    ],
+    ...(maps ? { googleMapsWidgetContextToken: 'widgetcontent/sim' } : {}),
+  };
+}
+
+/** A candidate (or one streamed piece of it). `last` pieces carry the finishReason, media and grounding. */
+function candidate(c: SimCandidate, text: string | null, last: boolean, extras: Extras) {
+  if (c.finish === 'filter') return { finishReason: 'SAFETY', index: c.index, safetyRatings: SAFETY_BLOCKED };
+  const parts = [...(text === null ? [] : [{ text }]), ...(last ? mediaParts(c) : [])];
+  const grounding = last ? groundingMetadata(extras) : null;
+  return {
+    content: parts.length === 0 ? { role: 'model' } : { parts, role: 'model' },
     ...(last ? { finishReason: FINISH[c.finish] } : {}),
     index: c.index,
+    ...(grounding ? { groundingMetadata: grounding } : {}),
   };
 }
 
@@ -156,15 +217,16 @@ function adapter(stream: boolean): ProviderAdapter {
         );
       }
 
-      const plan = planResponse({ ...parsed, seed: ex.ctx.seed, fingerprint: ex.fingerprint, script });
+      const plan = planResponse({ ...parsed, seed: ex.ctx.seed, fingerprint: ex.fingerprint, script, media: geminiMediaAsked(ex.body) });
       const usage = script.noUsage ? {} : { usageMetadata: geminiUsage(plan, script) };
+      const extras: Extras = { grounding: geminiGrounding(ex.body), searches: script.searches };
       if (!stream) {
-        const candidates = plan.candidates.map((c) => candidate(c, c.words.length ? c.words.join(' ') : null, true));
+        const candidates = plan.candidates.map((c) => candidate(c, c.words.length ? c.words.join(' ') : null, true, extras));
         return sendJson(ex.res, 200, { candidates, ...usage, ...meta });
       }
 
       const chunks = interleave(
-        plan.candidates.map((c) => pieces(c).map((p) => ({ candidates: [candidate(c, p.text, p.last)], ...meta }))),
+        plan.candidates.map((c) => pieces(c).map((p) => ({ candidates: [candidate(c, p.text, p.last, extras)], ...meta }))),
       );
       const final = script.noUsage ? null : { ...usage, ...meta };
       if (sseMode) {

@@ -9,6 +9,7 @@ import {
   type Exchange,
   type ProviderAdapter,
 } from './exchange';
+import { openAiMediaAsked, reportedTier } from './billing-detail';
 import { interleave, planResponse, type SimCandidate, type SimFinish, type SimPlan } from './simulate';
 import { estimatePromptTokens } from './text';
 
@@ -39,29 +40,39 @@ function contentChars(content: unknown): number {
   return contentText(content).length;
 }
 
+/** A few bytes standing in for generated audio (base64 of a WAV header); never decoded. */
+export const SIM_AUDIO_B64 = 'UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=';
+
+/** Usage as OpenAI reports it; a cache write (OpenRouter's spelling) and image tokens only when there are some. */
 export function openAiUsage(plan: SimPlan) {
   const completion = plan.outputTokens + plan.reasoningTokens;
   return {
     prompt_tokens: plan.promptTokens,
     completion_tokens: completion,
     total_tokens: plan.promptTokens + completion,
-    prompt_tokens_details: { cached_tokens: plan.cachedTokens, audio_tokens: 0 },
+    prompt_tokens_details: {
+      cached_tokens: plan.cachedTokens,
+      audio_tokens: plan.audioInputTokens,
+      ...(plan.cacheWriteTokens ? { cache_write_tokens: plan.cacheWriteTokens } : {}),
+    },
     completion_tokens_details: {
       reasoning_tokens: plan.reasoningTokens,
-      audio_tokens: 0,
+      audio_tokens: plan.audioOutputTokens,
       accepted_prediction_tokens: 0,
       rejected_prediction_tokens: 0,
+      ...(plan.imageOutputTokens ? { image_tokens: plan.imageOutputTokens } : {}),
     },
   };
 }
 
-function choice(c: SimCandidate) {
-  return {
-    index: c.index,
-    message: { role: 'assistant', content: c.finish === 'filter' ? null : c.words.join(' '), refusal: null },
-    logprobs: null,
-    finish_reason: FINISH[c.finish],
-  };
+/** An audio answer has no content: its words are the transcript of `message.audio`. */
+function choice(c: SimCandidate, audioId: string) {
+  const text = c.finish === 'filter' ? null : c.words.join(' ');
+  const message =
+    c.audioTokens > 0
+      ? { role: 'assistant', content: null, refusal: null, audio: { id: audioId, data: SIM_AUDIO_B64, expires_at: 0, transcript: text } }
+      : { role: 'assistant', content: text, refusal: null };
+  return { index: c.index, message, logprobs: null, finish_reason: FINISH[c.finish] };
 }
 
 export const openAiChat: ProviderAdapter = {
@@ -111,10 +122,14 @@ export const openAiChat: ProviderAdapter = {
     if (script.block) {
       return ex.fail(400, 'Your request was rejected as a result of our safety system.', { code: 'content_policy_violation' });
     }
-    const plan = planResponse({ ...parsed, seed: ex.ctx.seed, fingerprint: ex.fingerprint, script });
+    const media = openAiMediaAsked(ex.body);
+    const plan = planResponse({ ...parsed, seed: ex.ctx.seed, fingerprint: ex.fingerprint, script, media });
     const id = `chatcmpl-sim-${ex.id}`;
     const created = Math.floor(Date.now() / 1000);
     const headers = { 'x-request-id': `req_sim_${ex.id}` };
+    const audioId = (index: number) => `audio_sim_${ex.id}_${index}`;
+    // Reported only when the request names a tier or the script sets one (older answers unchanged).
+    const tier = ex.body.service_tier !== undefined || script.tier ? { service_tier: reportedTier(ex.body, script) } : {};
 
     if (!parsed.stream) {
       return sendJson(
@@ -125,8 +140,9 @@ export const openAiChat: ProviderAdapter = {
           object: 'chat.completion',
           created,
           model,
-          choices: plan.candidates.map(choice),
+          choices: plan.candidates.map((c) => choice(c, audioId(c.index))),
           ...(script.noUsage ? {} : { usage: openAiUsage(plan) }),
+          ...tier,
           system_fingerprint: 'fp_sim',
         },
         headers,
@@ -134,13 +150,21 @@ export const openAiChat: ProviderAdapter = {
     }
 
     const includeUsage = ex.body.stream_options?.include_usage === true;
-    const base = { id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_sim' };
+    const base = { id, object: 'chat.completion.chunk', created, model, ...tier, system_fingerprint: 'fp_sim' };
     const usageNull = includeUsage ? { usage: null } : {};
     const chunk = (index: number, delta: object, finish: string | null) =>
       sse({ ...base, choices: [{ index, delta, logprobs: null, finish_reason: finish }], ...usageNull });
     const perChoice = plan.candidates.map((c) => [
       chunk(c.index, { role: 'assistant', content: '', refusal: null }, null),
-      ...c.words.map((w, k) => chunk(c.index, { content: k ? ` ${w}` : w }, null)),
+      ...c.words.map((w, k) =>
+        chunk(
+          c.index,
+          c.audioTokens > 0
+            ? { audio: { id: audioId(c.index), transcript: k ? ` ${w}` : w, data: SIM_AUDIO_B64 } }
+            : { content: k ? ` ${w}` : w },
+          null,
+        ),
+      ),
       chunk(c.index, {}, FINISH[c.finish]),
     ]);
     const usage = includeUsage && !script.noUsage ? sse({ ...base, choices: [], usage: openAiUsage(plan) }) : '';

@@ -2,6 +2,7 @@
 // as the cap, usage in the response object (and in the stream's `response.completed` event).
 import { sendJson } from './http';
 import { InvalidRequest, optionalCount, sendStream, type Exchange, type ProviderAdapter } from './exchange';
+import { reportedTier, responsesHostedTools } from './billing-detail';
 import { openAiChat } from './openai.handler';
 import { planResponse, type SimCandidate, type SimPlan } from './simulate';
 import { estimatePromptTokens } from './text';
@@ -36,6 +37,18 @@ function statusOf(c: SimCandidate | undefined): { status: string; incomplete_det
   if (c?.finish === 'length') return { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } };
   if (c?.finish === 'filter') return { status: 'incomplete', incomplete_details: { reason: 'content_filter' } };
   return { status: 'completed', incomplete_details: null };
+}
+
+/** A hosted tool's output item as OpenAI shapes it; the sim's queries and code are placeholders. */
+function hostedToolItem(type: string, id: string): Record<string, unknown> {
+  switch (type) {
+    case 'web_search_call':
+      return { id: `ws_sim_${id}`, type, status: 'completed', action: { type: 'search', query: 'sim query' } };
+    case 'file_search_call':
+      return { id: `fs_sim_${id}`, type, status: 'completed', queries: ['sim query'], results: null };
+    default:
+      return { id: `ci_sim_${id}`, type, status: 'completed', code: 'print(1)', container_id: `cntr_sim_${id}`, outputs: null };
+  }
 }
 
 export const openAiResponses: ProviderAdapter = {
@@ -85,6 +98,11 @@ export const openAiResponses: ProviderAdapter = {
     const headers = { 'x-request-id': `req_sim_${ex.id}` };
     const text = answer?.words.join(' ') ?? '';
     const reasoningItem = plan.reasoningTokens > 0 ? [{ id: `rs_sim_${ex.id}`, type: 'reasoning', summary: [] }] : [];
+    // Hosted tools the request offers ran before the answer: `searches` web searches, one call of each other tool.
+    const toolItems = responsesHostedTools(ex.body).flatMap((type) =>
+      Array.from({ length: type === 'web_search_call' ? script.searches : 1 }, (_, k) => hostedToolItem(type, `${ex.id}_${k}`)),
+    );
+    const leadItems = [...reasoningItem, ...toolItems];
     const part = { type: 'output_text', annotations: [], logprobs: [], text };
     const finalStatus = statusOf(answer);
     const message = answer
@@ -111,7 +129,8 @@ export const openAiResponses: ProviderAdapter = {
       parallel_tool_calls: true,
       previous_response_id: null,
       reasoning: { effort: null, summary: null },
-      service_tier: 'default',
+      // echoes the request until the answer is done, as OpenAI does (`auto` included)
+      service_tier: typeof ex.body.service_tier === 'string' ? ex.body.service_tier : 'default',
       store: ex.body.store ?? true,
       temperature: 1,
       text: { format: { type: 'text' } },
@@ -126,7 +145,8 @@ export const openAiResponses: ProviderAdapter = {
     });
     const final = response({
       ...finalStatus,
-      output: [...reasoningItem, ...(message ? [message] : [])],
+      service_tier: reportedTier(ex.body, script),
+      output: [...leadItems, ...(message ? [message] : [])],
       usage: script.noUsage ? null : responsesUsage(plan),
     });
 
@@ -136,8 +156,13 @@ export const openAiResponses: ProviderAdapter = {
     const event = (type: string, fields: Record<string, unknown>) =>
       `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq++, ...fields })}\n\n`;
     const events = [event('response.created', { response: response({}) }), event('response.in_progress', { response: response({}) })];
+    toolItems.forEach((item, k) => {
+      const outputIndex = reasoningItem.length + k;
+      events.push(event('response.output_item.added', { output_index: outputIndex, item: { ...item, status: 'in_progress' } }));
+      events.push(event('response.output_item.done', { output_index: outputIndex, item }));
+    });
     if (message && answer) {
-      const outputIndex = reasoningItem.length;
+      const outputIndex = leadItems.length;
       const at = { item_id: messageId, output_index: outputIndex, content_index: 0 };
       events.push(
         event('response.output_item.added', { output_index: outputIndex, item: { ...message, status: 'in_progress', content: [] } }),

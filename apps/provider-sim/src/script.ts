@@ -21,6 +21,18 @@ export interface SimScript {
   rejectN: boolean;
   reasoning: number;
   cached: number;
+  /** Tokens of the prompt reported as written to the prompt cache (OpenAI-compatible `cache_write_tokens`). */
+  cacheWrite: number;
+  /** Tokens of the prompt reported as audio. */
+  audioIn: number;
+  /** Audio output tokens per candidate when the request asks for audio output (default DEFAULT_AUDIO_TOKENS). */
+  audioOut?: number;
+  /** Image output tokens per candidate when the request asks for image output (default DEFAULT_IMAGE_TOKENS). */
+  imageOut?: number;
+  /** Web searches the answer ran when the request offers a search tool (Gemini queries, Responses `web_search_call` items). */
+  searches: number;
+  /** The service tier the provider reports, whatever the request asked (a provider that served another tier). */
+  tier?: string;
   words?: number;
   status?: number;
   failFirst: number;
@@ -54,6 +66,12 @@ const VALUED = new Set([
   'extra',
   'reasoning',
   'cached',
+  'cache-write',
+  'audio-in',
+  'audio-out',
+  'image-out',
+  'searches',
+  'tier',
   'words',
   'status',
   'fail-first',
@@ -102,6 +120,9 @@ export function toScript(raw: Raw): SimScript {
     rejectN: false,
     reasoning: 0,
     cached: 0,
+    cacheWrite: 0,
+    audioIn: 0,
+    searches: 1,
     failFirst: 0,
   };
   for (const [name, v] of raw) {
@@ -135,6 +156,25 @@ export function toScript(raw: Raw): SimScript {
         break;
       case 'cached':
         s.cached = int(name, value);
+        break;
+      case 'cache-write':
+        s.cacheWrite = int(name, value);
+        break;
+      case 'audio-in':
+        s.audioIn = int(name, value);
+        break;
+      case 'audio-out':
+        s.audioOut = int(name, value);
+        break;
+      case 'image-out':
+        s.imageOut = int(name, value);
+        break;
+      case 'searches':
+        s.searches = int(name, value, 0, 16);
+        break;
+      case 'tier':
+        if (!/^[a-z][a-z0-9_-]{0,31}$/.test(value)) throw new ScriptError(`sim directive 'tier' needs a tier name like 'flex'`);
+        s.tier = value;
         break;
       case 'words':
         s.words = int(name, value, 0, 10_000);

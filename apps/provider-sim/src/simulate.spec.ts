@@ -1,5 +1,5 @@
 import { resolveScript } from './script';
-import { DEFAULT_WORDS, FILTERED_TOKENS, interleave, planResponse, type PlanInput } from './simulate';
+import { DEFAULT_AUDIO_TOKENS, DEFAULT_WORDS, FILTERED_TOKENS, interleave, planResponse, type PlanInput } from './simulate';
 
 const input = (directives: string, over: Partial<PlanInput> = {}): PlanInput => ({
   asked: null,
@@ -90,6 +90,36 @@ describe('planResponse with echo', () => {
     expect(planResponse(input('echo', { lastText: text, cap: 2 })).candidates[0]).toMatchObject({
       words: ['naïve', '日本'],
       finish: 'length',
+    });
+  });
+});
+
+describe('planResponse billable detail', () => {
+  it('adds audio and image output per candidate, within the cap and before the words', () => {
+    const plan = planResponse(input('words=10;audio-out=5;image-out=7', { asked: 2, media: { audio: true, image: true } }));
+    for (const c of plan.candidates) expect(c).toMatchObject({ audioTokens: 5, imageTokens: 7, outputTokens: 22, finish: 'stop' });
+    expect(plan).toMatchObject({ audioOutputTokens: 10, imageOutputTokens: 14, outputTokens: 44 });
+    const capped = planResponse(input('words=10', { cap: 40, media: { audio: true, image: true } })).candidates[0];
+    expect(capped).toMatchObject({
+      audioTokens: DEFAULT_AUDIO_TOKENS,
+      imageTokens: 40 - DEFAULT_AUDIO_TOKENS,
+      words: [],
+      finish: 'length',
+    });
+  });
+
+  it('media directives change nothing unless the request asks for media; filtered candidates carry none', () => {
+    expect(planResponse(input('audio-out=5;image-out=7'))).toEqual(planResponse(input('')));
+    const plan = planResponse(input('filter=0', { media: { audio: true, image: false } }));
+    expect(plan.candidates[0]).toMatchObject({ audioTokens: 0, outputTokens: FILTERED_TOKENS });
+  });
+
+  it('reports cache writes and audio input as parts of the prompt', () => {
+    expect(planResponse(input('cached=12;cache-write=50;audio-in=30'))).toMatchObject({
+      promptTokens: 20,
+      cachedTokens: 12,
+      cacheWriteTokens: 8,
+      audioInputTokens: 20,
     });
   });
 });

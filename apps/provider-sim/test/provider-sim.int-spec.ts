@@ -537,3 +537,91 @@ describe('key-sha256: an upstream that requires its key', () => {
     ]);
   });
 });
+
+describe('billable usage detail', () => {
+  it('chat: audio output as message.audio with audio tokens, the asked tier echoed, cache writes and audio input', async () => {
+    const data = (await openai.chat.completions.create({
+      model: 'sim-gpt;words=4;audio-out=9;cache-write=3;audio-in=2',
+      messages,
+      modalities: ['text', 'audio'],
+      audio: { voice: 'alloy', format: 'wav' },
+      service_tier: 'priority',
+    })) as OpenAI.ChatCompletion & { usage: { prompt_tokens_details: Record<string, number> } };
+    expect(data.choices[0].message.content).toBeNull();
+    expect(data.choices[0].message.audio?.transcript?.split(' ')).toHaveLength(4);
+    expect(data.service_tier).toBe('priority');
+    expect(data.usage).toMatchObject({
+      completion_tokens: 13,
+      prompt_tokens_details: { audio_tokens: 2, cache_write_tokens: 3 },
+      completion_tokens_details: { audio_tokens: 9 },
+    });
+  });
+
+  it('chat: no tier field for a request that names none; a scripted tier wins over the asked one, on every chunk', async () => {
+    const plain = await openai.chat.completions.create({ model: 'sim-gpt', messages });
+    expect(plain).not.toHaveProperty('service_tier');
+    const stream = await openai.chat.completions.create({
+      model: 'sim-gpt;tier=flex',
+      messages,
+      service_tier: 'priority',
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const tiers = new Set<unknown>();
+    for await (const chunk of stream) tiers.add(chunk.service_tier);
+    expect([...tiers]).toEqual(['flex']);
+  });
+
+  it('responses: web_search_call items per search, one call per other hosted tool, the tier resolved at the end', async () => {
+    const data = await openai.responses.create({
+      model: 'sim-gpt;searches=2',
+      input: 'hi',
+      tools: [{ type: 'web_search' }, { type: 'code_interpreter', container: { type: 'auto' } }],
+      service_tier: 'auto',
+    });
+    expect(data.output.map((o) => o.type)).toEqual(['web_search_call', 'web_search_call', 'code_interpreter_call', 'message']);
+    expect(data.service_tier).toBe('default');
+    const stream = await openai.responses.create({ model: 'sim-gpt', input: 'hi', tools: [{ type: 'web_search' }], stream: true });
+    const added: string[] = [];
+    for await (const event of stream) if (event.type === 'response.output_item.added') added.push(event.item.type);
+    expect(added).toEqual(['web_search_call', 'message']);
+  });
+
+  it('gemini: image and audio output with modality breakdowns, grounding metadata for search and maps tools', async () => {
+    const res = await gemini.models.generateContent({
+      model: 'gemini-sim;words=3;image-out=20;searches=3',
+      contents: 'Draw the office',
+      config: { responseModalities: ['TEXT', 'IMAGE'], tools: [{ googleSearch: {} }, { googleMaps: {} }] },
+    });
+    const c = res.candidates![0];
+    expect(c.content!.parts!.map((p) => (p.inlineData ? p.inlineData.mimeType : 'text'))).toEqual(['text', 'image/png']);
+    expect(c.groundingMetadata?.webSearchQueries).toHaveLength(3);
+    expect(c.groundingMetadata?.groundingChunks?.some((g) => g.maps)).toBe(true);
+    expect(res.usageMetadata).toMatchObject({
+      candidatesTokenCount: 23,
+      candidatesTokensDetails: [
+        { modality: 'TEXT', tokenCount: 3 },
+        { modality: 'IMAGE', tokenCount: 20 },
+      ],
+    });
+    const plain = await gemini.models.generateContent({ model: 'gemini-sim', contents: 'hi' });
+    expect(plain.candidates![0].groundingMetadata).toBeUndefined();
+    expect(plain.usageMetadata).not.toHaveProperty('candidatesTokensDetails');
+  });
+
+  it('gemini stream: grounding and audio arrive on the final piece', async () => {
+    const stream = await gemini.models.generateContentStream({
+      model: 'gemini-sim;words=12;audio-in=4',
+      contents: 'Read it out',
+      config: { responseModalities: ['AUDIO'], tools: [{ googleSearch: {} }] },
+    });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    const withGrounding = chunks.filter((ch) => ch.candidates?.[0]?.groundingMetadata);
+    expect(withGrounding).toHaveLength(1);
+    expect(withGrounding[0].candidates![0].finishReason).toBe('STOP');
+    const last = chunks[chunks.length - 1];
+    expect(last.usageMetadata?.candidatesTokensDetails).toContainEqual({ modality: 'AUDIO', tokenCount: 32 });
+    expect(last.usageMetadata?.promptTokensDetails).toContainEqual({ modality: 'AUDIO', tokenCount: 4 });
+  });
+});

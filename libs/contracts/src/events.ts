@@ -180,14 +180,25 @@ export const attemptCompletedV1 = sanitisedFields.extend({
    * opens a `usage_implausible` case when `output_tokens_total` is below it.
    */
   output_tokens_floor: count.optional(),
-  /** billable detail (issue 14), subsets of input_tokens / output_tokens_total; absent before it */
+  /**
+   * Billable detail the provider reported (issue 14). Each count is a subset of
+   * `input_tokens` (cache writes, audio input) or of `output_tokens_total` (audio, image output);
+   * null when the attempt carried no usage. Optional: events written before these fields parse.
+   */
   cache_write_input_tokens: count.nullable().optional(),
   audio_input_tokens: count.nullable().optional(),
   audio_output_tokens: count.nullable().optional(),
   image_output_tokens: count.nullable().optional(),
-  /** the tier billed: provider-reported when present, else the one the request asked for */
+  /**
+   * The service tier billed: the provider's report, else the tier the request asked for, else
+   * `default` (a request's `auto` counts as `default`); null when the attempt carried no usage.
+   */
   service_tier: z.string().max(32).nullable().optional(),
-  /** calls of per-call-billed features the response evidences */
+  /**
+   * Per-call-billed features the attempt used, in the unit the provider bills (docs/decisions.md,
+   * "Billable usage detail"); absent features made no call. (zod 4: `partialRecord`, since a
+   * `record` over an enum would demand every key.)
+   */
   feature_calls: z.partialRecord(z.enum(PRICED_FEATURES), count).optional(),
 });
 export type AttemptCompletedV1 = z.infer<typeof attemptCompletedV1>;

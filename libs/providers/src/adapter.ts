@@ -1,13 +1,26 @@
 import type { DispatchCommandV1 } from '@gateway/contracts';
-import type { CandidateSize, NormalisedCandidate } from '@gateway/domain';
+import type { CandidateSize, NormalisedCandidate, PricedFeature } from '@gateway/domain';
 
-/** What the gateway needs to know about one upstream response: shape, counts, usage. No content. */
+/**
+ * What the gateway needs to know about one upstream response: shape, counts, usage. No content.
+ * Every `*Tokens` detail is a subset of `inputTokens` or `outputTokensTotal` (never extra tokens),
+ * 0 when the provider did not report it.
+ */
 export interface ParsedUsage {
   inputTokens: number;
+  /** subset of inputTokens read from the provider's prompt cache */
   cachedInputTokens: number;
+  /** subset of inputTokens written to the provider's prompt cache (billed at the cache-write rate) */
+  cacheWriteInputTokens: number;
+  /** subset of inputTokens that was audio */
+  audioInputTokens: number;
   /** aggregate output over all candidates, reasoning included */
   outputTokensTotal: number;
   reasoningTokens: number;
+  /** subset of outputTokensTotal that was audio */
+  audioOutputTokens: number;
+  /** subset of outputTokensTotal that was image */
+  imageOutputTokens: number;
   /**
    * Usage fields the adapter does not know (names, never values), plus `total_exceeds_parts` when
    * the reported total is larger than the parts it knows. Either way the parts were settled from
@@ -28,6 +41,30 @@ function carriesValue(v: unknown): boolean {
   if (Array.isArray(v)) return v.length > 0;
   if (typeof v === 'object') return Object.values(v as Record<string, unknown>).some(carriesValue);
   return true;
+}
+
+/** The usage details no provider reported: every subset 0. */
+export const NO_USAGE_DETAILS = {
+  cachedInputTokens: 0,
+  cacheWriteInputTokens: 0,
+  audioInputTokens: 0,
+  reasoningTokens: 0,
+  audioOutputTokens: 0,
+  imageOutputTokens: 0,
+} as const satisfies Partial<ParsedUsage>;
+
+/**
+ * Flags `parts_exceed_total` when the subsets cannot be subsets: cache reads and writes together
+ * beyond the input, audio beyond the input, or reasoning, audio and image output together beyond
+ * the output. The provider then reports tokens outside the totals in a way the adapter does not
+ * know, and a case is opened rather than pricing parts twice.
+ */
+export function checkSubsets(usage: ParsedUsage): ParsedUsage {
+  const exceeds =
+    usage.cachedInputTokens + usage.cacheWriteInputTokens > usage.inputTokens ||
+    usage.audioInputTokens > usage.inputTokens ||
+    usage.reasoningTokens + usage.audioOutputTokens + usage.imageOutputTokens > usage.outputTokensTotal;
+  return exceeds ? { ...usage, unknownFields: [...usage.unknownFields, 'parts_exceed_total'] } : usage;
 }
 
 /**
@@ -52,7 +89,27 @@ export interface ParsedResponse {
   candidates: ParsedCandidate[];
   promptBlockReason: string | null;
   usage: ParsedUsage | null;
+  /** the service tier the provider says it used (OpenAI `service_tier`); null when not reported */
+  serviceTier: string | null;
+  /**
+   * Per-call-billed features the response itself evidences, in the unit the provider bills
+   * (docs/decisions.md, "Billable usage detail"). Features evidenced only by the request (chat
+   * `web_search_options`) are added by `billedExtras`.
+   */
+  featureCalls: FeatureCalls;
 }
+
+/**
+ * A service tier name as a provider or a request spells it (`default`, `flex`, `priority`), or
+ * null: `auto` is a request to choose, never a tier billed, and anything that is not a short name
+ * is not trusted onto the event (whose schema bounds it; a failed parse would lose the evidence).
+ */
+export function tierName(v: unknown): string | null {
+  return typeof v === 'string' && v !== 'auto' && /^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$/.test(v) ? v : null;
+}
+
+/** How many billable calls of each per-call-priced feature one attempt made. */
+export type FeatureCalls = Partial<Record<PricedFeature, number>>;
 
 export interface UpstreamRequest {
   url: string;

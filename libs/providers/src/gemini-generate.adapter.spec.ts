@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DispatchCommandV1 } from '@gateway/contracts';
 import { GeminiGenerateAdapter } from './gemini-generate.adapter';
+import { NO_USAGE_DETAILS } from './adapter';
 import { sseData } from './sse-testing';
 
 const fixture = (name: string): string => readFileSync(join(__dirname, 'fixtures', name), 'utf8');
@@ -151,7 +152,9 @@ describe('GeminiGenerateAdapter.parseResponse', () => {
           { index: 2, finishReason: 'STOP', hasContent: true, textBytes: 54 },
         ],
         promptBlockReason: null,
-        usage: { inputTokens: 58, cachedInputTokens: 0, outputTokensTotal: 41, reasoningTokens: 0, unknownFields: [] },
+        usage: { ...NO_USAGE_DETAILS, inputTokens: 58, cachedInputTokens: 0, outputTokensTotal: 41, reasoningTokens: 0, unknownFields: [] },
+        serviceTier: null,
+        featureCalls: {},
       },
     },
     {
@@ -161,7 +164,9 @@ describe('GeminiGenerateAdapter.parseResponse', () => {
         providerRequestId: 'Zx4QaP7sM8a9nvgPq5DPmQ4',
         candidates: [],
         promptBlockReason: 'SAFETY',
-        usage: { inputTokens: 23, cachedInputTokens: 0, outputTokensTotal: 0, reasoningTokens: 0, unknownFields: [] },
+        usage: { ...NO_USAGE_DETAILS, inputTokens: 23, cachedInputTokens: 0, outputTokensTotal: 0, reasoningTokens: 0, unknownFields: [] },
+        serviceTier: null,
+        featureCalls: {},
       },
     },
     {
@@ -171,7 +176,16 @@ describe('GeminiGenerateAdapter.parseResponse', () => {
         providerRequestId: 'pC4QaOGnF6-EnvgP2K_O8Aw',
         candidates: [{ index: 0, finishReason: 'STOP', hasContent: true, textBytes: 55 }],
         promptBlockReason: null,
-        usage: { inputTokens: 4312, cachedInputTokens: 4096, outputTokensTotal: 19 + 349, reasoningTokens: 349, unknownFields: [] },
+        usage: {
+          ...NO_USAGE_DETAILS,
+          inputTokens: 4312,
+          cachedInputTokens: 4096,
+          outputTokensTotal: 19 + 349,
+          reasoningTokens: 349,
+          unknownFields: [],
+        },
+        serviceTier: null,
+        featureCalls: {},
       },
     },
   ])('$name', ({ file, expected }) => {
@@ -186,7 +200,14 @@ describe('GeminiGenerateAdapter.parseResponse', () => {
       },
       {},
     ).usage;
-    expect(usage).toEqual({ inputTokens: 410, cachedInputTokens: 0, outputTokensTotal: 5, reasoningTokens: 0, unknownFields: [] });
+    expect(usage).toEqual({
+      ...NO_USAGE_DETAILS,
+      inputTokens: 410,
+      cachedInputTokens: 0,
+      outputTokensTotal: 5,
+      reasoningTokens: 0,
+      unknownFields: [],
+    });
   });
 
   it('settles from the total and names usage fields it does not know', () => {
@@ -261,7 +282,14 @@ describe('GeminiGenerateAdapter.parseResponse', () => {
   });
 
   it.each([null, 'text', [], 42])('survives a non-object body (%p)', (body) => {
-    expect(adapter.parseResponse(body, {})).toEqual({ providerRequestId: null, candidates: [], promptBlockReason: null, usage: null });
+    expect(adapter.parseResponse(body, {})).toEqual({
+      providerRequestId: null,
+      candidates: [],
+      promptBlockReason: null,
+      usage: null,
+      serviceTier: null,
+      featureCalls: {},
+    });
   });
 });
 
@@ -279,7 +307,9 @@ describe('GeminiGenerateAdapter.streamAccumulator', () => {
         { index: 1, finishReason: 'STOP', hasContent: true, textBytes: 22 },
       ],
       promptBlockReason: null,
-      usage: { inputTokens: 9, cachedInputTokens: 0, outputTokensTotal: 14, reasoningTokens: 0, unknownFields: [] },
+      usage: { ...NO_USAGE_DETAILS, inputTokens: 9, cachedInputTokens: 0, outputTokensTotal: 14, reasoningTokens: 0, unknownFields: [] },
+      serviceTier: null,
+      featureCalls: {},
     });
   });
 
@@ -312,6 +342,7 @@ describe('GeminiGenerateAdapter.streamAccumulator', () => {
     const acc = accumulate(stream, 13);
     expect(acc.sawUsage).toBe(true);
     expect(acc.result().usage).toEqual({
+      ...NO_USAGE_DETAILS,
       inputTokens: 40,
       cachedInputTokens: 32,
       outputTokensTotal: 122,
@@ -343,7 +374,11 @@ describe('GeminiGenerateAdapter.streamAccumulator', () => {
   it('reports a blocked prompt from a stream', () => {
     const acc = accumulate(sseOf(json('gemini-generate-blocked-prompt.json')), 50);
     expect(acc.sawUsage).toBe(true);
-    expect(acc.result()).toMatchObject({ candidates: [], promptBlockReason: 'SAFETY', usage: { inputTokens: 23, outputTokensTotal: 0 } });
+    expect(acc.result()).toMatchObject({
+      candidates: [],
+      promptBlockReason: 'SAFETY',
+      usage: { ...NO_USAGE_DETAILS, inputTokens: 23, outputTokensTotal: 0 },
+    });
   });
 
   // Regression test for a fixed bug (libs/providers/src/gemini-generate.adapter.ts, isFinalChunk): "final" is decided per
@@ -381,5 +416,80 @@ describe('GeminiGenerateAdapter.errorCode', () => {
     { name: 'unparseable', body: null, code: null },
   ])('$name', ({ body, code }) => {
     expect(adapter.errorCode(body)).toBe(code);
+  });
+});
+
+describe('GeminiGenerateAdapter billable usage detail', () => {
+  const adapter = new GeminiGenerateAdapter();
+
+  it('Gemini 2.x search grounding is one call per grounded prompt, however many queries ran', () => {
+    const parsed = adapter.parseResponse(json('gemini-generate-search-grounded.json'), {});
+    expect(parsed.featureCalls).toEqual({ search_grounding: 1 });
+    expect(parsed.serviceTier).toBeNull();
+    expect(parsed.usage).toEqual({
+      ...NO_USAGE_DETAILS,
+      inputTokens: 14 + 212,
+      outputTokensTotal: 21 + 120,
+      reasoningTokens: 120,
+      unknownFields: [],
+    });
+  });
+
+  it('Gemini 3 search grounding is one call per distinct non-empty query', () => {
+    expect(adapter.parseResponse(json('gemini-generate-3-search-queries.json'), {}).featureCalls).toEqual({ search_grounding: 2 });
+  });
+
+  it.each(['gemini-2.0-flash-001', 'gemini-1.5-pro-002', 'gemini-3-pro-preview', undefined])(
+    'a grounded answer without queries is still one call (%s)',
+    (modelVersion) => {
+      const body = {
+        candidates: [
+          {
+            content: { parts: [{ text: 'x' }] },
+            finishReason: 'STOP',
+            groundingMetadata: { searchEntryPoint: { renderedContent: '<div></div>' } },
+          },
+        ],
+        modelVersion,
+      };
+      expect(adapter.parseResponse(body, {}).featureCalls).toEqual({ search_grounding: 1 });
+    },
+  );
+
+  it('an answer without grounding metadata made no grounding call', () => {
+    expect(adapter.parseResponse(json('gemini-generate-thinking-cached.json'), {}).featureCalls).toEqual({});
+  });
+
+  it('reads audio input and image output from the modality breakdowns; an image part is content', () => {
+    const parsed = adapter.parseResponse(json('gemini-generate-image-out-audio-in.json'), {});
+    expect(parsed.usage).toEqual({
+      ...NO_USAGE_DETAILS,
+      inputTokens: 1030,
+      audioInputTokens: 1008,
+      outputTokensTotal: 1302,
+      imageOutputTokens: 1290,
+      unknownFields: [],
+    });
+    expect(parsed.candidates[0]).toMatchObject({ hasContent: true, finishReason: 'STOP' });
+  });
+
+  it.each([1, 40, 10_000])('gathers search and maps grounding from the final chunk of a Gemini 3 stream (reads of %i bytes)', (size) => {
+    const acc = accumulate(fixture('gemini-stream-grounded-maps.sse'), size);
+    const result = acc.result();
+    expect(result.featureCalls).toEqual({ search_grounding: 1, maps_grounding: 1 });
+    expect(result.usage).toMatchObject({ inputTokens: 31 + 301, outputTokensTotal: 15 + 66, unknownFields: [] });
+  });
+
+  it('reads the audio output of a speech stream; audio parts are content', () => {
+    const acc = accumulate(fixture('gemini-stream-tts-audio.sse'), 17);
+    const result = acc.result();
+    expect(result.usage).toEqual({
+      ...NO_USAGE_DETAILS,
+      inputTokens: 9,
+      outputTokensTotal: 344,
+      audioOutputTokens: 344,
+      unknownFields: [],
+    });
+    expect(result.candidates).toEqual([{ index: 0, finishReason: 'STOP', hasContent: true, textBytes: 0 }]);
   });
 });

@@ -1,6 +1,8 @@
 import type { DispatchCommandV1 } from '@gateway/contracts';
 import { generatedTextBytes, spendFieldSpellings } from '@gateway/domain';
 import {
+  checkSubsets,
+  FeatureCalls,
   headerValue,
   nonNegInt,
   ParsedCandidate,
@@ -51,11 +53,15 @@ export class GeminiGenerateAdapter implements ProviderAdapter {
   parseResponse(body: unknown, headers: Record<string, string | string[] | undefined>): ParsedResponse {
     const b = asRecord(body) ?? {};
     const candidates = Array.isArray(b.candidates) ? b.candidates : [];
+    const grounding = new GroundingEvidence();
+    grounding.add(b);
     return {
       providerRequestId: typeof b.responseId === 'string' ? b.responseId : headerValue(headers, 'x-request-id'),
       candidates: candidates.map((c, i) => toCandidate(asRecord(c) ?? {}, i)),
       promptBlockReason: blockReason(b),
       usage: parseUsage(b.usageMetadata),
+      serviceTier: null,
+      featureCalls: grounding.calls(),
     };
   }
 
@@ -64,6 +70,7 @@ export class GeminiGenerateAdapter implements ProviderAdapter {
     let latestUsage: ParsedUsage | null = null;
     let id: string | null = headerValue(headers, 'x-request-id');
     let block: string | null = null;
+    const grounding = new GroundingEvidence();
     const finalUsage = (): ParsedUsage | null => {
       if (!latestUsage) return null;
       if (block) return latestUsage;
@@ -76,6 +83,7 @@ export class GeminiGenerateAdapter implements ProviderAdapter {
         if (!chunk) return true;
         if (typeof chunk.responseId === 'string') id = chunk.responseId;
         block = blockReason(chunk) ?? block;
+        grounding.add(chunk);
         for (const raw of Array.isArray(chunk.candidates) ? chunk.candidates : []) {
           const c = toCandidate(asRecord(raw) ?? {}, 0);
           const entry = byIndex.get(c.index) ?? { finishReason: null, hasContent: false, textBytes: 0 };
@@ -98,6 +106,8 @@ export class GeminiGenerateAdapter implements ProviderAdapter {
           candidates: [...byIndex.entries()].sort(([a], [b]) => a - b).map(([index, e]) => ({ index, ...e })),
           promptBlockReason: block,
           usage: finalUsage(),
+          serviceTier: null,
+          featureCalls: grounding.calls(),
         };
       },
       get sawUsage() {
@@ -128,7 +138,10 @@ function toCandidate(c: Record<string, unknown>, fallbackIndex: number): ParsedC
       const part = asRecord(p);
       // Thought summaries (`thought: true`) are reasoning, not an answer.
       if (part?.thought === true) return false;
-      return (typeof part?.text === 'string' && part.text.length > 0) || part?.functionCall !== undefined;
+      // generated media (image, speech) comes as inline data
+      return (
+        (typeof part?.text === 'string' && part.text.length > 0) || part?.functionCall !== undefined || asRecord(part?.inlineData) !== null
+      );
     });
   return {
     index: typeof c.index === 'number' ? c.index : fallbackIndex,
@@ -149,6 +162,44 @@ function partBytes(part: Record<string, unknown> | null): number {
   const call = asRecord(part.functionCall);
   if (call) bytes += generatedTextBytes(`${typeof call.name === 'string' ? call.name : ''}${JSON.stringify(call.args ?? {})}`);
   return bytes;
+}
+
+/**
+ * Grounding fees a response evidences, gathered over its candidates (and a stream's chunks).
+ * Search grounding is billed per grounded prompt on Gemini 1.x/2.x and per executed search query
+ * from Gemini 3 on (distinct non-empty `webSearchQueries`; at least one when the response was
+ * grounded at all); the response's `modelVersion` tells which, and an unknown one is counted per
+ * query. Maps grounding is one per grounded prompt.
+ */
+class GroundingEvidence {
+  private searched = false;
+  private mapped = false;
+  private readonly queries = new Set<string>();
+  private modelVersion: string | null = null;
+
+  add(b: Record<string, unknown>): void {
+    if (typeof b.modelVersion === 'string') this.modelVersion = b.modelVersion;
+    for (const raw of Array.isArray(b.candidates) ? b.candidates : []) {
+      const g = asRecord(asRecord(raw)?.groundingMetadata);
+      if (!g) continue;
+      const queries = Array.isArray(g.webSearchQueries) ? g.webSearchQueries : [];
+      for (const q of queries) if (typeof q === 'string' && q.trim() !== '') this.queries.add(q);
+      if (queries.length > 0 || asRecord(g.searchEntryPoint)) this.searched = true;
+      const chunks = Array.isArray(g.groundingChunks) ? g.groundingChunks : [];
+      if (typeof g.googleMapsWidgetContextToken === 'string' || chunks.some((c) => asRecord(asRecord(c)?.maps))) this.mapped = true;
+    }
+  }
+
+  calls(): FeatureCalls {
+    const calls: FeatureCalls = {};
+    if (this.searched) calls.search_grounding = this.perPrompt() ? 1 : Math.max(1, this.queries.size);
+    if (this.mapped) calls.maps_grounding = 1;
+    return calls;
+  }
+
+  private perPrompt(): boolean {
+    return this.modelVersion !== null && /^(models\/)?gemini-[12](\.|-)/.test(this.modelVersion);
+  }
 }
 
 const KNOWN_USAGE = [
@@ -176,14 +227,29 @@ function parseUsage(raw: unknown): ParsedUsage | null {
   const u = asRecord(raw);
   if (!u || typeof u.promptTokenCount !== 'number') return null;
   const thoughts = nonNegInt(u.thoughtsTokenCount);
-  return reconcileWithTotal(
+  const usage = reconcileWithTotal(
     {
       inputTokens: nonNegInt(u.promptTokenCount) + nonNegInt(u.toolUsePromptTokenCount),
       cachedInputTokens: nonNegInt(u.cachedContentTokenCount),
+      // explicit caches are created (and billed) by their own call, never by generateContent
+      cacheWriteInputTokens: 0,
+      audioInputTokens: modalityTokens(u.promptTokensDetails, 'AUDIO'),
       outputTokensTotal: nonNegInt(u.candidatesTokenCount) + thoughts,
       reasoningTokens: thoughts,
+      audioOutputTokens: modalityTokens(u.candidatesTokensDetails, 'AUDIO'),
+      imageOutputTokens: modalityTokens(u.candidatesTokensDetails, 'IMAGE'),
       unknownFields: unknownUsageFields(u, KNOWN_USAGE),
     },
     u.totalTokenCount,
   );
+  return checkSubsets(usage);
+}
+
+/** The tokens of one modality in a `ModalityTokenCount[]` breakdown (entries summed). */
+function modalityTokens(details: unknown, modality: 'AUDIO' | 'IMAGE'): number {
+  if (!Array.isArray(details)) return 0;
+  return details.reduce((sum: number, d) => {
+    const entry = asRecord(d);
+    return entry?.modality === modality ? sum + nonNegInt(entry.tokenCount) : sum;
+  }, 0);
 }

@@ -10,6 +10,7 @@ import { OpenAiChatAdapter } from './openai-chat.adapter';
 import { OpenAiResponsesAdapter } from './openai-responses.adapter';
 
 export * from './adapter';
+export * from './billed-extras';
 export * from './credentials';
 export { OpenAiChatAdapter } from './openai-chat.adapter';
 export { GeminiGenerateAdapter } from './gemini-generate.adapter';

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DispatchCommandV1 } from '@gateway/contracts';
 import { OpenAiChatAdapter } from './openai-chat.adapter';
+import { NO_USAGE_DETAILS } from './adapter';
 import { sseData } from './sse-testing';
 
 const fixture = (name: string): string => readFileSync(join(__dirname, 'fixtures', name), 'utf8');
@@ -173,7 +174,16 @@ describe('OpenAiChatAdapter.parseResponse', () => {
       ],
       promptBlockReason: null,
       // completion_tokens already includes the reasoning tokens: not added twice
-      usage: { inputTokens: 1117, cachedInputTokens: 1024, outputTokensTotal: 946, reasoningTokens: 704, unknownFields: [] },
+      usage: {
+        ...NO_USAGE_DETAILS,
+        inputTokens: 1117,
+        cachedInputTokens: 1024,
+        outputTokensTotal: 946,
+        reasoningTokens: 704,
+        unknownFields: [],
+      },
+      serviceTier: 'default',
+      featureCalls: {},
     });
   });
 
@@ -208,6 +218,7 @@ describe('OpenAiChatAdapter.parseResponse', () => {
 
   it('reads usage without details as zero cached / zero reasoning', () => {
     expect(adapter.parseResponse({ choices: [], usage: { prompt_tokens: 10, completion_tokens: 3, total_tokens: 13 } }, {}).usage).toEqual({
+      ...NO_USAGE_DETAILS,
       inputTokens: 10,
       cachedInputTokens: 0,
       outputTokensTotal: 3,
@@ -259,7 +270,14 @@ describe('OpenAiChatAdapter.parseResponse', () => {
   });
 
   it.each([null, 'text', [], 42])('survives a non-object body (%p)', (body) => {
-    expect(adapter.parseResponse(body, {})).toEqual({ providerRequestId: null, candidates: [], promptBlockReason: null, usage: null });
+    expect(adapter.parseResponse(body, {})).toEqual({
+      providerRequestId: null,
+      candidates: [],
+      promptBlockReason: null,
+      usage: null,
+      serviceTier: null,
+      featureCalls: {},
+    });
   });
 });
 
@@ -278,7 +296,16 @@ describe('OpenAiChatAdapter.streamAccumulator', () => {
         { index: 1, finishReason: 'length', hasContent: true, textBytes: 15 },
       ],
       promptBlockReason: null,
-      usage: { inputTokens: 212, cachedInputTokens: 128, outputTokensTotal: 37, reasoningTokens: 0, unknownFields: [] },
+      usage: {
+        ...NO_USAGE_DETAILS,
+        inputTokens: 212,
+        cachedInputTokens: 128,
+        outputTokensTotal: 37,
+        reasoningTokens: 0,
+        unknownFields: [],
+      },
+      serviceTier: 'default',
+      featureCalls: {},
     });
   });
 
@@ -346,7 +373,14 @@ describe('OpenAiChatAdapter.streamAccumulator', () => {
     const acc = new OpenAiChatAdapter().streamAccumulator({ 'x-request-id': 'req_hdr' });
     expect(acc.push('{not json')).toBe(true);
     expect(acc.push(' [DONE] ')).toBe(false);
-    expect(acc.result()).toEqual({ providerRequestId: 'req_hdr', candidates: [], promptBlockReason: null, usage: null });
+    expect(acc.result()).toEqual({
+      providerRequestId: 'req_hdr',
+      candidates: [],
+      promptBlockReason: null,
+      usage: null,
+      serviceTier: null,
+      featureCalls: {},
+    });
   });
 });
 
@@ -360,5 +394,113 @@ describe('OpenAiChatAdapter.errorCode', () => {
     { name: 'unparseable body', body: null, code: null },
   ])('$name', ({ body, code }) => {
     expect(adapter.errorCode(body)).toBe(code);
+  });
+});
+
+describe('OpenAiChatAdapter billable usage detail', () => {
+  const adapter = new OpenAiChatAdapter();
+
+  it('reads audio in and out, cached tokens and the priority tier of an audio answer (content null, audio is the answer)', () => {
+    const parsed = adapter.parseResponse(json('openai-chat-audio-priority.json'), {});
+    expect(parsed.serviceTier).toBe('priority');
+    expect(parsed.featureCalls).toEqual({});
+    expect(parsed.candidates).toEqual([{ index: 0, finishReason: 'stop', hasContent: true, textBytes: 0 }]);
+    // text_tokens is a breakdown of the rest, known: no case
+    expect(parsed.usage).toEqual({
+      inputTokens: 1894,
+      cachedInputTokens: 1024,
+      cacheWriteInputTokens: 0,
+      audioInputTokens: 610,
+      outputTokensTotal: 312,
+      reasoningTokens: 0,
+      audioOutputTokens: 264,
+      imageOutputTokens: 0,
+      unknownFields: [],
+    });
+  });
+
+  it('reads an OpenRouter cache write (prompt_tokens_details.cache_write_tokens) as a subset of the input', () => {
+    const usage = adapter.parseResponse(json('openai-compatible-cache-write.json'), {}).usage;
+    expect(usage).toMatchObject({
+      inputTokens: 5210,
+      cachedInputTokens: 0,
+      cacheWriteInputTokens: 5120,
+      outputTokensTotal: 21,
+      unknownFields: [],
+    });
+  });
+
+  it('reads the Anthropic spellings a proxy puts beside prompt_tokens, counting a detail reported twice once', () => {
+    const usage = adapter.parseResponse(
+      {
+        choices: [],
+        usage: {
+          prompt_tokens: 3000,
+          completion_tokens: 10,
+          total_tokens: 3010,
+          cache_creation_input_tokens: 1200,
+          cache_read_input_tokens: 1500,
+          prompt_tokens_details: { cached_tokens: 1500 },
+        },
+      },
+      {},
+    ).usage;
+    expect(usage).toMatchObject({ inputTokens: 3000, cachedInputTokens: 1500, cacheWriteInputTokens: 1200, unknownFields: [] });
+  });
+
+  it('opens a case when the details cannot be subsets of the totals', () => {
+    const usage = adapter.parseResponse(
+      {
+        choices: [],
+        usage: {
+          prompt_tokens: 100,
+          completion_tokens: 10,
+          total_tokens: 110,
+          prompt_tokens_details: { cached_tokens: 80, cache_write_tokens: 40 },
+        },
+      },
+      {},
+    ).usage;
+    expect(usage?.unknownFields).toEqual(['parts_exceed_total']);
+  });
+
+  it('still flags the prompt details it does not know (video, file)', () => {
+    const usage = adapter.parseResponse(
+      { choices: [], usage: { prompt_tokens: 100, completion_tokens: 10, total_tokens: 110, prompt_tokens_details: { video_tokens: 60 } } },
+      {},
+    ).usage;
+    expect(usage?.unknownFields).toEqual(['prompt_tokens_details.video_tokens']);
+  });
+
+  it.each([1, 13, 4096])('takes the tier from the stream chunks and the details from the usage chunk (reads of %i bytes)', (size) => {
+    const { acc, sawDone } = accumulate(fixture('openai-chat-stream-flex.sse'), size);
+    expect(sawDone).toBe(true);
+    const result = acc.result();
+    expect(result.serviceTier).toBe('flex');
+    expect(result.featureCalls).toEqual({});
+    expect(result.usage).toEqual({
+      ...NO_USAGE_DETAILS,
+      inputTokens: 820,
+      cachedInputTokens: 512,
+      outputTokensTotal: 390,
+      reasoningTokens: 384,
+      unknownFields: [],
+    });
+  });
+
+  it('reports no tier when the provider reports none, and ignores an echoed auto', () => {
+    expect(adapter.parseResponse({ choices: [] }, {}).serviceTier).toBeNull();
+    expect(adapter.parseResponse({ choices: [], service_tier: 'auto' }, {}).serviceTier).toBeNull();
+    expect(adapter.parseResponse({ choices: [], service_tier: 'p'.repeat(40) }, {}).serviceTier).toBeNull();
+    expect(adapter.parseResponse({ choices: [], service_tier: { tier: 'flex' } }, {}).serviceTier).toBeNull();
+  });
+
+  it('counts a streamed audio answer (delta.audio, no text) as content', () => {
+    const acc = adapter.streamAccumulator({});
+    acc.push(
+      JSON.stringify({ id: 'c1', choices: [{ index: 0, delta: { audio: { id: 'audio_1', data: 'UklGRg==' } }, finish_reason: null }] }),
+    );
+    acc.push(JSON.stringify({ id: 'c1', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }));
+    expect(acc.result().candidates).toEqual([{ index: 0, finishReason: 'stop', hasContent: true, textBytes: 0 }]);
   });
 });

@@ -1,6 +1,7 @@
 import type { DispatchCommandV1 } from '@gateway/contracts';
 import { generatedTextBytes, spendFieldSpellings } from '@gateway/domain';
 import {
+  checkSubsets,
   headerValue,
   nonNegInt,
   ParsedCandidate,
@@ -9,6 +10,7 @@ import {
   ProviderAdapter,
   reconcileWithTotal,
   StreamAccumulator,
+  tierName,
   unknownUsageFields,
   UpstreamRequest,
 } from './adapter';
@@ -67,6 +69,8 @@ export class OpenAiChatAdapter implements ProviderAdapter {
       candidates: choices.map((c, i) => toCandidate(asRecord(c) ?? {}, i)),
       promptBlockReason: null,
       usage: parseUsage(b.usage),
+      serviceTier: serviceTierOf(b),
+      featureCalls: {},
     };
   }
 
@@ -74,6 +78,7 @@ export class OpenAiChatAdapter implements ProviderAdapter {
     const byIndex = new Map<number, { finishReason: string | null; hasContent: boolean; textBytes: number }>();
     let usage: ParsedUsage | null = null;
     let id: string | null = headerValue(headers, 'x-request-id');
+    let serviceTier: string | null = null;
     let done = false;
     return {
       push(data: string): boolean {
@@ -84,12 +89,17 @@ export class OpenAiChatAdapter implements ProviderAdapter {
         const chunk = asRecord(safeJson(data));
         if (!chunk) return true;
         if (!id && typeof chunk.id === 'string') id = chunk.id;
+        // every chunk carries the tier; the last one reported wins
+        serviceTier = serviceTierOf(chunk) ?? serviceTier;
         for (const raw of Array.isArray(chunk.choices) ? chunk.choices : []) {
           const c = asRecord(raw) ?? {};
           const index = nonNegInt(c.index);
           const entry = byIndex.get(index) ?? { finishReason: null, hasContent: false, textBytes: 0 };
           const delta = asRecord(c.delta);
-          if (delta && ((typeof delta.content === 'string' && delta.content.length > 0) || Array.isArray(delta.tool_calls))) {
+          if (
+            delta &&
+            ((typeof delta.content === 'string' && delta.content.length > 0) || Array.isArray(delta.tool_calls) || hasAudio(delta))
+          ) {
             entry.hasContent = true;
           }
           if (delta) entry.textBytes += messageTextBytes(delta);
@@ -105,6 +115,8 @@ export class OpenAiChatAdapter implements ProviderAdapter {
           candidates: [...byIndex.entries()].sort(([a], [b]) => a - b).map(([index, e]) => ({ index, ...e })),
           promptBlockReason: null,
           usage,
+          serviceTier,
+          featureCalls: {},
         };
       },
       get sawUsage() {
@@ -127,13 +139,21 @@ function toCandidate(c: Record<string, unknown>, fallbackIndex: number): ParsedC
   const message = asRecord(c.message);
   const content = message?.content;
   const hasContent =
-    (typeof content === 'string' && content.length > 0) || (Array.isArray(message?.tool_calls) && message!.tool_calls.length > 0);
+    (typeof content === 'string' && content.length > 0) ||
+    (Array.isArray(message?.tool_calls) && message!.tool_calls.length > 0) ||
+    (message !== null && hasAudio(message));
   return {
     index: typeof c.index === 'number' ? c.index : fallbackIndex,
     finishReason: typeof c.finish_reason === 'string' ? c.finish_reason : null,
     hasContent,
     textBytes: message ? messageTextBytes(message) : 0,
   };
+}
+
+/** An audio answer (`modalities: ["audio"]`) comes as `message.audio` (stream: `delta.audio`), content null. */
+function hasAudio(message: Record<string, unknown>): boolean {
+  const audio = asRecord(message.audio);
+  return audio !== null && ((typeof audio.data === 'string' && audio.data.length > 0) || typeof audio.id === 'string');
 }
 
 /**
@@ -157,22 +177,62 @@ function textOf(v: unknown): number {
   return typeof v === 'string' ? generatedTextBytes(v) : 0;
 }
 
-const KNOWN_USAGE = ['prompt_tokens', 'completion_tokens', 'total_tokens', 'prompt_tokens_details', 'completion_tokens_details'];
-const KNOWN_PROMPT_DETAILS = ['cached_tokens', 'audio_tokens'];
-const KNOWN_COMPLETION_DETAILS = ['reasoning_tokens', 'audio_tokens', 'accepted_prediction_tokens', 'rejected_prediction_tokens'];
+/**
+ * `service_tier` of a response or chunk (OpenAI: `default`, `flex`, `priority`, `scale`). `auto`
+ * is the request echoed (a Responses stream's first events), not a tier that was billed.
+ */
+export function serviceTierOf(b: Record<string, unknown>): string | null {
+  return tierName(b.service_tier);
+}
 
-/** completion_tokens already includes reasoning tokens; cached tokens are part of prompt_tokens. */
+/**
+ * `cache_creation_input_tokens` / `cache_read_input_tokens` are the Anthropic spellings some
+ * OpenAI-compatible proxies (LiteLLM) put beside `prompt_tokens`, which includes them.
+ */
+const KNOWN_USAGE = [
+  'prompt_tokens',
+  'completion_tokens',
+  'total_tokens',
+  'prompt_tokens_details',
+  'completion_tokens_details',
+  'cache_creation_input_tokens',
+  'cache_read_input_tokens',
+];
+/**
+ * `cache_write_tokens`: OpenRouter, for models with explicit caching and a cache-write price.
+ * `text_tokens` (and input `image_tokens`) are the audio models' breakdown of the rest, billed at
+ * the text rate: subsets, not extra tokens.
+ */
+const KNOWN_PROMPT_DETAILS = ['cached_tokens', 'cache_write_tokens', 'audio_tokens', 'text_tokens', 'image_tokens'];
+const KNOWN_COMPLETION_DETAILS = [
+  'reasoning_tokens',
+  'audio_tokens',
+  'image_tokens',
+  'text_tokens',
+  'accepted_prediction_tokens',
+  'rejected_prediction_tokens',
+];
+
+/**
+ * completion_tokens already includes reasoning, audio and image tokens; cached, cache-write and
+ * audio tokens are part of prompt_tokens. A detail reported in two spellings counts once (the
+ * larger).
+ */
 function parseUsage(raw: unknown): ParsedUsage | null {
   const u = asRecord(raw);
   if (!u || typeof u.prompt_tokens !== 'number' || typeof u.completion_tokens !== 'number') return null;
   const promptDetails = asRecord(u.prompt_tokens_details) ?? {};
   const completionDetails = asRecord(u.completion_tokens_details) ?? {};
-  return reconcileWithTotal(
+  const usage = reconcileWithTotal(
     {
       inputTokens: nonNegInt(u.prompt_tokens),
-      cachedInputTokens: nonNegInt(promptDetails.cached_tokens),
+      cachedInputTokens: Math.max(nonNegInt(promptDetails.cached_tokens), nonNegInt(u.cache_read_input_tokens)),
+      cacheWriteInputTokens: Math.max(nonNegInt(promptDetails.cache_write_tokens), nonNegInt(u.cache_creation_input_tokens)),
+      audioInputTokens: nonNegInt(promptDetails.audio_tokens),
       outputTokensTotal: nonNegInt(u.completion_tokens),
       reasoningTokens: nonNegInt(completionDetails.reasoning_tokens),
+      audioOutputTokens: nonNegInt(completionDetails.audio_tokens),
+      imageOutputTokens: nonNegInt(completionDetails.image_tokens),
       unknownFields: [
         ...unknownUsageFields(u, KNOWN_USAGE),
         ...unknownUsageFields(promptDetails, KNOWN_PROMPT_DETAILS, 'prompt_tokens_details.'),
@@ -181,6 +241,7 @@ function parseUsage(raw: unknown): ParsedUsage | null {
     },
     u.total_tokens,
   );
+  return checkSubsets(usage);
 }
 
 export function asRecord(v: unknown): Record<string, unknown> | null {

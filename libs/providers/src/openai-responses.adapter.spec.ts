@@ -4,6 +4,7 @@ import type { DispatchCommandV1 } from '@gateway/contracts';
 import { accept, priceUsage } from '@gateway/domain';
 import { adapterForCommand, OpenAiChatAdapter } from './index';
 import { OpenAiResponsesAdapter } from './openai-responses.adapter';
+import { NO_USAGE_DETAILS } from './adapter';
 import { sseData } from './sse-testing';
 
 const fixture = (name: string): string => readFileSync(join(__dirname, 'fixtures', name), 'utf8');
@@ -101,7 +102,16 @@ describe('OpenAiResponsesAdapter.parseResponse', () => {
       providerRequestId: 'req_abc',
       candidates: [{ index: 0, finishReason: 'stop', hasContent: true }],
       promptBlockReason: null,
-      usage: { inputTokens: 1408, cachedInputTokens: 1152, outputTokensTotal: 342, reasoningTokens: 320, unknownFields: [] },
+      usage: {
+        ...NO_USAGE_DETAILS,
+        inputTokens: 1408,
+        cachedInputTokens: 1152,
+        outputTokensTotal: 342,
+        reasoningTokens: 320,
+        unknownFields: [],
+      },
+      serviceTier: 'default',
+      featureCalls: {},
     });
   });
 
@@ -118,7 +128,7 @@ describe('OpenAiResponsesAdapter.parseResponse', () => {
       PRICE,
     );
     // 256 uncached × $1 + 1152 cached × $0.1 + 22 visible × $4 + 320 reasoning × $8 (per MTok, in micro-USD)
-    expect(cost).toEqual({ input: 256n, cachedInput: 116n, output: 88n, reasoning: 2560n, total: 3020n });
+    expect(cost).toMatchObject({ input: 256n, cachedInput: 116n, output: 88n, reasoning: 2560n, total: 3020n });
   });
 
   it('maps incomplete (max_output_tokens) to length, which acceptance refuses unless the workload allows it', () => {
@@ -198,7 +208,9 @@ describe('OpenAiResponsesAdapter.streamAccumulator', () => {
       providerRequestId: 'resp_68a1c4b7c2d88190a9b8c7d6e5f4a3b20f1e2d3c4b5a6978',
       candidates: [{ index: 0, finishReason: 'stop', hasContent: true }],
       promptBlockReason: null,
-      usage: { inputTokens: 37, cachedInputTokens: 0, outputTokensTotal: 9, reasoningTokens: 0, unknownFields: [] },
+      usage: { ...NO_USAGE_DETAILS, inputTokens: 37, cachedInputTokens: 0, outputTokensTotal: 9, reasoningTokens: 0, unknownFields: [] },
+      serviceTier: 'default',
+      featureCalls: {},
     });
   });
 
@@ -230,7 +242,7 @@ describe('OpenAiResponsesAdapter.streamAccumulator', () => {
     expect(acc.result()).toMatchObject({
       providerRequestId: 'req_1',
       candidates: [{ index: 0, finishReason: 'length', hasContent: true }],
-      usage: { inputTokens: 3, outputTokensTotal: 16 },
+      usage: { ...NO_USAGE_DETAILS, inputTokens: 3, outputTokensTotal: 16 },
     });
   });
 
@@ -240,5 +252,46 @@ describe('OpenAiResponsesAdapter.streamAccumulator', () => {
     expect(acc.push('not json')).toBe(true);
     expect(acc.finished).toBe(false);
     expect(acc.result().candidates).toEqual([]);
+  });
+});
+
+describe('OpenAiResponsesAdapter billable usage detail', () => {
+  const adapter = new OpenAiResponsesAdapter();
+
+  it('counts one call per hosted-tool output item and reads the tier', () => {
+    const parsed = adapter.parseResponse(json('openai-responses-hosted-tools.json'), {});
+    expect(parsed.featureCalls).toEqual({ web_search: 2, file_search: 1, code_execution: 1 });
+    expect(parsed.serviceTier).toBe('priority');
+    expect(parsed.usage).toEqual({
+      ...NO_USAGE_DETAILS,
+      inputTokens: 9321,
+      outputTokensTotal: 611,
+      reasoningTokens: 448,
+      unknownFields: [],
+    });
+    expect(parsed.candidates).toEqual([{ index: 0, finishReason: 'stop', hasContent: true }]);
+  });
+
+  it.each([1, 50, 100_000])('takes calls and tier from the terminal event, not the echoed auto (reads of %i bytes)', (size) => {
+    const acc = adapter.streamAccumulator({});
+    for (const data of sseData(fixture('openai-responses-stream-hosted-tools.sse'), size)) acc.push(data);
+    const result = acc.result();
+    expect(result.featureCalls).toEqual({ web_search: 2, file_search: 1, code_execution: 1 });
+    expect(result.serviceTier).toBe('priority');
+  });
+
+  it('a stream cut before its terminal event keeps the calls that had started', () => {
+    const acc = adapter.streamAccumulator({});
+    const events = sseData(fixture('openai-responses-stream-hosted-tools.sse'), 100_000);
+    for (const data of events.slice(0, -1)) acc.push(data);
+    expect(acc.finished).toBe(false);
+    expect(acc.result()).toMatchObject({ featureCalls: { web_search: 2, file_search: 1, code_execution: 1 }, usage: null });
+  });
+
+  it('a stream cut after response.created has no calls and no billed tier yet', () => {
+    const acc = adapter.streamAccumulator({});
+    const first = sseData(fixture('openai-responses-stream-hosted-tools.sse'), 100_000)[0];
+    acc.push(first);
+    expect(acc.result()).toMatchObject({ featureCalls: {}, serviceTier: null, usage: null });
   });
 });

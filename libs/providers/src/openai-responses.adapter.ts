@@ -1,7 +1,10 @@
 import type { DispatchCommandV1 } from '@gateway/contracts';
 import { NormalisedCandidate } from '@gateway/domain';
 import {
+  checkSubsets,
+  FeatureCalls,
   headerValue,
+  NO_USAGE_DETAILS,
   nonNegInt,
   ParsedResponse,
   ParsedUsage,
@@ -11,7 +14,7 @@ import {
   unknownUsageFields,
   UpstreamRequest,
 } from './adapter';
-import { asRecord, bearerHeaders, joinUrl, openAiBody, safeJson } from './openai-chat.adapter';
+import { asRecord, bearerHeaders, joinUrl, openAiBody, safeJson, serviceTierOf } from './openai-chat.adapter';
 
 /**
  * The OpenAI Responses API (`POST /v1/responses`) on an `openai-chat` route. One response is one
@@ -43,6 +46,8 @@ export class OpenAiResponsesAdapter implements ProviderAdapter {
       candidates: facts.candidate ? [facts.candidate] : [],
       promptBlockReason: null,
       usage: facts.usage,
+      serviceTier: serviceTierOf(r),
+      featureCalls: facts.featureCalls,
     };
   }
 
@@ -51,6 +56,10 @@ export class OpenAiResponsesAdapter implements ProviderAdapter {
     let began = false;
     let streamedContent = false;
     let final: ReturnType<typeof responseFacts> | null = null;
+    let serviceTier: string | null = null;
+    // hosted-tool items as they stream, by id: a stream cut before its terminal event still
+    // evidences the calls that ran (reconciliation then has them)
+    const toolItems = new Map<string, Record<string, unknown>>();
     return {
       push(data: string): boolean {
         if (data.trim() === '[DONE]') return false;
@@ -59,9 +68,13 @@ export class OpenAiResponsesAdapter implements ProviderAdapter {
         if (!event || typeof type !== 'string') return true;
         const response = asRecord(event.response);
         if (!id && typeof response?.id === 'string') id = response.id;
+        if (response) serviceTier = serviceTierOf(response) ?? serviceTier;
         if (type === 'response.created' || type === 'response.in_progress') began = true;
         else if (type === 'response.output_text.delta' && typeof event.delta === 'string' && event.delta.length > 0) streamedContent = true;
         else if (type === 'response.output_item.added' && isToolCall(asRecord(event.item))) streamedContent = true;
+        const item = asRecord(event.item);
+        if (item && typeof item.id === 'string' && (type === 'response.output_item.added' || type === 'response.output_item.done'))
+          toolItems.set(item.id, item);
         else if (TERMINAL_EVENTS.has(type) && response) final = responseFacts(response);
         return true;
       },
@@ -75,7 +88,14 @@ export class OpenAiResponsesAdapter implements ProviderAdapter {
           : began || streamedContent
             ? { index: 0, finishReason: null, hasContent: streamedContent }
             : null;
-        return { providerRequestId: id, candidates: candidate ? [candidate] : [], promptBlockReason: null, usage: final?.usage ?? null };
+        return {
+          providerRequestId: id,
+          candidates: candidate ? [candidate] : [],
+          promptBlockReason: null,
+          usage: final?.usage ?? null,
+          serviceTier,
+          featureCalls: final?.featureCalls ?? hostedToolCalls([...toolItems.values()]),
+        };
       },
       get sawUsage() {
         return final?.usage != null;
@@ -101,11 +121,35 @@ const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['response.completed', 'res
  * finish reasons: `completed` → stop, `incomplete` for `max_output_tokens` → length and for
  * `content_filter` → content_filter (acceptance then applies as for chat), anything else → other.
  */
-function responseFacts(r: Record<string, unknown>): { candidate: NormalisedCandidate | null; usage: ParsedUsage | null } {
+function responseFacts(r: Record<string, unknown>): {
+  candidate: NormalisedCandidate | null;
+  usage: ParsedUsage | null;
+  featureCalls: FeatureCalls;
+} {
   const output = Array.isArray(r.output) ? r.output.map(asRecord) : null;
-  if (!output && typeof r.status !== 'string') return { candidate: null, usage: parseUsage(r.usage) };
+  const featureCalls = hostedToolCalls(output ?? []);
+  if (!output && typeof r.status !== 'string') return { candidate: null, usage: parseUsage(r.usage), featureCalls };
   const hasContent = (output ?? []).some((item) => isToolCall(item) || (item?.type === 'message' && hasOutputText(item)));
-  return { candidate: { index: 0, finishReason: finishReason(r), hasContent }, usage: parseUsage(r.usage) };
+  return { candidate: { index: 0, finishReason: finishReason(r), hasContent }, usage: parseUsage(r.usage), featureCalls };
+}
+
+/** Output item types of hosted tools OpenAI bills per call, and the feature each is priced as. */
+const HOSTED_TOOL_CALLS: Readonly<Record<string, 'web_search' | 'file_search' | 'code_execution'>> = {
+  web_search_call: 'web_search',
+  file_search_call: 'file_search',
+  code_interpreter_call: 'code_execution',
+};
+
+/** One billed call per hosted-tool output item (a web search that opened a page is a call too). */
+function hostedToolCalls(output: (Record<string, unknown> | null)[]): FeatureCalls {
+  const calls: FeatureCalls = {};
+  for (const item of output) {
+    const type = item?.type;
+    if (typeof type !== 'string' || !Object.hasOwn(HOSTED_TOOL_CALLS, type)) continue;
+    const feature = HOSTED_TOOL_CALLS[type];
+    calls[feature] = (calls[feature] ?? 0) + 1;
+  }
+  return calls;
 }
 
 function finishReason(r: Record<string, unknown>): string | null {
@@ -138,6 +182,7 @@ function isToolCall(item: Record<string, unknown> | null): boolean {
 }
 
 const KNOWN_USAGE = ['input_tokens', 'input_tokens_details', 'output_tokens', 'output_tokens_details', 'total_tokens'];
+/** The Responses API reports no audio, image or cache-write detail; one that appears opens a case. */
 const KNOWN_INPUT_DETAILS = ['cached_tokens'];
 const KNOWN_OUTPUT_DETAILS = ['reasoning_tokens'];
 
@@ -151,9 +196,10 @@ function parseUsage(raw: unknown): ParsedUsage | null {
   if (!u || typeof u.input_tokens !== 'number' || typeof u.output_tokens !== 'number') return null;
   const inputDetails = asRecord(u.input_tokens_details) ?? {};
   const outputDetails = asRecord(u.output_tokens_details) ?? {};
-  return reconcileWithTotal(
+  const usage = reconcileWithTotal(
     {
       inputTokens: nonNegInt(u.input_tokens),
+      ...NO_USAGE_DETAILS,
       cachedInputTokens: nonNegInt(inputDetails.cached_tokens),
       outputTokensTotal: nonNegInt(u.output_tokens),
       reasoningTokens: nonNegInt(outputDetails.reasoning_tokens),
@@ -165,4 +211,5 @@ function parseUsage(raw: unknown): ParsedUsage | null {
     },
     u.total_tokens,
   );
+  return checkSubsets(usage);
 }

@@ -145,6 +145,12 @@ export class DispatchRepository {
         Topics.attemptCompleted.name,
         key,
         JSON.stringify(event),
+        event.cache_write_input_tokens ?? null,
+        event.audio_input_tokens ?? null,
+        event.audio_output_tokens ?? null,
+        event.image_output_tokens ?? null,
+        event.service_tier ?? null,
+        event.feature_calls ? JSON.stringify(event.feature_calls) : null,
       ],
     );
     const r = rows[0];
@@ -201,7 +207,9 @@ const CLAIM: PreparedStatement = {
  * only when the attempt finishes the action), and `g` decides. The writes run only when `g.ok`.
  * $1 attempt, $2/$3 attempt transition (from / to), $4..$17 the attempt's outcome columns,
  * $18 now, $19 action, $20 finishing, $21/$22 action transition (from / to), $23 action reason,
- * $24 action returned candidates, $25 workload, $26 event id, $27 topic, $28 key, $29 payload.
+ * $24 action returned candidates, $25 workload, $26 event id, $27 topic, $28 key, $29 payload,
+ * $30..$35 the attempt's billable detail (from the event: cache writes, audio in / out, image out,
+ * tier, feature calls).
  */
 const COMPLETE: PreparedStatement = {
   name: 'dispatch_complete',
@@ -223,6 +231,8 @@ const COMPLETE: PreparedStatement = {
         http_status = $6::int, returned_candidates = $7::int, candidate_outcomes = $8::jsonb, prompt_block_reason = $9::text,
         input_tokens = $10::int, cached_input_tokens = $11::int, output_tokens_total = $12::int, reasoning_tokens = $13::int,
         usage_source = $14::text, delivery_outcome = $15::text, acceptance_verdict = $16::text, acceptance_reason = $17::text,
+        cache_write_input_tokens = $30::int, audio_input_tokens = $31::int, audio_output_tokens = $32::int,
+        image_output_tokens = $33::int, service_tier = $34::text, feature_calls = $35::jsonb,
         ended_at = $18::timestamptz, updated_at = $18::timestamptz
       WHERE id = $1::text AND (SELECT ok FROM g)
       RETURNING id

@@ -1,5 +1,5 @@
 import { attemptCompletedV1, DispatchCommandV1 } from '@gateway/contracts';
-import type { ParsedResponse, ParsedUsage } from '@gateway/providers';
+import { NO_USAGE_DETAILS, ParsedResponse, ParsedUsage } from '@gateway/providers';
 import { buildAttemptEvent, deliveryOf, shortfallOf } from './attempt-report';
 import { dispatchCommand } from './dispatch-command.fixture';
 
@@ -8,10 +8,17 @@ const NOW = new Date('2026-03-01T12:00:00.000Z');
 const command = dispatchCommand;
 
 const cand = (index: number, finishReason: string | null, hasContent = true) => ({ index, finishReason, hasContent });
-const USAGE: ParsedUsage = { inputTokens: 58, cachedInputTokens: 16, outputTokensTotal: 141, reasoningTokens: 100, unknownFields: [] };
+const USAGE: ParsedUsage = {
+  ...NO_USAGE_DETAILS,
+  inputTokens: 58,
+  cachedInputTokens: 16,
+  outputTokensTotal: 141,
+  reasoningTokens: 100,
+  unknownFields: [],
+};
 
 function parsed(candidates: ParsedResponse['candidates'], over: Partial<ParsedResponse> = {}): ParsedResponse {
-  return { providerRequestId: 'resp-1', candidates, promptBlockReason: null, usage: USAGE, ...over };
+  return { providerRequestId: 'resp-1', candidates, promptBlockReason: null, usage: USAGE, serviceTier: null, featureCalls: {}, ...over };
 }
 
 function event(cmd: DispatchCommandV1, p: ParsedResponse | null, over: Partial<Parameters<typeof buildAttemptEvent>[0]> = {}) {
@@ -133,6 +140,66 @@ describe('buildAttemptEvent', () => {
     });
   });
 
+  it('carries the billable detail: cache writes, modalities, the billed tier and per-call features', () => {
+    const detailed = {
+      ...USAGE,
+      cacheWriteInputTokens: 20,
+      audioInputTokens: 7,
+      audioOutputTokens: 30,
+      imageOutputTokens: 0,
+    };
+    const e = event(
+      command(),
+      parsed([cand(0, 'STOP')], { usage: detailed, serviceTier: 'priority', featureCalls: { search_grounding: 2 } }),
+    );
+    expect(attemptCompletedV1.parse(e)).toEqual(e);
+    expect(e).toMatchObject({
+      cache_write_input_tokens: 20,
+      audio_input_tokens: 7,
+      audio_output_tokens: 30,
+      image_output_tokens: 0,
+      service_tier: 'priority',
+      feature_calls: { search_grounding: 2 },
+    });
+  });
+
+  it.each([
+    { name: 'the reported tier wins over the requested one', reported: 'flex', request: { service_tier: 'priority' }, tier: 'flex' },
+    { name: 'the requested tier when none is reported', reported: null, request: { service_tier: 'flex' }, tier: 'flex' },
+    {
+      name: 'auto requested and none reported stays auto (billed at the dearest priced tier)',
+      reported: null,
+      request: { service_tier: 'auto' },
+      tier: 'auto',
+    },
+    { name: 'nothing requested or reported is default', reported: null, request: {}, tier: 'default' },
+  ])('bills the service tier: $name', ({ reported, request, tier }) => {
+    const e = event(command({ request }, 'openai-chat'), parsed([cand(0, 'stop')], { serviceTier: reported }));
+    expect(e.service_tier).toBe(tier);
+  });
+
+  it('counts one web search per answered chat completion that asked for web_search_options, none for an error', () => {
+    const cmd = command({ request: { web_search_options: {} } }, 'openai-chat');
+    expect(event(cmd, parsed([cand(0, 'stop')])).feature_calls).toEqual({ web_search: 1 });
+    const error = parsed([], { usage: null });
+    expect(event(cmd, error, { status: 'failed', httpStatus: 500 }).feature_calls).toEqual({});
+    expect(event(command({}, 'openai-chat'), parsed([cand(0, 'stop')])).feature_calls).toEqual({});
+  });
+
+  it('parses events written before the billable detail existed', () => {
+    const { cache_write_input_tokens, audio_input_tokens, audio_output_tokens, image_output_tokens, service_tier, feature_calls, ...old } =
+      event(command(), parsed([cand(0, 'STOP')]));
+    expect([cache_write_input_tokens, audio_input_tokens, audio_output_tokens, image_output_tokens, service_tier, feature_calls]).toEqual([
+      0,
+      0,
+      0,
+      0,
+      'default',
+      {},
+    ]);
+    expect(attemptCompletedV1.parse(old)).toEqual(old);
+  });
+
   it('carries the usage fields the adapter did not know, and nothing when it knew them all', () => {
     const unknown = { ...USAGE, unknownFields: ['groundingTokenCount'] };
     expect(event(command(), parsed([cand(0, 'STOP')], { usage: unknown })).usage_unknown_fields).toEqual(['groundingTokenCount']);
@@ -153,7 +220,7 @@ describe('buildAttemptEvent', () => {
   });
 
   it('keeps a zero usage from a provider error as zero, not null', () => {
-    const zero = { inputTokens: 0, cachedInputTokens: 0, outputTokensTotal: 0, reasoningTokens: 0, unknownFields: [] };
+    const zero = { ...NO_USAGE_DETAILS, inputTokens: 0, outputTokensTotal: 0, unknownFields: [] };
     const e = event(command(), parsed([], { usage: zero, providerRequestId: null }), { status: 'failed', httpStatus: 400 });
     expect(e).toMatchObject({
       input_tokens: 0,
@@ -175,6 +242,9 @@ describe('buildAttemptEvent', () => {
       total_tokens: null,
       cached_input_tokens: null,
       reasoning_tokens: null,
+      cache_write_input_tokens: null,
+      audio_output_tokens: null,
+      service_tier: null,
       // the source is reported only for usage that exists
       usage_source: null,
       stream_mode: 'sse',

@@ -1,6 +1,6 @@
 import type { AcceptanceVerdict, AttemptCompletedV1, DeliveryOutcome, DispatchCommandV1 } from '@gateway/contracts';
 import { accept, candidateShortfall, NormalisedCandidate, outputTokensFloor } from '@gateway/domain';
-import type { ParsedResponse } from '@gateway/providers';
+import { billedExtras, ParsedResponse } from '@gateway/providers';
 
 type CandidateOutcomeV1 = AttemptCompletedV1['candidates'][number];
 
@@ -24,6 +24,7 @@ export function buildAttemptEvent(input: {
   const { cmd, parsed } = input;
   const shortfall = parsed ? shortfallOf(cmd, parsed) : null;
   const usage = parsed?.usage ?? null;
+  const extras = parsed ? billedExtras(cmd.request, cmd.api_kind, parsed) : null;
   return {
     event_id: input.eventId,
     timestamp: input.now.toISOString(),
@@ -58,6 +59,12 @@ export function buildAttemptEvent(input: {
     prompt_block_reason: parsed?.promptBlockReason ?? null,
     attempts_total: input.attemptsTotal,
     action_final: input.actionFinal,
+    cache_write_input_tokens: usage?.cacheWriteInputTokens ?? null,
+    audio_input_tokens: usage?.audioInputTokens ?? null,
+    audio_output_tokens: usage?.audioOutputTokens ?? null,
+    image_output_tokens: usage?.imageOutputTokens ?? null,
+    service_tier: usage && extras ? extras.serviceTier : null,
+    ...(extras ? { feature_calls: extras.featureCalls } : {}),
     ...(usage && usage.unknownFields.length > 0 ? { usage_unknown_fields: usage.unknownFields } : {}),
     ...(parsed && cmd.effective_candidates > 1 ? { output_tokens_floor: floorOf(parsed) } : {}),
   };

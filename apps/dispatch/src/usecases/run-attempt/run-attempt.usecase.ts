@@ -5,7 +5,7 @@ import { DispatchCommandV1, DispatchReplyV1 } from '@gateway/contracts';
 import { DispatchRepository } from '@gateway/db';
 import { accept } from '@gateway/domain';
 import { ContentCipher, KafkaBus, PermanentPublishError } from '@gateway/messaging';
-import { adapterForCommand, ParsedResponse, SseDecoder, UpstreamRequest } from '@gateway/providers';
+import { adapterForCommand, NO_USAGE_DETAILS, ParsedResponse, SseDecoder, UpstreamRequest } from '@gateway/providers';
 import { Clock, CLOCK, IdGenerator, InjectConfig, InjectIds, InjectLogger, ServiceConfig } from '@gateway/service-kit';
 import { AttemptStatus, buildAttemptEvent, deliveryOf, shortfallOf } from './attempt-report';
 import type { AttemptStore, CredentialSource, ReplyPublisher, ReplySealer } from './ports';
@@ -20,7 +20,9 @@ const PROVIDER_ERROR_EVIDENCE: ParsedResponse = {
   providerRequestId: null,
   candidates: [],
   promptBlockReason: null,
-  usage: { inputTokens: 0, cachedInputTokens: 0, outputTokensTotal: 0, reasoningTokens: 0, unknownFields: [] },
+  usage: { ...NO_USAGE_DETAILS, inputTokens: 0, outputTokensTotal: 0, unknownFields: [] },
+  serviceTier: null,
+  featureCalls: {},
 };
 
 /**
