@@ -120,11 +120,12 @@ export async function seedDemo(
   }
 }
 
-const scaled = (factor: number) => ({
-  inputPerMTokMicrousd: (DEFAULT_PRICES.inputPerMTokMicrousd * BigInt(factor * 100)) / 100n,
-  cachedInputPerMTokMicrousd: (DEFAULT_PRICES.cachedInputPerMTokMicrousd * BigInt(factor * 100)) / 100n,
-  outputPerMTokMicrousd: (DEFAULT_PRICES.outputPerMTokMicrousd * BigInt(factor * 100)) / 100n,
-  reasoningPerMTokMicrousd: (DEFAULT_PRICES.reasoningPerMTokMicrousd * BigInt(factor * 100)) / 100n,
+/** The default rates × `times` / `per`. */
+const scaled = (times: bigint, per = 1n) => ({
+  inputPerMTokMicrousd: (DEFAULT_PRICES.inputPerMTokMicrousd * times) / per,
+  cachedInputPerMTokMicrousd: (DEFAULT_PRICES.cachedInputPerMTokMicrousd * times) / per,
+  outputPerMTokMicrousd: (DEFAULT_PRICES.outputPerMTokMicrousd * times) / per,
+  reasoningPerMTokMicrousd: (DEFAULT_PRICES.reasoningPerMTokMicrousd * times) / per,
 });
 
 /**
@@ -135,7 +136,7 @@ const scaled = (factor: number) => ({
  */
 export const DEMO_OPENAI_PRICE: Prices = {
   ...DEFAULT_PRICES,
-  serviceTiers: { priority: { rates: scaled(2) }, flex: { rates: scaled(0.5) } },
+  serviceTiers: { priority: { rates: scaled(2n) }, flex: { rates: scaled(1n, 2n) } },
   perCallFees: [{ feature: 'web_search', feeMicrousd: 10_000n, reservedCallsPerRequest: 3 }],
 };
 
@@ -143,5 +144,5 @@ export const DEMO_OPENAI_PRICE: Prices = {
 export const DEMO_GEMINI_PRICE: Prices = {
   ...DEFAULT_PRICES,
   contextTierRule: 'whole_request',
-  contextTiers: [{ aboveInputTokens: 200_000, rates: scaled(2) }],
+  contextTiers: [{ aboveInputTokens: 200_000, rates: scaled(2n) }],
 };

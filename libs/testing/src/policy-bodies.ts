@@ -21,14 +21,14 @@ export function openAiContractBody(upstreamBaseUrl: string, overrides: Record<st
 }
 
 /** Per-MTok rates in the policy API's shape, with cache-write and audio-output rates. */
-function ratesBody(input: number, output: number) {
+function ratesBody(input: bigint, output: bigint) {
   return {
     input_per_mtok_microusd: String(input),
-    cached_input_per_mtok_microusd: String(input / 10),
+    cached_input_per_mtok_microusd: String(input / 10n),
     output_per_mtok_microusd: String(output),
     reasoning_per_mtok_microusd: String(output),
-    cache_write_per_mtok_microusd: String(input * 1.25),
-    audio_output_per_mtok_microusd: String(output * 8),
+    cache_write_per_mtok_microusd: String((input * 5n) / 4n),
+    audio_output_per_mtok_microusd: String(output * 8n),
   };
 }
 
@@ -39,14 +39,14 @@ function ratesBody(input: number, output: number) {
 export function structuredPriceBody(id: string) {
   return {
     id,
-    ...ratesBody(1_250_000, 10_000_000),
+    ...ratesBody(1_250_000n, 10_000_000n),
     context_tier_rule: 'whole_request',
-    context_tiers: [{ above_input_tokens: 200_000, rates: ratesBody(2_500_000, 15_000_000) }],
+    context_tiers: [{ above_input_tokens: 200_000, rates: ratesBody(2_500_000n, 15_000_000n) }],
     service_tiers: {
-      priority: { rates: ratesBody(2_500_000, 20_000_000) },
+      priority: { rates: ratesBody(2_500_000n, 20_000_000n) },
       flex: {
-        rates: ratesBody(625_000, 5_000_000),
-        context_tiers: [{ above_input_tokens: 200_000, rates: ratesBody(1_250_000, 7_500_000) }],
+        rates: ratesBody(625_000n, 5_000_000n),
+        context_tiers: [{ above_input_tokens: 200_000, rates: ratesBody(1_250_000n, 7_500_000n) }],
       },
     },
     per_call_fees: [{ feature: 'web_search', fee_microusd: '10000', reserved_calls_per_request: 5 }],
