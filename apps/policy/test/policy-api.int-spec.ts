@@ -6,7 +6,7 @@ import type { PolicyChangedV1 } from '@gateway/contracts';
 import { CatalogRepository, Database, OutboxRepository, PolicyRepository } from '@gateway/db';
 import { hashCredential } from '@gateway/domain';
 import { KafkaBus } from '@gateway/messaging';
-import { eventually, openAiContractBody } from '@gateway/testing';
+import { eventually, openAiContractBody, structuredPriceBody } from '@gateway/testing';
 import type { RunningService } from '@gateway/service-kit';
 import { startPolicy } from '../src/app';
 
@@ -164,6 +164,106 @@ describe('routes, contracts and prices', () => {
     });
     const refused = await call('POST', '/routes', tokens.finance, contract({ alias: `nope-${run}` }));
     expect(refused.status).toBe(403);
+  });
+
+  it('stores a structured revision (tiers, service tiers, fees, modality rates) and reads it back exactly', async () => {
+    const routeId = `rt-tiers-${run}`;
+    await call('POST', '/routes', tokens.operator, contract({ id: routeId, alias: `tiers-${run}` }));
+    // A fee above 2^53 micro-USD: stored and read back without a float in between.
+    const base = structuredPriceBody(`price-tiers-${run}`);
+    const body = {
+      ...base,
+      per_call_fees: [...base.per_call_fees, { feature: 'file_search', fee_microusd: '9007199254740993', reserved_calls_per_request: 1 }],
+    };
+    const pending = await call('POST', `/routes/${routeId}/prices`, tokens.finance, body);
+    expect(pending.status).toBe(202);
+    expect((await call('POST', `/change-requests/${pending.body.id}/approve`, tokens.approver, {})).status).toBe(200);
+    const route = await call('GET', `/routes/${routeId}`, tokens.operator);
+    const { route_id: _r, effective_from: _e, created_at: _c, created_by: _b, reason, ...shown } = route.body.price_in_force;
+    const { reason: asked, ...prices } = body;
+    expect(shown).toEqual(prices);
+    expect(reason).toContain(asked);
+    // What admission and settlement read: the same structure, bigint for bigint.
+    const price = await catalog.priceById(body.id);
+    expect(price).toMatchObject({
+      id: body.id,
+      cacheWritePerMTokMicrousd: 1_562_500n,
+      audioOutputPerMTokMicrousd: 80_000_000n,
+      contextTierRule: 'whole_request',
+      contextTiers: [{ aboveInputTokens: 200_000, rates: { inputPerMTokMicrousd: 2_500_000n, audioOutputPerMTokMicrousd: 120_000_000n } }],
+      serviceTiers: {
+        priority: { rates: { outputPerMTokMicrousd: 20_000_000n } },
+        flex: {
+          rates: { inputPerMTokMicrousd: 625_000n },
+          contextTiers: [{ aboveInputTokens: 200_000, rates: { outputPerMTokMicrousd: 7_500_000n } }],
+        },
+      },
+      perCallFees: [
+        { feature: 'web_search', feeMicrousd: 10_000n, reservedCallsPerRequest: 5 },
+        { feature: 'file_search', feeMicrousd: 9_007_199_254_740_993n, reservedCallsPerRequest: 1 },
+      ],
+    });
+    expect(await catalog.priceAt(routeId, new Date(Date.now() + 1000))).toStrictEqual(price);
+    // An identical retry is the same revision; the same id with another body is refused.
+    const retried = await call('POST', `/routes/${routeId}/prices`, tokens.finance, {
+      ...body,
+      effective_from: route.body.price_in_force.effective_from,
+    });
+    expect(retried.status).toBe(201);
+    const changed = await call('POST', `/routes/${routeId}/prices`, tokens.finance, { ...body, per_call_fees: [] });
+    expect(changed).toMatchObject({ status: 409, body: { error: { code: 'price_revision_exists' } } });
+  });
+
+  it('refuses overlapping or unordered context tiers with a 400 naming the field, and stores nothing', async () => {
+    const routeId = `rt-tiers-bad-${run}`;
+    await call('POST', '/routes', tokens.operator, contract({ id: routeId, alias: `tiers-bad-${run}` }));
+    const body = structuredPriceBody(`price-bad-${run}`);
+    const tier = body.context_tiers[0];
+    const overlapping = await call('POST', `/routes/${routeId}/prices`, tokens.finance, { ...body, context_tiers: [tier, tier] });
+    expect(overlapping.status).toBe(400);
+    expect(overlapping.body.error).toMatchObject({
+      code: 'invalid_request',
+      param: 'context_tiers.1.above_input_tokens',
+      message: expect.stringMatching(/overlaps the tier before it/),
+    });
+    const unordered = await call('POST', `/routes/${routeId}/prices`, tokens.finance, {
+      ...body,
+      context_tiers: [{ ...tier, above_input_tokens: 500_000 }, tier],
+    });
+    expect(unordered.status).toBe(400);
+    expect(unordered.body.error).toMatchObject({
+      param: 'context_tiers.1.above_input_tokens',
+      message: expect.stringMatching(/ascending order/),
+    });
+    const unknownKey = await call('POST', `/routes/${routeId}/prices`, tokens.finance, {
+      ...body,
+      service_tiers: { flex: { ...body.service_tiers.flex, discount: 1 } },
+    });
+    expect(unknownKey.body.error).toMatchObject({ code: 'invalid_request', param: 'service_tiers.flex.discount' });
+    expect(await db.prisma.changeRequest.count({ where: { targetId: routeId } })).toBe(0);
+  });
+
+  it('a lowered service-tier rate is a change request a different approver must approve', async () => {
+    const routeId = `rt-tiers-low-${run}`;
+    await call('POST', '/routes', tokens.operator, contract({ id: routeId, alias: `tiers-low-${run}` }));
+    const body = structuredPriceBody(`price-low-${run}`);
+    const first = await call('POST', `/routes/${routeId}/prices`, tokens.finance, body);
+    expect((await call('POST', `/change-requests/${first.body.id}/approve`, tokens.approver, {})).status).toBe(200);
+    const cheaper = {
+      ...body,
+      id: `price-low2-${run}`,
+      effective_from: new Date(Date.now() + DAY_MS).toISOString(),
+      context_tiers: [{ ...body.context_tiers[0], rates: { ...body.context_tiers[0].rates, output_per_mtok_microusd: '14000000' } }],
+    };
+    const pending = await call('POST', `/routes/${routeId}/prices`, tokens.requester, cheaper);
+    expect(pending.status).toBe(202);
+    expect(pending.body.raises).toEqual(['context tier above 200000 input tokens: outputPerMTokMicrousd lowered']);
+    expect((await call('POST', `/change-requests/${pending.body.id}/approve`, tokens.requester, {})).body.error).toMatchObject({
+      code: 'self_approval',
+    });
+    expect(await catalog.priceById(cheaper.id)).toBeNull();
+    expect((await call('POST', `/change-requests/${pending.body.id}/approve`, tokens.approver, {})).status).toBe(200);
+    expect(await catalog.priceById(cheaper.id)).toMatchObject({ contextTiers: [{ rates: { outputPerMTokMicrousd: 14_000_000n } }] });
   });
 
   it('keeps an upstream credential by name: stored, shown and read by admission; a key-looking value is refused; a change is four-eyes', async () => {

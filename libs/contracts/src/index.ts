@@ -8,3 +8,4 @@ export * from './dead-letter';
 export * from './dispatch';
 export * from './errors';
 export * from './money';
+export * from './price-revision';

@@ -1,4 +1,4 @@
-import { contractSpendRaises, priceSpendRaises, WorkloadSpendLimits, workloadSpendRaises } from './spend-changes';
+import { contractSpendRaises, PriceRates, priceSpendRaises, WorkloadSpendLimits, workloadSpendRaises } from './spend-changes';
 
 const limits: WorkloadSpendLimits = {
   defaultMaxCandidates: 1,
@@ -94,5 +94,160 @@ describe('contractSpendRaises', () => {
     expect(contractSpendRaises(keyed, { ...keyed, credentialRef: null })).toEqual(['credential_ref changed']);
     expect(contractSpendRaises(keyed, { ...c })).toEqual([]);
     expect(contractSpendRaises(keyed, keyed)).toEqual([]);
+  });
+});
+
+describe('priceSpendRaises on structured revisions', () => {
+  const base = {
+    inputPerMTokMicrousd: 1_250_000n,
+    cachedInputPerMTokMicrousd: 125_000n,
+    outputPerMTokMicrousd: 10_000_000n,
+    reasoningPerMTokMicrousd: 10_000_000n,
+  };
+  const long = {
+    inputPerMTokMicrousd: 2_500_000n,
+    cachedInputPerMTokMicrousd: 250_000n,
+    outputPerMTokMicrousd: 15_000_000n,
+    reasoningPerMTokMicrousd: 15_000_000n,
+  };
+  const priority = {
+    inputPerMTokMicrousd: 2_500_000n,
+    cachedInputPerMTokMicrousd: 250_000n,
+    outputPerMTokMicrousd: 20_000_000n,
+    reasoningPerMTokMicrousd: 20_000_000n,
+  };
+  const inForce: PriceRates = {
+    ...base,
+    contextTiers: [{ aboveInputTokens: 200_000, rates: long }],
+    serviceTiers: {
+      priority: {
+        rates: priority,
+        contextTiers: [{ aboveInputTokens: 200_000, rates: { ...priority, inputPerMTokMicrousd: 5_000_000n } }],
+      },
+    },
+    perCallFees: [{ feature: 'web_search', feeMicrousd: 10_000n, reservedCallsPerRequest: 5 }],
+  };
+
+  it.each<[string, PriceRates, string[]]>([
+    ['the same revision', inForce, []],
+    [
+      'every rate raised',
+      {
+        ...inForce,
+        outputPerMTokMicrousd: 11_000_000n,
+        contextTiers: [{ aboveInputTokens: 200_000, rates: { ...long, inputPerMTokMicrousd: 3_000_000n } }],
+      },
+      [],
+    ],
+    [
+      'a context tier rate lowered',
+      { ...inForce, contextTiers: [{ aboveInputTokens: 200_000, rates: { ...long, outputPerMTokMicrousd: 14_000_000n } }] },
+      ['context tier above 200000 input tokens: outputPerMTokMicrousd lowered'],
+    ],
+    ['a context tier removed', { ...inForce, contextTiers: undefined }, ['context tier above 200000 input tokens removed']],
+    [
+      'a context tier threshold raised',
+      { ...inForce, contextTiers: [{ aboveInputTokens: 250_000, rates: long }] },
+      ['context tier above 200000 input tokens: threshold raised to 250000'],
+    ],
+    ['a threshold lowered at the same rates', { ...inForce, contextTiers: [{ aboveInputTokens: 128_000, rates: long }] }, []],
+    [
+      'a threshold lowered with a cheaper rate',
+      { ...inForce, contextTiers: [{ aboveInputTokens: 128_000, rates: { ...long, inputPerMTokMicrousd: 2_000_000n } }] },
+      ['context tier above 200000 input tokens (now above 128000): inputPerMTokMicrousd lowered'],
+    ],
+    [
+      'a new context tier cheaper than the tier below it',
+      {
+        ...inForce,
+        contextTiers: [
+          { aboveInputTokens: 200_000, rates: long },
+          { aboveInputTokens: 500_000, rates: { ...long, cachedInputPerMTokMicrousd: 200_000n } },
+        ],
+      },
+      ['context tier above 500000 input tokens: cachedInputPerMTokMicrousd lowered'],
+    ],
+    [
+      'a new, dearer context tier',
+      {
+        ...inForce,
+        contextTiers: [
+          { aboveInputTokens: 200_000, rates: long },
+          { aboveInputTokens: 500_000, rates: { ...long, inputPerMTokMicrousd: 4_000_000n } },
+        ],
+      },
+      [],
+    ],
+    [
+      'a service tier rate lowered',
+      {
+        ...inForce,
+        serviceTiers: { priority: { ...inForce.serviceTiers!.priority, rates: { ...priority, reasoningPerMTokMicrousd: 1n } } },
+      },
+      ['service tier priority: reasoningPerMTokMicrousd lowered'],
+    ],
+    [
+      'a service tier context tier removed',
+      { ...inForce, serviceTiers: { priority: { rates: priority } } },
+      ['service tier priority: context tier above 200000 input tokens removed'],
+    ],
+    ['a service tier removed', { ...inForce, serviceTiers: undefined }, ['service tier priority removed']],
+    [
+      'a service tier added',
+      { ...inForce, serviceTiers: { ...inForce.serviceTiers, flex: { rates: base } } },
+      ['service tier flex added (admits service_tier flex)'],
+    ],
+    [
+      'a fee lowered',
+      { ...inForce, perCallFees: [{ feature: 'web_search', feeMicrousd: 9_999n, reservedCallsPerRequest: 5 }] },
+      ['per-call fee web_search lowered'],
+    ],
+    [
+      'a fee reserving fewer calls',
+      { ...inForce, perCallFees: [{ feature: 'web_search', feeMicrousd: 10_000n, reservedCallsPerRequest: 4 }] },
+      ['per-call fee web_search: reserved calls per request lowered'],
+    ],
+    ['a fee removed', { ...inForce, perCallFees: undefined }, ['per-call fee web_search removed']],
+    [
+      'a fee added',
+      {
+        ...inForce,
+        perCallFees: [...inForce.perCallFees!, { feature: 'code_execution', feeMicrousd: 30_000n, reservedCallsPerRequest: 1 }],
+      },
+      ['per-call fee code_execution added (admits code_execution)'],
+    ],
+    [
+      'audio output priced',
+      { ...inForce, audioOutputPerMTokMicrousd: 80_000_000n },
+      ['audioOutputPerMTokMicrousd added (admits audio_output)'],
+    ],
+    [
+      'image output priced',
+      { ...inForce, imageOutputPerMTokMicrousd: 30_000_000n },
+      ['imageOutputPerMTokMicrousd added (admits image_output)'],
+    ],
+    [
+      'a cache-write rate below the input rate it replaces',
+      { ...inForce, cacheWritePerMTokMicrousd: 1_000_000n },
+      ['cacheWritePerMTokMicrousd lowered'],
+    ],
+    ['a cache-write rate above the input rate', { ...inForce, cacheWritePerMTokMicrousd: 1_562_500n }, []],
+    [
+      'context tiers switched to input_only',
+      { ...inForce, contextTierRule: 'input_only' },
+      ['context_tier_rule changed to input_only (output no longer billed at the tier)'],
+    ],
+    ['context tiers switched to whole_request', inForce, []],
+  ])('%s', (_name, proposed, raises) => {
+    expect(priceSpendRaises(inForce, proposed)).toEqual(raises);
+  });
+
+  it('a dropped cache-write rate bills those tokens at the input rate: lower than before is a raise', () => {
+    const withCacheWrite = { ...inForce, cacheWritePerMTokMicrousd: 1_562_500n };
+    expect(priceSpendRaises(withCacheWrite, inForce)).toEqual(['cacheWritePerMTokMicrousd lowered']);
+  });
+
+  it('leaving input_only for whole_request does not', () => {
+    expect(priceSpendRaises({ ...inForce, contextTierRule: 'input_only' }, inForce)).toEqual([]);
   });
 });

@@ -4,6 +4,7 @@
  * (four-eyes, like candidate exceptions). Lowering a limit stays one step. Each function returns
  * the reasons a change raises spend; an empty list means it may be applied at once.
  */
+import { ContextTier, OPTIONAL_RATES, PerCallFee, PriceRevision, RateSet } from './pricing';
 
 export type ChangeRequestKind = 'workload_policy' | 'price_revision' | 'route_contract' | 'scope_limit';
 export type ChangeRequestStatus = 'pending' | 'approved' | 'rejected';
@@ -56,25 +57,146 @@ function fanOutRaises(before: WorkloadSpendLimits, after: WorkloadSpendLimits): 
   return raises;
 }
 
-export interface PriceRates {
-  inputPerMTokMicrousd: bigint;
-  cachedInputPerMTokMicrousd: bigint;
-  outputPerMTokMicrousd: bigint;
-  reasoningPerMTokMicrousd: bigint;
-}
+/** The prices of a revision, whatever else (id, route, dates) the caller's object carries. */
+export type PriceRates = Omit<PriceRevision, 'id'>;
 
-const PRICE_RATES: readonly (keyof PriceRates)[] = [
+const RATE_KEYS = [
   'inputPerMTokMicrousd',
   'cachedInputPerMTokMicrousd',
   'outputPerMTokMicrousd',
   'reasoningPerMTokMicrousd',
-];
+  ...OPTIONAL_RATES,
+] as const satisfies readonly (keyof RateSet)[];
 
-/** A revision that lowers any rate below the one in force (or the route's first price) makes spend cheaper to book. */
+/** Rates that, once priced, admit a feature the revision refused before. */
+const FEATURE_RATES: Partial<Record<keyof RateSet, string>> = {
+  audioOutputPerMTokMicrousd: 'audio_output',
+  imageOutputPerMTokMicrousd: 'image_output',
+};
+
+/** What a token of category `k` costs under `r`: cache-write and audio input fall back to the input rate. */
+function effectiveRate(r: RateSet, k: keyof RateSet): bigint | undefined {
+  const own = r[k];
+  if (own !== undefined) return own;
+  return k === 'cacheWritePerMTokMicrousd' || k === 'audioInputPerMTokMicrousd' ? r.inputPerMTokMicrousd : undefined;
+}
+
+function rateSetRaises(before: RateSet, after: RateSet, at: string): string[] {
+  const raises: string[] = [];
+  for (const k of RATE_KEYS) {
+    // Unpriced on both sides, the category follows the input rate, already compared.
+    if (before[k] === undefined && after[k] === undefined) continue;
+    const was = effectiveRate(before, k);
+    const now = effectiveRate(after, k);
+    if (was !== undefined && now !== undefined && now < was) raises.push(`${at}${k} lowered`);
+    const feature = FEATURE_RATES[k];
+    if (feature && was === undefined && now !== undefined) raises.push(`${at}${k} added (admits ${feature})`);
+  }
+  return raises;
+}
+
+/** The rates a request just above `threshold` input tokens pays: the highest tier at or below it, else the base. */
+function ratesAt(base: RateSet, tiers: readonly ContextTier[], threshold: number): RateSet {
+  let rates = base;
+  for (const t of tiers) if (t.aboveInputTokens <= threshold) rates = t.rates;
+  return rates;
+}
+
+/**
+ * Context tiers matched by threshold. A tier in force that is gone, or whose threshold moved up,
+ * bills the requests above it at the rates below it: that is a lowering in itself. Every proposed
+ * tier is compared with what the requests above its threshold pay today.
+ */
+function contextTierRaises(
+  before: { rates: RateSet; tiers: readonly ContextTier[] },
+  after: { rates: RateSet; tiers: readonly ContextTier[] },
+  at: string,
+): string[] {
+  const raises: string[] = [];
+  const wasAt = new Set(before.tiers.map((t) => t.aboveInputTokens));
+  const nowAt = new Set(after.tiers.map((t) => t.aboveInputTokens));
+  before.tiers.forEach((tier, i) => {
+    const t = tier.aboveInputTokens;
+    if (nowAt.has(t)) return;
+    const prevWas = before.tiers[i - 1]?.aboveInputTokens ?? 0;
+    const nextWas = before.tiers[i + 1]?.aboveInputTokens ?? Infinity;
+    const moved = (lo: number, hi: number) =>
+      after.tiers.find((x) => x.aboveInputTokens > lo && x.aboveInputTokens < hi && !wasAt.has(x.aboveInputTokens));
+    const up = moved(t, nextWas);
+    const down = moved(prevWas, t);
+    if (up) raises.push(`${at}context tier above ${t} input tokens: threshold raised to ${up.aboveInputTokens}`);
+    else if (!down) raises.push(`${at}context tier above ${t} input tokens removed`);
+    // A threshold moved down: the requests above the old one now pay the moved tier's rates.
+    else
+      raises.push(
+        ...rateSetRaises(tier.rates, down.rates, `${at}context tier above ${t} input tokens (now above ${down.aboveInputTokens}): `),
+      );
+  });
+  for (const tier of after.tiers) {
+    const t = tier.aboveInputTokens;
+    raises.push(...rateSetRaises(ratesAt(before.rates, before.tiers, t), tier.rates, `${at}context tier above ${t} input tokens: `));
+  }
+  return raises;
+}
+
+function feeRaises(before: readonly PerCallFee[], after: readonly PerCallFee[]): string[] {
+  const raises: string[] = [];
+  for (const was of before) {
+    const now = after.find((f) => f.feature === was.feature);
+    if (!now) {
+      raises.push(`per-call fee ${was.feature} removed`);
+      continue;
+    }
+    if (now.feeMicrousd < was.feeMicrousd) raises.push(`per-call fee ${was.feature} lowered`);
+    if (now.reservedCallsPerRequest < was.reservedCallsPerRequest)
+      raises.push(`per-call fee ${was.feature}: reserved calls per request lowered`);
+  }
+  for (const now of after) {
+    if (!before.some((f) => f.feature === now.feature)) raises.push(`per-call fee ${now.feature} added (admits ${now.feature})`);
+  }
+  return raises;
+}
+
+/**
+ * A revision makes spend cheaper to book (and needs a second operator) when any rate it shares
+ * with the revision in force is lower (base, each context tier by threshold, each service tier by
+ * name), a context or service tier is removed or a threshold raised, a fee is lowered, removed or
+ * reserves fewer calls, it prices something refused before (a service tier, a fee, audio or image
+ * output), or context tiers stop applying to output (`input_only`). A route's first price too.
+ */
 export function priceSpendRaises(inForce: PriceRates | null, proposed: PriceRates): string[] {
   if (inForce === null) return ['first price of the route'];
-  const lowered = PRICE_RATES.filter((k) => proposed[k] < inForce[k]);
-  return lowered.map((k) => `${k} lowered`);
+  const raises = rateSetRaises(inForce, proposed, '');
+  raises.push(
+    ...contextTierRaises(
+      { rates: inForce, tiers: inForce.contextTiers ?? [] },
+      { rates: proposed, tiers: proposed.contextTiers ?? [] },
+      '',
+    ),
+  );
+  const wasRule = inForce.contextTierRule ?? 'whole_request';
+  const nowRule = proposed.contextTierRule ?? 'whole_request';
+  if (wasRule === 'whole_request' && nowRule === 'input_only')
+    raises.push('context_tier_rule changed to input_only (output no longer billed at the tier)');
+  const wasTiers = inForce.serviceTiers ?? {};
+  const nowTiers = proposed.serviceTiers ?? {};
+  for (const [name, was] of Object.entries(wasTiers)) {
+    const now = Object.hasOwn(nowTiers, name) ? nowTiers[name] : undefined;
+    if (!now) {
+      raises.push(`service tier ${name} removed`);
+      continue;
+    }
+    const at = `service tier ${name}: `;
+    raises.push(...rateSetRaises(was.rates, now.rates, at));
+    raises.push(
+      ...contextTierRaises({ rates: was.rates, tiers: was.contextTiers ?? [] }, { rates: now.rates, tiers: now.contextTiers ?? [] }, at),
+    );
+  }
+  for (const name of Object.keys(nowTiers)) {
+    if (!Object.hasOwn(wasTiers, name)) raises.push(`service tier ${name} added (admits service_tier ${name})`);
+  }
+  raises.push(...feeRaises(inForce.perCallFees ?? [], proposed.perCallFees ?? []));
+  return raises;
 }
 
 export interface ContractDestination {

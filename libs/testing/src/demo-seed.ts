@@ -9,7 +9,7 @@ import {
   projectExceptionOver,
 } from '@gateway/db';
 import { RealRoute } from './real-routes';
-import { Seeder } from './seed';
+import { DEFAULT_PRICES, Prices, Seeder } from './seed';
 
 /**
  * Demo data for `npm start`: prints a JSON line with the keys and tokens it issued. It writes only
@@ -34,20 +34,26 @@ export async function seedDemo(
       );
     }
     const seed = new Seeder(db);
-    await seed.route({
-      routeId: 'approved-standard',
-      alias: 'approved-standard',
-      providerKind: 'openai-chat',
-      upstreamBaseUrl: providerSimUrl,
-      upstreamModel: 'sim-gpt',
-    });
-    await seed.route({
-      routeId: 'gemini-flash',
-      alias: 'gemini-flash',
-      providerKind: 'gemini-generate',
-      upstreamBaseUrl: providerSimUrl,
-      upstreamModel: 'gemini-sim',
-    });
+    await seed.route(
+      {
+        routeId: 'approved-standard',
+        alias: 'approved-standard',
+        providerKind: 'openai-chat',
+        upstreamBaseUrl: providerSimUrl,
+        upstreamModel: 'sim-gpt',
+      },
+      { price: DEMO_OPENAI_PRICE },
+    );
+    await seed.route(
+      {
+        routeId: 'gemini-flash',
+        alias: 'gemini-flash',
+        providerKind: 'gemini-generate',
+        upstreamBaseUrl: providerSimUrl,
+        upstreamModel: 'gemini-sim',
+      },
+      { price: DEMO_GEMINI_PRICE },
+    );
     const real = opts.realRoutes ?? [];
     for (const r of real) {
       // Unverified, and only once: a later start keeps the operator's verification (and any
@@ -113,3 +119,30 @@ export async function seedDemo(
     await db.close();
   }
 }
+
+/** The default rates × `times` / `per`. */
+const scaled = (times: bigint, per = 1n) => ({
+  inputPerMTokMicrousd: (DEFAULT_PRICES.inputPerMTokMicrousd * times) / per,
+  cachedInputPerMTokMicrousd: (DEFAULT_PRICES.cachedInputPerMTokMicrousd * times) / per,
+  outputPerMTokMicrousd: (DEFAULT_PRICES.outputPerMTokMicrousd * times) / per,
+  reasoningPerMTokMicrousd: (DEFAULT_PRICES.reasoningPerMTokMicrousd * times) / per,
+});
+
+/**
+ * The demo OpenAI route's price list as OpenAI publishes one: priority at twice and flex at half
+ * the standard rates, and web search at $10 per 1,000 calls (three reserved per request). The
+ * route contract does not admit service_tier or web_search, so requests asking for them are still
+ * refused; the structure shows how a revision carries them.
+ */
+export const DEMO_OPENAI_PRICE: Prices = {
+  ...DEFAULT_PRICES,
+  serviceTiers: { priority: { rates: scaled(2n) }, flex: { rates: scaled(1n, 2n) } },
+  perCallFees: [{ feature: 'web_search', feeMicrousd: 10_000n, reservedCallsPerRequest: 3 }],
+};
+
+/** The demo Gemini route: above 200,000 input tokens the whole request costs more (Gemini 2.5 Pro style). */
+export const DEMO_GEMINI_PRICE: Prices = {
+  ...DEFAULT_PRICES,
+  contextTierRule: 'whole_request',
+  contextTiers: [{ aboveInputTokens: 200_000, rates: scaled(2n) }],
+};

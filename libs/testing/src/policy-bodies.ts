@@ -19,3 +19,37 @@ export function openAiContractBody(upstreamBaseUrl: string, overrides: Record<st
     ...overrides,
   };
 }
+
+/** Per-MTok rates in the policy API's shape, with cache-write and audio-output rates. */
+function ratesBody(input: bigint, output: bigint) {
+  return {
+    input_per_mtok_microusd: String(input),
+    cached_input_per_mtok_microusd: String(input / 10n),
+    output_per_mtok_microusd: String(output),
+    reasoning_per_mtok_microusd: String(output),
+    cache_write_per_mtok_microusd: String((input * 5n) / 4n),
+    audio_output_per_mtok_microusd: String(output * 8n),
+  };
+}
+
+/**
+ * A structured price revision as an operator posts it: a context tier above 200,000 input tokens
+ * (whole request), priority and flex service tiers, and a web_search fee.
+ */
+export function structuredPriceBody(id: string) {
+  return {
+    id,
+    ...ratesBody(1_250_000n, 10_000_000n),
+    context_tier_rule: 'whole_request',
+    context_tiers: [{ above_input_tokens: 200_000, rates: ratesBody(2_500_000n, 15_000_000n) }],
+    service_tiers: {
+      priority: { rates: ratesBody(2_500_000n, 20_000_000n) },
+      flex: {
+        rates: ratesBody(625_000n, 5_000_000n),
+        context_tiers: [{ above_input_tokens: 200_000, rates: ratesBody(1_250_000n, 7_500_000n) }],
+      },
+    },
+    per_call_fees: [{ feature: 'web_search', fee_microusd: '10000', reserved_calls_per_request: 5 }],
+    reason: 'structured price',
+  };
+}

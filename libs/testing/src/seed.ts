@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { hashCredential, OPERATIONS_WORKLOAD_ID } from '@gateway/domain';
+import { hashCredential, OPERATIONS_WORKLOAD_ID, PriceRevision } from '@gateway/domain';
 import { Database, OutboxRepository, PolicyRepository, RouteContractInput, WorkloadInput } from '@gateway/db';
 
 /**
@@ -168,12 +168,8 @@ export class Seeder {
   }
 }
 
-export interface Prices {
-  inputPerMTokMicrousd: bigint;
-  cachedInputPerMTokMicrousd: bigint;
-  outputPerMTokMicrousd: bigint;
-  reasoningPerMTokMicrousd: bigint;
-}
+/** A route's prices: base rates and, optionally, the structure (tiers, fees, modality rates). */
+export type Prices = Omit<PriceRevision, 'id'>;
 
 /** $2.50 / $1.25 / $10 / $10 per million tokens. */
 export const DEFAULT_PRICES: Prices = {

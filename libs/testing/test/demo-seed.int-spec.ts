@@ -9,7 +9,7 @@ import {
   OutboxRepository,
   PolicyRepository,
 } from '@gateway/db';
-import { seedDemo } from '../src/demo-seed';
+import { DEMO_GEMINI_PRICE, DEMO_OPENAI_PRICE, seedDemo } from '../src/demo-seed';
 import { REAL_ROUTES } from '../src/real-routes';
 
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
@@ -41,6 +41,10 @@ describe('demo seed', () => {
       ['approve', 'demo-approver'],
       ['request', 'demo-operator'],
     ]);
+    // The demo routes carry structured prices: a long-context tier (Gemini), service tiers and a fee (OpenAI).
+    const catalog = new CatalogRepository(db);
+    expect(await catalog.priceById('price-gemini-flash-v1')).toMatchObject({ id: 'price-gemini-flash-v1', ...DEMO_GEMINI_PRICE });
+    expect(await catalog.priceById('price-approved-standard-v1')).toMatchObject({ id: 'price-approved-standard-v1', ...DEMO_OPENAI_PRICE });
   });
 
   it('with provider keys set: real routes, unverified, priced, credential by name, callable by support-draft; a later start keeps their verification', async () => {

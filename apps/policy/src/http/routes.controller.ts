@@ -82,10 +82,17 @@ export class RoutesController {
   }
 
   @Post(':id/prices')
-  @ApiOperation({ summary: 'Add an immutable price revision (integer micro-USD per 1M tokens per category). Role: operator or finance' })
+  @ApiOperation({
+    summary:
+      'Add an immutable price revision: integer micro-USD per 1M tokens per category, optionally context tiers, service tiers and per-call fees. Role: operator or finance',
+  })
   @ApiBody({ schema: bodySchema(addPriceRevisionBody) })
   @ApiResponse({ status: 409, description: 'price_revision_exists' })
-  @ApiResponse({ status: 202, description: "a route's first price or any lowered rate: a pending change request for a second operator" })
+  @ApiResponse({
+    status: 202,
+    description:
+      "a route's first price, or one that makes spend cheaper to book (a lowered rate, a removed or moved tier, a lowered or removed fee, a newly priced feature): a pending change request for a second operator",
+  })
   @Roles('operator', 'finance')
   addPrice(@CurrentOperator() op: Operator, @Param('id') id: string, @Body() body: unknown) {
     return this.addPriceRevision.execute(op, id, parseBody(addPriceRevisionBody, body));

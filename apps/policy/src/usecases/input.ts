@@ -59,17 +59,28 @@ export function reservableOutput<C extends string, K extends string>(countField:
 
 /**
  * The worst reservation any policy can reach under a price (the largest input estimate and output
- * a reservation may hold) must fit `bigint` micro-USD. Refused on the highest rate.
+ * a reservation may hold, at the dearest tier, with every fee) must fit `bigint` micro-USD.
+ * Refused on the largest amount of `body` (a rate or a fee, wherever it sits).
  */
-export function checkReservablePrice(ctx: z.RefinementCtx, rates: Record<string, bigint>, price: PriceRevision): void {
+export function checkReservablePrice(ctx: z.RefinementCtx, body: object, price: PriceRevision): void {
   const worst = worstReservationMicrousd(price);
   if (worst <= MAX_STORED_MICROUSD) return;
-  const [field] = Object.entries(rates).reduce((a, b) => (b[1] > a[1] ? b : a));
+  const [path] = amountsIn(body).reduce((a, b) => (b[1] > a[1] ? b : a));
   ctx.addIssue({
     code: 'custom',
-    path: [field],
+    path,
     message: `the largest reservation at this price would be ${worst} micro-USD, above the ${MAX_STORED_MICROUSD} the gateway can store; lower the rate`,
   });
+}
+
+/** Every bigint in a parsed body, with its path. */
+function amountsIn(v: unknown, path: (string | number)[] = []): Array<[(string | number)[], bigint]> {
+  if (typeof v === 'bigint') return [[path, v]];
+  if (Array.isArray(v)) return v.flatMap((x, i) => amountsIn(x, [...path, i]));
+  if (v !== null && typeof v === 'object' && !(v instanceof Date)) {
+    return Object.entries(v).flatMap(([k, x]) => amountsIn(x, [...path, k]));
+  }
+  return [];
 }
 
 export const text = (max: number) => z.string().trim().min(1).max(max);

@@ -8,6 +8,7 @@ import type {
   RouteView,
   WorkloadView,
 } from '@gateway/db';
+import { priceRevisionToWire } from '@gateway/contracts';
 import { contractStatus, effectiveExceptionStatus, ExceptionProjection, outcomeDirection, priceInForceAt } from '@gateway/domain';
 
 /**
@@ -51,15 +52,13 @@ export function contractVersionJson(v: RouteContractVersionView, currentVersion:
   };
 }
 
+/** A revision as the body that created it (optional rates and structure only when present), plus who and when. */
 export function priceJson(p: PriceRevisionView) {
   return {
     id: p.id,
     route_id: p.routeId,
     effective_from: p.effectiveFrom.toISOString(),
-    input_per_mtok_microusd: p.inputPerMTokMicrousd.toString(),
-    cached_input_per_mtok_microusd: p.cachedInputPerMTokMicrousd.toString(),
-    output_per_mtok_microusd: p.outputPerMTokMicrousd.toString(),
-    reasoning_per_mtok_microusd: p.reasoningPerMTokMicrousd.toString(),
+    ...priceRevisionToWire(p),
     created_at: p.createdAt.toISOString(),
     created_by: p.createdBy,
     reason: p.reason,

@@ -1,6 +1,7 @@
 import type { ProviderKind } from '@gateway/contracts';
 import type { ExceptionStatus, OutputCapSemantics } from '@gateway/domain';
 import { Database } from '../database';
+import { priceFromRow } from './price-revision.row';
 import { ActiveException, PriceRevision, RouteContract, ScopeLimits, toScopeLimit, toWorkloadPolicy, WorkloadPolicy } from '../types';
 
 /** Read side of policy: workloads by key hash, routes with their current contract, prices. */
@@ -86,7 +87,7 @@ export class CatalogRepository {
       where: { routeId, effectiveFrom: { lte: at } },
       orderBy: { effectiveFrom: 'desc' },
     });
-    return p ? toPrice(p) : null;
+    return p ? priceFromRow(p) : null;
   }
 
   /** Price revisions are immutable (a change is a new revision), so they are cached for good. */
@@ -95,7 +96,7 @@ export class CatalogRepository {
     if (cached) return cached;
     const p = await this.db.prisma.priceRevision.findUnique({ where: { id } });
     if (!p) return null;
-    const price = toPrice(p);
+    const price = priceFromRow(p);
     if (this.pricesById.size > 10_000) this.pricesById.clear();
     this.pricesById.set(id, price);
     return price;
@@ -119,20 +120,4 @@ export class CatalogRepository {
       allowsDeterministicSampling: e.allowsDeterministicSampling,
     }));
   }
-}
-
-function toPrice(p: {
-  id: string;
-  inputPerMTokMicrousd: bigint;
-  cachedInputPerMTokMicrousd: bigint;
-  outputPerMTokMicrousd: bigint;
-  reasoningPerMTokMicrousd: bigint;
-}): PriceRevision {
-  return {
-    id: p.id,
-    inputPerMTokMicrousd: p.inputPerMTokMicrousd,
-    cachedInputPerMTokMicrousd: p.cachedInputPerMTokMicrousd,
-    outputPerMTokMicrousd: p.outputPerMTokMicrousd,
-    reasoningPerMTokMicrousd: p.reasoningPerMTokMicrousd,
-  };
 }

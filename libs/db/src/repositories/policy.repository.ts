@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { PolicyChangedV1 } from '@gateway/contracts';
 import { Database, isUniqueViolation, Tx, prismaTx } from '../database';
+import type { PriceRevision } from '@gateway/domain';
 import { OutboxRepository } from './outbox.repository';
+import { priceFromRow, PriceRow, priceToRow } from './price-revision.row';
 import { ScopeLimit, toScopeLimit, toWorkloadPolicy, WorkloadPolicy } from '../types';
 
 /** The fields that define a route contract version (any change makes a new, unverified version). */
@@ -76,17 +78,13 @@ export interface WorkloadInput extends Omit<
   reason: string;
 }
 
-export interface PriceInput {
-  id: string;
+/** A new revision: the domain prices (base rates and structure), when they apply, who and why. */
+export type PriceInput = PriceRevision & {
   routeId: string;
   effectiveFrom: Date;
-  inputPerMTokMicrousd: bigint;
-  cachedInputPerMTokMicrousd: bigint;
-  outputPerMTokMicrousd: bigint;
-  reasoningPerMTokMicrousd: bigint;
   actor: string;
   reason: string;
-}
+};
 
 /** One immutable contract version, as the policy API shows it. */
 export interface RouteContractVersionView extends ContractFields {
@@ -100,18 +98,14 @@ export interface RouteContractVersionView extends ContractFields {
   changeReason: string;
 }
 
-export interface PriceRevisionView {
-  id: string;
+/** One stored revision: the full domain prices, and when, by whom and why. */
+export type PriceRevisionView = PriceRevision & {
   routeId: string;
   effectiveFrom: Date;
-  inputPerMTokMicrousd: bigint;
-  cachedInputPerMTokMicrousd: bigint;
-  outputPerMTokMicrousd: bigint;
-  reasoningPerMTokMicrousd: bigint;
   createdAt: Date;
   createdBy: string;
   reason: string;
-}
+};
 
 /** A route with every contract version (newest first) and every price revision (newest first). */
 export interface RouteView {
@@ -323,11 +317,13 @@ export class PolicyRepository {
   }
 
   async putPrice(input: PriceInput, now: Date, outer?: Tx): Promise<void> {
-    const { actor, reason, ...fields } = input;
+    const { actor, reason, routeId, effectiveFrom } = input;
     await this.inTx(outer, async (tx) => {
       const existing = await prismaTx(tx).priceRevision.findUnique({ where: { id: input.id } });
       if (existing) return;
-      await prismaTx(tx).priceRevision.create({ data: { ...fields, createdAt: now, createdBy: actor, reason } });
+      await prismaTx(tx).priceRevision.create({
+        data: { ...priceToRow(input), routeId, effectiveFrom, createdAt: now, createdBy: actor, reason },
+      });
       await this.changed(tx, 'price_revision', input.id, reason, actor, now);
     });
   }
@@ -461,15 +457,13 @@ async function lockRoute(tx: Tx, routeId: string): Promise<{ currentVersion: num
   return rows.length > 0 ? { currentVersion: rows[0].current_version } : null;
 }
 
-function toPriceView(p: PriceRevisionView): PriceRevisionView {
+type PriceViewRow = PriceRow & { routeId: string; effectiveFrom: Date; createdAt: Date; createdBy: string; reason: string };
+
+function toPriceView(p: PriceViewRow): PriceRevisionView {
   return {
-    id: p.id,
+    ...priceFromRow(p),
     routeId: p.routeId,
     effectiveFrom: p.effectiveFrom,
-    inputPerMTokMicrousd: p.inputPerMTokMicrousd,
-    cachedInputPerMTokMicrousd: p.cachedInputPerMTokMicrousd,
-    outputPerMTokMicrousd: p.outputPerMTokMicrousd,
-    reasoningPerMTokMicrousd: p.reasoningPerMTokMicrousd,
     createdAt: p.createdAt,
     createdBy: p.createdBy,
     reason: p.reason,
@@ -495,7 +489,7 @@ function toRouteView(r: {
   currentVersion: number;
   createdAt: Date;
   versions: RouteContractVersionView[];
-  priceRevisions: PriceRevisionView[];
+  priceRevisions: PriceViewRow[];
 }): RouteView {
   return {
     id: r.id,

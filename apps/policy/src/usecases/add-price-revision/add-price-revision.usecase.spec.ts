@@ -6,6 +6,8 @@ import { parseBody } from '../input';
 import { addPriceRevisionBody } from './add-price-revision.command';
 import { PendingChange } from '../change-requests';
 import { fourEyes } from '../../testing/four-eyes';
+import { priceRevisionFromWire } from '@gateway/contracts';
+import { priceJson } from '../views';
 
 const finance = { subject: 'fin', roles: ['finance'] };
 const prices = {
@@ -146,5 +148,142 @@ describe('AddPriceRevision', () => {
     const add = fourEyes(store, new FakeClock(T0)).addPrice;
     const first = (await add.execute(finance, 'rt-openai', prices)) as PendingChange;
     expect(first.body.raises).toEqual(['first price of the route']);
+  });
+
+  describe('structured revisions', () => {
+    const rates = (input: string, output: string) => ({
+      input_per_mtok_microusd: input,
+      cached_input_per_mtok_microusd: '125000',
+      output_per_mtok_microusd: output,
+      reasoning_per_mtok_microusd: output,
+    });
+    const body = {
+      ...rates('1250000', '10000000'),
+      context_tier_rule: 'whole_request',
+      context_tiers: [{ above_input_tokens: 200_000, rates: rates('2500000', '15000000') }],
+      service_tiers: { priority: { rates: rates('2500000', '20000000') }, flex: { rates: rates('625000', '5000000') } },
+      per_call_fees: [{ feature: 'web_search', fee_microusd: '10000', reserved_calls_per_request: 5 }],
+    };
+    const refusal = (raw: object) => {
+      try {
+        parseBody(addPriceRevisionBody, raw);
+      } catch (err) {
+        return { code: (err as { code: string }).code, param: (err as { param?: string }).param, message: (err as Error).message };
+      }
+      throw new Error('accepted');
+    };
+
+    it('stores a structure (after approval: it prices new tiers and a fee) and shows it exactly as sent', async () => {
+      const { add, eyes, store } = await setup();
+      const pending = (await add.execute(finance, 'rt-openai', {
+        ...parseBody(addPriceRevisionBody, body),
+        id: 'p-tiers',
+      })) as PendingChange;
+      expect(pending.body.raises).toEqual(
+        expect.arrayContaining(['service tier flex added (admits service_tier flex)', 'per-call fee web_search added (admits web_search)']),
+      );
+      await eyes.decide.execute(bob, pending.body.id, { decision: 'approve' });
+      const stored = await store.priceById('p-tiers');
+      expect(stored).toMatchObject({ contextTiers: [{ aboveInputTokens: 200_000 }], perCallFees: [{ feeMicrousd: 10_000n }] });
+      const { id: _id, route_id: _r, effective_from: _e, created_at: _c, created_by: _b, reason: _why, ...shown } = priceJson(stored!);
+      expect(shown).toEqual(body);
+    });
+
+    it.each<[string, object, string, RegExp]>([
+      [
+        'overlapping context tiers',
+        { context_tiers: [body.context_tiers[0], body.context_tiers[0]] },
+        'context_tiers.1.above_input_tokens',
+        /overlaps the tier before it/,
+      ],
+      [
+        'unordered context tiers',
+        { context_tiers: [{ above_input_tokens: 300_000, rates: rates('3', '3') }, body.context_tiers[0]] },
+        'context_tiers.1.above_input_tokens',
+        /ascending order/,
+      ],
+      [
+        "a service tier's context tier with a negative rate",
+        { service_tiers: { flex: { rates: rates('1', '1'), context_tiers: [{ above_input_tokens: 1, rates: rates('-1', '1') }] } } },
+        'service_tiers.flex.context_tiers.0.rates.input_per_mtok_microusd',
+        /non-negative integer/,
+      ],
+      [
+        'a tier that prices a category its base does not',
+        { context_tiers: [{ above_input_tokens: 1, rates: { ...rates('1', '1'), image_output_per_mtok_microusd: '5' } }] },
+        'context_tiers.0.rates.image_output_per_mtok_microusd',
+        /exactly the categories its base prices/,
+      ],
+      ['a service tier named default', { service_tiers: { default: { rates: rates('1', '1') } } }, 'service_tiers.default', /named like/],
+      [
+        'a rate-priced feature as a fee',
+        { per_call_fees: [{ feature: 'service_tier', fee_microusd: 1, reserved_calls_per_request: 1 }] },
+        'per_call_fees.0.feature',
+        /must be one of/,
+      ],
+      [
+        'a fee reserving no calls',
+        { per_call_fees: [{ ...body.per_call_fees[0], reserved_calls_per_request: 0 }] },
+        'per_call_fees.0.reserved_calls_per_request',
+        /from 1 to 1000/,
+      ],
+      [
+        'an unknown key inside a tier',
+        { context_tiers: [{ ...body.context_tiers[0], currency: 'EUR' }] },
+        'context_tiers.0.currency',
+        /unknown field/,
+      ],
+      ['an unknown rule', { context_tier_rule: 'output_only' }, 'context_tier_rule', /whole_request/],
+      [
+        'a money amount as a float',
+        { per_call_fees: [{ ...body.per_call_fees[0], fee_microusd: 0.5 }] },
+        'per_call_fees.0.fee_microusd',
+        /never a float/,
+      ],
+      [
+        'too many context tiers',
+        { context_tiers: Array.from({ length: 17 }, (_, i) => ({ above_input_tokens: i + 1, rates: rates('1', '1') })) },
+        'context_tiers',
+        /at most 16/,
+      ],
+      [
+        'a fee whose reserved calls overflow the reservation',
+        { per_call_fees: [{ feature: 'web_search', fee_microusd: '9000000000000000000', reserved_calls_per_request: 1000 }] },
+        'per_call_fees.0.fee_microusd',
+        /above the 9223372036854775807 the gateway can store/,
+      ],
+    ])('refuses %s with a 400 naming the field', (_name, change, param, message) => {
+      expect(refusal({ ...body, ...change })).toEqual({ code: 'invalid_request', param, message: expect.stringMatching(message) });
+    });
+
+    it('a lowered tier rate waits for a second operator; an identical retry is the same revision, a different body is refused', async () => {
+      const { add, store } = await setup();
+      await store.putPrice(
+        {
+          ...priceRevisionFromWire('p-s0', parseBody(addPriceRevisionBody, body)),
+          routeId: 'rt-openai',
+          effectiveFrom: T0,
+          actor: 'seed',
+          reason: 'seed',
+        },
+        T0,
+      );
+      const cheaperFlex = { ...body, service_tiers: { ...body.service_tiers, flex: { rates: rates('600000', '5000000') } } };
+      const pending = (await add.execute(finance, 'rt-openai', {
+        ...parseBody(addPriceRevisionBody, cheaperFlex),
+        id: 'p-s1',
+        effective_from: new Date(T0.getTime() + DAY_MS),
+      })) as PendingChange;
+      expect(pending.body.raises).toEqual(['service tier flex: inputPerMTokMicrousd lowered']);
+      const dearer = { ...body, per_call_fees: [{ ...body.per_call_fees[0], fee_microusd: '12000' }] };
+      const cmd = { ...parseBody(addPriceRevisionBody, dearer), id: 'p-s2', effective_from: new Date(T0.getTime() + 2 * DAY_MS) };
+      const first = await add.execute(finance, 'rt-openai', cmd);
+      expect(await add.execute(finance, 'rt-openai', cmd)).toEqual(first);
+      await expect(
+        add.execute(finance, 'rt-openai', { ...cmd, per_call_fees: [{ ...cmd.per_call_fees![0], reserved_calls_per_request: 6 }] }),
+      ).rejects.toMatchObject({
+        code: 'price_revision_exists',
+      });
+    });
   });
 });

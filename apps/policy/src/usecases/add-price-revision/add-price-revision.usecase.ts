@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ChangeRequestRepository, PolicyRepository, PriceRevisionView, RouteView, Tx } from '@gateway/db';
+import { priceRevisionFromWire, priceRevisionToWire } from '@gateway/contracts';
 import { DomainError, priceSpendRaises } from '@gateway/domain';
 import type { Operator } from '@gateway/service-kit';
 import { Clock, CLOCK, IdGenerator, InjectIds } from '@gateway/service-kit';
@@ -69,15 +70,7 @@ export class AddPriceRevision {
     }
     const route: RouteView | null = await this.routes.routeById(routeId);
     if (!route) throw new PolicyError('not_found', `route ${routeId} not found`);
-    const revision: Omit<PriceRevisionView, 'createdAt' | 'createdBy' | 'reason'> = {
-      id: cmd.id ?? this.ids.next(),
-      routeId,
-      effectiveFrom,
-      inputPerMTokMicrousd: cmd.input_per_mtok_microusd,
-      cachedInputPerMTokMicrousd: cmd.cached_input_per_mtok_microusd,
-      outputPerMTokMicrousd: cmd.output_per_mtok_microusd,
-      reasoningPerMTokMicrousd: cmd.reasoning_per_mtok_microusd,
-    };
+    const revision: NewRevision = { ...priceRevisionFromWire(cmd.id ?? this.ids.next(), cmd), routeId, effectiveFrom };
     const existing = await this.routes.priceById(revision.id);
     if (existing) {
       // A retry that left effective_from to the server cannot repeat "now"; the other values decide.
@@ -100,16 +93,21 @@ export class AddPriceRevision {
   }
 }
 
-function samePrice(
-  a: Omit<PriceRevisionView, 'createdAt' | 'createdBy' | 'reason'>,
-  b: Omit<PriceRevisionView, 'createdAt' | 'createdBy' | 'reason'>,
-): boolean {
+type NewRevision = Omit<PriceRevisionView, 'createdAt' | 'createdBy' | 'reason'>;
+
+/** Same route, instant and prices (the structure compared in its wire form, keys in one order). */
+function samePrice(a: NewRevision, b: NewRevision): boolean {
   return (
     a.routeId === b.routeId &&
     a.effectiveFrom.getTime() === b.effectiveFrom.getTime() &&
-    a.inputPerMTokMicrousd === b.inputPerMTokMicrousd &&
-    a.cachedInputPerMTokMicrousd === b.cachedInputPerMTokMicrousd &&
-    a.outputPerMTokMicrousd === b.outputPerMTokMicrousd &&
-    a.reasoningPerMTokMicrousd === b.reasoningPerMTokMicrousd
+    canonicalJson(priceRevisionToWire(a)) === canonicalJson(priceRevisionToWire(b))
+  );
+}
+
+function canonicalJson(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) =>
+    x !== null && typeof x === 'object' && !Array.isArray(x)
+      ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : x,
   );
 }
