@@ -49,7 +49,7 @@ describe('settlement on Postgres', () => {
     ledger,
     new CaseRepository(db, outbox),
     new AttemptRepository(),
-    catalogServing(new CatalogRepository(db), structuredPrice(tieredPriceId)),
+    catalogServing(new CatalogRepository(db), { [tieredRouteId]: structuredPrice(tieredPriceId) }),
     randomIds,
     quiet,
   );

@@ -31,15 +31,19 @@ export function structuredPrice(id: string): PriceRevision {
 export const STRUCTURED_CONTEXT_THRESHOLD = 1000;
 
 /**
- * The catalog, except that the given revisions are served as written. Until price revisions store
- * their structure in Postgres (h/store), this is how an int spec prices at a structured revision
- * while everything else goes through the real repositories.
+ * The catalog, except that each route in `served` is priced by the revision given (by route for
+ * `priceAt`, by revision id for `priceById`); every other read goes to `catalog`. Until price
+ * revisions store their structure in Postgres (h/store), this is how an int spec prices at a
+ * structured revision while everything else goes through the real repositories.
  */
-export function catalogServing(
-  catalog: Pick<CatalogRepository, 'priceById'>,
-  ...revisions: PriceRevision[]
-): Pick<CatalogRepository, 'priceById'> {
-  return {
-    priceById: async (id: string) => revisions.find((r) => r.id === id) ?? catalog.priceById(id),
+export function catalogServing<C extends Pick<CatalogRepository, 'priceById' | 'priceAt'>>(
+  catalog: C,
+  served: Readonly<Record<string, PriceRevision>>,
+): C {
+  const byId = new Map(Object.values(served).map((p) => [p.id, p]));
+  const overrides: Pick<CatalogRepository, 'priceById' | 'priceAt'> = {
+    priceById: async (id) => byId.get(id) ?? catalog.priceById(id),
+    priceAt: async (routeId, at) => (Object.hasOwn(served, routeId) ? served[routeId] : catalog.priceAt(routeId, at)),
   };
+  return Object.assign(Object.create(catalog) as C, overrides);
 }
