@@ -241,13 +241,18 @@ describe('spend integrity: nothing leaves the gateway that was not reserved', ()
       await expectNothingSent(before);
     });
 
-    it('a feature the contract prices passes, and is what arrives upstream', async () => {
+    // Issue 14: declared by the contract is not enough, the price revision in force must price it.
+    // Seeded revisions are flat until structured prices can be stored (h/store); after the merge,
+    // seed a priority tier / a search fee and these two become "passes, and is what arrives upstream".
+    it('a feature the contract declares but the price revision does not price → 400 unpriced_feature, nothing upstream', async () => {
       const before = await simLastSeq();
-      const { response } = await openai(key)
+      const err = await openai(key)
         .chat.completions.create({ model: r('oa-priced'), messages: [{ role: 'user', content: prompt() }], service_tier: 'priority' })
-        .withResponse();
-      const sent = await expectReserved(before, response.headers.get('x-gateway-action-id')!, 'n', 'max_completion_tokens');
-      expect(sent.pricedFields).toEqual(['service_tier']);
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(APIError);
+      expect((err as APIError).code).toBe('unpriced_feature');
+      expect((err as APIError).message).toContain('price revision');
+      await expectNothingSent(before);
     });
 
     it.each<[string, Record<string, unknown>]>([
@@ -279,16 +284,15 @@ describe('spend integrity: nothing leaves the gateway that was not reserved', ()
       await expectNothingSent(before);
     });
 
-    it('gemini search grounding on a route that prices it passes', async () => {
+    it('gemini search grounding declared by the contract but without a fee in the price revision → 400 unpriced_feature', async () => {
       const before = await simLastSeq();
-      const resp = await gemini(key).models.generateContent({
-        model: r('gm-priced'),
-        contents: prompt(),
-        config: { tools: [{ googleSearch: {} }] },
-      });
-      const id = resp.sdkHttpResponse?.headers?.['x-gateway-action-id'] as string;
-      const sent = await expectReserved(before, id, 'generationConfig.candidateCount', 'generationConfig.maxOutputTokens');
-      expect(sent.pricedFields).toEqual(['tools[0].googleSearch']);
+      const err = (await gemini(key)
+        .models.generateContent({ model: r('gm-priced'), contents: prompt(), config: { tools: [{ googleSearch: {} }] } })
+        .catch((e: unknown) => e)) as ApiError;
+      expect(err).toBeInstanceOf(ApiError);
+      expect(err.status).toBe(400);
+      expect(JSON.parse(err.message).error.status).toBe('unpriced_feature');
+      await expectNothingSent(before);
     });
   });
 
