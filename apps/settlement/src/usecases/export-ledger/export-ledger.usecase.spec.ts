@@ -153,6 +153,22 @@ describe('ExportLedger', () => {
     expect(line).toMatch(/,4,2,0,0,5,6,0,0,2000,8,priority,"\[\{""feature"":""web_search"",""calls"":2,""microusd"":""2000""\}\]"$/);
   });
 
+  it('a usage row settled before the billable detail (its columns null) reads as it always did', async () => {
+    const legacy: LedgerRow = {
+      ...row(3),
+      ...{ cacheWriteInputTokens: null, audioInputTokens: null, audioOutputTokens: null, imageOutputTokens: null },
+      ...{ cacheWriteMicrousd: null, audioInputMicrousd: null, audioOutputMicrousd: null, imageOutputMicrousd: null },
+      ...{ feesMicrousd: null, feeLines: null, contextTierAboveInputTokens: null, serviceTier: null },
+    };
+    const entry = JSON.parse(await body((await new ExportLedger(new FakeLedger([legacy])).execute(cmd)).chunks));
+    expect(entry.cost_microusd_by_category).toEqual({ input: '25', cached_input: '0', output: '9007199254740993', reasoning: '0' });
+    expect(entry).toMatchObject({ service_tier: null, fee_lines: null, context_tier_above_input_tokens: null });
+    const line = (await body((await new ExportLedger(new FakeLedger([legacy])).execute({ ...cmd, format: 'csv' })).chunks)).split(
+      '\r\n',
+    )[1];
+    expect(line).toMatch(/,,,,,0,0,0,0,0,,,$/);
+  });
+
   it('an empty range is a header only (CSV) or an empty body (NDJSON)', async () => {
     expect(await body((await new ExportLedger(new FakeLedger([])).execute({ ...cmd, format: 'csv' })).chunks)).toMatch(
       /^ledger_entry_id,[^\n]*\r\n$/,
