@@ -1,6 +1,7 @@
 import { ApiError, Modality } from '@google/genai';
 import { APIError } from 'openai';
 import { actionStatus } from './actions';
+import { DEFAULT_PRICES } from '@gateway/testing';
 import { eventually, openai, simLastSeq, stack, uid, withSeeder, gemini } from './support';
 
 /**
@@ -44,14 +45,17 @@ describe('spend integrity: nothing leaves the gateway that was not reserved', ()
     await withSeeder(async (seed) => {
       const sim = stack.providerSim;
       await seed.route({ routeId: r('oa'), alias: r('oa'), providerKind: 'openai-chat', upstreamBaseUrl: sim, upstreamModel: 'sim-gpt' });
-      await seed.route({
+      const oaPriced = {
         routeId: r('oa-priced'),
         alias: r('oa-priced'),
         providerKind: 'openai-chat',
         upstreamBaseUrl: sim,
         upstreamModel: 'sim-gpt',
         pricedFeatures: ['service_tier'],
-      });
+      };
+      // contract and price revision both price the priority tier; the "declared" twin has a flat price
+      await seed.route(oaPriced, { price: { ...DEFAULT_PRICES, serviceTiers: { priority: { rates: DEFAULT_PRICES } } } });
+      await seed.route({ ...oaPriced, routeId: r('oa-declared'), alias: r('oa-declared') });
       await seed.route({
         routeId: r('agg'),
         alias: r('agg'),
@@ -68,15 +72,19 @@ describe('spend integrity: nothing leaves the gateway that was not reserved', ()
         upstreamBaseUrl: sim,
         upstreamModel: 'gemini-sim',
       });
-      await seed.route({
+      const gmPriced = {
         routeId: r('gm-priced'),
         alias: r('gm-priced'),
         providerKind: 'gemini-generate',
         upstreamBaseUrl: sim,
         upstreamModel: 'gemini-sim',
         pricedFeatures: ['search_grounding'],
+      };
+      await seed.route(gmPriced, {
+        price: { ...DEFAULT_PRICES, perCallFees: [{ feature: 'search_grounding', feeMicrousd: 35_000n, reservedCallsPerRequest: 1 }] },
       });
-      const aliases = ['oa', 'oa-priced', 'agg', 'gm', 'gm-priced'].map(r);
+      await seed.route({ ...gmPriced, routeId: r('gm-declared'), alias: r('gm-declared') });
+      const aliases = ['oa', 'oa-priced', 'oa-declared', 'agg', 'gm', 'gm-priced', 'gm-declared'].map(r);
       key = (await seed.workload({ id: r('si'), allowedAliases: aliases, perCandidateOutputCeiling: CEILING })).key;
       storingKey = (
         await seed.workload({ id: r('si-store'), allowedAliases: aliases, perCandidateOutputCeiling: CEILING, allowProviderStorage: true })
@@ -250,7 +258,7 @@ describe('spend integrity: nothing leaves the gateway that was not reserved', ()
       await expectNothingSent(before);
     });
 
-    it('a feature the contract prices passes, and is what arrives upstream', async () => {
+    it('a feature the contract declares and the price revision prices passes, and is what arrives upstream', async () => {
       const before = await simLastSeq();
       const { response } = await openai(key)
         .chat.completions.create({ model: r('oa-priced'), messages: [{ role: 'user', content: prompt() }], service_tier: 'priority' })
@@ -260,6 +268,18 @@ describe('spend integrity: nothing leaves the gateway that was not reserved', ()
       expect(sent.pricedFields).toEqual(['service_tier']);
       // the tier the provider reported is kept as the attempt's evidence (issue 14)
       expect(await billedDetail(actionId)).toMatchObject({ serviceTier: 'priority', featureCalls: {} });
+    });
+
+    // Issue 14: declared by the contract is not enough, the price revision in force must price it.
+    it('a feature the contract declares but the price revision does not price → 400 unpriced_feature, nothing upstream', async () => {
+      const before = await simLastSeq();
+      const err = await openai(key)
+        .chat.completions.create({ model: r('oa-declared'), messages: [{ role: 'user', content: prompt() }], service_tier: 'priority' })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(APIError);
+      expect((err as APIError).code).toBe('unpriced_feature');
+      expect((err as APIError).message).toContain('price revision');
+      await expectNothingSent(before);
     });
 
     it.each<[string, Record<string, unknown>]>([
@@ -291,7 +311,7 @@ describe('spend integrity: nothing leaves the gateway that was not reserved', ()
       await expectNothingSent(before);
     });
 
-    it('gemini search grounding on a route that prices it passes', async () => {
+    it('gemini search grounding on a route whose price revision has a grounding fee passes', async () => {
       const before = await simLastSeq();
       const resp = await gemini(key).models.generateContent({
         model: r('gm-priced'),
@@ -303,6 +323,17 @@ describe('spend integrity: nothing leaves the gateway that was not reserved', ()
       expect(sent.pricedFields).toEqual(['tools[0].googleSearch']);
       // the grounded answer is evidence of one grounding call (issue 14)
       expect(await billedDetail(id)).toMatchObject({ serviceTier: 'default', featureCalls: { search_grounding: 1 } });
+    });
+
+    it('gemini search grounding declared by the contract but without a fee in the price revision → 400 unpriced_feature', async () => {
+      const before = await simLastSeq();
+      const err = (await gemini(key)
+        .models.generateContent({ model: r('gm-declared'), contents: prompt(), config: { tools: [{ googleSearch: {} }] } })
+        .catch((e: unknown) => e)) as ApiError;
+      expect(err).toBeInstanceOf(ApiError);
+      expect(err.status).toBe(400);
+      expect(JSON.parse(err.message).error.status).toBe('unpriced_feature');
+      await expectNothingSent(before);
     });
   });
 

@@ -1,10 +1,14 @@
 /**
  * Settlement through the real repositories on Postgres: a redelivered `attempt.completed` settles
  * once (one ledger row, one `usage.settled` in the outbox, the hold moved once), an attempt with
- * no reservation opens a case, and the ledger query pages by keyset within a time range.
+ * no reservation opens a case, and the ledger query pages by keyset within a time range; and
+ * settlement at the tier the usage reached (issue 14): a priority-tier attempt with cache writes,
+ * audio and per-call fees, a long-context attempt, and a tier the revision does not price. The
+ * structured revision is served by `catalogServing` (its storage lands with h/store); the ledger
+ * row, the outbox event and the case are real.
  */
 import { randomUUID } from 'node:crypto';
-import { AttemptCompletedV1, Topics } from '@gateway/contracts';
+import { AttemptCompletedV1, Topics, UsageSettledV1 } from '@gateway/contracts';
 import {
   AttemptRepository,
   CaseRepository,
@@ -17,7 +21,15 @@ import {
   ReservationHoldRepository,
 } from '@gateway/db';
 import { randomIds } from '@gateway/service-kit';
-import { answeredAttemptEvent, ledgerRow, seedHeldAttempt, Seeder } from '@gateway/testing';
+import {
+  answeredAttemptEvent,
+  catalogServing,
+  ledgerRow,
+  seedHeldAttempt,
+  Seeder,
+  STRUCTURED_CONTEXT_THRESHOLD,
+  structuredPrice,
+} from '@gateway/testing';
 import { QueryLedger } from '../src/usecases/query-ledger/query-ledger.usecase';
 import { SettleAttempt } from '../src/usecases/settle-attempt/settle-attempt.usecase';
 
@@ -29,13 +41,15 @@ describe('settlement on Postgres', () => {
   const db = new Database(url, { poolMax: 10 });
   const outbox = new OutboxRepository(db);
   const ledger = new LedgerRepository(outbox);
+  const tieredRouteId = `route-tiers-${randomUUID().slice(0, 8)}`;
+  const tieredPriceId = `price-${tieredRouteId}-v1`;
   const settle = new SettleAttempt(
     new ProcessedEventRepository(db),
     new ReservationHoldRepository(),
     ledger,
     new CaseRepository(db, outbox),
     new AttemptRepository(),
-    new CatalogRepository(db),
+    catalogServing(new CatalogRepository(db), { [tieredRouteId]: structuredPrice(tieredPriceId) }),
     randomIds,
     quiet,
   );
@@ -46,6 +60,13 @@ describe('settlement on Postgres', () => {
     await new Seeder(db).route({
       routeId,
       alias: `alias-${routeId}`,
+      providerKind: 'openai-chat',
+      upstreamBaseUrl: 'http://x',
+      upstreamModel: 'm',
+    });
+    await new Seeder(db).route({
+      routeId: tieredRouteId,
+      alias: `alias-${tieredRouteId}`,
       providerKind: 'openai-chat',
       upstreamBaseUrl: 'http://x',
       upstreamModel: 'm',
@@ -160,6 +181,124 @@ describe('settlement on Postgres', () => {
       query.execute({ workloadId, actionId: null, from: null, to: null, cursor: 'not-a-cursor', limit: 2 }),
     ).rejects.toMatchObject({
       code: 'invalid_request',
+    });
+  });
+
+  describe('at the tier the usage reached (issue 14)', () => {
+    async function settledAtTiers(over: Partial<AttemptCompletedV1>) {
+      const a = await seedHeldAttempt(db, {
+        routeId: tieredRouteId,
+        priceRevisionId: tieredPriceId,
+        reservedMicrousd: 100_000n,
+        periodStart: PERIOD,
+      });
+      const outcome = await settle.execute(answeredAttemptEvent({ ...a, routeId: tieredRouteId }, over), new Date());
+      const row = await db.prisma.ledgerEntry.findUniqueOrThrow({ where: { attemptId: a.attemptId } });
+      const events = await db.prisma.$queryRaw<Array<{ payload: UsageSettledV1 }>>`
+        SELECT payload FROM outbox_message WHERE topic = ${Topics.usageSettled.name} AND payload->>'attempt_id' = ${a.attemptId}`;
+      expect(events).toHaveLength(1);
+      const cases = await db.prisma.reconciliationCase.findMany({ where: { attemptId: a.attemptId } });
+      const [read] = await new LedgerQueryRepository(db).page({
+        workloadId: null,
+        actionId: a.actionId,
+        from: null,
+        to: null,
+        after: null,
+        limit: 1,
+      });
+      return { a, outcome, row, event: Topics.usageSettled.schema.parse(events[0].payload), cases, read };
+    }
+
+    it('priority with cache writes, audio and web search: every line on the row and the event, the total is the hand-computed bill', async () => {
+      const { outcome, row, event, cases, read } = await settledAtTiers({
+        input_tokens: 800,
+        cached_input_tokens: 200,
+        cache_write_input_tokens: 100,
+        audio_input_tokens: 50,
+        output_tokens_total: 300,
+        reasoning_tokens: 100,
+        audio_output_tokens: 20,
+        total_tokens: 1100,
+        service_tier: 'priority',
+        feature_calls: { web_search: 2 },
+      });
+      // priority = double the base, per token: 450 plain input × 5 = 2250, 200 cached × 2.5 = 500,
+      // 100 cache write × 6.25 = 625, 50 audio in × 80 = 4000, 180 text out × 20 = 3600,
+      // 100 reasoning × 20 = 2000, 20 audio out × 160 = 3200; 2 searches × 10 000 = 20 000
+      const bill = 2250n + 500n + 625n + 4000n + 3600n + 2000n + 3200n + 20_000n;
+      expect(outcome).toBe('settled');
+      expect(cases).toEqual([]);
+      expect(row).toMatchObject({
+        costMicrousd: bill,
+        inputMicrousd: 2250n,
+        cachedInputMicrousd: 500n,
+        cacheWriteMicrousd: 625n,
+        audioInputMicrousd: 4000n,
+        outputMicrousd: 3600n,
+        reasoningMicrousd: 2000n,
+        audioOutputMicrousd: 3200n,
+        imageOutputMicrousd: 0n,
+        feesMicrousd: 20_000n,
+        feeLines: [{ feature: 'web_search', calls: 2, microusd: '20000' }],
+        cacheWriteInputTokens: 100,
+        audioInputTokens: 50,
+        audioOutputTokens: 20,
+        imageOutputTokens: 0,
+        serviceTier: 'priority',
+        contextTierAboveInputTokens: null,
+      });
+      expect(event).toMatchObject({
+        cost_microusd: bill.toString(),
+        cost_microusd_by_category: {
+          input: '2250',
+          cached_input: '500',
+          output: '3600',
+          reasoning: '2000',
+          cache_write: '625',
+          audio_input: '4000',
+          audio_output: '3200',
+          fees: '20000',
+        },
+        service_tier: 'priority',
+        fee_lines: [{ feature: 'web_search', calls: 2, microusd: '20000' }],
+      });
+      expect(event).not.toHaveProperty('context_tier_above_input_tokens');
+      expect(read).toMatchObject({
+        feeLines: [{ feature: 'web_search', calls: 2, microusd: 20_000n }],
+        serviceTier: 'priority',
+        costMicrousd: bill,
+      });
+    });
+
+    it('a prompt above the threshold is billed at the context tier, and the event names it', async () => {
+      const { row, event } = await settledAtTiers({ input_tokens: 1500, output_tokens_total: 50, total_tokens: 1550 });
+      // whole request at double: 1500 × 5 + 50 × 20
+      expect(row).toMatchObject({ costMicrousd: 8500n, contextTierAboveInputTokens: STRUCTURED_CONTEXT_THRESHOLD, serviceTier: 'default' });
+      expect(event).toMatchObject({ cost_microusd: '8500', context_tier_above_input_tokens: STRUCTURED_CONTEXT_THRESHOLD });
+      expect(event).not.toHaveProperty('service_tier');
+      expect(event).not.toHaveProperty('fee_lines');
+    });
+
+    it('a tier the revision does not price settles at the dearest priced tier and opens a usage_unpriced case', async () => {
+      const { a, outcome, row, cases } = await settledAtTiers({ service_tier: 'flex' });
+      // 100 in, 50 out at priority: 100 × 5 + 50 × 20
+      expect(outcome).toBe('settled');
+      expect(row).toMatchObject({ costMicrousd: 1500n, serviceTier: 'priority' });
+      expect(cases).toEqual([
+        expect.objectContaining({
+          reason: 'usage_unpriced',
+          status: 'open',
+          exposureMicrousd: 0n,
+          details: expect.objectContaining({ unpriced: ['service_tier:flex'] }),
+        }),
+      ]);
+      const required = await db.prisma.$queryRaw<Array<{ payload: { reason: string } }>>`
+        SELECT payload FROM outbox_message WHERE topic = ${Topics.reconciliationRequired.name} AND payload->>'attempt_id' = ${a.attemptId}`;
+      expect(required.map((r) => r.payload.reason)).toEqual(['usage_unpriced']);
+      expect(await db.prisma.reservation.findUniqueOrThrow({ where: { actionId: a.actionId } })).toMatchObject({
+        status: 'settled',
+        settledMicrousd: 1500n,
+      });
     });
   });
 });

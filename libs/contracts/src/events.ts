@@ -43,6 +43,11 @@ export const caseReason = z.enum([
    * (libs/domain usage-plausibility); settled from the provider's usage, to be checked
    */
   'usage_implausible',
+  /**
+   * the usage reported something the price revision does not price (a per-call feature's calls, a
+   * service tier); settled at the priced amount (an unknown tier at the dearest priced one), to be checked
+   */
+  'usage_unpriced',
 ]);
 export type CaseReason = z.infer<typeof caseReason>;
 
@@ -107,7 +112,7 @@ export const usageSettledV1 = sanitisedFields.extend({
     .nullable(),
   /** the context tier's threshold (input tokens) the usage crossed; null or absent: base rates */
   context_tier_above_input_tokens: z.number().int().positive().nullable().optional(),
-  /** the service tier whose rates priced the usage; absent for events before tiers */
+  /** the service tier whose rates priced the usage; absent: the default tier (or an event before tiers) */
   service_tier: z.string().max(32).optional(),
   /** one line per per-call-billed feature the provider reported */
   fee_lines: z.array(z.object({ feature: z.enum(PRICED_FEATURES), calls: count, microusd })).optional(),

@@ -7,7 +7,7 @@ import { fixedWindow } from './quota-scopes';
 import { approvedMaxCandidates, normaliseCandidateCount } from './candidates';
 import { DenialCode } from './errors';
 import type { ExceptionStatus } from './state-machines';
-import { PriceRevision } from './pricing';
+import { PriceRevision, PricedShape } from './pricing';
 import { computeReservation, OutputCapSemantics, outputCeiling, reservationOutOfRange } from './reservation';
 
 export type ContractStatus = 'verified' | 'unverified' | 'stale';
@@ -61,6 +61,8 @@ export interface AdmissionInput {
   deterministicSampling?: string | null;
   inputTokensEstimate: number;
   price: PriceRevision;
+  /** what the request asks for that the price list charges more for (`pricedShapeOf`); absent: plain text */
+  pricedShape?: PricedShape;
 }
 
 export type AdmissionDecision =
@@ -181,6 +183,7 @@ function decide(input: AdmissionInput): AdmissionDecision {
     perCandidateOutputCeiling: ceiling,
     semantics,
     price: input.price,
+    shape: input.pricedShape,
   });
   // A policy stored before the policy service checked its products: refuse, never fail the INSERT.
   const outOfRange = reservationOutOfRange({ inputTokensEstimate: input.inputTokensEstimate, ...reservation });

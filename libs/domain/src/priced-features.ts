@@ -7,6 +7,8 @@
  * This is the one per-provider list; admission asks `pricedFeaturesUsed` and nothing else
  * decides what a field costs.
  */
+import type { MediaKind } from './input-estimate';
+import type { PricedShape } from './pricing';
 import { asRecord } from './request-shape';
 
 /** A provider kind, or the Responses dialect (served on `openai-chat` routes, with its own tools). */
@@ -29,6 +31,10 @@ export const PRICED_FEATURES = [
   'remote_mcp',
 ] as const;
 export type PricedFeature = (typeof PRICED_FEATURES)[number];
+
+/** Features priced by rates, not by per-call fees. */
+export const RATE_PRICED_FEATURES = ['service_tier', 'audio_output', 'image_output'] as const satisfies readonly PricedFeature[];
+export const FEE_PRICED_FEATURES = PRICED_FEATURES.filter((f) => !(RATE_PRICED_FEATURES as readonly string[]).includes(f));
 
 export interface FeatureUse {
   feature: PricedFeature;
@@ -85,6 +91,36 @@ export function pricedFeaturesUsed(body: Record<string, unknown>, provider: Prov
     case 'openai-responses':
       return [...openAiFeatures(body), ...responsesToolFeatures(body)];
   }
+}
+
+/**
+ * What the request asks for that changes its worst-case price (`estimateCostMicrousd`), from the
+ * same reading of the body as `pricedFeaturesUsed`: the service tier it names (OpenAI family; absent,
+ * null or `default` is the base rates; a value that is not a string never names a priced tier),
+ * audio and image output, the per-call-billed features it enables, and whether the prompt carries
+ * audio — counted by the input estimate (`estimateRequestInputTokens(...).media`), the one reader
+ * of prompt content: OpenAI `input_audio` parts, Gemini inline data with an `audio/*` MIME type.
+ */
+export function pricedShapeOf(
+  body: Record<string, unknown>,
+  provider: ProviderFamily,
+  inputMedia: Readonly<Record<MediaKind, number>>,
+): PricedShape {
+  const used = pricedFeaturesUsed(body, provider);
+  const uses = (f: PricedFeature) => used.some((u) => u.feature === f);
+  const features = [...new Set(used.map((u) => u.feature))].filter((f) => (FEE_PRICED_FEATURES as readonly string[]).includes(f));
+  return {
+    serviceTier: uses('service_tier') ? requestedServiceTier(body.service_tier) : null,
+    audioInput: inputMedia.audio > 0,
+    audioOutput: uses('audio_output'),
+    imageOutput: uses('image_output'),
+    features,
+  };
+}
+
+/** A tier name as sent; anything else becomes its JSON text, which no revision's tier names match. */
+function requestedServiceTier(v: unknown): string {
+  return typeof v === 'string' ? v : String(JSON.stringify(v));
 }
 
 /** The first used feature the contract does not declare as priced, or null. */

@@ -9,7 +9,7 @@
  * (`priceUsage`); admission reserves at the worst tier the request can reach (`estimateCostMicrousd`).
  * This module is the one home of both rules, so the reservation provably covers the settlement.
  */
-import { PRICED_FEATURES, PricedFeature } from './priced-features';
+import { FEE_PRICED_FEATURES, FeatureUse, PRICED_FEATURES, PricedFeature } from './priced-features';
 import { assertNonNegativeInteger, assertNonNegativeMicrousd } from './validation';
 
 export const TOKENS_PER_PRICE_UNIT = 1_000_000n;
@@ -61,10 +61,6 @@ export type ServiceTierPrices = { rates: RateSet; contextTiers?: readonly Contex
 
 /** A fee per call of a billed tool or feature; the reservation holds `reservedCallsPerRequest` calls. */
 export type PerCallFee = { feature: PricedFeature; feeMicrousd: bigint; reservedCallsPerRequest: number };
-
-/** Features priced by rates, not by per-call fees. */
-export const RATE_PRICED_FEATURES = ['service_tier', 'audio_output', 'image_output'] as const satisfies readonly PricedFeature[];
-export const FEE_PRICED_FEATURES = PRICED_FEATURES.filter((f) => !(RATE_PRICED_FEATURES as readonly string[]).includes(f));
 
 /** The most calls one reservation may hold per feature. */
 export const MAX_RESERVED_CALLS_PER_REQUEST = 1_000;
@@ -316,6 +312,20 @@ export function pricedFeaturesOf(price: PriceRevision): PricedFeature[] {
   if (price.imageOutputPerMTokMicrousd !== undefined) out.push('image_output');
   for (const fee of price.perCallFees ?? []) out.push(fee.feature);
   return out;
+}
+
+/**
+ * The first feature a request uses that the revision in force does not price, or null: a
+ * rate-priced feature needs its rates, a per-call feature its fee, and `service_tier` needs the
+ * very tier the request names (admission's rule, docs/decisions.md "Priced by the contract and
+ * by the price").
+ */
+export function featureUnpricedBy(used: readonly FeatureUse[], shape: PricedShape, price: PriceRevision): FeatureUse | null {
+  const priced = pricedFeaturesOf(price);
+  return (
+    used.find((u) => !priced.includes(u.feature) || (u.feature === 'service_tier' && !isServiceTierPriced(price, shape.serviceTier))) ??
+    null
+  );
 }
 
 /**

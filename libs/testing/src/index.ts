@@ -11,3 +11,4 @@ export * from './attempt-outcome';
 export * from './ledger-rows';
 export * from './policy-bodies';
 export * from './held-attempt';
+export * from './structured-price';

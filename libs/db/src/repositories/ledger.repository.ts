@@ -1,5 +1,6 @@
+import { settledCostFields } from '@gateway/contracts';
 import type { AttemptRole, UsageSettledV1, UsageSource } from '@gateway/contracts';
-import type { UsageCost } from '@gateway/domain';
+import { FeeLine, PRICED_FEATURES, PricedFeature, Usage, UsageCost } from '@gateway/domain';
 import { Database, prismaTx, Tx } from '../database';
 import { Prisma } from '../generated/prisma/client';
 import { OutboxRepository } from './outbox.repository';
@@ -44,18 +45,28 @@ export interface LedgerRow extends AttemptFacts {
   caseId: string | null;
   attestedBy: string | null;
   attestationReason: string | null;
-}
-
-export interface ReportedUsage {
-  inputTokens: number;
-  cachedInputTokens: number;
-  outputTokensTotal: number;
-  reasoningTokens: number;
+  /**
+   * Billable detail (issue 14), null on an operator release and on rows settled before it: the
+   * token counts of the categories a structured price bills apart (subsets of the totals above),
+   * their cost lines, the per-call fees, the context tier crossed and the service tier that priced it.
+   */
+  cacheWriteInputTokens: number | null;
+  audioInputTokens: number | null;
+  audioOutputTokens: number | null;
+  imageOutputTokens: number | null;
+  cacheWriteMicrousd: bigint | null;
+  audioInputMicrousd: bigint | null;
+  audioOutputMicrousd: bigint | null;
+  imageOutputMicrousd: bigint | null;
+  feesMicrousd: bigint | null;
+  feeLines: FeeLine[] | null;
+  contextTierAboveInputTokens: number | null;
+  serviceTier: string | null;
 }
 
 /** Where the settled amount comes from: provider-reported usage priced, or an operator's attestation. */
 export type SettlementEvidence =
-  | { kind: 'usage'; source: Exclude<UsageSource, 'operator_release'>; usage: ReportedUsage; cost: UsageCost }
+  | { kind: 'usage'; source: Exclude<UsageSource, 'operator_release'>; usage: Usage; cost: UsageCost }
   | { kind: 'attested'; amountMicrousd: bigint; caseId: string; attestedBy: string; reason: string };
 
 /** The one ledger-row builder, for settlement and reconciliation alike. */
@@ -74,9 +85,9 @@ export function buildLedgerRow(input: {
         ...base,
         inputTokens: evidence.usage.inputTokens,
         cachedInputTokens: evidence.usage.cachedInputTokens,
-        outputTokensTotal: evidence.usage.outputTokensTotal,
+        outputTokensTotal: evidence.usage.outputTokens,
         reasoningTokens: evidence.usage.reasoningTokens,
-        totalTokens: evidence.usage.inputTokens + evidence.usage.outputTokensTotal,
+        totalTokens: evidence.usage.inputTokens + evidence.usage.outputTokens,
         usageSource: evidence.source,
         inputMicrousd: evidence.cost.input,
         cachedInputMicrousd: evidence.cost.cachedInput,
@@ -86,6 +97,18 @@ export function buildLedgerRow(input: {
         caseId: null,
         attestedBy: null,
         attestationReason: null,
+        cacheWriteInputTokens: evidence.usage.cacheWriteInputTokens ?? 0,
+        audioInputTokens: evidence.usage.audioInputTokens ?? 0,
+        audioOutputTokens: evidence.usage.audioOutputTokens ?? 0,
+        imageOutputTokens: evidence.usage.imageOutputTokens ?? 0,
+        cacheWriteMicrousd: evidence.cost.cacheWrite,
+        audioInputMicrousd: evidence.cost.audioInput,
+        audioOutputMicrousd: evidence.cost.audioOutput,
+        imageOutputMicrousd: evidence.cost.imageOutput,
+        feesMicrousd: evidence.cost.fees,
+        feeLines: evidence.cost.feeLines,
+        contextTierAboveInputTokens: evidence.cost.contextTier,
+        serviceTier: evidence.cost.serviceTier,
       };
     case 'attested':
       return {
@@ -104,6 +127,7 @@ export function buildLedgerRow(input: {
         caseId: evidence.caseId,
         attestedBy: evidence.attestedBy,
         attestationReason: evidence.reason,
+        ...NO_DETAIL,
       };
     default: {
       const unreachable: never = evidence;
@@ -112,19 +136,46 @@ export function buildLedgerRow(input: {
   }
 }
 
-/** The row's per-category cost as finance reads it (decimal strings); null when only a total was attested. */
-export function costByCategory(
-  row: Pick<LedgerRow, 'inputMicrousd' | 'cachedInputMicrousd' | 'outputMicrousd' | 'reasoningMicrousd'>,
-): UsageSettledV1['cost_microusd_by_category'] {
+const NO_DETAIL = {
+  cacheWriteInputTokens: null,
+  audioInputTokens: null,
+  audioOutputTokens: null,
+  imageOutputTokens: null,
+  cacheWriteMicrousd: null,
+  audioInputMicrousd: null,
+  audioOutputMicrousd: null,
+  imageOutputMicrousd: null,
+  feesMicrousd: null,
+  feeLines: null,
+  contextTierAboveInputTokens: null,
+  serviceTier: null,
+} satisfies Partial<LedgerRow>;
+
+/**
+ * The row's cost as finance reads it (`settledCostFields`, the one home of those fields): the split
+ * is null when only a total was attested; a line a row settled before it lacks is zero.
+ */
+export function costFieldsOf(
+  row: LedgerRow,
+): Pick<UsageSettledV1, 'cost_microusd' | 'cost_microusd_by_category' | 'context_tier_above_input_tokens' | 'service_tier' | 'fee_lines'> {
   if (row.inputMicrousd === null || row.cachedInputMicrousd === null || row.outputMicrousd === null || row.reasoningMicrousd === null) {
-    return null;
+    return { cost_microusd: row.costMicrousd.toString(), cost_microusd_by_category: null };
   }
-  return {
-    input: row.inputMicrousd.toString(),
-    cached_input: row.cachedInputMicrousd.toString(),
-    output: row.outputMicrousd.toString(),
-    reasoning: row.reasoningMicrousd.toString(),
-  };
+  return settledCostFields({
+    total: row.costMicrousd,
+    input: row.inputMicrousd,
+    cachedInput: row.cachedInputMicrousd,
+    output: row.outputMicrousd,
+    reasoning: row.reasoningMicrousd,
+    cacheWrite: row.cacheWriteMicrousd ?? 0n,
+    audioInput: row.audioInputMicrousd ?? 0n,
+    audioOutput: row.audioOutputMicrousd ?? 0n,
+    imageOutput: row.imageOutputMicrousd ?? 0n,
+    fees: row.feesMicrousd ?? 0n,
+    feeLines: row.feeLines ?? [],
+    contextTier: row.contextTierAboveInputTokens,
+    serviceTier: row.serviceTier,
+  });
 }
 
 /**
@@ -132,7 +183,6 @@ export function costByCategory(
  * `quotaScope` is what admission recorded on the action (every scope the money was held on).
  */
 export function usageSettledEvent(row: LedgerRow, eventId: string, quotaScope: string | null = null): UsageSettledV1 {
-  const byCategory = costByCategory(row);
   return {
     event_id: eventId,
     timestamp: row.settledAt.toISOString(),
@@ -160,8 +210,7 @@ export function usageSettledEvent(row: LedgerRow, eventId: string, quotaScope: s
     policy_result: null,
     policy_reason: null,
     price_revision: row.priceRevisionId,
-    cost_microusd: row.costMicrousd.toString(),
-    cost_microusd_by_category: byCategory,
+    ...costFieldsOf(row),
     settled_at: row.settledAt.toISOString(),
   };
 }
@@ -194,7 +243,9 @@ export class LedgerRepository {
         model_alias, provider_request_id, requested_candidates, effective_candidates, returned_candidates, input_tokens,
         cached_input_tokens, output_tokens_total, reasoning_tokens, total_tokens, stream_mode, usage_source, price_revision_id,
         input_microusd, cached_input_microusd, output_microusd, reasoning_microusd, cost_microusd, settled_at, case_id,
-        attested_by, attestation_reason)
+        attested_by, attestation_reason, cache_write_input_tokens, audio_input_tokens, audio_output_tokens, image_output_tokens,
+        cache_write_microusd, audio_input_microusd, audio_output_microusd, image_output_microusd, fees_microusd, fee_lines,
+        context_tier_above_input_tokens, service_tier)
       SELECT * FROM unnest(${col((r) => r.id)}::text[], ${col((r) => r.attemptId)}::text[], ${col((r) => r.actionId)}::text[],
         ${col((r) => r.attemptRole)}::text[], ${col((r) => r.requestId)}::text[], ${col((r) => r.workloadId)}::text[],
         ${col((r) => r.environment)}::text[], ${col((r) => r.routeId)}::text[], ${col((r) => r.routeVersion)}::int[],
@@ -205,7 +256,12 @@ export class LedgerRepository {
         ${col((r) => r.priceRevisionId)}::text[], ${col((r) => r.inputMicrousd)}::bigint[], ${col((r) => r.cachedInputMicrousd)}::bigint[],
         ${col((r) => r.outputMicrousd)}::bigint[], ${col((r) => r.reasoningMicrousd)}::bigint[], ${col((r) => r.costMicrousd)}::bigint[],
         ${col((r) => r.settledAt)}::timestamptz[], ${col((r) => r.caseId)}::text[], ${col((r) => r.attestedBy)}::text[],
-        ${col((r) => r.attestationReason)}::text[])
+        ${col((r) => r.attestationReason)}::text[], ${col((r) => r.cacheWriteInputTokens)}::int[],
+        ${col((r) => r.audioInputTokens)}::int[], ${col((r) => r.audioOutputTokens)}::int[], ${col((r) => r.imageOutputTokens)}::int[],
+        ${col((r) => r.cacheWriteMicrousd)}::bigint[], ${col((r) => r.audioInputMicrousd)}::bigint[],
+        ${col((r) => r.audioOutputMicrousd)}::bigint[], ${col((r) => r.imageOutputMicrousd)}::bigint[],
+        ${col((r) => r.feesMicrousd)}::bigint[], ${col((r) => feeLinesJson(r.feeLines))}::jsonb[],
+        ${col((r) => r.contextTierAboveInputTokens)}::int[], ${col((r) => r.serviceTier)}::text[])
       ON CONFLICT (attempt_id) DO NOTHING
       RETURNING attempt_id, (SELECT a.quota_scope FROM action a WHERE a.id = ledger_entry.action_id) AS quota_scope`;
     const scopeOf = new Map(inserted.map((r) => [r.attempt_id, r.quota_scope]));
@@ -282,6 +338,33 @@ interface LedgerRaw {
   case_id: string | null;
   attested_by: string | null;
   attestation_reason: string | null;
+  cache_write_input_tokens: number | null;
+  audio_input_tokens: number | null;
+  audio_output_tokens: number | null;
+  image_output_tokens: number | null;
+  cache_write_microusd: bigint | null;
+  audio_input_microusd: bigint | null;
+  audio_output_microusd: bigint | null;
+  image_output_microusd: bigint | null;
+  fees_microusd: bigint | null;
+  fee_lines: unknown;
+  context_tier_above_input_tokens: number | null;
+  service_tier: string | null;
+}
+
+/** Fee lines as stored (and published): money as decimal strings, never JSON numbers. */
+function feeLinesJson(lines: readonly FeeLine[] | null): string | null {
+  return lines === null
+    ? null
+    : JSON.stringify(lines.map((l) => ({ feature: l.feature, calls: l.calls, microusd: l.microusd.toString() })));
+}
+
+function feeLinesOf(stored: unknown): FeeLine[] | null {
+  if (!Array.isArray(stored)) return null;
+  return stored.map((l: { feature: string; calls: number; microusd: string }) => {
+    if (!(PRICED_FEATURES as readonly string[]).includes(l.feature)) throw new Error(`ledger fee line for unknown feature ${l.feature}`);
+    return { feature: l.feature as PricedFeature, calls: l.calls, microusd: BigInt(l.microusd) };
+  });
 }
 
 const big = (v: bigint | null): bigint | null => (v === null ? null : BigInt(v));
@@ -319,5 +402,17 @@ function toLedgerRow(r: LedgerRaw): LedgerRow {
     caseId: r.case_id,
     attestedBy: r.attested_by,
     attestationReason: r.attestation_reason,
+    cacheWriteInputTokens: r.cache_write_input_tokens,
+    audioInputTokens: r.audio_input_tokens,
+    audioOutputTokens: r.audio_output_tokens,
+    imageOutputTokens: r.image_output_tokens,
+    cacheWriteMicrousd: big(r.cache_write_microusd),
+    audioInputMicrousd: big(r.audio_input_microusd),
+    audioOutputMicrousd: big(r.audio_output_microusd),
+    imageOutputMicrousd: big(r.image_output_microusd),
+    feesMicrousd: big(r.fees_microusd),
+    feeLines: feeLinesOf(r.fee_lines),
+    contextTierAboveInputTokens: r.context_tier_above_input_tokens,
+    serviceTier: r.service_tier,
   };
 }

@@ -53,6 +53,48 @@ const PRICE: PriceRevision = {
   reasoningPerMTokMicrousd: 8_000_000n,
 };
 
+/** Above 200 input tokens every token costs double (whole request). */
+const LONG_CONTEXT_ABOVE = 200;
+const LONG_CONTEXT: PriceRevision = {
+  ...PRICE,
+  id: 'price-long',
+  contextTiers: [
+    {
+      aboveInputTokens: LONG_CONTEXT_ABOVE,
+      rates: {
+        inputPerMTokMicrousd: 4_000_000n,
+        cachedInputPerMTokMicrousd: 2_000_000n,
+        outputPerMTokMicrousd: 16_000_000n,
+        reasoningPerMTokMicrousd: 16_000_000n,
+      },
+    },
+  ],
+};
+
+/** PRICE plus a priority tier at double, audio in and out, and a fee for each per-call feature the specs use. */
+const PRICED_EVERYTHING: PriceRevision = {
+  ...PRICE,
+  id: 'price-structured',
+  audioInputPerMTokMicrousd: 32_000_000n,
+  audioOutputPerMTokMicrousd: 64_000_000n,
+  serviceTiers: {
+    priority: {
+      rates: {
+        inputPerMTokMicrousd: 4_000_000n,
+        cachedInputPerMTokMicrousd: 2_000_000n,
+        outputPerMTokMicrousd: 16_000_000n,
+        reasoningPerMTokMicrousd: 16_000_000n,
+        audioInputPerMTokMicrousd: 64_000_000n,
+        audioOutputPerMTokMicrousd: 128_000_000n,
+      },
+    },
+  },
+  perCallFees: [
+    { feature: 'web_search', feeMicrousd: 30_000n, reservedCallsPerRequest: 3 },
+    { feature: 'predicted_output', feeMicrousd: 1_000n, reservedCallsPerRequest: 1 },
+  ],
+};
+
 const WORKLOAD: WorkloadPolicy = {
   id: 'wl-1',
   team: 'search',
@@ -757,15 +799,86 @@ describe('AdmitRequest', () => {
       ['audio output', { modalities: ['text', 'audio'], audio: { voice: 'alloy', format: 'wav' } }, 'modalities'],
       ['web search', { web_search_options: {} }, 'web_search_options'],
       ['predicted output', { prediction: { type: 'content', content: 'x' } }, 'prediction'],
-    ])('refuses %s as unpriced_feature unless the contract prices it', async (_name, change, param) => {
+    ])('refuses %s as unpriced_feature unless the contract declares it and the price revision prices it', async (_name, change, param) => {
       const f = setup();
-      await expect(f.admit.execute(chat(change))).rejects.toMatchObject({ code: 'unpriced_feature', param });
+      await expect(f.admit.execute(chat(change))).rejects.toMatchObject({
+        code: 'unpriced_feature',
+        param,
+        message: expect.stringContaining("route rt-openai's contract"),
+      });
       expect(f.admissions.denials[0].event).toMatchObject({ policy_reason: 'unpriced_feature' });
       f.catalog.routes.set('approved-standard', {
         ...route('approved-standard', 'rt-openai'),
         pricedFeatures: ['service_tier', 'audio_output', 'web_search', 'predicted_output'],
       });
+      // declared by the contract, but the flat revision in force has no rate for it
+      await expect(f.admit.execute(chat(change))).rejects.toMatchObject({
+        code: 'unpriced_feature',
+        param,
+        message: expect.stringContaining('its price revision price-1 does not price'),
+      });
+      expect(f.admissions.denials[1].event).toMatchObject({ policy_reason: 'unpriced_feature' });
+      f.catalog.prices.set('rt-openai', PRICED_EVERYTHING);
       await expect(f.admit.execute(chat(change))).resolves.toMatchObject({ actionId: expect.any(String) });
+    });
+
+    describe('reserves at the worst reachable tier (issue 14)', () => {
+      /** The chat body of `chat()` with a prompt of `bytes` ASCII bytes estimates 29 + ceil(bytes / 3) - 8 tokens. */
+      const withPrompt = (bytes: number, change: Record<string, unknown> = {}) =>
+        chat({ messages: [{ role: 'user', content: 'x'.repeat(bytes) }], ...change });
+      const reservedBy = async (f: ReturnType<typeof setup>, cmd: AdmitRequestCommand) => {
+        await f.admit.execute(cmd);
+        const input = f.admissions.admitted[f.admissions.admitted.length - 1];
+        return { input: input.action.inputTokensEstimate, reserved: input.reservation.reservedMicrousd };
+      };
+
+      it('a prompt whose estimate crosses the context threshold reserves every token at the higher tier', async () => {
+        const f = setup();
+        f.catalog.prices.set('rt-openai', LONG_CONTEXT);
+        const below = await reservedBy(f, withPrompt(0));
+        expect(below.input).toBeLessThanOrEqual(LONG_CONTEXT_ABOVE);
+        expect(below.reserved).toBe(BigInt(below.input) * 2n + 500n * 8n);
+        const above = await reservedBy(f, withPrompt(3 * LONG_CONTEXT_ABOVE));
+        expect(above.input).toBeGreaterThan(LONG_CONTEXT_ABOVE);
+        // whole_request: input at $4, output at $16 per MTok
+        expect(above.reserved).toBe(BigInt(above.input) * 4n + 500n * 16n);
+      });
+
+      it('priority is refused on a revision without a priority tier and reserved at priority rates on one with it', async () => {
+        const f = setup();
+        f.catalog.routes.set('approved-standard', { ...route('approved-standard', 'rt-openai'), pricedFeatures: ['service_tier'] });
+        await expect(f.admit.execute(chat({ service_tier: 'priority' }))).rejects.toMatchObject({
+          code: 'unpriced_feature',
+          param: 'service_tier',
+          message: expect.stringContaining("service tier 'priority'"),
+        });
+        f.catalog.prices.set('rt-openai', PRICED_EVERYTHING);
+        expect(await reservedBy(f, chat({ service_tier: 'priority' }))).toEqual({
+          input: INPUT_TOKENS + 9,
+          reserved: BigInt(INPUT_TOKENS + 9) * 4n + 500n * 16n,
+        });
+        expect(await reservedBy(f, chat({ service_tier: 'default' }))).toEqual({
+          input: INPUT_TOKENS + 9,
+          reserved: BigInt(INPUT_TOKENS + 9) * 2n + 500n * 8n,
+        });
+        await expect(f.admit.execute(chat({ service_tier: 'flex' }))).rejects.toMatchObject({ code: 'unpriced_feature' });
+      });
+
+      it('a priced tool adds its fee for the reserved calls', async () => {
+        const f = setup();
+        f.catalog.routes.set('approved-standard', { ...route('approved-standard', 'rt-openai'), pricedFeatures: ['web_search'] });
+        f.catalog.prices.set('rt-openai', PRICED_EVERYTHING);
+        const r = await reservedBy(f, chat({ web_search_options: {} }));
+        expect(r.reserved).toBe(BigInt(r.input) * 2n + 500n * 8n + 3n * 30_000n);
+      });
+
+      it('audio in the prompt reserves the input at the audio rate', async () => {
+        const f = setup();
+        f.catalog.prices.set('rt-openai', PRICED_EVERYTHING);
+        const audio = { type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } };
+        const r = await reservedBy(f, chat({ messages: [{ role: 'user', content: [audio] }] }));
+        expect(r.reserved).toBe(BigInt(r.input) * 32n + 500n * 8n);
+      });
     });
 
     it('refuses cached content and remote files as unpriced_input', async () => {

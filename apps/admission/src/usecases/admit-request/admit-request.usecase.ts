@@ -17,7 +17,9 @@ import {
   workflowIdHash,
   hashCredential,
   normaliseRequest,
+  featureUnpricedBy,
   pricedFeaturesUsed,
+  pricedShapeOf,
   responsesRequestRefusal,
   tokenWindow,
   unpricedFeature,
@@ -104,15 +106,18 @@ export class AdmitRequest {
       const refusal = responsesRequestRefusal(shape.body, { allowProviderStorage: workload.allowProviderStorage });
       if (refusal) throw await this.deny(base, workload, refusal.code, refusal.message, refusal.param);
     }
+    // A price-changing feature is admitted only when the route contract declares it AND the price
+    // revision in force prices it (docs/decisions.md, "Priced by the contract and by the price").
     const family = cmd.apiKind === 'openai-responses' ? 'openai-responses' : route.providerKind;
-    const feature = unpricedFeature(pricedFeaturesUsed(shape.body, family), route.pricedFeatures);
-    if (feature) {
+    const used = pricedFeaturesUsed(shape.body, family);
+    const undeclared = unpricedFeature(used, route.pricedFeatures);
+    if (undeclared) {
       throw await this.deny(
         base,
         workload,
         'unpriced_feature',
-        `${feature.param} asks for ${feature.feature}, which changes the provider's price and is not priced by route ${route.routeId}'s contract; remove it or ask an operator to price it`,
-        feature.param,
+        `${undeclared.param} asks for ${undeclared.feature}, which changes the provider's price and is not priced by route ${route.routeId}'s contract; remove it or ask an operator to price it`,
+        undeclared.param,
       );
     }
     const estimate = estimateRequestInputTokens(shape.body, cmd.apiKind, route.mediaInputTokens);
@@ -121,6 +126,18 @@ export class AdmitRequest {
 
     const price = await this.catalog.priceAt(route.routeId, now);
     if (!price) throw await this.deny(base, workload, 'route_contract_unverified', `route ${route.routeId} has no price revision in force`);
+    const pricedShape = pricedShapeOf(shape.body, family, estimate.media);
+    const unpriced = featureUnpricedBy(used, pricedShape, price);
+    if (unpriced) {
+      const what = unpriced.feature === 'service_tier' ? `service tier '${String(pricedShape.serviceTier)}'` : unpriced.feature;
+      throw await this.deny(
+        base,
+        workload,
+        'unpriced_feature',
+        `${unpriced.param} asks for ${what}, which route ${route.routeId}'s contract allows but its price revision ${price.id} does not price; remove it or ask an operator to add its rates`,
+        unpriced.param,
+      );
+    }
     const requested = shape.requestedCandidates;
     // Fallback contracts only constrain multi-candidate requests (DESIGN §7).
     const fallbacks = typeof requested === 'number' && requested > 1 ? await this.fallbackRoutes(workload, route) : [];
@@ -143,6 +160,7 @@ export class AdmitRequest {
       deterministicSampling,
       inputTokensEstimate,
       price,
+      pricedShape,
     });
     base.approved_max_candidates = decision.ok ? decision.approvedMax : (decision.approvedMax ?? null);
     if (!decision.ok) throw await this.deny(base, workload, decision.code, decision.message, decision.param ?? undefined);

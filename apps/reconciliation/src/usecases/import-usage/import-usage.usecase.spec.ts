@@ -1,5 +1,5 @@
-import { DomainError } from '@gateway/domain';
-import { catalogWith, InMemoryReconciliationStore, sequentialIds, silentLog, sweeperFor } from '../../../test/in-memory-store';
+import { DomainError, PriceRevision } from '@gateway/domain';
+import { catalogWith, InMemoryReconciliationStore, PRICE, sequentialIds, silentLog, sweeperFor } from '../../../test/in-memory-store';
 import { ReconciliationError } from '../../reconciliation.errors';
 import { importUsageCommand } from './import-usage.command';
 import { ImportUsage } from './import-usage.usecase';
@@ -90,6 +90,49 @@ describe('ImportUsage', () => {
         }),
       },
     ]);
+  });
+
+  it('prices the billable detail of the export at the tier it reports, and names what the price does not price', async () => {
+    const { store, outbox, caseId } = await orphanCase();
+    const price: PriceRevision = {
+      ...PRICE,
+      audioInputPerMTokMicrousd: 40_000_000n,
+      serviceTiers: {
+        flex: {
+          rates: {
+            inputPerMTokMicrousd: 1_250_000n,
+            cachedInputPerMTokMicrousd: 625_000n,
+            outputPerMTokMicrousd: 5_000_000n,
+            reasoningPerMTokMicrousd: 5_000_000n,
+            audioInputPerMTokMicrousd: 20_000_000n,
+          },
+        },
+      },
+    };
+    const importUsage = new ImportUsage(store, store.cases, store.holds, store, store, catalogWith(price), sequentialIds(), silentLog);
+    const detail = { ...EVIDENCE, audio_input_tokens: 100, service_tier: 'flex', feature_calls: { web_search: 1 } };
+    const result = await importUsage.execute(importUsageCommand(caseId, detail, 'fin-ops'), LATER);
+    // at flex: 700 plain input × 1.25 = 875, 200 cached × 0.625 = 125, 100 audio × 20 = 2000, 200 out × 5 = 1000, 100 reasoning × 5 = 500
+    expect(result).toMatchObject({
+      cost_microusd: '4500',
+      cost_microusd_by_category: { input: '875', cached_input: '125', output: '1000', reasoning: '500', audio_input: '2000' },
+      unpriced: ['feature:web_search'],
+    });
+    expect(store.s.ledger.get('t1')).toMatchObject({ serviceTier: 'flex', audioInputTokens: 100, costMicrousd: 4500n });
+    expect(store.s.cases.get(caseId)).toMatchObject({ details: expect.objectContaining({ unpriced: ['feature:web_search'] }) });
+    expect(outbox.events[0].payload).toMatchObject({
+      service_tier: 'flex',
+      fee_lines: [{ feature: 'web_search', calls: 1, microusd: '0' }],
+    });
+  });
+
+  it('refuses detail counts that exceed the totals they are part of', () => {
+    expect(() => importUsageCommand('c', { ...EVIDENCE, audio_input_tokens: 900, cache_write_input_tokens: 200 }, 'x')).toThrow(
+      expect.objectContaining({ code: 'invalid_request' }),
+    );
+    expect(() => importUsageCommand('c', { ...EVIDENCE, audio_output_tokens: 201 }, 'x')).toThrow(
+      expect.objectContaining({ code: 'invalid_request' }),
+    );
   });
 
   it('records an overrun when the provider billed more than was held', async () => {

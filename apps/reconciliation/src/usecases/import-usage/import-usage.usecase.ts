@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { settledCostFields } from '@gateway/contracts';
+import { settledCostFields, SettledCostFields } from '@gateway/contracts';
 import type { Logger } from 'pino';
 import {
   AttemptRepository,
@@ -28,7 +28,9 @@ export interface ImportUsageResult {
   usage_source: 'provider_export';
   price_revision: string;
   cost_microusd: string;
-  cost_microusd_by_category: { input: string; cached_input: string; output: string; reasoning: string };
+  cost_microusd_by_category: SettledCostFields['cost_microusd_by_category'];
+  /** what the evidence reports that the price revision does not price (settled at the priced amount) */
+  unpriced: string[];
   /** how the case's exposure ended: settled from evidence, released, and cost beyond what was held */
   settled_microusd: string;
   released_microusd: string;
@@ -84,22 +86,8 @@ export class ImportUsage {
       }
       const price = await this.catalog.priceById(reservation.priceRevisionId);
       if (!price) throw new Error(`price revision ${reservation.priceRevisionId} missing`);
-      const cost = priceUsage(
-        {
-          inputTokens: cmd.inputTokens,
-          cachedInputTokens: cmd.cachedInputTokens,
-          outputTokens: cmd.outputTokensTotal,
-          reasoningTokens: cmd.reasoningTokens,
-          outputIncludesReasoning: true,
-        },
-        price,
-      );
-      const usage = {
-        inputTokens: cmd.inputTokens,
-        cachedInputTokens: cmd.cachedInputTokens,
-        outputTokensTotal: cmd.outputTokensTotal,
-        reasoningTokens: cmd.reasoningTokens,
-      };
+      const usage = cmd.usage;
+      const cost = priceUsage(usage, price);
       const row = buildLedgerRow({
         id: this.ids.next(),
         facts: attemptFacts(action, attempt, cmd.providerRequestId),
@@ -113,7 +101,10 @@ export class ImportUsage {
       await this.p.attempts.transition(tx, attempt.id, 'settle', `settled from provider usage export (case ${c.id})`, now, {
         usageSource: 'provider_export',
         providerRequestId: cmd.providerRequestId,
-        ...usage,
+        inputTokens: usage.inputTokens,
+        cachedInputTokens: usage.cachedInputTokens,
+        outputTokensTotal: usage.outputTokens,
+        reasoningTokens: usage.reasoningTokens,
       });
       const plan = await resolveHold(this.p, tx, open, cost.total, `case ${c.id}: settled from provider usage export`, now);
       const released = plan?.releasedMicrousd ?? 0n;
@@ -128,6 +119,7 @@ export class ImportUsage {
           settled_microusd: cost.total.toString(),
           released_microusd: released.toString(),
           overrun_microusd: overrun.toString(),
+          ...(cost.unpriced.length > 0 ? { unpriced: cost.unpriced } : {}),
         },
       });
       return {
@@ -140,6 +132,7 @@ export class ImportUsage {
         price_revision: price.id,
         cost_microusd: cost.total.toString(),
         cost_microusd_by_category: settledCostFields(cost).cost_microusd_by_category,
+        unpriced: cost.unpriced,
         settled_microusd: cost.total.toString(),
         released_microusd: released.toString(),
         overrun_microusd: overrun.toString(),

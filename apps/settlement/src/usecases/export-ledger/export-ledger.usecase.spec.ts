@@ -17,10 +17,16 @@ class FakeLedger implements Pick<LedgerQueryRepository, 'page'> {
   }
 }
 
+const USAGE_OF_ROW = { inputTokens: 10, cachedInputTokens: 0, outputTokens: 5, reasoningTokens: 0, outputIncludesReasoning: true };
+const ZERO_COST = {
+  ...{ input: 0n, cachedInput: 0n, output: 0n, reasoning: 0n, total: 0n, cacheWrite: 0n, audioInput: 0n, audioOutput: 0n },
+  ...{ imageOutput: 0n, fees: 0n, feeLines: [], contextTier: null, serviceTier: 'default', unpriced: [] },
+};
+
 const USAGE: SettlementEvidence = {
   kind: 'usage',
   source: 'provider_response',
-  usage: { inputTokens: 10, cachedInputTokens: 0, outputTokensTotal: 5, reasoningTokens: 0 },
+  usage: { inputTokens: 10, cachedInputTokens: 0, outputTokens: 5, reasoningTokens: 0, outputIncludesReasoning: true },
   cost: {
     ...{ input: 25n, cachedInput: 0n, output: 9_007_199_254_740_993n, reasoning: 0n, total: 9_007_199_254_741_018n },
     ...{
@@ -98,6 +104,69 @@ describe('ExportLedger', () => {
     expect(line).toContain(',,1,1,'); // requested (null) / effective / returned
     expect(line).toContain(',9007199254741018,,,,,"ops');
     expect(end).toBe('');
+  });
+
+  it('carries the billable detail in both formats: tier, category lines, fee lines (CSV: last columns, zero lines as 0)', async () => {
+    const detailed: SettlementEvidence = {
+      kind: 'usage',
+      source: 'provider_response',
+      usage: { ...USAGE_OF_ROW, cacheWriteInputTokens: 4, audioInputTokens: 2, serviceTier: 'priority', featureCalls: { web_search: 2 } },
+      cost: {
+        ...ZERO_COST,
+        input: 8n,
+        cacheWrite: 5n,
+        audioInput: 6n,
+        output: 20n,
+        fees: 2000n,
+        total: 2039n,
+        feeLines: [{ feature: 'web_search', calls: 2, microusd: 2000n }],
+        contextTier: 8,
+        serviceTier: 'priority',
+      },
+    };
+    const entry = JSON.parse(await body((await new ExportLedger(new FakeLedger([row(1, detailed)])).execute(cmd)).chunks));
+    expect(entry).toMatchObject({
+      cache_write_input_tokens: 4,
+      audio_input_tokens: 2,
+      audio_output_tokens: 0,
+      image_output_tokens: 0,
+      cost_microusd: '2039',
+      cost_microusd_by_category: {
+        input: '8',
+        cached_input: '0',
+        output: '20',
+        reasoning: '0',
+        cache_write: '5',
+        audio_input: '6',
+        fees: '2000',
+      },
+      context_tier_above_input_tokens: 8,
+      service_tier: 'priority',
+      fee_lines: [{ feature: 'web_search', calls: 2, microusd: '2000' }],
+    });
+    const [header, line] = (
+      await body((await new ExportLedger(new FakeLedger([row(1, detailed)])).execute({ ...cmd, format: 'csv' })).chunks)
+    ).split('\r\n');
+    expect(header).toMatch(
+      /,settled_at,cache_write_input_tokens,audio_input_tokens,audio_output_tokens,image_output_tokens,cost_cache_write_microusd,cost_audio_input_microusd,cost_audio_output_microusd,cost_image_output_microusd,cost_fees_microusd,context_tier_above_input_tokens,service_tier,fee_lines$/,
+    );
+    expect(line).toMatch(/,4,2,0,0,5,6,0,0,2000,8,priority,"\[\{""feature"":""web_search"",""calls"":2,""microusd"":""2000""\}\]"$/);
+  });
+
+  it('a usage row settled before the billable detail (its columns null) reads as it always did', async () => {
+    const legacy: LedgerRow = {
+      ...row(3),
+      ...{ cacheWriteInputTokens: null, audioInputTokens: null, audioOutputTokens: null, imageOutputTokens: null },
+      ...{ cacheWriteMicrousd: null, audioInputMicrousd: null, audioOutputMicrousd: null, imageOutputMicrousd: null },
+      ...{ feesMicrousd: null, feeLines: null, contextTierAboveInputTokens: null, serviceTier: null },
+    };
+    const entry = JSON.parse(await body((await new ExportLedger(new FakeLedger([legacy])).execute(cmd)).chunks));
+    expect(entry.cost_microusd_by_category).toEqual({ input: '25', cached_input: '0', output: '9007199254740993', reasoning: '0' });
+    expect(entry).toMatchObject({ service_tier: null, fee_lines: null, context_tier_above_input_tokens: null });
+    const line = (await body((await new ExportLedger(new FakeLedger([legacy])).execute({ ...cmd, format: 'csv' })).chunks)).split(
+      '\r\n',
+    )[1];
+    expect(line).toMatch(/,,,,,0,0,0,0,0,,,$/);
   });
 
   it('an empty range is a header only (CSV) or an empty body (NDJSON)', async () => {

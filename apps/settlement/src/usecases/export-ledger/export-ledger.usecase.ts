@@ -27,7 +27,12 @@ export const EXPORT_BATCH_ROWS = 500;
 
 type Entry = ReturnType<typeof toEntry>;
 
-/** CSV columns: the entry's fields, the per-category cost flattened into four. */
+/**
+ * CSV columns: the entry's fields, the per-category cost flattened (a category line a usage row
+ * does not carry is 0; every cost column is empty on an operator release). The billable detail of
+ * issue 14 comes last, so readers that address columns by position keep working; the fee lines
+ * are their JSON text (money as decimal strings).
+ */
 const CSV_COLUMNS: Array<[string, (e: Entry) => string | number | null]> = [
   ['ledger_entry_id', (e) => e.ledger_entry_id],
   ['attempt_id', (e) => e.attempt_id],
@@ -58,7 +63,23 @@ const CSV_COLUMNS: Array<[string, (e: Entry) => string | number | null]> = [
   ['attestation_reason', (e) => e.attestation_reason],
   ['case_id', (e) => e.case_id],
   ['settled_at', (e) => e.settled_at],
+  ['cache_write_input_tokens', (e) => e.cache_write_input_tokens],
+  ['audio_input_tokens', (e) => e.audio_input_tokens],
+  ['audio_output_tokens', (e) => e.audio_output_tokens],
+  ['image_output_tokens', (e) => e.image_output_tokens],
+  ['cost_cache_write_microusd', (e) => categoryLine(e, 'cache_write')],
+  ['cost_audio_input_microusd', (e) => categoryLine(e, 'audio_input')],
+  ['cost_audio_output_microusd', (e) => categoryLine(e, 'audio_output')],
+  ['cost_image_output_microusd', (e) => categoryLine(e, 'image_output')],
+  ['cost_fees_microusd', (e) => categoryLine(e, 'fees')],
+  ['context_tier_above_input_tokens', (e) => e.context_tier_above_input_tokens],
+  ['service_tier', (e) => e.service_tier],
+  ['fee_lines', (e) => (e.fee_lines === null ? null : JSON.stringify(e.fee_lines))],
 ];
+
+function categoryLine(e: Entry, category: 'cache_write' | 'audio_input' | 'audio_output' | 'image_output' | 'fees'): string | null {
+  return e.cost_microusd_by_category === null ? null : (e.cost_microusd_by_category[category] ?? '0');
+}
 
 /**
  * The ledger over a time range as a stream (`GET /ledger/export`), newest first like `GET /ledger`:

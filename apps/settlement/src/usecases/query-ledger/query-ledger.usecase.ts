@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { costByCategory, LedgerQueryRepository, LedgerRow } from '@gateway/db';
+import { costFieldsOf, LedgerQueryRepository, LedgerRow } from '@gateway/db';
 import { DomainError } from '@gateway/domain';
 
 export interface QueryLedgerCommand {
@@ -66,6 +66,7 @@ function decodeCursor(cursor: string): { settledAt: Date; id: string } {
 
 /** One ledger row as finance reads it (GET /ledger, the export): money in integer micro-USD strings. */
 export function toEntry(r: LedgerRow) {
+  const cost = costFieldsOf(r);
   return {
     ledger_entry_id: r.id,
     attempt_id: r.attemptId,
@@ -85,10 +86,19 @@ export function toEntry(r: LedgerRow) {
     output_tokens_total: r.outputTokensTotal,
     reasoning_tokens: r.reasoningTokens,
     total_tokens: r.totalTokens,
+    cache_write_input_tokens: r.cacheWriteInputTokens,
+    audio_input_tokens: r.audioInputTokens,
+    audio_output_tokens: r.audioOutputTokens,
+    image_output_tokens: r.imageOutputTokens,
     usage_source: r.usageSource,
     price_revision: r.priceRevisionId,
-    cost_microusd: r.costMicrousd.toString(),
-    cost_microusd_by_category: costByCategory(r),
+    cost_microusd: cost.cost_microusd,
+    cost_microusd_by_category: cost.cost_microusd_by_category,
+    /** null: base rates, an operator release, or a row settled before tiers */
+    context_tier_above_input_tokens: r.contextTierAboveInputTokens,
+    /** the tier whose rates priced the usage; null on an operator release or a row settled before tiers */
+    service_tier: r.serviceTier,
+    fee_lines: r.feeLines === null ? null : (cost.fee_lines ?? []),
     attested_by: r.attestedBy,
     attestation_reason: r.attestationReason,
     case_id: r.caseId,

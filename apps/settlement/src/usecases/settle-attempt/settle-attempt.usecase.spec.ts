@@ -1,7 +1,8 @@
 import { AttemptCompletedV1, ReconciliationRequiredV1, TopicKey, Topics, UsageSettledV1 } from '@gateway/contracts';
 import { LedgerRow, NewCase, ReservationView, Tx, usageSettledEvent } from '@gateway/db';
 import { applyMovement, attemptMachine, AttemptEvent, AttemptState, Movement, PriceRevision } from '@gateway/domain';
-import { SettleAttempt, SettlementPorts } from './settle-attempt.usecase';
+import { structuredPrice } from '@gateway/testing';
+import { SettleAttempt, SettlementPorts, usageOfAttempt } from './settle-attempt.usecase';
 
 const NOW = new Date('2026-04-01T09:00:00.000Z');
 const RESERVED = 20_000n;
@@ -572,5 +573,148 @@ describe('SettleAttempt', () => {
       expect(await batched.useCase.executeBatch(events, NOW)).toEqual(expected);
       expect(books(batched.state())).toEqual(books(oneByOne.state()));
     });
+  });
+});
+
+/**
+ * The testing lib's structured revision under PRICE's id (PRICE's base rates, cache write $3.125, audio
+ * in $40 and out $80, a priority tier at double every rate, a context tier above 1000 input tokens
+ * these usages stay at), with web search at 1000 micro-USD a call.
+ */
+const STRUCTURED: PriceRevision = {
+  ...structuredPrice(PRICE.id),
+  perCallFees: [{ feature: 'web_search', feeMicrousd: 1_000n, reservedCallsPerRequest: 2 }],
+};
+
+/** 1000 in (400 cached, 100 written to the cache, 50 audio), 300 out (100 reasoning, 10 audio), three searches. */
+const DETAILED: Partial<AttemptCompletedV1> = {
+  cache_write_input_tokens: 100,
+  audio_input_tokens: 50,
+  audio_output_tokens: 10,
+  service_tier: 'priority',
+  feature_calls: { web_search: 3 },
+};
+
+describe('usageOfAttempt', () => {
+  it('maps the v1 counts and leaves the detail at zero and the tier unset when the event has none', () => {
+    expect(usageOfAttempt(attemptEvent())).toEqual({
+      inputTokens: 1000,
+      cachedInputTokens: 400,
+      outputTokens: 300,
+      reasoningTokens: 100,
+      outputIncludesReasoning: true,
+      cacheWriteInputTokens: 0,
+      audioInputTokens: 0,
+      audioOutputTokens: 0,
+      imageOutputTokens: 0,
+      serviceTier: null,
+      featureCalls: {},
+    });
+    expect(
+      usageOfAttempt(
+        attemptEvent({ cache_write_input_tokens: null, audio_input_tokens: null, image_output_tokens: null, service_tier: null }),
+      ),
+    ).toMatchObject({ cacheWriteInputTokens: 0, audioInputTokens: 0, imageOutputTokens: 0, serviceTier: null });
+  });
+
+  it('carries every billable detail field', () => {
+    expect(usageOfAttempt(attemptEvent({ ...DETAILED, image_output_tokens: 7, output_includes_reasoning: false }))).toEqual({
+      inputTokens: 1000,
+      cachedInputTokens: 400,
+      outputTokens: 300,
+      reasoningTokens: 100,
+      outputIncludesReasoning: false,
+      cacheWriteInputTokens: 100,
+      audioInputTokens: 50,
+      audioOutputTokens: 10,
+      imageOutputTokens: 7,
+      serviceTier: 'priority',
+      featureCalls: { web_search: 3 },
+    });
+  });
+});
+
+describe('SettleAttempt at the tier the usage reached (issue 14)', () => {
+  it('plain usage publishes the same settled event as before tiers: no extra category, tier or fee keys', async () => {
+    const { useCase, state } = harness({ price: STRUCTURED });
+    await useCase.execute(attemptEvent(), NOW);
+    const settled = byTopic(state(), 'usageSettled')[0] as UsageSettledV1;
+    expect(Object.keys(settled.cost_microusd_by_category!)).toEqual(['input', 'cached_input', 'output', 'reasoning']);
+    expect(settled).not.toHaveProperty('service_tier');
+    expect(settled).not.toHaveProperty('context_tier_above_input_tokens');
+    expect(settled).not.toHaveProperty('fee_lines');
+    expect(state().ledger[0]).toMatchObject({ serviceTier: 'default', feesMicrousd: 0n, feeLines: [], contextTierAboveInputTokens: null });
+  });
+
+  it('priority, cache write, audio and per-call fees: the row and the event carry each line, the total is the hand-computed bill', async () => {
+    const { useCase, state } = harness({ price: STRUCTURED });
+    await expect(useCase.execute(attemptEvent(DETAILED), NOW)).resolves.toBe('settled');
+    // at priority rates: 450 plain input × 5 = 2250, 400 cached × 2.5 = 1000, 100 cache write × 6.25 = 625,
+    // 50 audio in × 80 = 4000, 190 text out × 20 = 3800, 100 reasoning × 20 = 2000, 10 audio out × 160 = 1600,
+    // 3 searches × 1000 = 3000
+    const bill = 2250n + 1000n + 625n + 4000n + 3800n + 2000n + 1600n + 3000n;
+    expect(state().ledger[0]).toMatchObject({
+      inputMicrousd: 2250n,
+      cachedInputMicrousd: 1000n,
+      cacheWriteMicrousd: 625n,
+      audioInputMicrousd: 4000n,
+      outputMicrousd: 3800n,
+      reasoningMicrousd: 2000n,
+      audioOutputMicrousd: 1600n,
+      imageOutputMicrousd: 0n,
+      feesMicrousd: 3000n,
+      feeLines: [{ feature: 'web_search', calls: 3, microusd: 3000n }],
+      cacheWriteInputTokens: 100,
+      audioInputTokens: 50,
+      audioOutputTokens: 10,
+      imageOutputTokens: 0,
+      serviceTier: 'priority',
+      contextTierAboveInputTokens: null,
+      costMicrousd: bill,
+    });
+    const settled = byTopic(state(), 'usageSettled')[0] as UsageSettledV1;
+    expect(settled).toMatchObject({
+      cost_microusd: bill.toString(),
+      cost_microusd_by_category: {
+        input: '2250',
+        cached_input: '1000',
+        output: '3800',
+        reasoning: '2000',
+        cache_write: '625',
+        audio_input: '4000',
+        audio_output: '1600',
+        fees: '3000',
+      },
+      service_tier: 'priority',
+      fee_lines: [{ feature: 'web_search', calls: 3, microusd: '3000' }],
+    });
+    expect(settled.cost_microusd_by_category).not.toHaveProperty('image_output');
+    const lines = Object.values(settled.cost_microusd_by_category!).reduce((a, b) => a + BigInt(b), 0n);
+    expect(lines).toBe(bill);
+    expect(state().cases).toEqual([]);
+    expect(state().reservation).toMatchObject({ status: 'settled', settledMicrousd: bill, releasedMicrousd: RESERVED - bill });
+  });
+
+  it.each<[string, Partial<AttemptCompletedV1>, string[]]>([
+    ['an unpriced feature', { feature_calls: { code_execution: 2 } }, ['feature:code_execution']],
+    ['an unpriced service tier', { service_tier: 'scale' }, ['service_tier:scale']],
+  ])('%s settles at the priced amount and opens a usage_unpriced case', async (_name, over, unpriced) => {
+    const { useCase, state } = harness({ price: STRUCTURED });
+    await expect(useCase.execute(attemptEvent(over), NOW)).resolves.toBe('settled');
+    expect(state().ledger).toHaveLength(1);
+    expect(state().cases).toEqual([
+      expect.objectContaining({ reason: 'usage_unpriced', exposureMicrousd: 0n, details: expect.objectContaining({ unpriced }) }),
+    ]);
+    expect(byTopic(state(), 'reconciliationRequired')).toEqual([expect.objectContaining({ reason: 'usage_unpriced' })]);
+    expect(state().attempts.get('att-1')).toBe('settled');
+  });
+
+  it('an unknown tier is billed at the dearest priced tier', async () => {
+    const atPriority = harness({ price: STRUCTURED });
+    await atPriority.useCase.execute(attemptEvent({ service_tier: 'priority' }), NOW);
+    const unknown = harness({ price: STRUCTURED });
+    await unknown.useCase.execute(attemptEvent({ service_tier: 'scale' }), NOW);
+    expect(unknown.state().ledger[0].costMicrousd).toBe(atPriority.state().ledger[0].costMicrousd);
+    expect(unknown.state().ledger[0].serviceTier).toBe('priority');
   });
 });

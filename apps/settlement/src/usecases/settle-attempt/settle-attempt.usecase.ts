@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { ABSENT_CANDIDATE_OUTCOMES, AttemptCompletedV1, CaseReason, SanitisedFields } from '@gateway/contracts';
+import { ABSENT_CANDIDATE_OUTCOMES, AttemptCompletedV1, CaseReason, SanitisedFields, usageOfReport } from '@gateway/contracts';
 import {
   AttemptFacts,
   AttemptRepository,
@@ -26,6 +26,7 @@ import {
   planReleaseRest,
   planSettle,
   priceUsage,
+  Usage,
   usageImplausible,
 } from '@gateway/domain';
 import { handleEachOnce } from '@gateway/messaging';
@@ -105,10 +106,10 @@ export class SettleAttempt {
     const reservations = await this.holds.lockMany(tx, actionIds);
     const batch = new SettlementBatch(statuses, await this.attempts.awaitingSettlementByAction(tx, actionIds));
     // The ledger rows first, in one insert: whether an attempt's row is new decides what it moves.
-    const entries = new Map<AttemptCompletedV1, { row: LedgerRow; eventId: string }>();
+    const entries = new Map<AttemptCompletedV1, { row: LedgerRow; eventId: string; unpriced: string[] }>();
     for (const e of events) {
       const r = reservations.get(e.action_id);
-      if (r && settlesFromUsage(e)) entries.set(e, { row: await this.ledgerRow(e, r, now), eventId: this.ids.next() });
+      if (r && settlesFromUsage(e)) entries.set(e, { ...(await this.ledgerRow(e, r, now)), eventId: this.ids.next() });
     }
     const inserted = await this.ledger.recordMany(tx, [...entries.values()]);
     const outcomes: SettleOutcome[] = [];
@@ -116,7 +117,14 @@ export class SettleAttempt {
       const r = reservations.get(e.action_id);
       const entry = entries.get(e);
       outcomes.push(
-        await this.settleOne(tx, e, r, entry && inserted.delete(e.attempt_id) ? entry.row : entry ? 'duplicate' : null, batch, now),
+        await this.settleOne(
+          tx,
+          e,
+          r,
+          entry && inserted.delete(e.attempt_id) ? { row: entry.row, unpriced: entry.unpriced } : entry ? 'duplicate' : null,
+          batch,
+          now,
+        ),
       );
     }
     await this.attempts.transitionMany(tx, batch.transitions, now);
@@ -125,14 +133,15 @@ export class SettleAttempt {
   }
 
   /**
-   * The rules for one event, on the batch's state so far. `row` is the attempt's ledger row when
-   * it settles from usage (`duplicate` when the attempt already had one), null otherwise.
+   * The rules for one event, on the batch's state so far. `settled` is the attempt's new ledger row
+   * (and what its usage reported that the price does not price) when it settles from usage
+   * (`duplicate` when the attempt already had one), null otherwise.
    */
   private async settleOne(
     tx: Tx,
     e: AttemptCompletedV1,
     r: ReservationView | undefined,
-    row: LedgerRow | 'duplicate' | null,
+    settled: { row: LedgerRow; unpriced: string[] } | 'duplicate' | null,
     batch: SettlementBatch,
     now: Date,
   ): Promise<SettleOutcome> {
@@ -141,10 +150,10 @@ export class SettleAttempt {
       return 'reconciliation_required';
     }
     const outcome =
-      row === 'duplicate'
+      settled === 'duplicate'
         ? 'duplicate'
-        : row
-          ? this.settle(e, r, row, batch)
+        : settled
+          ? this.settle(e, r, settled.row, batch)
           : await this.requireReconciliation(
               tx,
               e,
@@ -173,6 +182,11 @@ export class SettleAttempt {
         returned_in_response: inResponse(e),
       });
     }
+    if (outcome === 'settled' && settled !== null && settled !== 'duplicate' && settled.unpriced.length > 0) {
+      // Settled at the priced amount (an unpriced tier at the dearest priced one, an unpriced
+      // feature's calls at nothing); an operator prices the rest (docs/decisions.md).
+      await this.openCase(tx, e, 'usage_unpriced', 0n, now, { unpriced: settled.unpriced, service_tier: e.service_tier ?? null });
+    }
     if (e.outcome === 'succeeded' && silentShortfall(e)) {
       await this.openCase(tx, e, 'candidate_shortfall_unexplained', 0n, now, {
         effective: e.effective_candidate_count,
@@ -182,33 +196,23 @@ export class SettleAttempt {
     return outcome;
   }
 
-  /** The attempt's ledger row, priced from the provider-reported usage at the reservation's price revision. */
-  private async ledgerRow(e: AttemptCompletedV1, r: ReservationView, now: Date): Promise<LedgerRow> {
+  /**
+   * The attempt's ledger row, priced from the provider-reported usage at the reservation's price
+   * revision and at the tiers the usage reached, and what the usage reported that it does not price.
+   */
+  private async ledgerRow(e: AttemptCompletedV1, r: ReservationView, now: Date): Promise<{ row: LedgerRow; unpriced: string[] }> {
     const price = await this.catalog.priceById(r.priceRevisionId);
     if (!price) throw new Error(`price revision ${r.priceRevisionId} missing`);
-    const usage = {
-      inputTokens: e.input_tokens ?? 0,
-      cachedInputTokens: e.cached_input_tokens ?? 0,
-      outputTokensTotal: e.output_tokens_total ?? 0,
-      reasoningTokens: e.reasoning_tokens ?? 0,
-    };
-    const cost = priceUsage(
-      {
-        inputTokens: usage.inputTokens,
-        cachedInputTokens: usage.cachedInputTokens,
-        outputTokens: usage.outputTokensTotal,
-        reasoningTokens: usage.reasoningTokens,
-        outputIncludesReasoning: e.output_includes_reasoning,
-      },
-      price,
-    );
-    return buildLedgerRow({
+    const usage = usageOfAttempt(e);
+    const cost = priceUsage(usage, price);
+    const row = buildLedgerRow({
       id: this.ids.next(),
       facts: factsOf(e),
       evidence: { kind: 'usage', source: usageSourceOf(e), usage, cost },
       priceRevisionId: price.id,
       settledAt: now,
     });
+    return { row, unpriced: cost.unpriced };
   }
 
   private settle(e: AttemptCompletedV1, r: ReservationView, row: LedgerRow, batch: SettlementBatch): SettleOutcome {
@@ -353,6 +357,11 @@ function silentShortfall(e: AttemptCompletedV1): boolean {
 /** Candidates the response actually contained (absent ones are listed as missing or blocked). */
 function inResponse(e: AttemptCompletedV1): number {
   return e.candidates.filter((c) => !(ABSENT_CANDIDATE_OUTCOMES as readonly string[]).includes(c.outcome)).length;
+}
+
+/** The provider-reported usage of an attempt as the domain prices it (absent detail: 0, no tier: the requested one). */
+export function usageOfAttempt(e: AttemptCompletedV1): Usage {
+  return usageOfReport(e, e.output_includes_reasoning);
 }
 
 /** The ledger's view of the attempt, from the event (which carries nothing else). */
