@@ -1,14 +1,13 @@
 /**
  * Admission reserves at the worst reachable tier (issue 14): the use case over the real catalog,
- * admission repository and Postgres. The structured revision is served by `catalogServing` (its
- * storage and policy API land with h/store; after the merge, seed it through the API instead); the
- * flat route's revision is the seeded one from Postgres.
+ * admission repository and Postgres, with both routes' revisions (one flat, one structured) stored
+ * in Postgres as the policy service stores them.
  */
 import { randomUUID } from 'node:crypto';
 import { AdmissionRepository, CatalogRepository, Database, OutboxRepository } from '@gateway/db';
 import { ContentCipher, KafkaBus, ReplyRouter } from '@gateway/messaging';
 import { createLogger, Metrics, randomIds, ServiceConfig, systemClock } from '@gateway/service-kit';
-import { catalogServing, Seeder, STRUCTURED_CONTEXT_THRESHOLD, structuredPrice } from '@gateway/testing';
+import { Seeder, STRUCTURED_CONTEXT_THRESHOLD, structuredPrice } from '@gateway/testing';
 import { AdmissionMetrics } from '../src/admission.metrics';
 import { CatalogCache } from '../src/catalog-cache';
 import { fromOpenAiChat } from '../src/usecases/admit-request/admit-request.command';
@@ -34,7 +33,7 @@ describe('admission at the worst reachable tier, on Postgres', () => {
   const tiered = `tiers-structured-${run}`;
   let key: string;
   const admit = new AdmitRequest(
-    new CatalogCache(catalogServing(catalog, { [tiered]: structuredPrice(`price-${tiered}-v1`) }), systemClock),
+    new CatalogCache(catalog, systemClock),
     catalog,
     new AdmissionRepository(db, new OutboxRepository(db)),
     // execute() never publishes; dispatch() is not called here
@@ -51,14 +50,18 @@ describe('admission at the worst reachable tier, on Postgres', () => {
   beforeAll(async () => {
     const seed = new Seeder(db);
     for (const routeId of [flat, tiered]) {
-      await seed.route({
-        routeId,
-        alias: routeId,
-        providerKind: 'openai-chat',
-        upstreamBaseUrl: 'http://upstream.invalid',
-        upstreamModel: 'm',
-        pricedFeatures: ['service_tier', 'web_search'],
-      });
+      const { id: _id, ...structured } = structuredPrice(`price-${routeId}-v1`);
+      await seed.route(
+        {
+          routeId,
+          alias: routeId,
+          providerKind: 'openai-chat',
+          upstreamBaseUrl: 'http://upstream.invalid',
+          upstreamModel: 'm',
+          pricedFeatures: ['service_tier', 'web_search'],
+        },
+        routeId === tiered ? { price: structured } : {},
+      );
     }
     key = (await seed.workload({ id: `wl-tiers-${run}`, allowedAliases: [flat, tiered], perCandidateOutputCeiling: CEILING })).key;
   });

@@ -3,9 +3,8 @@
  * once (one ledger row, one `usage.settled` in the outbox, the hold moved once), an attempt with
  * no reservation opens a case, and the ledger query pages by keyset within a time range; and
  * settlement at the tier the usage reached (issue 14): a priority-tier attempt with cache writes,
- * audio and per-call fees, a long-context attempt, and a tier the revision does not price. The
- * structured revision is served by `catalogServing` (its storage lands with h/store); the ledger
- * row, the outbox event and the case are real.
+ * audio and per-call fees, a long-context attempt, and a tier the revision does not price, against
+ * a structured revision stored in Postgres.
  */
 import { randomUUID } from 'node:crypto';
 import { AttemptCompletedV1, Topics, UsageSettledV1 } from '@gateway/contracts';
@@ -21,15 +20,7 @@ import {
   ReservationHoldRepository,
 } from '@gateway/db';
 import { randomIds } from '@gateway/service-kit';
-import {
-  answeredAttemptEvent,
-  catalogServing,
-  ledgerRow,
-  seedHeldAttempt,
-  Seeder,
-  STRUCTURED_CONTEXT_THRESHOLD,
-  structuredPrice,
-} from '@gateway/testing';
+import { answeredAttemptEvent, ledgerRow, seedHeldAttempt, Seeder, STRUCTURED_CONTEXT_THRESHOLD, structuredPrice } from '@gateway/testing';
 import { QueryLedger } from '../src/usecases/query-ledger/query-ledger.usecase';
 import { SettleAttempt } from '../src/usecases/settle-attempt/settle-attempt.usecase';
 
@@ -49,7 +40,7 @@ describe('settlement on Postgres', () => {
     ledger,
     new CaseRepository(db, outbox),
     new AttemptRepository(),
-    catalogServing(new CatalogRepository(db), { [tieredRouteId]: structuredPrice(tieredPriceId) }),
+    new CatalogRepository(db),
     randomIds,
     quiet,
   );
@@ -64,13 +55,17 @@ describe('settlement on Postgres', () => {
       upstreamBaseUrl: 'http://x',
       upstreamModel: 'm',
     });
-    await new Seeder(db).route({
-      routeId: tieredRouteId,
-      alias: `alias-${tieredRouteId}`,
-      providerKind: 'openai-chat',
-      upstreamBaseUrl: 'http://x',
-      upstreamModel: 'm',
-    });
+    const { id: _id, ...structured } = structuredPrice(tieredPriceId);
+    await new Seeder(db).route(
+      {
+        routeId: tieredRouteId,
+        alias: `alias-${tieredRouteId}`,
+        providerKind: 'openai-chat',
+        upstreamBaseUrl: 'http://x',
+        upstreamModel: 'm',
+      },
+      { price: structured },
+    );
   });
   afterAll(() => db.close());
 

@@ -1,4 +1,3 @@
-import type { CatalogRepository } from '@gateway/db';
 import type { PriceRevision } from '@gateway/domain';
 import { DEFAULT_PRICES } from './seed';
 
@@ -32,21 +31,3 @@ export function structuredPrice(id: string): PriceRevision {
 
 /** The input-token threshold of `structuredPrice`'s context tiers. */
 export const STRUCTURED_CONTEXT_THRESHOLD = 1000;
-
-/**
- * The catalog, except that each route in `served` is priced by the revision given (by route for
- * `priceAt`, by revision id for `priceById`); every other read goes to `catalog`. Until price
- * revisions store their structure in Postgres (h/store), this is how an int spec prices at a
- * structured revision while everything else goes through the real repositories.
- */
-export function catalogServing<C extends Pick<CatalogRepository, 'priceById' | 'priceAt'>>(
-  catalog: C,
-  served: Readonly<Record<string, PriceRevision>>,
-): C {
-  const byId = new Map(Object.values(served).map((p) => [p.id, p]));
-  const overrides: Pick<CatalogRepository, 'priceById' | 'priceAt'> = {
-    priceById: async (id) => byId.get(id) ?? catalog.priceById(id),
-    priceAt: async (routeId, at) => (Object.hasOwn(served, routeId) ? served[routeId] : catalog.priceAt(routeId, at)),
-  };
-  return Object.assign(Object.create(catalog) as C, overrides);
-}
