@@ -1,5 +1,6 @@
 import { AssignerProtocol, Cluster, IHeaders, KafkaMessage } from 'kafkajs';
 import { addressedElsewhere, partitionsOnly } from './addressed-consumer';
+import { KafkaBus } from './kafka-bus';
 
 function message(headers?: IHeaders): KafkaMessage {
   const base = { key: null, value: Buffer.from('{}'), timestamp: '0', attributes: 0, offset: '0' };
@@ -45,5 +46,16 @@ describe('partitionsOnly', () => {
     const { name, metadata } = assigner.protocol({ topics: ['replies'] });
     expect(name).toBe(assigner.name);
     expect(AssignerProtocol.MemberMetadata.decode(metadata)?.topics).toEqual(['replies']);
+  });
+});
+
+describe('KafkaBus and addressed consumers', () => {
+  it('refuses batch consumption of an addressed topic (the header check is per message)', async () => {
+    const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
+    const bus = new KafkaBus({ brokers: ['127.0.0.1:1'], clientId: 'spec', logger: quiet });
+    const recipient = { id: 'admission-1', partitions: [1], header: 'reply-to' };
+    await expect(
+      bus.subscribeBatch('dispatchReplies', { groupId: 'g', recipient, batch: { maxSize: 10 } }, async () => undefined),
+    ).rejects.toThrow(/one message at a time/);
   });
 });

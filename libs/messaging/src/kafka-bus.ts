@@ -265,6 +265,8 @@ export class KafkaBus {
     options: SubscribeOptions & { batch: BatchOptions },
     handler: BatchHandler<TopicPayload<K>>,
   ): Promise<ConsumerHandle> {
+    // Skipping others' messages by header happens per message (`subscribe`); not built for batches.
+    if (options.recipient) throw new Error('an addressed consumer takes one message at a time: use subscribe');
     const spec = Topics[topicKey];
     const guard = this.poisonGuard(topicKey, options, (payload, meta) => handler([{ payload, meta }]));
     const batches = new BatchGuard(guard, (raw) => spec.schema.parse(raw) as TopicPayload<K>, handler, this.opts.logger);
