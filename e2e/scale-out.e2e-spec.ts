@@ -1,6 +1,6 @@
 import { ChildProcess } from 'node:child_process';
 import { Admin, AssignerProtocol, Kafka, logLevel } from 'kafkajs';
-import { Topics } from '@gateway/contracts';
+import { recipientPartition, Topics } from '@gateway/contracts';
 import { eventually, gemini, openai, seedSimRoutes, spawnInstance, stack, TopicReader, uid, withSeeder } from './support';
 
 /** The consumer groups that share partitions between instances (apps/*\/src/consumers). */
@@ -12,7 +12,8 @@ const SETTLEMENT_GROUP = 'gateway-settlement';
  * admission, dispatch and settlement instance started here, named as `npm start -- --scale=2`
  * names them, is the two-of-each stack of docs/scaling.md. The official SDKs are served through
  * both admission ports; every reply reaches the admission instance that holds the client's
- * connection whichever dispatch instance ran the attempt; then the second dispatch instance is
+ * connection whichever dispatch instance ran the attempt (on that instance's partition of the
+ * replies topic, the only one it reads); then the second dispatch instance is
  * killed (SIGKILL) mid-traffic and every admitted action still ends explicitly: each attempt has
  * exactly one ledger row or an open reconciliation case, and no reservation stays pending.
  */
@@ -43,12 +44,12 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
     );
   };
 
-  /** The reply envelopes dispatch sent for one action: to whom they were addressed. */
+  /** The reply envelopes dispatch sent for one action: to whom they were addressed, on which partition. */
   const replyTargets = (actionId: string) =>
-    replies
-      .json<{ action_id: string; reply_to: string }>()
+    replies.messages
+      .map((m) => ({ ...(JSON.parse(m.value) as { action_id: string; reply_to: string }), partition: m.partition }))
       .filter((r) => r.action_id === actionId)
-      .map((r) => r.reply_to);
+      .map((r) => `${r.reply_to}@${r.partition}`);
 
   beforeAll(async () => {
     key = await withSeeder(async (seed) => {
@@ -142,13 +143,14 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
       )
     ).flat();
 
-    // Every reply was addressed to the admission instance that admitted the action (and only to it).
+    // Every reply was addressed to the admission instance that admitted the action (and only to
+    // it), on the one partition that instance reads.
     for (const { actionId, via } of served) {
       const targets = await eventually(async () => {
         const t = replyTargets(actionId);
         return t.length > 0 ? t : undefined;
       });
-      expect(new Set(targets)).toEqual(new Set([via]));
+      expect(new Set(targets)).toEqual(new Set([`${via}@${recipientPartition(via, Topics.dispatchReplies.partitions)}`]));
     }
     // …and both dispatch instances ran attempts: the replies crossed instances.
     const claimers = await withSeeder((_s, db) =>

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// `npm run bench:produce`: starts a Kafka broker of its own (BENCH_KAFKA_PORT, default
-// BENCH_PORT_BASE + 92, fresh data dir) and runs bench/produce-path.ts against it, with the
-// broker's pid so the bench can read its CPU. See that file for what it measures.
+// `npm run bench:produce` (and `bench:replies`): starts a Kafka broker of its own
+// (BENCH_KAFKA_PORT, default BENCH_PORT_BASE + 92, fresh data dir) and runs a Kafka bench against
+// it (the argument; default bench/produce-path.ts), with the broker's pid so the bench can read
+// its CPU. See that file for what it measures.
 import path from 'node:path';
 import { startKafka } from './kafka.mjs';
 import { ROOT } from './services.mjs';
@@ -13,7 +14,8 @@ delete process.env.KAFKA_BROKERS; // a broker of its own: its CPU is this bench'
 const kafka = await startKafka({ port, dataDir: path.join(ROOT, '.local/kafka', `bench-produce-${port}`), fresh: true });
 let code = 1;
 try {
-  const child = spawn(process.execPath, ['-r', '@swc-node/register', 'bench/produce-path.ts'], {
+  const bench = process.argv[2] ?? 'bench/produce-path.ts';
+  const child = spawn(process.execPath, ['-r', '@swc-node/register', bench], {
     cwd: ROOT,
     env: { ...env, KAFKA_BROKERS: kafka.brokers, BENCH_BROKER_PID: String(kafka.pid) },
     stdio: 'inherit',

@@ -28,7 +28,7 @@ export class AdmissionModule {
         GeminiController,
         ModelsController,
         ActionsController,
-        dispatchRepliesConsumer('admission-replies', 6),
+        dispatchRepliesConsumer('dispatchReplies', 'admission-replies', 1),
       ],
       providers: [
         { provide: ContentCipher, useValue: core.cipher },

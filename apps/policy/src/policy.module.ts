@@ -50,7 +50,7 @@ export class PolicyModule {
         ScopeLimitsController,
         ExceptionsController,
         ChangeRequestsController,
-        dispatchRepliesConsumer('policy-replies', 2),
+        dispatchRepliesConsumer('probeReplies', 'policy-replies', 1),
       ],
       providers: [
         { provide: EXPIRY_SWEEP_MS, useValue: opts.expirySweepMs },

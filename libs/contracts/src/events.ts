@@ -229,10 +229,19 @@ export const encryptedBody = z.object({
   tag: z.string(),
   ct: z.string(),
 });
+/**
+ * The topics dispatch answers on, by registry key (libs/contracts topics.ts): applications'
+ * replies for admission, verification probes' replies for policy. A receiver reads only its own.
+ */
+export const replyTopicKey = z.enum(['dispatchReplies', 'probeReplies']);
+export type ReplyTopicKey = z.infer<typeof replyTopicKey>;
+
 export const dispatchCommandEnvelopeV1 = z.object({
   ...envelope,
   action_id: z.string(),
   reply_to: z.string(),
+  /** where dispatch answers; absent (a command from an older sender): `dispatchReplies` */
+  reply_topic: replyTopicKey.optional(),
   dispatch_deadline: isoTimestamp,
   body: encryptedBody,
 });

@@ -1,17 +1,18 @@
-import type { DispatchCommandV1 } from '@gateway/contracts';
+import type { DispatchCommandV1, ReplyAddress } from '@gateway/contracts';
 import type { ContentCipher } from './content-cipher';
 import type { KafkaBus } from './kafka-bus';
 
 /**
  * Publishes one dispatch command, encrypted under its action id, for dispatch to run; the reply
- * comes back on the replies topic addressed to `replyTo` (the sender's instance id). Admission
- * sends the applications' commands, the policy service its verification probes.
+ * comes back on `replyTo.topic`, addressed to `replyTo.instanceId` (the sender's instance id).
+ * Admission sends the applications' commands (replies on `dispatchReplies`), the policy service
+ * its verification probes (`probeReplies`).
  */
 export async function publishDispatchCommand(
   bus: Pick<KafkaBus, 'publish'>,
   cipher: ContentCipher,
   command: DispatchCommandV1,
-  replyTo: string,
+  replyTo: ReplyAddress,
   eventId: string,
 ): Promise<void> {
   await bus.publish('dispatchCommands', [
@@ -20,7 +21,8 @@ export async function publishDispatchCommand(
       value: {
         event_id: eventId,
         action_id: command.action_id,
-        reply_to: replyTo,
+        reply_to: replyTo.instanceId,
+        reply_topic: replyTo.topic,
         dispatch_deadline: command.dispatch_deadline,
         body: cipher.encrypt(command, command.action_id),
       },

@@ -13,6 +13,7 @@ import {
   Producer,
 } from 'kafkajs';
 import { allTopics, TopicKey, TopicPayload, Topics } from '@gateway/contracts';
+import { addressedElsewhere, partitionsOnly } from './addressed-consumer';
 import { BatchGuard, BatchHandler } from './batch-guard';
 import { BusLogger, DeadLetterCounter, Delivery, MessageMeta, PoisonGuard, PoisonHook } from './poison-guard';
 import { quietKafkajsIdleTimers } from './kafkajs-idle-timers';
@@ -67,6 +68,12 @@ export interface SubscribeOptions {
   poison?: Partial<PoisonPolicy>;
   /** runs before a message that fails for good is parked (e.g. to open a reconciliation case) */
   onPoison?: PoisonHook;
+  /**
+   * Reads only the partition(s) of an addressed topic that carry this receiver's messages, and
+   * skips, before parsing, any there whose recipient header names another instance (two ids on
+   * one partition). Only for a group of one instance (`partitionsOnly`).
+   */
+  recipient?: { id: string; partitions: number[]; header: string };
 }
 
 /** Batch consumption (`subscribeBatch`): at most `maxSize` messages of one partition per handler call. */
@@ -158,10 +165,22 @@ export class KafkaBus {
     void old?.then((p) => p.disconnect()).catch(() => undefined);
   }
 
-  /** Creates every declared topic that does not exist yet, with its partitions and retention. */
+  /**
+   * Creates every declared topic that does not exist yet, with its partitions and retention, and
+   * gives an existing `addressed` topic its declared partitions if it has fewer: senders write to
+   * `recipientPartition(id, declared)`, which must exist.
+   */
   async ensureTopics(): Promise<void> {
     const admin = await this.getAdmin();
     const existing = new Set(await admin.listTopics());
+    const addressed = allTopics().filter((t) => t.addressed && existing.has(t.name));
+    if (addressed.length > 0) {
+      const { topics } = await admin.fetchTopicMetadata({ topics: addressed.map((t) => t.name) });
+      const short = addressed.filter((t) => (topics.find((m) => m.name === t.name)?.partitions.length ?? 0) < t.partitions);
+      if (short.length > 0) {
+        await admin.createPartitions({ topicPartitions: short.map((t) => ({ topic: t.name, count: t.partitions })) });
+      }
+    }
     const missing = allTopics().filter((t) => !existing.has(t.name));
     if (missing.length === 0) return;
     await admin.createTopics({
@@ -190,13 +209,14 @@ export class KafkaBus {
   /** Validates against the topic's schema, then publishes (acks=all). */
   async publish<K extends TopicKey>(
     topicKey: K,
-    messages: Array<{ key: string; value: TopicPayload<K>; headers?: Record<string, string> }>,
+    messages: Array<{ key: string; value: TopicPayload<K>; headers?: Record<string, string>; partition?: number }>,
   ): Promise<void> {
     const spec = Topics[topicKey];
     const raw = messages.map((m) => ({
       key: m.key,
       value: JSON.stringify(spec.schema.parse(m.value)),
       headers: m.headers,
+      partition: m.partition,
     }));
     await this.publishRaw(spec.name, raw);
   }
@@ -225,8 +245,12 @@ export class KafkaBus {
     handler: (payload: TopicPayload<K>, meta: MessageMeta) => Promise<void>,
   ): Promise<ConsumerHandle> {
     const guard = this.poisonGuard(topicKey, options, handler);
+    const forOthers = options.recipient ? addressedElsewhere(options.recipient) : () => false;
     return this.run(Topics[topicKey].name, options, (stopping) => ({
-      eachMessage: (payload) => guard.deliver(delivery(payload.topic, payload.partition, payload.message, payload.heartbeat, stopping)),
+      eachMessage: async (payload) => {
+        if (forOthers(payload.message)) return;
+        await guard.deliver(delivery(payload.topic, payload.partition, payload.message, payload.heartbeat, stopping));
+      },
     }));
   }
 
@@ -241,6 +265,8 @@ export class KafkaBus {
     options: SubscribeOptions & { batch: BatchOptions },
     handler: BatchHandler<TopicPayload<K>>,
   ): Promise<ConsumerHandle> {
+    // Skipping others' messages by header happens per message (`subscribe`); not built for batches.
+    if (options.recipient) throw new Error('an addressed consumer takes one message at a time: use subscribe');
     const spec = Topics[topicKey];
     const guard = this.poisonGuard(topicKey, options, (payload, meta) => handler([{ payload, meta }]));
     const batches = new BatchGuard(guard, (raw) => spec.schema.parse(raw) as TopicPayload<K>, handler, this.opts.logger);
@@ -421,6 +447,8 @@ class ManagedConsumer implements ConsumerHandle {
       heartbeatInterval: 2000,
       retry: { initialRetryTime: 100, retries: 10 },
     };
+    const only = this.options.recipient?.partitions;
+    if (only) config.partitionAssigners = [partitionsOnly(only)];
     const consumer = this.kafka.consumer(config);
     this.consumer = consumer;
     this.state = 'starting';

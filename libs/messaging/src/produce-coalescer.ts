@@ -4,6 +4,8 @@ export interface RawMessage {
   key: string;
   value: string;
   headers?: Record<string, string>;
+  /** an explicit partition (addressed topics); otherwise the key's */
+  partition?: number;
 }
 
 /** The part of a kafkajs producer the coalescer uses. */

@@ -103,7 +103,10 @@ export class CoreModule {
         {
           provide: BusTransport,
           useFactory: (bus: KafkaBus, ids: IdGenerator) =>
-            new BusTransport(bus, { instanceSuffix: () => `${config.instanceId}-${ids.next().slice(0, 8)}` }),
+            new BusTransport(bus, {
+              instanceId: config.instanceId,
+              instanceSuffix: () => `${config.instanceId}-${ids.next().slice(0, 8)}`,
+            }),
           inject: [KafkaBus, ID_GENERATOR],
         },
         { provide: OutboxRepository, useFactory: (db: Database) => new OutboxRepository(db), inject: [Database] },

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Type } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
-import { dispatchReplyV1, DispatchReplyEnvelopeV1, Topics } from '@gateway/contracts';
+import { dispatchReplyV1, DispatchReplyEnvelopeV1, ReplyTopicKey, Topics } from '@gateway/contracts';
 import { BusConsumer, ContentCipher, errorClass, PoisonMessageError, ReplyRouter } from '@gateway/messaging';
 import { ServiceConfig } from './config';
 import { InjectConfig } from './core.module';
@@ -18,6 +18,8 @@ export class DispatchRepliesIntake {
   ) {}
 
   async accept(envelope: DispatchReplyEnvelopeV1): Promise<void> {
+    // The bus already skipped replies whose header names another instance; this also covers a
+    // reply without the header (from an older dispatcher).
     if (envelope.reply_to !== this.config.instanceId) return;
     let reply;
     try {
@@ -30,16 +32,17 @@ export class DispatchRepliesIntake {
 }
 
 /**
- * The consumer of the replies topic for a service that sends dispatch commands. Every instance
- * reads all replies in a consumer group of its own (`perInstance`) and keeps those it has a
- * waiter for; it joins before the HTTP server listens, so no reply precedes it.
+ * The consumer of a replies topic for a service that sends dispatch commands naming that topic
+ * (`reply_topic`). Every instance reads, in a consumer group of its own (`perInstance`), only the
+ * partition dispatch addresses its replies to (`addressed`, `recipientPartition` of its id), and
+ * keeps those it has a waiter for; it joins before the HTTP server listens, so no reply precedes it.
  */
-export function dispatchRepliesConsumer(group: string, concurrency: number): Type<unknown> {
+export function dispatchRepliesConsumer(topic: ReplyTopicKey, group: string, concurrency: number): Type<unknown> {
   @BusConsumer()
   class DispatchRepliesConsumer {
     constructor(@Inject(DispatchRepliesIntake) private readonly intake: DispatchRepliesIntake) {}
 
-    @EventPattern(Topics.dispatchReplies.name, { group, perInstance: true, fromBeginning: false, concurrency })
+    @EventPattern(Topics[topic].name, { group, perInstance: true, addressed: true, fromBeginning: false, concurrency })
     reply(@Payload() envelope: DispatchReplyEnvelopeV1): Promise<void> {
       return this.intake.accept(envelope);
     }

@@ -1,9 +1,24 @@
 import { randomUUID } from 'node:crypto';
-import { AttemptCompletedV1, PolicyChangedV1, Topics } from '@gateway/contracts';
+import { AttemptCompletedV1, DispatchReplyV1, PolicyChangedV1, Topics } from '@gateway/contracts';
 
 /** A valid `gateway.policy.changed.v1` event: the small message bus tests send around. */
 export function policyChangedEvent(entityId: string, actor = 'int-spec', change = 'test'): PolicyChangedV1 {
   return { event_id: randomUUID(), timestamp: new Date().toISOString(), entity: 'workload', entity_id: entityId, change, actor };
+}
+
+/** A dispatch reply carrying one whole provider response of one candidate (what admission decrypts). */
+export function responseReply(body: unknown = { ok: true }): DispatchReplyV1 {
+  return {
+    kind: 'response',
+    http_status: 200,
+    body,
+    attempt_id: null,
+    provider_request_id: null,
+    requested_candidates: null,
+    effective_candidates: 1,
+    returned_candidates: 1,
+    candidates: [],
+  };
 }
 
 /**

@@ -3,6 +3,7 @@ import { dispatchReplyV1 as dispatchReplyV1Schema, PolicyChangedV1, Topics } fro
 import { Database, OutboxRepository, ProcessedEventRepository } from '@gateway/db';
 import { ContentCipher, handleOnce, KafkaBus, OutboxRelay, ReplyRouter } from '@gateway/messaging';
 import { eventually } from '../src/eventually';
+import { responseReply } from '../src/events';
 
 /**
  * The reliability core against the real Postgres and Kafka: the transactional outbox, its relay
@@ -133,17 +134,7 @@ describe('outbox, relay, idempotent consumer, reply correlation', () => {
     const actionId = randomUUID();
     const now = new Date();
     const waiting = router.awaitReply(actionId, new Date(now.getTime() + 10000), now);
-    const reply = {
-      kind: 'response' as const,
-      http_status: 200,
-      body: { ok: true },
-      attempt_id: null,
-      provider_request_id: null,
-      requested_candidates: null,
-      effective_candidates: 1,
-      returned_candidates: 1,
-      candidates: [],
-    };
+    const reply = responseReply();
     await bus.publish('dispatchReplies', [
       { key: actionId, value: { event_id: randomUUID(), action_id: actionId, reply_to: instance, body: cipher.encrypt(reply, actionId) } },
     ]);

@@ -1,5 +1,5 @@
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { dispatchCommandV1, DispatchCommandEnvelopeV1 } from '@gateway/contracts';
+import { dispatchCommandV1, DispatchCommandEnvelopeV1, replyAddressOf } from '@gateway/contracts';
 import { ContentCipher, errorClass, PoisonMessageError } from '@gateway/messaging';
 import { RunAttempt } from '../usecases/run-attempt/run-attempt.usecase';
 
@@ -29,7 +29,7 @@ export class DispatchCommandsIntake implements OnApplicationShutdown {
       throw new PoisonMessageError(`undecryptable or invalid dispatch command: ${errorClass(err)}`);
     }
     while (this.inFlight.size >= MAX_IN_FLIGHT) await Promise.race(this.inFlight);
-    const { done } = await this.runAttempt.execute(cmd, envelope.reply_to);
+    const { done } = await this.runAttempt.execute(cmd, replyAddressOf(envelope));
     this.inFlight.add(done);
     void done.finally(() => this.inFlight.delete(done));
   }

@@ -214,7 +214,13 @@ export class RouteProbe {
     // the reservation like any other).
     const reply = this.replies.awaitReply(actionId, dispatchDeadline, now);
     try {
-      await publishDispatchCommand(this.bus, this.cipher, command, this.config.instanceId, this.ids.next());
+      await publishDispatchCommand(
+        this.bus,
+        this.cipher,
+        command,
+        { instanceId: this.config.instanceId, topic: 'probeReplies' },
+        this.ids.next(),
+      );
     } catch (err) {
       this.replies.cancel(actionId);
       // Reserved but never sent: the sweeper voids the reservation after its dispatch deadline.

@@ -42,7 +42,7 @@ const meta: MessageMeta = { topic: Topics.policyChanged.name, partition: 0, offs
 async function started(controllers: Array<new () => unknown>) {
   const { bus, subs } = fakeBus();
   const module = await Test.createTestingModule({ controllers }).compile();
-  const app = module.createNestMicroservice({ strategy: new BusTransport(bus, { instanceSuffix: () => 'i1' }) });
+  const app = module.createNestMicroservice({ strategy: new BusTransport(bus, { instanceId: 'svc-1', instanceSuffix: () => 'i1' }) });
   await app.listen();
   return { app, subs };
 }
@@ -86,6 +86,26 @@ describe('BusTransport', () => {
     await subs[0].options.onPoison?.(record, { entity_id: 'bad' });
     expect(calls).toEqual(['parked 7 raw={"entity_id":"bad"}']);
     await app.close();
+  });
+
+  it("an addressed consumer reads only its instance's partition and skips what names another instance", async () => {
+    @BusConsumer()
+    class Replies {
+      @EventPattern(Topics.dispatchReplies.name, { group: 'r', perInstance: true, addressed: true })
+      async handle(): Promise<void> {}
+    }
+    const { app, subs } = await started([Replies]);
+    expect(subs[0].options.recipient).toEqual({ id: 'svc-1', partitions: [1], header: 'reply-to' });
+    await app.close();
+  });
+
+  it('refuses an addressed consumer shared between instances', async () => {
+    @BusConsumer()
+    class Shared {
+      @EventPattern(Topics.dispatchReplies.name, { group: 'r', addressed: true })
+      async handle(): Promise<void> {}
+    }
+    await expect(started([Shared])).rejects.toThrow(/needs perInstance/);
   });
 
   it('refuses a pattern that is not a declared topic', async () => {

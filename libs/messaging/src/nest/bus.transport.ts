@@ -1,7 +1,7 @@
 import { applyDecorators, ArgumentsHost, Catch, Controller, RpcExceptionFilter, UseFilters } from '@nestjs/common';
 import { BaseRpcContext, CustomTransportStrategy, MessageHandler, Server } from '@nestjs/microservices';
 import { isObservable, lastValueFrom, Observable, throwError } from 'rxjs';
-import { allTopics, DeadLetterV1, TopicKey, Topics } from '@gateway/contracts';
+import { addressTo, allTopics, DeadLetterV1, RECIPIENT_HEADER, TopicKey, Topics } from '@gateway/contracts';
 import { BatchOptions, ConsumerHandle, KafkaBus, SubscribeOptions } from '../kafka-bus';
 import { MessageMeta } from '../poison-guard';
 import { PoisonPolicy } from '../poison-policy';
@@ -18,6 +18,11 @@ export interface ConsumerExtras {
   /** consumer group; with `perInstance` a unique suffix makes it a group of one instance */
   group: string;
   perInstance?: boolean;
+  /**
+   * The topic is `addressed` (libs/contracts): read only this instance's partition of it and skip,
+   * unparsed, what is addressed to another instance there. Needs `perInstance`.
+   */
+  addressed?: boolean;
   fromBeginning?: boolean;
   concurrency?: number;
   poison?: Partial<PoisonPolicy>;
@@ -73,6 +78,8 @@ export const BusConsumer = () => applyDecorators(Controller(), UseFilters(Rethro
 export interface BusTransportOptions {
   /** makes `perInstance` groups unique to this process */
   instanceSuffix: () => string;
+  /** this instance's id: the recipient of `addressed` topics' messages */
+  instanceId: string;
 }
 
 /** What the transport needs of the bus (narrow, so a spec can fake it). */
@@ -118,6 +125,7 @@ export class BusTransport extends Server implements CustomTransportStrategy {
       if (!topicKey) throw new Error(`@EventPattern(${pattern}) is not a topic declared in libs/contracts`);
       const extras = handler.extras as ConsumerExtras | undefined;
       if (!extras?.group) throw new Error(`@EventPattern(${pattern}) needs { group } in its extras`);
+      if (extras.addressed && !extras.perInstance) throw new Error(`@EventPattern(${pattern}) is addressed: it needs perInstance`);
       const hook = this.messageHandlers.get(poisonPattern(pattern));
       const options: SubscribeOptions = {
         groupId: extras.perInstance ? `${extras.group}-${this.opts.instanceSuffix()}` : extras.group,
@@ -125,6 +133,7 @@ export class BusTransport extends Server implements CustomTransportStrategy {
         concurrency: extras.concurrency,
         poison: extras.poison,
         onPoison: hook ? (record: DeadLetterV1, raw: unknown) => invoke(hook, record, new BusContext([metaOf(record), raw])) : undefined,
+        recipient: extras.addressed ? recipientOf(topicKey, this.opts.instanceId) : undefined,
       };
       const batch = extras.batch;
       subscriptions.push(
@@ -144,6 +153,11 @@ export class BusTransport extends Server implements CustomTransportStrategy {
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) throw failed.reason;
   }
+}
+
+function recipientOf(topicKey: TopicKey, instanceId: string): SubscribeOptions['recipient'] {
+  const { partition } = addressTo(topicKey, instanceId);
+  return { id: instanceId, partitions: [partition], header: RECIPIENT_HEADER };
 }
 
 /** Runs a Nest handler (which may answer with a promise, an observable or both) to completion. */

@@ -333,7 +333,13 @@ export class AdmitRequest {
   }
 
   private async publishCommand(admitted: AdmittedAction): Promise<void> {
-    await publishDispatchCommand(this.bus, this.cipher, admitted.command, this.config.instanceId, this.ids.next());
+    await publishDispatchCommand(
+      this.bus,
+      this.cipher,
+      admitted.command,
+      { instanceId: this.config.instanceId, topic: 'dispatchReplies' },
+      this.ids.next(),
+    );
   }
 
   private async replay(

@@ -1,6 +1,15 @@
 import pino from 'pino';
 import { Dispatcher, MockAgent } from 'undici';
-import { DispatchCommandV1, DispatchReplyV1, dispatchReplyV1, TopicKey, TopicPayload, Topics } from '@gateway/contracts';
+import {
+  DispatchCommandV1,
+  DispatchReplyV1,
+  dispatchReplyV1,
+  recipientPartition,
+  ReplyAddress,
+  TopicKey,
+  TopicPayload,
+  Topics,
+} from '@gateway/contracts';
 import type { AttemptOutcome, ClaimInput, ClaimResult } from '@gateway/db';
 import { ContentCipher, PermanentPublishError } from '@gateway/messaging';
 import { InvalidTransitionError } from '@gateway/domain';
@@ -13,6 +22,7 @@ import type { AttemptStore, ReplyPublisher } from './ports';
 import { RunAttempt } from './run-attempt.usecase';
 
 const NOW = new Date('2026-03-01T12:00:00.000Z');
+const ADMISSION_1: ReplyAddress = { instanceId: 'admission-1', topic: 'dispatchReplies' };
 const ORIGIN = 'http://upstream.example';
 const OPENAI_PATH = '/v1/chat/completions';
 const GEMINI_STREAM_PATH = '/v1beta/models/model-x:streamGenerateContent?alt=sse';
@@ -56,15 +66,20 @@ class FakeAttemptStore implements AttemptStore {
 
 /** Keeps what would go to Kafka, validated against the topic schema as the real bus does. */
 class FakeReplyBus implements ReplyPublisher {
-  readonly sent: Array<{ topic: TopicKey; key: string; value: unknown }> = [];
+  readonly sent: Array<{ topic: TopicKey; key: string; value: unknown; partition?: number; headers?: Record<string, string> }> = [];
   /** messages whose JSON is longer than this are refused as the broker refuses them */
   maxMessageBytes = Infinity;
 
-  async publish<K extends TopicKey>(topic: K, messages: Array<{ key: string; value: TopicPayload<K> }>): Promise<void> {
+  async publish<K extends TopicKey>(
+    topic: K,
+    messages: Array<{ key: string; value: TopicPayload<K>; partition?: number; headers?: Record<string, string> }>,
+  ): Promise<void> {
     if (messages.some((m) => JSON.stringify(m.value).length > this.maxMessageBytes)) {
       throw new PermanentPublishError('MESSAGE_TOO_LARGE', new Error('The request included a message larger than the max message size'));
     }
-    for (const m of messages) this.sent.push({ topic, key: m.key, value: Topics[topic].schema.parse(m.value) });
+    for (const m of messages) {
+      this.sent.push({ topic, key: m.key, value: Topics[topic].schema.parse(m.value), partition: m.partition, headers: m.headers });
+    }
   }
 }
 
@@ -138,7 +153,7 @@ function setup(interceptor?: Dispatcher.DispatcherComposeInterceptor, env: Recor
       return dispatchReplyV1.parse(cipher.decrypt(envelope.body, envelope.action_id));
     });
   const attempt = async (cmd: DispatchCommandV1) => {
-    const { done } = await run.execute(cmd, 'admission-1');
+    const { done } = await run.execute(cmd, ADMISSION_1);
     await done;
   };
   return { agent, pool: agent.get(ORIGIN), store, bus, replies, attempt, run };
@@ -175,6 +190,14 @@ function openAiText(replies: DispatchReplyV1[]): string {
 }
 
 const last = <T>(xs: T[]): T => xs[xs.length - 1];
+
+/** The provider answers one whole, successful completion. */
+const answered = (f: ReturnType<typeof setup>) =>
+  f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, {
+    id: 'chatcmpl-1',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+    usage: USAGE,
+  });
 
 describe('RunAttempt', () => {
   describe('before the upstream call', () => {
@@ -246,6 +269,16 @@ describe('RunAttempt', () => {
       const [reply] = f.replies();
       expect(reply).toMatchObject({ kind: 'response', http_status: 200, body, returned_candidates: 1 });
       expect(f.bus.sent.map((m) => [m.topic, m.key])).toEqual([['dispatchReplies', 'act-1']]);
+      // On admission-1's own partition, its id in the header: no other instance reads it.
+      expect(f.bus.sent[0]).toMatchObject({ partition: recipientPartition('admission-1', 6), headers: { 'reply-to': 'admission-1' } });
+    });
+
+    it("answers on the reply topic the command named (a probe: policy's topic)", async () => {
+      const f = setup();
+      answered(f);
+      const { done } = await f.run.execute(openAiCommand(), { instanceId: 'policy-7', topic: 'probeReplies' });
+      await done;
+      expect(f.bus.sent.map((m) => [m.topic, m.partition, m.headers])).toEqual([['probeReplies', 0, { 'reply-to': 'policy-7' }]]);
     });
 
     it('an answer too large for one Kafka message: usage recorded, the client gets a 502 instead of a timeout', async () => {
@@ -289,13 +322,6 @@ describe('RunAttempt', () => {
   });
 
   describe('recording the evidence', () => {
-    const answered = (f: ReturnType<typeof setup>) =>
-      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, {
-        id: 'chatcmpl-1',
-        choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-        usage: USAGE,
-      });
-
     it.each([
       ['a terminated connection', new Error('Connection terminated unexpectedly')],
       [
@@ -331,7 +357,7 @@ describe('RunAttempt', () => {
       const f = setup();
       answered(f);
       f.store.failures = Number.POSITIVE_INFINITY;
-      const { done } = await f.run.execute(openAiCommand({ deadline: new Date(NOW.getTime() + 30).toISOString() }), 'admission-1');
+      const { done } = await f.run.execute(openAiCommand({ deadline: new Date(NOW.getTime() + 30).toISOString() }), ADMISSION_1);
 
       await eventually(() => (f.bus.sent.length === 1 ? true : undefined), { intervalMs: 5 });
       expect(f.replies()).toEqual([expect.objectContaining({ kind: 'response', http_status: 200 })]);

@@ -1,7 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { Dispatcher, request } from 'undici';
-import { DispatchCommandV1, DispatchReplyV1 } from '@gateway/contracts';
+import { addressTo, DispatchCommandV1, DispatchReplyV1, ReplyAddress } from '@gateway/contracts';
 import { DispatchRepository } from '@gateway/db';
 import { accept } from '@gateway/domain';
 import { ContentCipher, KafkaBus, PermanentPublishError } from '@gateway/messaging';
@@ -55,7 +55,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
    * Resolves once the claim is durable (so the command's offset may be committed); `done`
    * settles when the attempt has been recorded and answered.
    */
-  async execute(cmd: DispatchCommandV1, replyTo: string): Promise<{ done: Promise<void> }> {
+  async execute(cmd: DispatchCommandV1, replyTo: ReplyAddress): Promise<{ done: Promise<void> }> {
     const now = this.clock.now();
     if (new Date(cmd.dispatch_deadline) <= now) {
       this.metrics.refused.inc({ reason: 'expired' });
@@ -397,11 +397,18 @@ export class RunAttempt implements BeforeApplicationShutdown {
     };
   }
 
-  private publishReply(cmd: DispatchCommandV1, replyTo: string, reply: DispatchReplyV1): Promise<void> {
-    return this.bus.publish('dispatchReplies', [
+  /** To the sender's own partition of the reply topic it named, so no other instance reads it. */
+  private publishReply(cmd: DispatchCommandV1, replyTo: ReplyAddress, reply: DispatchReplyV1): Promise<void> {
+    return this.bus.publish(replyTo.topic, [
       {
         key: cmd.action_id,
-        value: { event_id: this.ids.next(), action_id: cmd.action_id, reply_to: replyTo, body: this.cipher.encrypt(reply, cmd.action_id) },
+        value: {
+          event_id: this.ids.next(),
+          action_id: cmd.action_id,
+          reply_to: replyTo.instanceId,
+          body: this.cipher.encrypt(reply, cmd.action_id),
+        },
+        ...addressTo(replyTo.topic, replyTo.instanceId),
       },
     ]);
   }
@@ -432,7 +439,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
 interface Ctx {
   cmd: DispatchCommandV1;
   attemptId: string;
-  replyTo: string;
+  replyTo: ReplyAddress;
   /** the resolved upstream key (null: the route names none); lives only in memory */
   credential: string | null;
   /** streams: whether the provider's whole stream arrived (end marker or final chunk) */
