@@ -201,7 +201,7 @@ describe('billable usage detail from provider to attempt.completed', () => {
       dispatch_deadline: deadline.toISOString(),
       request,
     };
-    const { done } = await run.execute(cmd, 'admission-billable');
+    const { done } = await run.execute(cmd, { instanceId: 'admission-billable', topic: 'dispatchReplies' });
     await done;
 
     const row = await db.prisma.outboxMessage.findFirstOrThrow({ where: { key: workloadId, topic: Topics.attemptCompleted.name } });
