@@ -22,22 +22,35 @@ describe('OffsetCommitter', () => {
     return { committer, commits, errors };
   };
 
-  it('commits the next offset of each partition once per interval, nothing while idle', async () => {
+  it("commits a partition's first offset at once, then the next offset of each partition once per interval, nothing while idle", async () => {
     const { committer, commits } = setup();
     committer.handled('t', 0, '41');
-    committer.handled('t', 1, '7');
+    await jest.advanceTimersByTimeAsync(0);
+    expect(commits).toEqual([[{ topic: 't', partition: 0, offset: '42' }]]);
     committer.handled('t', 0, '42');
-    await jest.advanceTimersByTimeAsync(999);
-    expect(commits).toEqual([]);
-    await jest.advanceTimersByTimeAsync(1);
-    expect(commits).toEqual([
+    committer.handled('t', 0, '43');
+    await jest.advanceTimersByTimeAsync(500);
+    committer.handled('t', 1, '7'); // a partition seen for the first time goes out at once
+    await jest.advanceTimersByTimeAsync(0);
+    expect(commits.slice(1)).toEqual([
       [
-        { topic: 't', partition: 0, offset: '43' },
+        { topic: 't', partition: 0, offset: '44' },
         { topic: 't', partition: 1, offset: '8' },
       ],
     ]);
+    committer.handled('t', 1, '8');
+    committer.handled('t', 0, '44');
+    await jest.advanceTimersByTimeAsync(999);
+    expect(commits).toHaveLength(2);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(commits.slice(2)).toEqual([
+      [
+        { topic: 't', partition: 1, offset: '9' },
+        { topic: 't', partition: 0, offset: '45' },
+      ],
+    ]);
     await jest.advanceTimersByTimeAsync(10_000);
-    expect(commits).toHaveLength(1);
+    expect(commits).toHaveLength(3);
     expect(jest.getTimerCount()).toBe(0);
   });
 

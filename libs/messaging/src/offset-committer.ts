@@ -18,6 +18,8 @@ export interface PartitionOffset {
  */
 export class OffsetCommitter {
   private readonly pending = new Map<string, PartitionOffset>();
+  /** partitions with a commit attempted: a partition's first offset is committed at once */
+  private readonly started = new Set<string>();
   private timer?: NodeJS.Timeout;
 
   constructor(
@@ -26,14 +28,31 @@ export class OffsetCommitter {
     private readonly onError: (err: Error) => void,
   ) {}
 
-  /** `offset` was handled: the group may resume after it. */
+  /**
+   * `offset` was handled: the group may resume after it. A partition's first handled offset is
+   * committed at once, as kafkajs would: a new group (`fromBeginning: false`) whose consumer is
+   * re-created before its first commit starts again at "latest" and would skip what came between.
+   */
   handled(topic: string, partition: number, offset: string): void {
-    this.pending.set(`${topic}\u0000${partition}`, { topic, partition, offset: (BigInt(offset) + 1n).toString() });
-    if (this.timer) return;
+    const key = `${topic}\u0000${partition}`;
+    this.pending.set(key, { topic, partition, offset: (BigInt(offset) + 1n).toString() });
+    if (!this.started.has(key)) {
+      this.started.add(key);
+      this.arm(0);
+    } else {
+      this.arm(this.intervalMs);
+    }
+  }
+
+  private arm(delayMs: number): void {
+    if (this.timer) {
+      if (delayMs > 0) return;
+      clearTimeout(this.timer);
+    }
     this.timer = setTimeout(() => {
       this.timer = undefined;
       void this.flush();
-    }, this.intervalMs);
+    }, delayMs);
     this.timer.unref();
   }
 
