@@ -130,6 +130,22 @@ describe('CatalogCache', () => {
     expect(catalog.loads).toHaveLength(2);
   });
 
+  it('requests that miss together share one load, and a failed shared load fails them all once', async () => {
+    const { catalog, cache } = setup('1000');
+    const [a, b, c] = await Promise.all([cache.workloadByKeyHash('h1'), cache.workloadByKeyHash('h1'), cache.routeByAlias('std')]);
+    expect(a).toMatchObject({ id: 'wl-1' });
+    expect(b).toBe(a);
+    expect(c).toMatchObject({ alias: 'std' });
+    expect(catalog.loads).toEqual(['key:h1', 'route:std']);
+
+    now = T0 + 1000;
+    catalog.failNext = new Error('db down');
+    const failed = await Promise.allSettled([cache.routeByAlias('std'), cache.routeByAlias('std')]);
+    expect(failed.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    await expect(cache.routeByAlias('std')).resolves.toMatchObject({ alias: 'std' });
+    expect(catalog.loads).toEqual(['key:h1', 'route:std', 'route:std', 'route:std']);
+  });
+
   it('TTL 0 disables caching: every read loads', async () => {
     const { catalog, cache } = setup('0');
     await cache.workloadByKeyHash('h1');

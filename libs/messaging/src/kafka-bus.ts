@@ -5,6 +5,7 @@ import {
   ConsumerConfig,
   ConsumerRunConfig,
   EachBatchPayload,
+  EachMessagePayload,
   IHeaders,
   Kafka,
   KafkaConfig,
@@ -17,6 +18,7 @@ import { addressedElsewhere, partitionsOnly } from './addressed-consumer';
 import { BatchGuard, BatchHandler } from './batch-guard';
 import { BusLogger, DeadLetterCounter, Delivery, MessageMeta, PoisonGuard, PoisonHook } from './poison-guard';
 import { quietKafkajsIdleTimers } from './kafkajs-idle-timers';
+import { OffsetCommitter } from './offset-committer';
 import { PoisonPolicy } from './poison-policy';
 import { ProduceCoalescer, RawMessage } from './produce-coalescer';
 
@@ -74,6 +76,11 @@ export interface SubscribeOptions {
    * one partition). Only for a group of one instance (`partitionsOnly`).
    */
   recipient?: { id: string; partitions: number[]; header: string };
+  /**
+   * Commit offsets at most this often instead of after every batch (`subscribe` only), for a
+   * group whose offsets matter to this process alone (`OffsetCommitter`).
+   */
+  commitIntervalMs?: number;
 }
 
 /** Batch consumption (`subscribeBatch`): at most `maxSize` messages of one partition per handler call. */
@@ -394,6 +401,7 @@ class ManagedConsumer implements ConsumerHandle {
   private lastError: string | null = null;
   private onReady: Array<() => void> = [];
   private wake?: () => void;
+  private committer?: OffsetCommitter;
 
   constructor(
     private readonly kafka: Kafka,
@@ -416,6 +424,7 @@ class ManagedConsumer implements ConsumerHandle {
     this.wake?.();
     const c = this.consumer;
     this.consumer = undefined;
+    await this.committer?.flush();
     await c?.disconnect().catch(() => undefined);
   }
 
@@ -482,9 +491,30 @@ class ManagedConsumer implements ConsumerHandle {
     });
     await consumer.connect();
     await consumer.subscribe({ topic: this.topic, fromBeginning: this.options.fromBeginning ?? true });
+    const run = this.runner(() => this.stopped || this.consumer !== consumer);
+    const each = run.eachMessage;
+    const interval = this.options.commitIntervalMs;
+    const committer =
+      interval !== undefined && each
+        ? new OffsetCommitter(
+            interval,
+            (offsets) => consumer.commitOffsets(offsets),
+            (err) => this.deps.logger.warn({ group: this.options.groupId, topic: this.topic, error: err.message }, 'offset commit failed'),
+          )
+        : undefined;
+    this.committer = committer;
     await consumer.run({
       partitionsConsumedConcurrently: this.options.concurrency ?? 3,
-      ...this.runner(() => this.stopped || this.consumer !== consumer),
+      ...run,
+      ...(committer && each
+        ? {
+            autoCommit: false,
+            eachMessage: async (p: EachMessagePayload) => {
+              await each(p);
+              committer.handled(p.topic, p.partition, p.message.offset);
+            },
+          }
+        : {}),
     });
     // stop() during a re-creation saw no consumer yet: take this one down too.
     if (this.stopped) await consumer.disconnect().catch(() => undefined);
@@ -498,6 +528,7 @@ class ManagedConsumer implements ConsumerHandle {
       for (let attempt = 1; !this.stopped; attempt++) {
         const old = this.consumer;
         this.consumer = undefined;
+        await this.committer?.flush();
         await old?.disconnect().catch(() => undefined);
         await this.sleep(Math.min(this.deps.backoff.maxMs, this.deps.backoff.initialMs * 2 ** (attempt - 1)));
         if (this.stopped) return;

@@ -3,7 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { MicroserviceOptions } from '@nestjs/microservices';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { Logger as PinoNestLogger } from 'nestjs-pino';
+import { Logger as PinoNestLogger, PinoLogger } from 'nestjs-pino';
 import type { Logger } from 'pino';
 import { BusTransport } from '@gateway/messaging';
 import { AuthFailureThrottle, authThrottleMiddleware } from './auth-throttle';
@@ -12,6 +12,7 @@ import { loadHttpInputConfig, ServiceConfig } from './config';
 import { SERVICE_CONFIG } from './core.module';
 import { GatewayExceptionFilter } from './errors';
 import { inputGuard } from './input-guard';
+import { requestLog } from './logger';
 import { Metrics } from './metrics';
 import { startCpuProfile } from './profiling';
 
@@ -39,7 +40,9 @@ export interface RunningService {
 export async function startHttpService(module: Type<unknown> | DynamicModule, opts: HttpServiceOptions): Promise<RunningService> {
   const stopProfile = startCpuProfile(opts.title.replace(/\W+/g, '-'));
   const app = await NestFactory.create<NestExpressApplication>(module, { bodyParser: false, bufferLogs: true });
-  app.useLogger(app.get(PinoNestLogger));
+  // Nest's own messages through pino, without nestjs-pino's LoggerModule (its request middleware
+  // is replaced by `requestLog`, see there).
+  app.useLogger(new PinoNestLogger(new PinoLogger({ pinoHttp: { logger: opts.logger } }), {}));
   const limits = app.get<ServiceConfig>(SERVICE_CONFIG).http ?? loadHttpInputConfig({});
   if (limits.trustProxy !== null) app.set('trust proxy', trustProxyValue(limits.trustProxy));
   const clock = app.get<Clock>(CLOCK);
@@ -51,6 +54,8 @@ export async function startHttpService(module: Type<unknown> | DynamicModule, op
   app.use(...inputGuard({ bodyLimitBytes: limits.maxBodyBytes }));
   const filter = new GatewayExceptionFilter(opts.logger);
   app.use(filter.expressErrorHandler);
+  // After the guard, where nestjs-pino's middleware ran: requests the guard refuses are not logged.
+  app.use(requestLog(opts.logger));
   app.useGlobalFilters(filter);
   app.enableShutdownHooks();
   if (stopProfile) {

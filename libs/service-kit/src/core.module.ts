@@ -1,6 +1,5 @@
 import { DynamicModule, Global, Inject, Injectable, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
-import { LoggerModule } from 'nestjs-pino';
 import type { Logger } from 'pino';
 import { CatalogRepository, Database, OutboxRepository, PolicyRepository, ProcessedEventRepository } from '@gateway/db';
 import { OperatorAuth } from './operator-auth';
@@ -8,7 +7,6 @@ import { BusTransport, KafkaBus, OutboxRelay } from '@gateway/messaging';
 import { Counter } from 'prom-client';
 import { ServiceConfig } from './config';
 import { HealthController } from './health';
-import { httpLogSerializers } from './logger';
 import { Metrics, MetricsController } from './metrics';
 import { Clock, CLOCK, ENTROPY, ID_GENERATOR, IdGenerator, randomIds, systemClock, systemEntropy } from './clock';
 
@@ -62,17 +60,7 @@ export class CoreModule {
     });
     return {
       module: CoreModule,
-      imports: [
-        TerminusModule.forRoot({ logger: false }),
-        LoggerModule.forRoot({
-          pinoHttp: {
-            logger,
-            serializers: httpLogSerializers,
-            autoLogging: { ignore: (req) => /^\/(health|metrics)/.test(req.url ?? '') },
-            customProps: () => ({}),
-          },
-        }),
-      ],
+      imports: [TerminusModule.forRoot({ logger: false })],
       controllers: [HealthController, MetricsController],
       providers: [
         { provide: SERVICE_CONFIG, useValue: config },

@@ -124,6 +124,36 @@ describe('outbox, relay, idempotent consumer, reply correlation', () => {
     expect(again.duplicate).toBe(true);
   });
 
+  it('a consumer committing on an interval (a per-instance group) resumes after what it handled when re-created', async () => {
+    const group = `int-interval-${randomUUID()}`;
+    const tag = `interval-${randomUUID()}`;
+    const got: string[] = [];
+    const consume = () =>
+      bus.subscribe('policyChanged', { groupId: group, fromBeginning: false, commitIntervalMs: 60_000 }, async (e) => {
+        if (e.entity_id.startsWith(tag)) got.push(e.entity_id);
+      });
+    const first = await consume();
+    await bus.publish(
+      'policyChanged',
+      [0, 1, 2].map((i) => ({ key: `${tag}-${i}`, value: policyEvent(`${tag}-${i}`) })),
+    );
+    await eventually(() => (got.length >= 3 ? true : undefined), { what: 'the first three events' });
+    // Long before the interval: stopping commits what was handled.
+    await first.stop();
+    await bus.publish(
+      'policyChanged',
+      [3, 4].map((i) => ({ key: `${tag}-${i}`, value: policyEvent(`${tag}-${i}`) })),
+    );
+    const second = await consume();
+    try {
+      await eventually(() => (got.length >= 5 ? true : undefined), { what: 'the events published while no consumer ran' });
+      await new Promise((r) => setTimeout(r, 300));
+      expect([...got].sort()).toEqual([0, 1, 2, 3, 4].map((i) => `${tag}-${i}`));
+    } finally {
+      await second.stop();
+    }
+  });
+
   it('correlates an encrypted reply on the replies topic with its waiter', async () => {
     const cipher = new ContentCipher(Buffer.alloc(32, 7));
     const router = new ReplyRouter();

@@ -214,18 +214,15 @@ function setup(build: () => AdmitRequestCommand, req: { path: string } = OPENAI_
   const admission = new FakeAdmission();
   const logs: Array<{ level: number; msg: string; cause?: string; answered?: string }> = [];
   const log = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
-  const responder = new GenerationResponder(
-    admission,
-    new ReplyCache(new ContentCipher(Buffer.alloc(32, 3)), { now: () => new Date() }),
-    new AdmissionMetrics(new Metrics('test')),
-    log,
-  );
+  const cache = new ReplyCache(new ContentCipher(Buffer.alloc(32, 3)), { now: () => new Date() });
+  const responder = new GenerationResponder(admission, cache, new AdmissionMetrics(new Metrics('test')), log);
   const res = new FakeResponse();
   const served = responder.serve(build, req, res);
   let outcome: 'pending' | 'served' = 'pending';
   void served.then(() => (outcome = 'served'));
   return {
     admission,
+    cache,
     res,
     logs,
     served: async () => {
@@ -441,6 +438,24 @@ describe('GenerationResponder', () => {
       await f.served();
       expect(f.res.statusCode).toBe(504);
       expect(JSON.parse(f.res.body).error.code).toBe('deadline_exceeded');
+    });
+  });
+
+  describe('the reply cache', () => {
+    const answer: DispatchReplyV1 = { kind: 'response', http_status: 200, body: { choices: [] }, ...ONE_CANDIDATE_COUNTS };
+
+    it.each([
+      ['with', 'idem-1', answer],
+      ['without', null, null],
+    ])('%s an Idempotency-Key: the whole answer is kept for a replay (or not kept at all)', async (_, key, kept) => {
+      const f = setup(() => fromOpenAiChat({ model: 'approved-standard', messages: [{ role: 'user', content: 'hi' }] }, 'key', key));
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply(answer);
+      await f.served();
+      expect(f.res.statusCode).toBe(200);
+      expect(JSON.parse(f.res.body)).toEqual(answer.body);
+      expect(f.cache.get(ACTION)).toEqual(kept);
     });
   });
 

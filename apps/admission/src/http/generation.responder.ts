@@ -43,7 +43,7 @@ export class GenerationResponder {
       const cmd = build();
       assertModelAcceptable(cmd.modelAlias);
       const admitted = await this.admit.execute(cmd);
-      outcome = cmd.stream ? await this.stream(admitted, cmd, req, res) : await this.whole(admitted, req, res);
+      outcome = cmd.stream ? await this.stream(admitted, cmd, req, res) : await this.whole(admitted, cmd.idempotencyKey !== null, req, res);
     } catch (err) {
       outcome = await this.fail(err, req, res);
     } finally {
@@ -51,11 +51,16 @@ export class GenerationResponder {
     }
   }
 
-  private whole(admitted: AdmittedAction, req: Pick<Request, 'path'>, res: HttpAnswer): Promise<string> {
+  /**
+   * `replayable`: the request carried an Idempotency-Key, so a retry may ask for this answer again
+   * (only such a retry ever reads the cache; sealing every answer cost a JSON pass and an AES
+   * pass per request for nothing).
+   */
+  private whole(admitted: AdmittedAction, replayable: boolean, req: Pick<Request, 'path'>, res: HttpAnswer): Promise<string> {
     const exchange = new Exchange(admitted.actionId, this.log);
     const answer = (reply: Reply, cause: string) =>
       exchange.end(cause, () => {
-        if (reply !== 'timeout') this.cache.put(admitted.actionId, reply);
+        if (replayable && reply !== 'timeout') this.cache.put(admitted.actionId, reply);
         return this.writeReply(admitted.actionId, admitted.headers, reply, req, res);
       });
     // The client left before the answer: stop waiting (dispatch and settlement carry on).

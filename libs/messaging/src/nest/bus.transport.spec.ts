@@ -3,7 +3,7 @@ import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { DeadLetterV1, PolicyChangedV1, Topics } from '@gateway/contracts';
 import { MessageMeta } from '../poison-guard';
 import { SubscribeOptions } from '../kafka-bus';
-import { BusConsumer, BusContext, BusSubscriber, BusTransport, poisonPattern } from './bus.transport';
+import { BusConsumer, BusContext, BusSubscriber, BusTransport, PER_INSTANCE_COMMIT_INTERVAL_MS, poisonPattern } from './bus.transport';
 
 const calls: string[] = [];
 
@@ -53,6 +53,8 @@ describe('BusTransport', () => {
   it('subscribes each @EventPattern topic with its extras and runs the handler with its context', async () => {
     const { app, subs } = await started([PolicyChangesConsumer]);
     expect(subs.map((s) => [s.topic, s.options.groupId, s.options.concurrency])).toEqual([['policyChanged', 'audit-i1', 2]]);
+    // a group of this process alone commits on an interval, not after every batch
+    expect(subs[0].options.commitIntervalMs).toBe(PER_INSTANCE_COMMIT_INTERVAL_MS);
     await subs[0].handler({ entity_id: 'w1' }, meta);
     expect(calls).toEqual(['w1@7']);
     await app.close();

@@ -75,6 +75,9 @@ export class RethrowToBus implements RpcExceptionFilter<unknown> {
 /** A controller of bus consumers: `@Controller()` whose handler errors reach the poison policy. */
 export const BusConsumer = () => applyDecorators(Controller(), UseFilters(RethrowToBus));
 
+/** How often a per-instance group commits its offsets (every batch otherwise). */
+export const PER_INSTANCE_COMMIT_INTERVAL_MS = 1000;
+
 export interface BusTransportOptions {
   /** makes `perInstance` groups unique to this process */
   instanceSuffix: () => string;
@@ -132,6 +135,8 @@ export class BusTransport extends Server implements CustomTransportStrategy {
         fromBeginning: extras.fromBeginning,
         concurrency: extras.concurrency,
         poison: extras.poison,
+        // A group of one process: its offsets are only read again by this process (OffsetCommitter).
+        commitIntervalMs: extras.perInstance ? PER_INSTANCE_COMMIT_INTERVAL_MS : undefined,
         onPoison: hook ? (record: DeadLetterV1, raw: unknown) => invoke(hook, record, new BusContext([metaOf(record), raw])) : undefined,
         recipient: extras.addressed ? recipientOf(topicKey, this.opts.instanceId) : undefined,
       };
