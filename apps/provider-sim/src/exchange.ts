@@ -7,7 +7,7 @@ import { BodyTooLargeError, readBody, sendJson, sleep } from './http';
 import type { SimRequestLogEntry } from './request-log';
 import { resolveScript, scenarioLabel, ScriptError, type ResolvedScript } from './script';
 import { emptySpendFields, spendFieldsOf } from './spend-fields';
-import { randomInt } from './text';
+import { drawLatency } from './latency';
 
 export const SCRIPT_HEADER = 'x-sim-script';
 /** Upper bound for n / candidateCount (OpenAI's own limit), to keep responses bounded. */
@@ -152,8 +152,8 @@ export async function handleProviderRequest(
       });
     }
   }
-  if (script.latency) {
-    const ms = randomInt(ctx.latencyRng, script.latency.min, script.latency.max);
+  if (script.latency || script.latencyTail) {
+    const ms = drawLatency(ctx.latencyRng, script);
     if (!(await sleep(ms, abort.signal))) return;
   }
   if (script.status) return fail(script.status, `Simulated upstream error (status=${script.status}).`);

@@ -11,6 +11,7 @@ import type { SimRequestLogEntry } from './request-log';
 
 export type { SimRequestLogEntry } from './request-log';
 export { SCRIPT_HEADER } from './exchange';
+export { drawLatency, onTimeProbability } from './latency';
 
 export interface ProviderSimOptions {
   port?: number;

@@ -2,7 +2,9 @@
 // and/or in the `x-sim-script` header with the same syntax (header wins on conflicts).
 
 export interface SimScript {
-  latency?: { min: number; max: number };
+  latency?: LatencyRange;
+  /** Heavy tail: `perMille`‰ of requests draw their latency from this slow range instead of `latency`. */
+  latencyTail?: LatencyRange & { perMille: number };
   ttft?: number;
   /** Streams: pause this long in the middle of the content. */
   stall?: number;
@@ -44,6 +46,12 @@ export interface SimScript {
   keySha256?: string;
 }
 
+/** Inclusive range of whole milliseconds. */
+export interface LatencyRange {
+  min: number;
+  max: number;
+}
+
 export interface ResolvedScript {
   /** Model name without directives. */
   model: string;
@@ -59,6 +67,7 @@ type Raw = Map<string, string | undefined>;
 const FLAGS = new Set(['block', 'no-usage', 'under-usage', 'cut-stream', 'reject-n', 'fragment', 'echo']);
 const VALUED = new Set([
   'latency',
+  'latency-tail',
   'ttft',
   'stall',
   'serve',
@@ -106,6 +115,16 @@ function int(name: string, value: string, min = 0, max = Number.MAX_SAFE_INTEGER
   return n;
 }
 
+/** `<ms>` or `<min>-<max>`. */
+function range(name: string, value: string): LatencyRange {
+  const [a, b = a, ...more] = value.split('-');
+  if (more.length) throw new ScriptError(`sim directive '${name}' needs <ms> or <min>-<max>, got '${value}'`);
+  const min = int(name, a);
+  const max = int(name, b);
+  if (max < min) throw new ScriptError(`sim directive '${name}' range is reversed`);
+  return { min, max };
+}
+
 /** Builds a typed script from a raw directive map. */
 export function toScript(raw: Raw): SimScript {
   const s: SimScript = {
@@ -128,12 +147,13 @@ export function toScript(raw: Raw): SimScript {
   for (const [name, v] of raw) {
     const value = v ?? '';
     switch (name) {
-      case 'latency': {
-        const [a, b = a] = value.split('-');
-        const min = int(name, a);
-        const max = int(name, b);
-        if (max < min) throw new ScriptError(`sim directive 'latency' range is reversed`);
-        s.latency = { min, max };
+      case 'latency':
+        s.latency = range(name, value);
+        break;
+      case 'latency-tail': {
+        const m = /^(\d+):(.+)$/.exec(value);
+        if (!m) throw new ScriptError(`sim directive 'latency-tail' needs <per_mille>:<min>-<max>, got '${value}'`);
+        s.latencyTail = { perMille: int(name, m[1], 0, 1000), ...range(name, m[2]) };
         break;
       }
       case 'ttft':
