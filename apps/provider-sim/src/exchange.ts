@@ -8,6 +8,8 @@ import type { SimRequestLogEntry } from './request-log';
 import { resolveScript, scenarioLabel, ScriptError, type ResolvedScript } from './script';
 import { emptySpendFields, spendFieldsOf } from './spend-fields';
 import { drawLatency } from './latency';
+import type { SimPlan } from './simulate';
+import { abortPoint, newProgress, wouldBill, type BillProgress } from './would-bill';
 
 export const SCRIPT_HEADER = 'x-sim-script';
 /** Upper bound for n / candidateCount (OpenAI's own limit), to keep responses bounded. */
@@ -51,10 +53,17 @@ export interface Exchange {
   id: number;
   signal: AbortSignal;
   entry: SimRequestLogEntry;
+  /** The answer (adapter.plan), drawn before the latency delay so an abort during it knows what was being generated. */
+  plan: SimPlan;
+  /** What has been generated and written so far (sendStream updates it): the would-bill of an abort. */
+  progress: BillProgress;
   fail(status: number, message: string, detail?: ErrorDetail): void;
   /** Closes the connection mid-response on purpose (cut-stream); not logged as a client abort. */
   cut(): void;
 }
+
+/** What an adapter needs to plan the answer. */
+export type PlanSource = Pick<Exchange, 'ctx' | 'body' | 'parsed' | 'resolved' | 'fingerprint'>;
 
 export interface ProviderAdapter {
   provider: 'openai' | 'gemini';
@@ -62,6 +71,8 @@ export interface ProviderAdapter {
   endpoint: string;
   parse(body: unknown, url: URL): ParsedRequest;
   errorBody(status: number, message: string, detail?: ErrorDetail): unknown;
+  /** The answer's candidates and token counts (pure; respond() answers with it). */
+  plan(src: PlanSource): SimPlan;
   respond(ex: Exchange): Promise<void> | void;
 }
 
@@ -88,19 +99,27 @@ export async function handleProviderRequest(
     keyVerdict: 'not_required',
     status: 0,
     aborted: false,
+    abortedAt: null,
+    abortedAfterMs: null,
+    wouldBill: null,
     durationMs: null,
     ...emptySpendFields(),
   });
   const abort = new AbortController();
+  const progress = newProgress();
   let cutOnPurpose = false;
   let scenario = 'none';
   res.on('close', () => {
+    const elapsed = Date.now() - started;
     if (!res.writableFinished && !cutOnPurpose) {
       entry.aborted = true;
+      entry.abortedAt = abortPoint(progress, res.headersSent);
+      entry.abortedAfterMs = elapsed;
+      entry.wouldBill = wouldBill(progress, elapsed);
       abort.abort();
     }
     entry.status = res.headersSent ? res.statusCode : 0;
-    entry.durationMs = Date.now() - started;
+    entry.durationMs = elapsed;
     ctx.requestsTotal.inc({ endpoint: adapter.endpoint, scenario, status: String(entry.status) });
   });
   const fail = (status: number, message: string, detail?: ErrorDetail) => sendJson(res, status, adapter.errorBody(status, message, detail));
@@ -152,10 +171,18 @@ export async function handleProviderRequest(
       });
     }
   }
-  if (script.latency || script.latencyTail) {
-    const ms = drawLatency(ctx.latencyRng, script);
-    if (!(await sleep(ms, abort.signal))) return;
-  }
+  const plan = adapter.plan({ ctx, body, parsed, resolved, fingerprint });
+  // The would-bill rule (would-bill.ts): a request scripted to end in an error generates nothing.
+  const scriptedError =
+    script.status !== undefined ||
+    script.block ||
+    (script.rejectN && (parsed.asked ?? 1) > 1) ||
+    (ctx.failures.get(fingerprint) ?? 0) < script.failFirst;
+  progress.plan = scriptedError ? null : plan;
+  progress.delayStartMs = Date.now() - started;
+  progress.delayMs = drawLatency(ctx.latencyRng, script);
+  if (!(await sleep(progress.delayMs, abort.signal))) return;
+  progress.delayDone = true;
   if (script.status) return fail(script.status, `Simulated upstream error (status=${script.status}).`);
   if (script.failFirst) {
     const seen = (ctx.failures.get(fingerprint) ?? 0) + 1;
@@ -173,6 +200,8 @@ export async function handleProviderRequest(
     resolved,
     fingerprint,
     entry,
+    plan,
+    progress,
     fail,
     id: ctx.nextId(),
     signal: abort.signal,
@@ -194,6 +223,7 @@ export async function sendStream(
   const { res, resolved } = ex;
   if (res.destroyed) return;
   res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-cache', ...headers });
+  ex.progress.streaming = true;
   if (resolved.script.ttft) {
     res.flushHeaders();
     if (!(await sleep(resolved.script.ttft, ex.signal))) return;
@@ -201,11 +231,13 @@ export async function sendStream(
   let rest = content;
   if (resolved.script.stall !== undefined) {
     const at = midEvent(content);
+    ex.progress.streamed = content.length ? at / content.length : 1;
     await new Promise<void>((resolve) => res.write(content.slice(0, at), () => resolve()));
     if (!(await sleep(resolved.script.stall, ex.signal))) return;
     rest = content.slice(at);
   }
   if (resolved.script.fragment) return sendFragmented(ex, contentType, rest, tail, rest === content);
+  ex.progress.streamed = 1;
   if (resolved.script.cutStream) res.write(rest, () => ex.cut());
   else res.end(rest + tail);
 }
@@ -230,9 +262,16 @@ async function sendFragmented(ex: Exchange, contentType: string, content: string
   const crlf = (text: string) => (sse ? text.replace(/\n/g, '\r\n') : text);
   const pieces = (text: string) => fragments(Buffer.from(text, 'utf8'));
   const bom = sse && atStart ? '\uFEFF' : '';
-  const body = [...pieces(bom + crlf(content)), ...(ex.resolved.script.cutStream ? [] : pieces(crlf(tail)))];
-  for (const piece of body) {
+  const contentPieces = pieces(bom + crlf(content));
+  const body = [...contentPieces, ...(ex.resolved.script.cutStream ? [] : pieces(crlf(tail)))];
+  // Share of the whole content written: what a stall already sent, then these pieces.
+  const before = ex.progress.streamed ?? 0;
+  const contentBytes = contentPieces.reduce((n, p) => n + p.length, 0);
+  let sent = 0;
+  for (const [k, piece] of body.entries()) {
     if (ex.res.destroyed || ex.signal.aborted) return;
+    if (k < contentPieces.length) sent += piece.length;
+    ex.progress.streamed = contentBytes ? before + ((1 - before) * sent) / contentBytes : 1;
     await new Promise<void>((resolve) => ex.res.write(piece, () => resolve()));
     if (!(await sleep(1, ex.signal))) return;
   }

@@ -7,6 +7,7 @@ import {
   sendStream,
   type ErrorDetail,
   type Exchange,
+  type PlanSource,
   type ProviderAdapter,
 } from './exchange';
 import { geminiGrounding, geminiMediaAsked } from './billing-detail';
@@ -190,6 +191,11 @@ function adapter(stream: boolean): ProviderAdapter {
       };
     },
 
+    plan(src: PlanSource) {
+      const { parsed, resolved, ctx, fingerprint, body } = src;
+      return planResponse({ ...parsed, seed: ctx.seed, fingerprint, script: resolved.script, media: geminiMediaAsked(body) });
+    },
+
     async respond(ex: Exchange) {
       const { script, model } = ex.resolved;
       const { parsed } = ex;
@@ -217,7 +223,7 @@ function adapter(stream: boolean): ProviderAdapter {
         );
       }
 
-      const plan = planResponse({ ...parsed, seed: ex.ctx.seed, fingerprint: ex.fingerprint, script, media: geminiMediaAsked(ex.body) });
+      const { plan } = ex;
       const usage = script.noUsage ? {} : { usageMetadata: geminiUsage(plan, script) };
       const extras: Extras = { grounding: geminiGrounding(ex.body), searches: script.searches };
       if (!stream) {

@@ -7,6 +7,7 @@ import {
   sendStream,
   type ErrorDetail,
   type Exchange,
+  type PlanSource,
   type ProviderAdapter,
 } from './exchange';
 import { openAiMediaAsked, reportedTier } from './billing-detail';
@@ -113,6 +114,11 @@ export const openAiChat: ProviderAdapter = {
     };
   },
 
+  plan(src: PlanSource) {
+    const media = openAiMediaAsked(src.body);
+    return planResponse({ ...src.parsed, seed: src.ctx.seed, fingerprint: src.fingerprint, script: src.resolved.script, media });
+  },
+
   async respond(ex: Exchange) {
     const { script, model } = ex.resolved;
     const { parsed } = ex;
@@ -122,8 +128,7 @@ export const openAiChat: ProviderAdapter = {
     if (script.block) {
       return ex.fail(400, 'Your request was rejected as a result of our safety system.', { code: 'content_policy_violation' });
     }
-    const media = openAiMediaAsked(ex.body);
-    const plan = planResponse({ ...parsed, seed: ex.ctx.seed, fingerprint: ex.fingerprint, script, media });
+    const { plan } = ex;
     const id = `chatcmpl-sim-${ex.id}`;
     const created = Math.floor(Date.now() / 1000);
     const headers = { 'x-request-id': `req_sim_${ex.id}` };

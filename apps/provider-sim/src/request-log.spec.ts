@@ -15,6 +15,9 @@ const entry = (path: string): Omit<SimRequestLogEntry, 'seq'> => ({
   keyVerdict: 'not_required',
   status: 200,
   aborted: false,
+  abortedAt: null,
+  abortedAfterMs: null,
+  wouldBill: null,
   durationMs: 1,
   candidateFields: {},
   capFields: {},
@@ -39,6 +42,14 @@ describe('RequestLog', () => {
     copy.directives.push('x');
     copy.status = 500;
     expect(log.list()[0]).toMatchObject({ status: 200, directives: ['serve=1'] });
+  });
+
+  it('copies the would-bill usage of an aborted entry', () => {
+    const log = new RequestLog();
+    const bill = { promptTokens: 5, cachedTokens: 0, outputTokens: 3, reasoningTokens: 0 };
+    log.add({ ...entry('/a'), aborted: true, abortedAt: 'before_first_byte', abortedAfterMs: 40, wouldBill: bill });
+    log.list()[0].wouldBill!.outputTokens = 99;
+    expect(log.list()[0].wouldBill).toEqual(bill);
   });
 
   it('clear keeps seq increasing, reset restarts it', () => {

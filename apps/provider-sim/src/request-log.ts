@@ -1,6 +1,7 @@
 // In-memory log of provider requests. Never stores prompt text: only a sha256 fingerprint of the body
 // and the spend fields received (counts, caps, names of price-changing fields, `store`).
 import type { SpendFields } from './spend-fields';
+import type { WouldBill } from './would-bill';
 
 export interface SimRequestLogEntry extends SpendFields {
   seq: number;
@@ -24,7 +25,14 @@ export interface SimRequestLogEntry extends SpendFields {
   keyVerdict: 'not_required' | 'matched' | 'mismatched' | 'missing';
   /** HTTP status sent (0 until the response starts). */
   status: number;
+  /** The client closed the connection before the response was complete (not a scripted `cut-stream`). */
   aborted: boolean;
+  /** Aborted: before any response body byte was written (headers may be, under `ttft`), or part-way. */
+  abortedAt: 'before_first_byte' | 'mid_response' | null;
+  /** Aborted: ms from arrival to the abort. */
+  abortedAfterMs: number | null;
+  /** Aborted: the usage the provider would bill for what it had generated (rule in would-bill.ts). */
+  wouldBill: WouldBill | null;
   durationMs: number | null;
 }
 
@@ -52,6 +60,7 @@ export class RequestLog {
         candidateFields: { ...e.candidateFields },
         capFields: { ...e.capFields },
         pricedFields: [...e.pricedFields],
+        wouldBill: e.wouldBill && { ...e.wouldBill },
       }));
   }
 

@@ -1,7 +1,7 @@
 // POST /v1/responses in the OpenAI Responses API shape: one answer per request, `max_output_tokens`
 // as the cap, usage in the response object (and in the stream's `response.completed` event).
 import { sendJson } from './http';
-import { InvalidRequest, optionalCount, sendStream, type Exchange, type ProviderAdapter } from './exchange';
+import { InvalidRequest, optionalCount, sendStream, type Exchange, type PlanSource, type ProviderAdapter } from './exchange';
 import { reportedTier, responsesHostedTools } from './billing-detail';
 import { openAiChat } from './openai.handler';
 import { planResponse, type SimCandidate, type SimPlan } from './simulate';
@@ -84,14 +84,19 @@ export const openAiResponses: ProviderAdapter = {
     };
   },
 
+  // One answer per request: `extra` has nothing to add to, `serve=0` leaves the output empty.
+  plan(src: PlanSource) {
+    const script = { ...src.resolved.script, extra: 0 };
+    return planResponse({ ...src.parsed, asked: 1, seed: src.ctx.seed, fingerprint: src.fingerprint, script });
+  },
+
   async respond(ex: Exchange) {
     const { script, model } = ex.resolved;
     const { parsed } = ex;
     if (script.block) {
       return ex.fail(400, 'Your request was rejected as a result of our safety system.', { code: 'content_policy_violation' });
     }
-    // One answer per request: `extra` has nothing to add to, `serve=0` leaves the output empty.
-    const plan = planResponse({ ...parsed, asked: 1, seed: ex.ctx.seed, fingerprint: ex.fingerprint, script: { ...script, extra: 0 } });
+    const { plan } = ex;
     const answer = plan.candidates[0];
     const id = `resp_sim_${ex.id}`;
     const messageId = `msg_sim_${ex.id}`;

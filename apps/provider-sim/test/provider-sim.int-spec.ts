@@ -3,10 +3,13 @@
  */
 // Drives the simulator in-process with the official OpenAI and Google GenAI SDKs.
 import { createHash } from 'node:crypto';
+import { request } from 'node:http';
 import { eventually } from '@gateway/testing';
 import { ApiError, GoogleGenAI } from '@google/genai';
 import OpenAI from 'openai';
-import { startProviderSim, type ProviderSim } from '../src';
+import { drawLatency, onTimeProbability, startProviderSim, type ProviderSim } from '../src';
+import { resolveScript } from '../src/script';
+import { createRng } from '../src/text';
 
 let sim: ProviderSim;
 let openai: OpenAI;
@@ -311,8 +314,76 @@ describe('OpenAI chat completions', () => {
       })(),
     ).resolves.toBeUndefined(); // SDK swallows user aborts
     await waitFor(() => sim.requests()[1]?.aborted === true);
-    expect(sim.requests()[1]).toMatchObject({ status: 200, stream: true });
+    expect(sim.requests()[1]).toMatchObject({
+      status: 200,
+      stream: true,
+      abortedAt: 'before_first_byte',
+      wouldBill: { promptTokens: 12, cachedTokens: 0, outputTokens: 0, reasoningTokens: 0 },
+    });
     expect(sim.requests()[1].durationMs!).toBeLessThan(2000);
+  });
+
+  it('records what a whole response aborted during its latency would bill: the prompt and the output generated so far', async () => {
+    const body = JSON.stringify({ model: 'sim-gpt;latency=1000;words=40;reasoning=10', messages });
+    const full = await openai.chat.completions.create(JSON.parse(body));
+    // a plain HTTP client that closes its socket 400 ms in
+    const req = request(`${sim.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+    req.on('error', () => undefined);
+    req.end(body);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    req.destroy();
+    await waitFor(() => sim.requests()[1]?.aborted === true);
+    const entry = sim.requests()[1];
+    expect(entry).toMatchObject({ aborted: true, abortedAt: 'before_first_byte', status: 0 });
+    expect(entry.abortedAfterMs!).toBeGreaterThanOrEqual(395);
+    expect(entry.abortedAfterMs!).toBeLessThan(900);
+    const share = (entry.abortedAfterMs! - 20) / 1000; // the delay starts within a few ms of arrival
+    expect(entry.wouldBill).toMatchObject({ promptTokens: full.usage!.prompt_tokens, cachedTokens: 0 });
+    expect(entry.wouldBill!.outputTokens).toBeGreaterThanOrEqual(Math.floor(40 * share));
+    expect(entry.wouldBill!.outputTokens).toBeLessThanOrEqual(Math.floor((40 * entry.abortedAfterMs!) / 1000));
+    expect(entry.wouldBill!.reasoningTokens).toBeGreaterThanOrEqual(Math.floor(10 * share));
+    expect(entry.wouldBill!.reasoningTokens).toBeLessThanOrEqual(Math.floor((10 * entry.abortedAfterMs!) / 1000));
+    expect(sim.requests()[0]).toMatchObject({ aborted: false, abortedAt: null, wouldBill: null });
+  });
+
+  it('records a mid-stream abort with the output tokens streamed before it', async () => {
+    const controller = new AbortController();
+    const res = await fetch(`${sim.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-gpt;words=40;stall=5000', messages, stream: true }),
+      signal: controller.signal,
+    });
+    // read up to the stall (about half the content), then go away
+    const reader = res.body!.getReader();
+    let text = '';
+    const decoder = new TextDecoder();
+    while (!text.includes('"content":" ')) text += decoder.decode((await reader.read()).value);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    controller.abort();
+    await waitFor(() => sim.requests()[0]?.aborted === true);
+    const entry = sim.requests()[0];
+    expect(entry).toMatchObject({ aborted: true, abortedAt: 'mid_response', status: 200, stream: true });
+    expect(entry.abortedAfterMs!).toBeLessThan(2000);
+    expect(entry.wouldBill).toMatchObject({ promptTokens: 12, reasoningTokens: 0 });
+    // about half of the 40 words (the stall comes after the event that ends past the middle of the content)
+    expect(entry.wouldBill!.outputTokens).toBeGreaterThanOrEqual(18);
+    expect(entry.wouldBill!.outputTokens).toBeLessThanOrEqual(22);
+  });
+
+  it('latency-tail: over seeded requests, the slow ones are exactly the seeded draws, at about the directive share', async () => {
+    const spec = 'latency=0-5;latency-tail=200:250-300';
+    const n = 40;
+    const rng = createRng(7);
+    const script = resolveScript(`sim-gpt;${spec}`).script;
+    const expectedSlow = Array.from({ length: n }, () => drawLatency(rng, script) >= 250);
+    for (let i = 0; i < n; i++) await openai.chat.completions.create({ model: `sim-gpt;${spec}`, messages });
+    const slow = sim.requests().map((e) => e.durationMs! >= 250);
+    expect(slow).toEqual(expectedSlow);
+    const slowShare = slow.filter(Boolean).length / n;
+    expect(slowShare).toBeGreaterThan(0.05);
+    expect(slowShare).toBeLessThan(0.4);
+    expect(1 - onTimeProbability(spec, 249)).toBeCloseTo(0.2, 12);
   });
 });
 
