@@ -344,6 +344,21 @@ describe('OpenAI chat completions', () => {
     expect(entry.wouldBill!.reasoningTokens).toBeGreaterThanOrEqual(Math.floor(10 * share));
     expect(entry.wouldBill!.reasoningTokens).toBeLessThanOrEqual(Math.floor((10 * entry.abortedAfterMs!) / 1000));
     expect(sim.requests()[0]).toMatchObject({ aborted: false, abortedAt: null, wouldBill: null });
+    const served = (await (await fetch(`${sim.url}/_sim/requests?since=1`)).json()) as { requests: unknown[] };
+    expect(served.requests).toEqual([entry]);
+  });
+
+  it('a request scripted to fail would bill nothing when aborted during its delay', async () => {
+    const controller = new AbortController();
+    const pending = openai.chat.completions.create({ model: 'sim-gpt;latency=5000;status=503', messages }, { signal: controller.signal });
+    await waitFor(() => sim.requests().length === 1);
+    controller.abort();
+    await expect(pending).rejects.toThrow();
+    await waitFor(() => sim.requests()[0].aborted);
+    expect(sim.requests()[0]).toMatchObject({
+      abortedAt: 'before_first_byte',
+      wouldBill: { promptTokens: 0, cachedTokens: 0, outputTokens: 0, reasoningTokens: 0 },
+    });
   });
 
   it('records a mid-stream abort with the output tokens streamed before it', async () => {
