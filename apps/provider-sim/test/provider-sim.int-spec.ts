@@ -337,7 +337,7 @@ describe('OpenAI chat completions', () => {
     expect(entry).toMatchObject({ aborted: true, abortedAt: 'before_first_byte', status: 0 });
     expect(entry.abortedAfterMs!).toBeGreaterThanOrEqual(395);
     expect(entry.abortedAfterMs!).toBeLessThan(900);
-    const share = (entry.abortedAfterMs! - 20) / 1000; // the delay starts within a few ms of arrival
+    const share = (entry.abortedAfterMs! - 50) / 1000; // the delay starts within a few ms of arrival
     expect(entry.wouldBill).toMatchObject({ promptTokens: full.usage!.prompt_tokens, cachedTokens: 0 });
     expect(entry.wouldBill!.outputTokens).toBeGreaterThanOrEqual(Math.floor(40 * share));
     expect(entry.wouldBill!.outputTokens).toBeLessThanOrEqual(Math.floor((40 * entry.abortedAfterMs!) / 1000));
@@ -393,7 +393,8 @@ describe('OpenAI chat completions', () => {
     const script = resolveScript(`sim-gpt;${spec}`).script;
     const expectedSlow = Array.from({ length: n }, () => drawLatency(rng, script) >= 250);
     for (let i = 0; i < n; i++) await openai.chat.completions.create({ model: `sim-gpt;${spec}`, messages });
-    const slow = sim.requests().map((e) => e.durationMs! >= 250);
+    // fast ones take 0-5 ms, slow ones 250-300 ms: 150 ms splits them even on a loaded box
+    const slow = sim.requests().map((e) => e.durationMs! >= 150);
     expect(slow).toEqual(expectedSlow);
     const slowShare = slow.filter(Boolean).length / n;
     expect(slowShare).toBeGreaterThan(0.05);
