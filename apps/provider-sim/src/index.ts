@@ -10,6 +10,7 @@ import { openAiResponses } from './responses.handler';
 import type { SimRequestLogEntry } from './request-log';
 
 export type { SimRequestLogEntry } from './request-log';
+export type { WouldBill } from './would-bill';
 export { SCRIPT_HEADER } from './exchange';
 export { drawLatency, onTimeProbability } from './latency';
 
