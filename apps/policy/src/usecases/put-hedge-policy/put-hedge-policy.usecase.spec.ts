@@ -5,22 +5,7 @@ import { CreateRoute } from '../create-route/create-route.usecase';
 import { PendingChange } from '../change-requests';
 import { parseBody } from '../input';
 import { putHedgePolicyBody } from './put-hedge-policy.command';
-
-/** A sound policy body (snake_case, as the API takes it). */
-export const hedgeBody = (over: Record<string, unknown> = {}) => ({
-  owner: 'search-team',
-  enabled: true,
-  delay: { kind: 'quantile', quantile_per_mille: 950, floor_ms: 200, ceiling_ms: 2000, min_samples: 20 },
-  max_hedges: 1,
-  retry: { transient: ['connection_error', 'rate_limited'], max_retries: 1 },
-  allowance: { max_attempts: 3, max_extra_spend_microusd: '10000' },
-  stop: { spend_floor_microusd: 1000, max_route_error_per_mille: 100, max_route_in_flight: 50, min_useful_remaining_ms: 500 },
-  bucket: { max_milli_tokens: 10000, success_refill_milli_tokens: 100 },
-  approved_premium_microusd: '2000',
-  experiment_allowance: { budget_microusd: '5000000', period: 'month' },
-  read_only_tools: ['lookup'],
-  ...over,
-});
+import { hedgePolicyBody } from '@gateway/testing';
 
 describe('PutHedgePolicy', () => {
   const setup = async () => {
@@ -31,7 +16,7 @@ describe('PutHedgePolicy', () => {
     await eyes.seedWorkload('wl', workloadCommand());
     return { eyes, put: eyes.putHedgePolicy };
   };
-  const cmd = (over: Record<string, unknown> = {}) => parseBody(putHedgePolicyBody, hedgeBody(over));
+  const cmd = (over: Record<string, unknown> = {}) => parseBody(putHedgePolicyBody, hedgePolicyBody(over));
 
   it('a first policy allowing extra attempts is four-eyes; approved by another operator it is revision 1', async () => {
     const { put, eyes } = await setup();
