@@ -358,7 +358,8 @@ describe('hedge policies', () => {
         created_by: `alice-${run}`,
       }),
     ]);
-    await eventually(() => expect(changes).toContainEqual(expect.objectContaining({ entity: 'hedge_policy', entity_id: wl })));
+    const announced = await eventually(() => changes.find((c) => c.entity === 'hedge_policy' && c.entity_id === wl));
+    expect(announced).toMatchObject({ change: expect.stringContaining('revision 1'), actor: `alice-${run}` });
 
     const lower = await call('PUT', `/workloads/${wl}/hedging`, tokens.operator, hedgePolicyBody({ enabled: false, reason: 'incident' }));
     expect(lower.status).toBe(201);
