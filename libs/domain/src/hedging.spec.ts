@@ -249,34 +249,18 @@ describe('hedgePolicyProblems', () => {
     expect(hedgePolicyProblems({ ...policy, delay: { kind: 'fixed', ms: 60_000 }, experimentAllowance: null })).toEqual([]);
   });
 
+  const quantile = (over: Partial<Extract<HedgePolicy['delay'], { kind: 'quantile' }>>): Partial<HedgePolicy> => ({
+    delay: { kind: 'quantile', quantilePerMille: 950, floorMs: 0, ceilingMs: 10, minSamples: 1, ...over },
+  });
+
   it.each<[string, Partial<HedgePolicy>, string]>([
-    [
-      'quantile 0',
-      { delay: { kind: 'quantile', quantilePerMille: 0, floorMs: 0, ceilingMs: 10, minSamples: 1 } },
-      'delay.quantilePerMille',
-    ],
-    [
-      'quantile 1000',
-      { delay: { kind: 'quantile', quantilePerMille: 1000, floorMs: 0, ceilingMs: 10, minSamples: 1 } },
-      'delay.quantilePerMille',
-    ],
-    [
-      'floor above ceiling',
-      { delay: { kind: 'quantile', quantilePerMille: 950, floorMs: 20, ceilingMs: 10, minSamples: 1 } },
-      'delay.floorMs',
-    ],
-    [
-      'ceiling above 60 s',
-      { delay: { kind: 'quantile', quantilePerMille: 950, floorMs: 0, ceilingMs: 60_001, minSamples: 1 } },
-      'delay.ceilingMs',
-    ],
+    ['quantile 0', quantile({ quantilePerMille: 0 }), 'delay.quantilePerMille'],
+    ['quantile 1000', quantile({ quantilePerMille: 1000 }), 'delay.quantilePerMille'],
+    ['floor above ceiling', quantile({ floorMs: 20 }), 'delay.floorMs'],
+    ['ceiling above 60 s', quantile({ ceilingMs: 60_001 }), 'delay.ceilingMs'],
     ['fixed delay above 60 s', { delay: { kind: 'fixed', ms: 60_001 } }, 'delay.ms'],
     ['fractional delay', { delay: { kind: 'fixed', ms: 1.5 } }, 'delay.ms'],
-    [
-      'no sample needed',
-      { delay: { kind: 'quantile', quantilePerMille: 950, floorMs: 0, ceilingMs: 10, minSamples: 0 } },
-      'delay.minSamples',
-    ],
+    ['no sample needed', quantile({ minSamples: 0 }), 'delay.minSamples'],
     [
       '0 attempts',
       { allowance: { maxAttempts: 0, maxExtraSpendMicrousd: 0n }, retry: { transient: [], maxRetries: 0 } },
