@@ -394,6 +394,19 @@ describe('hedge policies', () => {
     expect(view.body.in_force.map((r: { route_id: string | null }) => r.route_id)).toEqual([null, routeId]);
   });
 
+  it('concurrent writers of the workload-wide scope (route_id NULL) get distinct, gap-free revision numbers', async () => {
+    const wl = `wl-hedge-race-${run}`;
+    await approvedWorkload(await call('PUT', `/workloads/${wl}`, tokens.operator, workload()));
+    const none = hedgePolicyBody({
+      enabled: false,
+      retry: { transient: [], max_retries: 0 },
+      allowance: { max_attempts: 1, max_extra_spend_microusd: 0 },
+    });
+    const results = await Promise.all(Array.from({ length: 6 }, () => call('PUT', `/workloads/${wl}/hedging`, tokens.operator, none)));
+    expect(results.map((r) => r.status)).toEqual(Array(6).fill(201));
+    expect(results.map((r) => r.body.revision as number).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
   it('refuses a bad body with a 400 naming the field, and an unknown workload or route with 404', async () => {
     const wl = `wl-hedge-bad-${run}`;
     await approvedWorkload(await call('PUT', `/workloads/${wl}`, tokens.operator, workload()));
