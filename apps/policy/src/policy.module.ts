@@ -1,5 +1,12 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { AdmissionRepository, ChangeRequestRepository, Database, ExceptionRepository, OutboxRepository } from '@gateway/db';
+import {
+  AdmissionRepository,
+  ChangeRequestRepository,
+  Database,
+  ExceptionRepository,
+  HedgePolicyRepository,
+  OutboxRepository,
+} from '@gateway/db';
 import { ContentCipher, ReplyRouter } from '@gateway/messaging';
 import { CoreModule, CoreOptions, dispatchRepliesConsumer, DispatchRepliesIntake } from '@gateway/service-kit';
 import { EXPIRY_SWEEP_MS, ExpirySweeper } from './expiry-sweeper';
@@ -8,6 +15,7 @@ import { ExceptionsController } from './http/exceptions.controller';
 import { RoutesController } from './http/routes.controller';
 import { WorkloadsController } from './http/workloads.controller';
 import { ScopeLimitsController } from './http/scope-limits.controller';
+import { PutHedgePolicy } from './usecases/put-hedge-policy/put-hedge-policy.usecase';
 import { PutScopeLimit } from './usecases/put-scope-limit/put-scope-limit.usecase';
 import { PROBE_OPTIONS, RouteProbe } from './probe/route-probe';
 import { UPSTREAM_ALLOWLIST } from './upstream-allowlist';
@@ -70,6 +78,11 @@ export class PolicyModule {
           useFactory: (db: Database, outbox: OutboxRepository) => new ExceptionRepository(db, outbox),
           inject: [Database, OutboxRepository],
         },
+        {
+          provide: HedgePolicyRepository,
+          useFactory: (db: Database, outbox: OutboxRepository) => new HedgePolicyRepository(db, outbox),
+          inject: [Database, OutboxRepository],
+        },
         { provide: ChangeRequestRepository, useFactory: (db: Database) => new ChangeRequestRepository(db), inject: [Database] },
         DecideChangeRequest,
         ListChangeRequests,
@@ -81,6 +94,7 @@ export class PolicyModule {
         AddPriceRevision,
         PutWorkload,
         PutScopeLimit,
+        PutHedgePolicy,
         GetWorkload,
         IssueApiKey,
         RevokeApiKey,

@@ -3,10 +3,10 @@
 // tested end to end (e2e/route-probe.e2e-spec.ts).
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { PolicyChangedV1 } from '@gateway/contracts';
-import { CatalogRepository, Database, OutboxRepository, PolicyRepository } from '@gateway/db';
+import { CatalogRepository, Database, HedgePolicyRepository, OutboxRepository, PolicyRepository } from '@gateway/db';
 import { hashCredential } from '@gateway/domain';
 import { KafkaBus } from '@gateway/messaging';
-import { eventually, openAiContractBody, structuredPriceBody } from '@gateway/testing';
+import { eventually, hedgePolicyBody, openAiContractBody, structuredPriceBody } from '@gateway/testing';
 import type { RunningService } from '@gateway/service-kit';
 import { startPolicy } from '../src/app';
 
@@ -328,6 +328,102 @@ describe('workloads and keys', () => {
     expect(
       (await call('POST', `/workloads/${wl}/keys/${issued.body.id}/revoke`, tokens.operator, { reason: 'again' })).body.error.code,
     ).toBe('key_already_revoked');
+  });
+});
+
+describe('hedge policies', () => {
+  it('a first policy → 202 → self-approval refused (403) → another approver → in force, announced; lowering applies at once', async () => {
+    const wl = `wl-hedge-${run}`;
+    await approvedWorkload(await call('PUT', `/workloads/${wl}`, tokens.operator, workload()));
+    const pending = await call('PUT', `/workloads/${wl}/hedging`, tokens.requester, hedgePolicyBody({ reason: 'p95 tail' }));
+    expect(pending.status).toBe(202);
+    expect(pending.body).toMatchObject({ kind: 'hedge_policy', target_id: wl, raises: ['first hedge policy allowing extra attempts'] });
+    const self = await call('POST', `/change-requests/${pending.body.id}/approve`, tokens.requester, {});
+    expect(self.status).toBe(403);
+    expect(self.body.error).toMatchObject({ code: 'self_approval' });
+    expect((await call('GET', `/workloads/${wl}/hedging`, tokens.operator)).body).toMatchObject({ in_force: [], history: [] });
+    expect((await call('POST', `/change-requests/${pending.body.id}/approve`, tokens.approver, {})).status).toBe(200);
+
+    const approved = await call('GET', `/workloads/${wl}/hedging`, tokens.operator);
+    expect(approved.status).toBe(200);
+    expect(approved.body.in_force).toEqual([
+      expect.objectContaining({
+        workload_id: wl,
+        route_id: null,
+        revision: 1,
+        owner: 'search-team',
+        allowance: { max_attempts: 3, max_extra_spend_microusd: '10000' },
+        stop: expect.objectContaining({ spend_floor_microusd: '1000' }),
+        experiment_allowance: { budget_microusd: '5000000', period: 'month' },
+        created_by: `alice-${run}`,
+      }),
+    ]);
+    const announced = await eventually(() => changes.find((c) => c.entity === 'hedge_policy' && c.entity_id === wl));
+    expect(announced).toMatchObject({ change: expect.stringContaining('revision 1'), actor: `alice-${run}` });
+
+    const lower = await call('PUT', `/workloads/${wl}/hedging`, tokens.operator, hedgePolicyBody({ enabled: false, reason: 'incident' }));
+    expect(lower.status).toBe(201);
+    expect(lower.body).toMatchObject({ revision: 2, enabled: false, created_by: `olga-${run}`, reason: 'incident' });
+    const history = await call('GET', `/workloads/${wl}/hedging`, tokens.operator);
+    expect(history.body.history.map((r: { revision: number }) => r.revision)).toEqual([2, 1]);
+    expect(history.body.in_force.map((r: { revision: number }) => r.revision)).toEqual([2]);
+  });
+
+  it('the revision in force on a route is its own latest, else the workload-wide latest', async () => {
+    const wl = `wl-hedge-route-${run}`;
+    const routeId = `rt-hedge-${run}`;
+    await call('POST', '/routes', tokens.operator, contract({ id: routeId }));
+    await approvedWorkload(await call('PUT', `/workloads/${wl}`, tokens.operator, workload()));
+    const hedging = new HedgePolicyRepository(db, new OutboxRepository(db));
+    expect(await hedging.hedgePolicyFor(wl, routeId)).toBeNull();
+    const first = await call('PUT', `/workloads/${wl}/hedging`, tokens.operator, hedgePolicyBody());
+    expect((await call('POST', `/change-requests/${first.body.id}/approve`, tokens.approver, {})).status).toBe(200);
+    const routeOnly = hedgePolicyBody({ route_id: routeId, allowance: { max_attempts: 2, max_extra_spend_microusd: 5000 } });
+    const scoped = await call('PUT', `/workloads/${wl}/hedging`, tokens.operator, routeOnly);
+    expect(scoped.status).toBe(201);
+    expect(scoped.body).toMatchObject({ route_id: routeId, revision: 1 });
+
+    await expect(hedging.hedgePolicyFor(wl, routeId)).resolves.toMatchObject({
+      revisionId: scoped.body.id,
+      routeId,
+      allowance: { maxAttempts: 2, maxExtraSpendMicrousd: 5000n },
+    });
+    await expect(hedging.hedgePolicyFor(wl, `rt-other-${run}`)).resolves.toMatchObject({ routeId: null, revision: 1 });
+    await expect(hedging.hedgePolicyFor(wl, null)).resolves.toMatchObject({ routeId: null, allowance: { maxAttempts: 3 } });
+    const view = await call('GET', `/workloads/${wl}/hedging`, tokens.operator);
+    expect(view.body.in_force.map((r: { route_id: string | null }) => r.route_id)).toEqual([null, routeId]);
+  });
+
+  it('concurrent writers of the workload-wide scope (route_id NULL) get distinct, gap-free revision numbers', async () => {
+    const wl = `wl-hedge-race-${run}`;
+    await approvedWorkload(await call('PUT', `/workloads/${wl}`, tokens.operator, workload()));
+    const none = hedgePolicyBody({
+      enabled: false,
+      retry: { transient: [], max_retries: 0 },
+      allowance: { max_attempts: 1, max_extra_spend_microusd: 0 },
+    });
+    const results = await Promise.all(Array.from({ length: 6 }, () => call('PUT', `/workloads/${wl}/hedging`, tokens.operator, none)));
+    expect(results.map((r) => r.status)).toEqual(Array(6).fill(201));
+    expect(results.map((r) => r.body.revision as number).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it('refuses a bad body with a 400 naming the field, and an unknown workload or route with 404', async () => {
+    const wl = `wl-hedge-bad-${run}`;
+    await approvedWorkload(await call('PUT', `/workloads/${wl}`, tokens.operator, workload()));
+    const bad = async (body: unknown) => (await call('PUT', `/workloads/${wl}/hedging`, tokens.operator, body)).body.error;
+    await expect(bad(hedgePolicyBody({ retry: { transient: [], max_retries: 3 } }))).resolves.toMatchObject({
+      code: 'invalid_request',
+      param: 'retry.max_retries',
+    });
+    const quantile = { kind: 'quantile', quantile_per_mille: 0, floor_ms: 0, ceiling_ms: 10, min_samples: 1 };
+    await expect(bad(hedgePolicyBody({ delay: quantile }))).resolves.toMatchObject({ param: 'delay.quantile_per_mille' });
+    await expect(bad(hedgePolicyBody({ owner: undefined }))).resolves.toMatchObject({ param: 'owner' });
+    await expect(bad(hedgePolicyBody({ max_hedges: 1, extra: 1 }))).resolves.toMatchObject({ param: 'extra' });
+    expect((await call('PUT', `/workloads/nobody-${run}/hedging`, tokens.operator, hedgePolicyBody())).status).toBe(404);
+    const noRoute = await call('PUT', `/workloads/${wl}/hedging`, tokens.operator, hedgePolicyBody({ route_id: `rt-none-${run}` }));
+    expect(noRoute.status).toBe(404);
+    expect(noRoute.body.error).toMatchObject({ code: 'not_found', param: 'route_id' });
+    expect((await call('GET', `/workloads/${wl}/hedging`, tokens.operator)).body.history).toEqual([]);
   });
 });
 

@@ -9,3 +9,4 @@ export * from './dispatch';
 export * from './errors';
 export * from './money';
 export * from './price-revision';
+export * from './hedge-policy';

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { MAX_BUDGET_MICROUSD } from './reservation';
 import {
   AttemptExposure,
   AttemptFailure,
@@ -11,6 +12,7 @@ import {
   fullBucket,
   hedgeDelayMs,
   hedgeIneligibility,
+  hedgePolicyProblems,
   quantileMs,
   retryDecision,
   transientFailureOf,
@@ -25,6 +27,10 @@ const policy: HedgePolicy = {
   allowance: { maxAttempts: 3, maxExtraSpendMicrousd: 10_000n },
   stop: { spendFloorMicrousd: 1_000n, maxRouteErrorPerMille: 100, maxRouteInFlight: 50, minUsefulRemainingMs: 500 },
   bucket: { maxMilliTokens: 10_000, successRefillMilliTokens: 100 },
+  owner: 'search-team',
+  approvedPremiumMicrousd: 2_000n,
+  experimentAllowance: { budgetMicrousd: 5_000_000n, period: 'month' },
+  readOnlyTools: ['lookup'],
 };
 
 const t0 = new Date('2026-12-02T00:00:00Z');
@@ -234,5 +240,55 @@ describe('retries', () => {
         { role: 'hedge', exposureMicrousd: 3_000n },
       ]),
     ).toEqual({ attemptsLeft: 1, extraSpendLeftMicrousd: 7_000n });
+  });
+});
+
+describe('hedgePolicyProblems', () => {
+  it('accepts a sound policy, fixed or quantile', () => {
+    expect(hedgePolicyProblems(policy)).toEqual([]);
+    expect(hedgePolicyProblems({ ...policy, delay: { kind: 'fixed', ms: 60_000 }, experimentAllowance: null })).toEqual([]);
+  });
+
+  const quantile = (over: Partial<Extract<HedgePolicy['delay'], { kind: 'quantile' }>>): Partial<HedgePolicy> => ({
+    delay: { kind: 'quantile', quantilePerMille: 950, floorMs: 0, ceilingMs: 10, minSamples: 1, ...over },
+  });
+
+  it.each<[string, Partial<HedgePolicy>, string]>([
+    ['quantile 0', quantile({ quantilePerMille: 0 }), 'delay.quantilePerMille'],
+    ['quantile 1000', quantile({ quantilePerMille: 1000 }), 'delay.quantilePerMille'],
+    ['floor above ceiling', quantile({ floorMs: 20 }), 'delay.floorMs'],
+    ['ceiling above 60 s', quantile({ ceilingMs: 60_001 }), 'delay.ceilingMs'],
+    ['fixed delay above 60 s', { delay: { kind: 'fixed', ms: 60_001 } }, 'delay.ms'],
+    ['fractional delay', { delay: { kind: 'fixed', ms: 1.5 } }, 'delay.ms'],
+    ['no sample needed', quantile({ minSamples: 0 }), 'delay.minSamples'],
+    [
+      '0 attempts',
+      { allowance: { maxAttempts: 0, maxExtraSpendMicrousd: 0n }, retry: { transient: [], maxRetries: 0 } },
+      'allowance.maxAttempts',
+    ],
+    ['11 attempts', { allowance: { maxAttempts: 11, maxExtraSpendMicrousd: 0n } }, 'allowance.maxAttempts'],
+    ['retries beyond the attempts', { retry: { transient: [], maxRetries: 3 } }, 'retry.maxRetries'],
+    ['negative extra spend', { allowance: { maxAttempts: 3, maxExtraSpendMicrousd: -1n } }, 'allowance.maxExtraSpendMicrousd'],
+    [
+      'extra spend above the budget bound',
+      { allowance: { maxAttempts: 3, maxExtraSpendMicrousd: MAX_BUDGET_MICROUSD + 1n } },
+      'allowance.maxExtraSpendMicrousd',
+    ],
+    ['negative premium', { approvedPremiumMicrousd: -1n }, 'approvedPremiumMicrousd'],
+    [
+      'huge experiment budget',
+      { experimentAllowance: { budgetMicrousd: MAX_BUDGET_MICROUSD + 1n, period: 'day' } },
+      'experimentAllowance.budgetMicrousd',
+    ],
+    ['empty bucket', { bucket: { maxMilliTokens: 0, successRefillMilliTokens: 100 } }, 'bucket.maxMilliTokens'],
+    ['no refill', { bucket: { maxMilliTokens: 10, successRefillMilliTokens: 0 } }, 'bucket.successRefillMilliTokens'],
+    ['error rate above 1000', { stop: { ...policy.stop, maxRouteErrorPerMille: 1001 } }, 'stop.maxRouteErrorPerMille'],
+    ['no in-flight room', { stop: { ...policy.stop, maxRouteInFlight: 0 } }, 'stop.maxRouteInFlight'],
+    ['transient listed twice', { retry: { transient: ['rate_limited', 'rate_limited'], maxRetries: 1 } }, 'retry.transient[1]'],
+    ['tool listed twice', { readOnlyTools: ['a', 'a'] }, 'readOnlyTools[1]'],
+    ['empty tool name', { readOnlyTools: [''] }, 'readOnlyTools[0]'],
+    ['blank owner', { owner: ' ' }, 'owner'],
+  ])('refuses %s', (_name, change, path) => {
+    expect(hedgePolicyProblems({ ...policy, ...change }).map((p) => p.path)).toContain(path);
   });
 });

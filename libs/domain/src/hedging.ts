@@ -5,6 +5,7 @@
  * table the serialised hedge admission applies, which failures are transient, and the per-route
  * overload bucket. The transaction that applies them lives in libs/db; dispatch only asks.
  */
+import { MAX_BUDGET_MICROUSD } from './reservation';
 import { assertNonNegativeInteger, assertNonNegativeMicrousd, assertPositiveInteger } from './validation';
 
 /** Failures a retry may follow (the policy picks which of these it treats as transient). */
@@ -49,7 +50,97 @@ export type HedgePolicy = {
     minUsefulRemainingMs: number;
   };
   bucket: OverloadBucketPolicy;
+  /** who answers for the policy (a team or person; shown to operators, not used by dispatch) */
+  owner: string;
+  /**
+   * The extra spend the owner approved per additional on-time answer (micro-USD): the bar the
+   * issue's cohort comparison holds hedging to. Informational for dispatch; raising it is a spend raise.
+   */
+  approvedPremiumMicrousd: bigint;
+  /**
+   * A budget of its own that funds extra attempts (hedges, retries, fallbacks) per period; null:
+   * extra attempts draw on the workload's budget like the primary.
+   */
+  experimentAllowance: ExperimentAllowance | null;
+  /** tool names the workload declared read-only: only requests whose tools are all here may be hedged */
+  readOnlyTools: readonly string[];
 };
+
+export type ExperimentAllowance = { budgetMicrousd: bigint; period: 'day' | 'month' };
+
+/** A stored revision of a workload's hedge policy, optionally scoped to one route. */
+export type HedgePolicyRevision = HedgePolicy & {
+  workloadId: string;
+  /** null: the workload-wide policy, in force on every route without a policy of its own */
+  routeId: string | null;
+  /** 1, 2, … per (workload, route) scope */
+  revision: number;
+  createdBy: string;
+  createdAt: Date;
+  reason: string;
+};
+
+/** Bounds `hedgePolicyProblems` enforces (the API's zod schema only checks types and list sizes). */
+export const HEDGE_LIMITS = {
+  maxDelayMs: 60_000,
+  maxAttempts: 10,
+  maxMinSamples: 100_000,
+  maxRouteInFlight: 1_000_000,
+  maxMilliTokens: 1_000_000_000,
+  maxReadOnlyTools: 64,
+  maxToolNameLength: 128,
+} as const;
+
+export type HedgePolicyProblem = { path: string; message: string };
+
+/**
+ * Every reason `p` cannot be stored, each with its camelCase path (dotted): the one check of a
+ * hedge policy's ranges, whoever writes it.
+ */
+export function hedgePolicyProblems(p: Omit<HedgePolicy, 'revisionId'>): HedgePolicyProblem[] {
+  const problems: HedgePolicyProblem[] = [];
+  const int = (path: string, v: number, min: number, max: number) => {
+    if (!Number.isInteger(v) || v < min || v > max) problems.push({ path, message: `must be an integer in ${min}..${max}` });
+  };
+  const money = (path: string, v: bigint) => {
+    if (v < 0n || v > MAX_BUDGET_MICROUSD) problems.push({ path, message: `must be 0..${MAX_BUDGET_MICROUSD} micro-USD` });
+  };
+  if (p.owner.trim().length === 0) problems.push({ path: 'owner', message: 'must name who answers for the policy' });
+  const d = p.delay;
+  if (d.kind === 'fixed') int('delay.ms', d.ms, 0, HEDGE_LIMITS.maxDelayMs);
+  else {
+    int('delay.quantilePerMille', d.quantilePerMille, 1, 999);
+    int('delay.floorMs', d.floorMs, 0, HEDGE_LIMITS.maxDelayMs);
+    int('delay.ceilingMs', d.ceilingMs, 0, HEDGE_LIMITS.maxDelayMs);
+    int('delay.minSamples', d.minSamples, 1, HEDGE_LIMITS.maxMinSamples);
+    if (d.floorMs > d.ceilingMs) problems.push({ path: 'delay.floorMs', message: 'must not exceed delay.ceilingMs' });
+  }
+  if (p.maxHedges !== 0 && p.maxHedges !== 1) problems.push({ path: 'maxHedges', message: 'must be 0 or 1' });
+  int('allowance.maxAttempts', p.allowance.maxAttempts, 1, HEDGE_LIMITS.maxAttempts);
+  int('retry.maxRetries', p.retry.maxRetries, 0, Math.max(0, p.allowance.maxAttempts - 1));
+  p.retry.transient.forEach((t, i) => {
+    if (!TRANSIENT_FAILURES.includes(t))
+      problems.push({ path: `retry.transient[${i}]`, message: `must be one of ${TRANSIENT_FAILURES.join(', ')}` });
+    else if (p.retry.transient.indexOf(t) !== i) problems.push({ path: `retry.transient[${i}]`, message: `${t} is listed twice` });
+  });
+  money('allowance.maxExtraSpendMicrousd', p.allowance.maxExtraSpendMicrousd);
+  money('stop.spendFloorMicrousd', p.stop.spendFloorMicrousd);
+  int('stop.maxRouteErrorPerMille', p.stop.maxRouteErrorPerMille, 0, 1000);
+  int('stop.maxRouteInFlight', p.stop.maxRouteInFlight, 1, HEDGE_LIMITS.maxRouteInFlight);
+  int('stop.minUsefulRemainingMs', p.stop.minUsefulRemainingMs, 0, HEDGE_LIMITS.maxDelayMs);
+  int('bucket.maxMilliTokens', p.bucket.maxMilliTokens, 1, HEDGE_LIMITS.maxMilliTokens);
+  int('bucket.successRefillMilliTokens', p.bucket.successRefillMilliTokens, 1, HEDGE_LIMITS.maxMilliTokens);
+  money('approvedPremiumMicrousd', p.approvedPremiumMicrousd);
+  if (p.experimentAllowance) money('experimentAllowance.budgetMicrousd', p.experimentAllowance.budgetMicrousd);
+  if (p.readOnlyTools.length > HEDGE_LIMITS.maxReadOnlyTools)
+    problems.push({ path: 'readOnlyTools', message: `at most ${HEDGE_LIMITS.maxReadOnlyTools} tools` });
+  p.readOnlyTools.forEach((t, i) => {
+    if (t.length === 0 || t.length > HEDGE_LIMITS.maxToolNameLength)
+      problems.push({ path: `readOnlyTools[${i}]`, message: `must be 1..${HEDGE_LIMITS.maxToolNameLength} characters` });
+    else if (p.readOnlyTools.indexOf(t) !== i) problems.push({ path: `readOnlyTools[${i}]`, message: `${t} is listed twice` });
+  });
+  return problems;
+}
 
 /** Why a request runs primary-only; recorded on the decision. */
 export type HedgeIneligibility = 'hedging_disabled' | 'streaming' | 'multi_candidate' | 'tools_not_read_only';

@@ -1,4 +1,13 @@
-import { contractSpendRaises, PriceRates, priceSpendRaises, WorkloadSpendLimits, workloadSpendRaises } from './spend-changes';
+import fc from 'fast-check';
+import {
+  contractSpendRaises,
+  HedgeSettings,
+  hedgePolicySpendRaises,
+  PriceRates,
+  priceSpendRaises,
+  WorkloadSpendLimits,
+  workloadSpendRaises,
+} from './spend-changes';
 
 const limits: WorkloadSpendLimits = {
   defaultMaxCandidates: 1,
@@ -249,5 +258,112 @@ describe('priceSpendRaises on structured revisions', () => {
 
   it('leaving input_only for whole_request does not', () => {
     expect(priceSpendRaises({ ...inForce, contextTierRule: 'input_only' }, inForce)).toEqual([]);
+  });
+});
+
+describe('hedgePolicySpendRaises', () => {
+  const hedge: HedgeSettings = {
+    enabled: true,
+    delay: { kind: 'quantile', quantilePerMille: 950, floorMs: 200, ceilingMs: 2_000, minSamples: 20 },
+    maxHedges: 1,
+    retry: { transient: ['connection_error'], maxRetries: 1 },
+    allowance: { maxAttempts: 3, maxExtraSpendMicrousd: 10_000n },
+    stop: { spendFloorMicrousd: 1_000n, maxRouteErrorPerMille: 100, maxRouteInFlight: 50, minUsefulRemainingMs: 500 },
+    bucket: { maxMilliTokens: 10_000, successRefillMilliTokens: 100 },
+    approvedPremiumMicrousd: 2_000n,
+    experimentAllowance: { budgetMicrousd: 5_000_000n, period: 'month' },
+    readOnlyTools: ['lookup'],
+  };
+  const q = hedge.delay as Extract<HedgeSettings['delay'], { kind: 'quantile' }>;
+
+  it('a first policy raises spend only when it allows an extra attempt', () => {
+    expect(hedgePolicySpendRaises(null, hedge)).toEqual(['first hedge policy allowing extra attempts']);
+    const off = {
+      ...hedge,
+      enabled: false,
+      retry: { transient: [], maxRetries: 0 },
+      allowance: { maxAttempts: 1, maxExtraSpendMicrousd: 0n },
+    };
+    expect(hedgePolicySpendRaises(null, off)).toEqual([]);
+    expect(hedgePolicySpendRaises(null, { ...off, allowance: { maxAttempts: 2, maxExtraSpendMicrousd: 0n } })).not.toEqual([]);
+  });
+
+  it.each<[string, Partial<HedgeSettings>, string]>([
+    ['enabling', {}, 'hedging enabled'],
+    ['more attempts', { allowance: { maxAttempts: 4, maxExtraSpendMicrousd: 10_000n } }, 'max_attempts up'],
+    ['more retries', { retry: { transient: ['connection_error'], maxRetries: 2 } }, 'max_retries up'],
+    ['more extra spend', { allowance: { maxAttempts: 3, maxExtraSpendMicrousd: 10_001n } }, 'max_extra_spend_microusd up'],
+    ['a larger premium', { approvedPremiumMicrousd: 2_001n }, 'approved_premium_microusd up'],
+    ['a larger experiment budget', { experimentAllowance: { budgetMicrousd: 5_000_001n, period: 'month' } }, 'experiment budget up'],
+    [
+      'a daily experiment budget',
+      { experimentAllowance: { budgetMicrousd: 5_000_000n, period: 'day' } },
+      'experiment budget period shortened',
+    ],
+    ['a lower floor', { delay: { ...q, floorMs: 100 } }, 'shortest hedge delay lowered'],
+    ['a lower ceiling', { delay: { ...q, ceilingMs: 1_000 } }, 'longest hedge delay lowered'],
+    ['a lower quantile', { delay: { ...q, quantilePerMille: 900 } }, 'delay quantile lowered'],
+    ['fewer samples', { delay: { ...q, minSamples: 10 } }, 'delay min_samples lowered'],
+    ['a fixed delay below the floor', { delay: { kind: 'fixed', ms: 100 } }, 'shortest hedge delay lowered'],
+    ['a lower spend floor', { stop: { ...hedge.stop, spendFloorMicrousd: 999n } }, 'spend_floor_microusd lowered'],
+    ['a higher error ceiling', { stop: { ...hedge.stop, maxRouteErrorPerMille: 101 } }, 'max_route_error_per_mille up'],
+    ['a higher in-flight ceiling', { stop: { ...hedge.stop, maxRouteInFlight: 51 } }, 'max_route_in_flight up'],
+    ['a larger bucket', { bucket: { maxMilliTokens: 10_001, successRefillMilliTokens: 100 } }, 'bucket max_milli_tokens up'],
+    ['a larger refill', { bucket: { maxMilliTokens: 10_000, successRefillMilliTokens: 101 } }, 'bucket success_refill_milli_tokens up'],
+    [
+      'a new transient class',
+      { retry: { transient: ['connection_error', 'server_error'], maxRetries: 1 } },
+      'transient failure server_error added',
+    ],
+    ['a new read-only tool', { readOnlyTools: ['lookup', 'search'] }, 'read-only tool search added'],
+  ])('%s raises spend', (_name, change, raise) => {
+    const current = { ...hedge, enabled: false };
+    expect(hedgePolicySpendRaises(current, { ...current, ...change, ...(raise === 'hedging enabled' ? { enabled: true } : {}) })).toContain(
+      raise,
+    );
+  });
+
+  it('an experiment allowance where there was none raises; dropping it does not', () => {
+    expect(hedgePolicySpendRaises({ ...hedge, experimentAllowance: null }, hedge)).toEqual(['experiment allowance added']);
+    expect(hedgePolicySpendRaises(hedge, { ...hedge, experimentAllowance: null })).toEqual([]);
+  });
+
+  it('a change that only lowers applies at once', () => {
+    const lower: HedgeSettings = {
+      ...hedge,
+      enabled: false,
+      maxHedges: 0,
+      delay: { ...q, floorMs: 300, ceilingMs: 3_000, quantilePerMille: 990, minSamples: 50 },
+      retry: { transient: [], maxRetries: 0 },
+      allowance: { maxAttempts: 1, maxExtraSpendMicrousd: 0n },
+      stop: { spendFloorMicrousd: 2_000n, maxRouteErrorPerMille: 50, maxRouteInFlight: 10, minUsefulRemainingMs: 1_000 },
+      bucket: { maxMilliTokens: 5_000, successRefillMilliTokens: 50 },
+      approvedPremiumMicrousd: 0n,
+      experimentAllowance: { budgetMicrousd: 1n, period: 'month' },
+      readOnlyTools: [],
+    };
+    expect(hedgePolicySpendRaises(hedge, lower)).toEqual([]);
+  });
+
+  it('no change is never a raise, and a raise one way is not one the other way round', () => {
+    const settings = fc.record({
+      maxAttempts: fc.integer({ min: 1, max: 10 }),
+      extra: fc.bigInt({ min: 0n, max: 100n }),
+      floor: fc.integer({ min: 0, max: 100 }),
+    });
+    fc.assert(
+      fc.property(settings, settings, (a, b) => {
+        const mk = (s: typeof a): HedgeSettings => ({
+          ...hedge,
+          allowance: { maxAttempts: s.maxAttempts, maxExtraSpendMicrousd: s.extra },
+          delay: { kind: 'fixed', ms: s.floor },
+          retry: { transient: [], maxRetries: 0 },
+        });
+        expect(hedgePolicySpendRaises(mk(a), mk(a))).toEqual([]);
+        const there = hedgePolicySpendRaises(mk(a), mk(b));
+        const back = hedgePolicySpendRaises(mk(b), mk(a));
+        for (const r of there) expect(back).not.toContain(r);
+      }),
+    );
   });
 });

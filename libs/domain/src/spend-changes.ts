@@ -4,9 +4,10 @@
  * (four-eyes, like candidate exceptions). Lowering a limit stays one step. Each function returns
  * the reasons a change raises spend; an empty list means it may be applied at once.
  */
+import type { HedgeDelay, HedgePolicy } from './hedging';
 import { ContextTier, OPTIONAL_RATES, PerCallFee, PriceRevision, RateSet } from './pricing';
 
-export type ChangeRequestKind = 'workload_policy' | 'price_revision' | 'route_contract' | 'scope_limit';
+export type ChangeRequestKind = 'workload_policy' | 'price_revision' | 'route_contract' | 'scope_limit' | 'hedge_policy';
 export type ChangeRequestStatus = 'pending' | 'approved' | 'rejected';
 
 export interface WorkloadSpendLimits {
@@ -237,5 +238,70 @@ export function contractSpendRaises(current: ContractDestination, proposed: Cont
     const next = proposed[k];
     if (next !== undefined && now !== undefined && next < now) raises.push(`${k} lowered`);
   }
+  return raises;
+}
+
+/** A hedge policy's settings, whatever else (id, scope, audit) the caller's object carries. */
+export type HedgeSettings = Omit<HedgePolicy, 'revisionId' | 'owner'>;
+
+/** The earliest and latest a hedge timer can fire under `d`. */
+function delayRange(d: HedgeDelay): { min: number; max: number } {
+  return d.kind === 'fixed' ? { min: d.ms, max: d.ms } : { min: d.floorMs, max: d.ceilingMs };
+}
+
+/**
+ * A hedge policy change raises spend when it allows more extra attempts or money, or lets them
+ * happen sooner or in worse conditions: enabling; more hedges, attempts or retries; more extra
+ * spend; a larger experiment allowance (or a new one, or a shorter period) or approved premium; an
+ * earlier timer (fixed delay, quantile floor or ceiling, a lower quantile, fewer samples before the
+ * quantile applies); a lower spend floor; higher route error / in-flight ceilings; less remaining
+ * time needed; a larger overload bucket or refill; a new transient failure class; new read-only
+ * tools. No policy in force (`current` null) is the gateway's default: no extra attempt at all.
+ */
+export function hedgePolicySpendRaises(current: HedgeSettings | null, proposed: HedgeSettings): string[] {
+  if (current === null) {
+    const extra = (proposed.enabled && proposed.maxHedges > 0) || proposed.retry.maxRetries > 0 || proposed.allowance.maxAttempts > 1;
+    return extra ? ['first hedge policy allowing extra attempts'] : [];
+  }
+  const raises: string[] = [];
+  const up = (name: string, was: number | bigint, now: number | bigint) => {
+    if (now > was) raises.push(`${name} up`);
+  };
+  const down = (name: string, was: number | bigint, now: number | bigint) => {
+    if (now < was) raises.push(`${name} lowered`);
+  };
+  if (!current.enabled && proposed.enabled) raises.push('hedging enabled');
+  up('max_hedges', current.maxHedges, proposed.maxHedges);
+  up('max_attempts', current.allowance.maxAttempts, proposed.allowance.maxAttempts);
+  up('max_retries', current.retry.maxRetries, proposed.retry.maxRetries);
+  up('max_extra_spend_microusd', current.allowance.maxExtraSpendMicrousd, proposed.allowance.maxExtraSpendMicrousd);
+  up('approved_premium_microusd', current.approvedPremiumMicrousd, proposed.approvedPremiumMicrousd);
+  raises.push(...experimentRaises(current.experimentAllowance, proposed.experimentAllowance));
+  const was = delayRange(current.delay);
+  const now = delayRange(proposed.delay);
+  if (now.min < was.min) raises.push('shortest hedge delay lowered');
+  if (now.max < was.max) raises.push('longest hedge delay lowered');
+  if (current.delay.kind === 'quantile' && proposed.delay.kind === 'quantile') {
+    down('delay quantile', current.delay.quantilePerMille, proposed.delay.quantilePerMille);
+    down('delay min_samples', current.delay.minSamples, proposed.delay.minSamples);
+  }
+  down('spend_floor_microusd', current.stop.spendFloorMicrousd, proposed.stop.spendFloorMicrousd);
+  up('max_route_error_per_mille', current.stop.maxRouteErrorPerMille, proposed.stop.maxRouteErrorPerMille);
+  up('max_route_in_flight', current.stop.maxRouteInFlight, proposed.stop.maxRouteInFlight);
+  down('min_useful_remaining_ms', current.stop.minUsefulRemainingMs, proposed.stop.minUsefulRemainingMs);
+  up('bucket max_milli_tokens', current.bucket.maxMilliTokens, proposed.bucket.maxMilliTokens);
+  up('bucket success_refill_milli_tokens', current.bucket.successRefillMilliTokens, proposed.bucket.successRefillMilliTokens);
+  for (const t of proposed.retry.transient) if (!current.retry.transient.includes(t)) raises.push(`transient failure ${t} added`);
+  for (const t of proposed.readOnlyTools) if (!current.readOnlyTools.includes(t)) raises.push(`read-only tool ${t} added`);
+  return raises;
+}
+
+function experimentRaises(was: HedgeSettings['experimentAllowance'], now: HedgeSettings['experimentAllowance']): string[] {
+  if (now === null) return [];
+  if (was === null) return ['experiment allowance added'];
+  const raises: string[] = [];
+  if (now.budgetMicrousd > was.budgetMicrousd) raises.push('experiment budget up');
+  // The same amount per day is more than per month.
+  if (was.period === 'month' && now.period === 'day') raises.push('experiment budget period shortened');
   return raises;
 }

@@ -53,3 +53,21 @@ export function structuredPriceBody(id: string) {
     reason: 'structured price',
   };
 }
+
+/** A sound `PUT /workloads/{id}/hedging` body (snake_case, money as strings), with overrides. */
+export function hedgePolicyBody(overrides: Record<string, unknown> = {}) {
+  return {
+    owner: 'search-team',
+    enabled: true,
+    delay: { kind: 'quantile', quantile_per_mille: 950, floor_ms: 200, ceiling_ms: 2000, min_samples: 20 },
+    max_hedges: 1,
+    retry: { transient: ['connection_error', 'rate_limited'], max_retries: 1 },
+    allowance: { max_attempts: 3, max_extra_spend_microusd: '10000' },
+    stop: { spend_floor_microusd: '1000', max_route_error_per_mille: 100, max_route_in_flight: 50, min_useful_remaining_ms: 500 },
+    bucket: { max_milli_tokens: 10000, success_refill_milli_tokens: 100 },
+    approved_premium_microusd: '2000',
+    experiment_allowance: { budget_microusd: '5000000', period: 'month' },
+    read_only_tools: ['lookup'],
+    ...overrides,
+  };
+}

@@ -4,6 +4,8 @@ import { ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { GetWorkload } from '../usecases/get-workload/get-workload.usecase';
 import { parseBody } from '../usecases/input';
 import { IssueApiKey } from '../usecases/issue-api-key/issue-api-key.usecase';
+import { PutHedgePolicy } from '../usecases/put-hedge-policy/put-hedge-policy.usecase';
+import { putHedgePolicyBody } from '../usecases/put-hedge-policy/put-hedge-policy.command';
 import { PutWorkload } from '../usecases/put-workload/put-workload.usecase';
 import { putWorkloadBody } from '../usecases/put-workload/put-workload.command';
 import { RevokeApiKey } from '../usecases/revoke-api-key/revoke-api-key.usecase';
@@ -22,6 +24,7 @@ export class WorkloadsController {
     private readonly getWorkload: GetWorkload,
     private readonly issueKey: IssueApiKey,
     private readonly revokeKey: RevokeApiKey,
+    private readonly putHedging: PutHedgePolicy,
   ) {}
 
   @Put(':id')
@@ -42,6 +45,32 @@ export class WorkloadsController {
   @Roles('operator')
   get(@Param('id') id: string) {
     return this.getWorkload.execute(id);
+  }
+
+  @Put(':id/hedging')
+  @HttpCode(201)
+  @ApiOperation({
+    summary:
+      'Add a hedge policy revision (hedges, retries, fallbacks) for the workload or, with route_id, one of its routes. Role: operator',
+  })
+  @ApiBody({ schema: bodySchema(putHedgePolicyBody) })
+  @ApiResponse({ status: 201, description: 'the revision only lowers what extra attempts may spend: in force at once' })
+  @ApiResponse({
+    status: 202,
+    description: 'the revision raises spend: a pending change request for a second operator (GET /change-requests)',
+  })
+  @ApiResponse({ status: 404, description: 'not_found: no such workload or route' })
+  @Roles('operator')
+  putHedgePolicy(@CurrentOperator() op: Operator, @Param('id') id: string, @Body() body: unknown) {
+    return this.putHedging.execute(op, id, parseBody(putHedgePolicyBody, body));
+  }
+
+  @Get(':id/hedging')
+  @ApiOperation({ summary: 'The hedge policies in force (workload-wide, then per route) and every revision. Role: operator' })
+  @ApiResponse({ status: 404, description: 'not_found' })
+  @Roles('operator')
+  getHedgePolicy(@Param('id') id: string) {
+    return this.putHedging.get(id);
   }
 
   @Post(':id/keys')

@@ -4,6 +4,8 @@ import type {
   ChangeDecision,
   ChangeRequestView,
   DecideResult,
+  AppendHedgePolicyResult,
+  NewHedgePolicyRevision,
   NewChangeRequest,
   Tx,
   CreateRouteResult,
@@ -23,7 +25,8 @@ import type {
   WorkloadView,
 } from '@gateway/db';
 import type { Clock, Entropy, IdGenerator } from '@gateway/service-kit';
-import type { ChangeRequestStore, ExceptionStore, RouteStore, ScopeLimitStore, WorkloadStore } from '../ports';
+import type { HedgePolicyRevision } from '@gateway/domain';
+import type { ChangeRequestStore, ExceptionStore, HedgePolicyStore, RouteStore, ScopeLimitStore, WorkloadStore } from '../ports';
 
 /** A policyChanged event as the fakes record it (the real repositories write it to the outbox). */
 export interface RecordedChange {
@@ -373,3 +376,32 @@ export class InMemoryChangeRequestStore implements ChangeRequestStore {
 
 /** The fakes have no transactions; their writes ignore the token. */
 const NO_TX = Object.freeze({}) as Tx;
+
+/** In-memory HedgePolicyRepository: revisions numbered per (workload, route) scope. */
+export class InMemoryHedgePolicyStore implements HedgePolicyStore {
+  readonly rows: HedgePolicyRevision[] = [];
+
+  async append(input: NewHedgePolicyRevision, now: Date): Promise<AppendHedgePolicyResult> {
+    const last = this.rows.filter((r) => r.workloadId === input.workloadId && r.routeId === input.routeId).length;
+    const revision: HedgePolicyRevision = { ...clone(input), revision: last + 1, createdAt: now };
+    this.rows.push(revision);
+    return { ok: true, revision: clone(revision) };
+  }
+
+  async hedgePolicyFor(workloadId: string, routeId: string | null): Promise<HedgePolicyRevision | null> {
+    const latest = (route: string | null) =>
+      this.rows.filter((r) => r.workloadId === workloadId && r.routeId === route).sort((a, b) => b.revision - a.revision)[0];
+    const found = (routeId === null ? undefined : latest(routeId)) ?? latest(null);
+    return found ? clone(found) : null;
+  }
+
+  async history(workloadId: string): Promise<HedgePolicyRevision[]> {
+    return (
+      this.rows
+        .filter((r) => r.workloadId === workloadId)
+        // route ids are never empty, so the workload-wide scope ('') sorts first
+        .sort((a, b) => (a.routeId ?? '').localeCompare(b.routeId ?? '') || b.revision - a.revision)
+        .map(clone)
+    );
+  }
+}

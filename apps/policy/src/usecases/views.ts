@@ -8,7 +8,8 @@ import type {
   RouteView,
   WorkloadView,
 } from '@gateway/db';
-import { priceRevisionToWire } from '@gateway/contracts';
+import { hedgePolicyToWire, priceRevisionToWire } from '@gateway/contracts';
+import type { HedgePolicyRevision } from '@gateway/domain';
 import { contractStatus, effectiveExceptionStatus, ExceptionProjection, outcomeDirection, priceInForceAt } from '@gateway/domain';
 
 /**
@@ -213,5 +214,19 @@ export function scopeLimitJson(l: ScopeLimitView) {
     updated_at: l.updatedAt.toISOString(),
     updated_by: l.updatedBy,
     change_reason: l.changeReason,
+  };
+}
+
+/** A hedge policy revision as the policy API shows it (money as strings). */
+export function hedgePolicyJson(r: HedgePolicyRevision) {
+  return {
+    id: r.revisionId,
+    workload_id: r.workloadId,
+    route_id: r.routeId,
+    revision: r.revision,
+    ...hedgePolicyToWire(r),
+    created_at: r.createdAt.toISOString(),
+    created_by: r.createdBy,
+    reason: r.reason,
   };
 }

@@ -205,13 +205,12 @@ export class ExceptionRepository {
         overrideReason: e.overrideReason ?? null,
       },
     });
-    await this.outbox.append(tx, 'policyChanged', e.exceptionId, {
-      event_id: randomUUID(),
-      timestamp: e.now.toISOString(),
+    await this.outbox.policyChanged(tx, {
       entity: 'exception',
-      entity_id: e.exceptionId,
+      entityId: e.exceptionId,
       change: `${e.event}: ${e.from ?? 'none'} -> ${e.to}`,
       actor: e.actor,
+      now: e.now,
     });
   }
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { TopicKey, TopicPayload, Topics } from '@gateway/contracts';
+import { PolicyChangedV1, TopicKey, TopicPayload, Topics } from '@gateway/contracts';
 import type { BatchOutcome, OutboxRow, OutboxStore } from '@gateway/messaging';
 import { Database, PreparedStatement, Tx, prismaTx } from '../database';
 
@@ -40,6 +40,21 @@ export class OutboxRepository implements OutboxStore {
 
   async append<K extends TopicKey>(tx: Tx, topicKey: K, key: string, payload: TopicPayload<K>): Promise<void> {
     await this.appendMany(tx, topicKey, [{ key, payload }]);
+  }
+
+  /** The one writer of `policy.changed`: an operator-side change, announced with the write that made it. */
+  async policyChanged(
+    tx: Tx,
+    c: { entity: PolicyChangedV1['entity']; entityId: string; change: string; actor: string; now: Date },
+  ): Promise<void> {
+    await this.append(tx, 'policyChanged', c.entityId, {
+      event_id: randomUUID(),
+      timestamp: c.now.toISOString(),
+      entity: c.entity,
+      entity_id: c.entityId,
+      change: c.change,
+      actor: c.actor,
+    });
   }
 
   /** Appends events of one topic in one statement (a settlement batch's `usage.settled`). */

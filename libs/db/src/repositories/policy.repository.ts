@@ -439,14 +439,7 @@ export class PolicyRepository {
     actor: string,
     now: Date,
   ): Promise<void> {
-    await this.outbox.append(tx, 'policyChanged', entityId, {
-      event_id: randomUUID(),
-      timestamp: now.toISOString(),
-      entity,
-      entity_id: entityId,
-      change,
-      actor,
-    });
+    await this.outbox.policyChanged(tx, { entity, entityId, change, actor, now });
   }
 }
 

@@ -11,6 +11,8 @@ import { changeRequestJson } from '../change-requests';
 import { parseBody } from '../input';
 import { putWorkloadBody } from '../put-workload/put-workload.command';
 import { PutWorkload } from '../put-workload/put-workload.usecase';
+import { putHedgePolicyBody } from '../put-hedge-policy/put-hedge-policy.command';
+import { PutHedgePolicy } from '../put-hedge-policy/put-hedge-policy.usecase';
 import { putScopeLimitBody } from '../put-scope-limit/put-scope-limit.command';
 import { PutScopeLimit } from '../put-scope-limit/put-scope-limit.usecase';
 import { updateRouteContractBody } from '../update-route-contract/update-route-contract.command';
@@ -30,6 +32,7 @@ export class DecideChangeRequest {
     private readonly addPrice: AddPriceRevision,
     private readonly updateContract: UpdateRouteContract,
     private readonly putScopeLimit: PutScopeLimit,
+    private readonly putHedgePolicy: PutHedgePolicy,
     @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
@@ -70,6 +73,8 @@ export class DecideChangeRequest {
         );
       case 'scope_limit':
         return this.putScopeLimit.applyApproved(r.requestedBy, reason, r.targetId, parseBody(putScopeLimitBody, r.proposed), now, tx);
+      case 'hedge_policy':
+        return this.putHedgePolicy.applyApproved(r.requestedBy, reason, r.targetId, parseBody(putHedgePolicyBody, r.proposed), now, tx);
       default: {
         const unreachable: never = r.kind;
         throw new Error(`Unhandled change request kind: ${String(unreachable)}`);
