@@ -20,7 +20,16 @@ import type {
 } from '@gateway/db';
 import { usageSettledEvent } from '@gateway/db';
 import { SanitisedFields, Topics } from '@gateway/contracts';
-import { ActionState, applyMovement, attemptMachine, AttemptEvent, AttemptState, Movement, PriceRevision } from '@gateway/domain';
+import {
+  ActionState,
+  applyMovement,
+  attemptMachine,
+  AttemptEvent,
+  AttemptState,
+  awaitsSettlement,
+  Movement,
+  PriceRevision,
+} from '@gateway/domain';
 import type { SweepConfig } from '../src/reconciliation.config';
 import type { AttemptPort, CasePort, HoldPort, LedgerPort } from '../src/usecases/ports';
 import { SweepReservations } from '../src/usecases/sweep-reservations/sweep-reservations.usecase';
@@ -243,9 +252,7 @@ export class InMemoryReconciliationStore implements ReconciliationStore, LedgerP
   }
 
   async awaitingSettlement(_tx: Tx, actionId: string): Promise<number> {
-    return [...this.s.attempts.values()].filter(
-      (t) => t.actionId === actionId && t.status !== 'settled' && t.status !== 'reconciliation_required',
-    ).length;
+    return [...this.s.attempts.values()].filter((t) => t.actionId === actionId && awaitsSettlement(t.status as AttemptState)).length;
   }
 
   // ------------------------------------------------------------------ holds

@@ -107,6 +107,17 @@ export const attemptMachine = defineMachine<AttemptState, AttemptEvent>('attempt
   settled: {},
 });
 
+/**
+ * Attempt states after which no usage will come through settlement: settled, or handed to
+ * reconciliation. An action is done for settlement when none of its attempts is outside these
+ * (the settle use case and the attempt repository's counts both read this list).
+ */
+export const SETTLEMENT_DONE_STATES: readonly AttemptState[] = ['settled', 'reconciliation_required'];
+
+export function awaitsSettlement(status: AttemptState): boolean {
+  return !SETTLEMENT_DONE_STATES.includes(status);
+}
+
 // ---------------------------------------------------------------------------------------
 // Reservation: a two-phase hold on budget (cf. pending transfers in double-entry ledgers).
 // A hold resolves exactly once — settled, voided or released — so budget is never freed

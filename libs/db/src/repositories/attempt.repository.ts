@@ -1,5 +1,12 @@
 import type { AttemptRole, FinancialState, UsageSource } from '@gateway/contracts';
-import { attemptMachine, AttemptEvent, AttemptState, InvalidTransitionError, transitionGuard } from '@gateway/domain';
+import {
+  attemptMachine,
+  AttemptEvent,
+  AttemptState,
+  InvalidTransitionError,
+  SETTLEMENT_DONE_STATES,
+  transitionGuard,
+} from '@gateway/domain';
 import { prismaTx, Tx } from '../database';
 
 export interface AttemptView {
@@ -112,16 +119,14 @@ export class AttemptRepository {
   async awaitingSettlementByAction(tx: Tx, actionIds: readonly string[]): Promise<Map<string, number>> {
     if (actionIds.length === 0) return new Map();
     const rows = await prismaTx(tx).$queryRaw<Array<{ action_id: string; n: bigint }>>`
-      SELECT action_id, count(*) FILTER (WHERE status NOT IN ('settled', 'reconciliation_required')) AS n
+      SELECT action_id, count(*) FILTER (WHERE NOT (status = ANY(${[...SETTLEMENT_DONE_STATES]}::text[]))) AS n
       FROM attempt WHERE action_id = ANY(${[...actionIds]}::text[]) GROUP BY action_id`;
     return new Map(rows.map((r) => [r.action_id, Number(r.n)]));
   }
 
-  /** Attempts of the action that may still bring usage through settlement (not settled, not under reconciliation). */
+  /** Attempts of the action that may still bring usage through settlement (domain `awaitsSettlement`). */
   async awaitingSettlement(tx: Tx, actionId: string): Promise<number> {
-    const [row] = await prismaTx(tx).$queryRaw<Array<{ n: bigint }>>`
-      SELECT count(*) AS n FROM attempt WHERE action_id = ${actionId} AND status NOT IN ('settled', 'reconciliation_required')`;
-    return Number(row.n);
+    return (await this.awaitingSettlementByAction(tx, [actionId])).get(actionId) ?? 0;
   }
 }
 

@@ -19,6 +19,7 @@ import {
   attemptMachine,
   AttemptEvent,
   AttemptState,
+  awaitsSettlement,
   combineMovements,
   Hold,
   Movement,
@@ -315,11 +316,6 @@ class SettlementBatch {
   moves(): Array<{ r: ReservationView; steps: Movement[]; reason: string }> {
     return [...this.byReservation.values()];
   }
-}
-
-/** As `AttemptRepository.awaitingSettlement` counts: neither settled nor under reconciliation. */
-function awaitsSettlement(status: AttemptState): boolean {
-  return status !== 'settled' && status !== 'reconciliation_required';
 }
 
 function unique(values: string[]): string[] {
