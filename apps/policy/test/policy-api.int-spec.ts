@@ -337,6 +337,10 @@ describe('hedge policies', () => {
     await approvedWorkload(await call('PUT', `/workloads/${wl}`, tokens.operator, workload()));
     const pending = await call('PUT', `/workloads/${wl}/hedging`, tokens.requester, hedgePolicyBody({ reason: 'p95 tail' }));
     expect(pending.status).toBe(202);
+    // a retried PUT finds the request it filed instead of filing a second one
+    const retried = await call('PUT', `/workloads/${wl}/hedging`, tokens.requester, hedgePolicyBody({ reason: 'p95 tail' }));
+    expect(retried.status).toBe(202);
+    expect(retried.body.id).toBe(pending.body.id);
     expect(pending.body).toMatchObject({ kind: 'hedge_policy', target_id: wl, raises: ['first hedge policy allowing extra attempts'] });
     const self = await call('POST', `/change-requests/${pending.body.id}/approve`, tokens.requester, {});
     expect(self.status).toBe(403);
@@ -364,6 +368,9 @@ describe('hedge policies', () => {
     const lower = await call('PUT', `/workloads/${wl}/hedging`, tokens.operator, hedgePolicyBody({ enabled: false, reason: 'incident' }));
     expect(lower.status).toBe(201);
     expect(lower.body).toMatchObject({ revision: 2, enabled: false, created_by: `olga-${run}`, reason: 'incident' });
+    // PUT is idempotent: the same policy again answers the revision in force and adds none
+    const again = await call('PUT', `/workloads/${wl}/hedging`, tokens.operator, hedgePolicyBody({ enabled: false, reason: 'retry' }));
+    expect(again.body).toMatchObject({ revision: 2, reason: 'incident' });
     const history = await call('GET', `/workloads/${wl}/hedging`, tokens.operator);
     expect(history.body.history.map((r: { revision: number }) => r.revision)).toEqual([2, 1]);
     expect(history.body.in_force.map((r: { revision: number }) => r.revision)).toEqual([2]);
@@ -402,7 +409,10 @@ describe('hedge policies', () => {
       retry: { transient: [], max_retries: 0 },
       allowance: { max_attempts: 1, max_extra_spend_microusd: 0 },
     });
-    const results = await Promise.all(Array.from({ length: 6 }, () => call('PUT', `/workloads/${wl}/hedging`, tokens.operator, none)));
+    // six different policies (a repeated identical PUT is not a new revision)
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => call('PUT', `/workloads/${wl}/hedging`, tokens.operator, { ...none, owner: `team-${i}` })),
+    );
     expect(results.map((r) => r.status)).toEqual(Array(6).fill(201));
     expect(results.map((r) => r.body.revision as number).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6]);
   });

@@ -15,6 +15,7 @@ import {
   hedgePolicyProblems,
   quantileMs,
   retryDecision,
+  sameHedgeSettings,
   transientFailureOf,
 } from './hedging';
 
@@ -290,5 +291,34 @@ describe('hedgePolicyProblems', () => {
     ['blank owner', { owner: ' ' }, 'owner'],
   ])('refuses %s', (_name, change, path) => {
     expect(hedgePolicyProblems({ ...policy, ...change }).map((p) => p.path)).toContain(path);
+  });
+});
+
+describe('sameHedgeSettings', () => {
+  const { revisionId: _id, ...settings } = {
+    ...policy,
+    owner: 'search',
+    approvedPremiumMicrousd: 500n,
+    experimentAllowance: { budgetMicrousd: 5_000_000n, period: 'month' as const },
+    readOnlyTools: ['lookup'],
+  };
+  it('ignores key order and how the objects were built; sees any difference, bigints included', () => {
+    const rebuilt = JSON.parse(JSON.stringify(settings, (_k, v) => (typeof v === 'bigint' ? `${v}` : v)));
+    const same = {
+      ...settings,
+      delay: Object.assign(Object.create(null), {
+        minSamples: 20,
+        ceilingMs: 2_000,
+        floorMs: 200,
+        quantilePerMille: 950,
+        kind: 'quantile',
+      }),
+      readOnlyTools: [...rebuilt.readOnlyTools],
+    };
+    expect(sameHedgeSettings(settings, same)).toBe(true);
+    expect(sameHedgeSettings(settings, { ...settings, approvedPremiumMicrousd: 501n })).toBe(false);
+    expect(sameHedgeSettings(settings, { ...settings, readOnlyTools: ['lookup', 'search'] })).toBe(false);
+    expect(sameHedgeSettings(settings, { ...settings, experimentAllowance: null })).toBe(false);
+    expect(sameHedgeSettings(settings, { ...settings, delay: { kind: 'fixed', ms: 200 } })).toBe(false);
   });
 });

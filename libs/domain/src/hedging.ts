@@ -68,6 +68,40 @@ export type HedgePolicy = {
 
 export type ExperimentAllowance = { budgetMicrousd: bigint; period: 'day' | 'month' };
 
+/** The settings a revision carries (everything but its identity). */
+const HEDGE_SETTINGS = [
+  'enabled',
+  'delay',
+  'maxHedges',
+  'retry',
+  'allowance',
+  'stop',
+  'bucket',
+  'owner',
+  'approvedPremiumMicrousd',
+  'experimentAllowance',
+  'readOnlyTools',
+] as const satisfies ReadonlyArray<keyof HedgePolicy>;
+
+/** Whether two policies say the same thing (a repeated PUT, a duplicate pending request), whatever built them. */
+export function sameHedgeSettings(a: Omit<HedgePolicy, 'revisionId'>, b: Omit<HedgePolicy, 'revisionId'>): boolean {
+  return HEDGE_SETTINGS.every((k) => canonical(a[k]) === canonical(b[k]));
+}
+
+/** Values as text with object keys sorted and bigints marked, so key order and prototypes do not matter. */
+function canonical(v: unknown): string {
+  if (typeof v === 'bigint') return `${v}n`;
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v !== null && typeof v === 'object') {
+    const entries = Object.entries(v).filter(([, x]) => x !== undefined);
+    return `{${entries
+      .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
+      .map(([k, x]) => `${JSON.stringify(k)}:${canonical(x)}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v) ?? 'undefined';
+}
+
 /** A stored revision of a workload's hedge policy, optionally scoped to one route. */
 export type HedgePolicyRevision = HedgePolicy & {
   workloadId: string;

@@ -68,6 +68,25 @@ describe('PutHedgePolicy', () => {
     await expect(eyes.hedging.hedgePolicyFor('wl', 'rt-other')).resolves.toMatchObject({ routeId: null, allowance: { maxAttempts: 3 } });
   });
 
+  it('PUT is idempotent: a retried raising PUT finds its pending request, the policy in force said again is no new revision', async () => {
+    const { put, eyes } = await setup();
+    const first = (await put.execute(olga, 'wl', cmd())) as PendingChange;
+    const retried = (await put.execute(olga, 'wl', cmd())) as PendingChange;
+    expect(retried).toBeInstanceOf(PendingChange);
+    expect(retried.body.id).toBe(first.body.id);
+    // another operator asking for the same files a request of their own; a different policy is a new request
+    expect(((await put.execute(alice, 'wl', cmd())) as PendingChange).body.id).not.toBe(first.body.id);
+    expect(((await put.execute(olga, 'wl', cmd({ owner: 'other-team' }))) as PendingChange).body.id).not.toBe(first.body.id);
+
+    await eyes.approved(first);
+    await expect(put.execute(olga, 'wl', cmd())).resolves.toMatchObject({ revision: 1, route_id: null });
+    expect((await put.get('wl')).history).toHaveLength(1);
+    // the same settings for one route are that route's own policy, not a repeat of the workload's
+    await expect(put.execute(olga, 'wl', cmd({ route_id: 'rt-openai' }))).resolves.toMatchObject({ route_id: 'rt-openai', revision: 1 });
+    await expect(put.execute(olga, 'wl', cmd({ route_id: 'rt-openai' }))).resolves.toMatchObject({ route_id: 'rt-openai', revision: 1 });
+    expect((await put.get('wl')).history).toHaveLength(2);
+  });
+
   it('refuses an unknown workload or route', async () => {
     const { put } = await setup();
     await expect(put.execute(olga, 'nobody', cmd())).rejects.toMatchObject({ code: 'not_found' });

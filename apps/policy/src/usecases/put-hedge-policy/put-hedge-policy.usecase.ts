@@ -1,15 +1,15 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ChangeRequestRepository, HedgePolicyRepository, hedgeScopeId, PolicyRepository, Tx } from '@gateway/db';
 import { hedgePolicyFromWire } from '@gateway/contracts';
-import { hedgePolicySpendRaises } from '@gateway/domain';
+import { hedgePolicySpendRaises, sameHedgeSettings } from '@gateway/domain';
 import type { Operator } from '@gateway/service-kit';
 import { Clock, CLOCK, IdGenerator, InjectIds } from '@gateway/service-kit';
 import { PolicyError } from '../../policy.errors';
 import type { ChangeRequestStore, HedgePolicyStore, RouteStore, WorkloadStore } from '../../ports';
-import { requestChange } from '../change-requests';
+import { changeRequestJson, PendingChange, requestChange } from '../change-requests';
 import { parseValue, resourceId } from '../input';
 import { hedgePolicyJson } from '../views';
-import { PutHedgePolicyCommand } from './put-hedge-policy.command';
+import { putHedgePolicyBody, PutHedgePolicyCommand } from './put-hedge-policy.command';
 
 /**
  * Writes a workload's hedge policy (issue 10) as a new revision of its scope: the workload, or one
@@ -33,9 +33,15 @@ export class PutHedgePolicy {
     await this.requireScope(workloadId, cmd.route_id);
     const now = this.clock.now();
     const reason = cmd.reason ?? 'hedge policy revision';
-    const raises = hedgePolicySpendRaises(await this.hedging.hedgePolicyFor(workloadId, cmd.route_id), hedgePolicyFromWire(cmd));
+    const proposed = hedgePolicyFromWire(cmd);
+    const inForce = await this.hedging.hedgePolicyFor(workloadId, cmd.route_id);
+    // PUT is idempotent: the scope's own policy, said again, is not a new revision
+    if (inForce && inForce.routeId === cmd.route_id && sameHedgeSettings(inForce, proposed)) return hedgePolicyJson(inForce);
+    const raises = hedgePolicySpendRaises(inForce, proposed);
     if (raises.length > 0) {
       const targetId = hedgeScopeId(workloadId, cmd.route_id);
+      const waiting = await this.pendingSame(op, targetId, cmd);
+      if (waiting) return waiting;
       return requestChange(this.changes, this.ids, op, { kind: 'hedge_policy', targetId, command: cmd, raises, reason }, now);
     }
     return hedgePolicyJson(await this.append(op.subject, reason, workloadId, cmd, now));
@@ -53,6 +59,22 @@ export class PutHedgePolicy {
     const history = await this.hedging.history(workloadId);
     const inForce = history.filter((r, i) => i === 0 || history[i - 1].routeId !== r.routeId);
     return { workload_id: workloadId, in_force: inForce.map(hedgePolicyJson), history: history.map(hedgePolicyJson) };
+  }
+
+  /**
+   * The requester's pending request for the same policy on the same scope, if a retried PUT already
+   * filed it (among the most recent pending requests: a retry comes soon after its original).
+   */
+  private async pendingSame(op: Operator, targetId: string, cmd: PutHedgePolicyCommand): Promise<PendingChange | null> {
+    const proposed = hedgePolicyFromWire(cmd);
+    for (const c of await this.changes.list({ status: 'pending', limit: 200 })) {
+      if (c.kind !== 'hedge_policy' || c.targetId !== targetId || c.requestedBy !== op.subject) continue;
+      const filed = putHedgePolicyBody.safeParse(c.proposed);
+      if (filed.success && filed.data.route_id === cmd.route_id && sameHedgeSettings(hedgePolicyFromWire(filed.data), proposed)) {
+        return new PendingChange(changeRequestJson(c));
+      }
+    }
+    return null;
   }
 
   private async requireScope(workloadId: string, routeId: string | null): Promise<void> {
