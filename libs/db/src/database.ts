@@ -174,6 +174,7 @@ function retryCause(err: unknown): 'deadlock' | 'serialization' | 'connectionLos
   const text = String((err as { message?: string })?.message ?? '');
   if (/40P01|deadlock detected/.test(text)) return 'deadlock';
   if (/40001|could not serialize|P2034/.test(text)) return 'serialization';
+  if (/^57P0[123]$/.test(String((err as { code?: string })?.code ?? ''))) return 'connectionLost';
   if (/Code: `57P0[123]`|terminating connection due to administrator command/.test(text)) return 'connectionLost';
   return null;
 }
@@ -189,6 +190,10 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     e?.code === 'P2028' ||
     e?.code === 'P1001' ||
     e?.code === 'P1017' ||
+    // plain `pg` (the prepared hot-path statements): the server's SQLSTATE is the error's `code` and
+    // the message is the server's text, e.g. 57P01 "terminating connection due to administrator command"
+    /^(57P0[123]|53300|08\d{3})$/.test(String(e?.code ?? '')) ||
+    /terminating connection/.test(text) ||
     /Unable to start a transaction|Transaction already closed|timeout exceeded when trying to connect|Connection terminated|ECONNREFUSED|ECONNRESET|57P0[123]|53300|too many clients/.test(
       text,
     )

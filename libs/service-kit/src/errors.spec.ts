@@ -55,6 +55,18 @@ describe('toDomainError', () => {
       expect(toDomainError(new Error(message))).toMatchObject({ code: 'service_unavailable', headers: { 'retry-after': '1' } });
     }
   });
+
+  it('so is the same failure from plain pg (admission’s prepared statement): the SQLSTATE is the error code', () => {
+    for (const [code, message] of [
+      ['57P01', 'terminating connection due to administrator command'],
+      ['53300', 'sorry, too many clients already'],
+      ['08006', 'connection failure'],
+    ]) {
+      const e = Object.assign(new Error(message), { code, severity: 'FATAL' });
+      expect(toDomainError(e)).toMatchObject({ code: 'service_unavailable', headers: { 'retry-after': '1' } });
+    }
+    expect(toDomainError(Object.assign(new Error('duplicate key value violates unique constraint'), { code: '23505' }))).toBeNull();
+  });
 });
 
 describe('GatewayExceptionFilter', () => {
