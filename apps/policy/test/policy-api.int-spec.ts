@@ -243,6 +243,44 @@ describe('routes, contracts and prices', () => {
     expect(await db.prisma.changeRequest.count({ where: { targetId: routeId } })).toBe(0);
   });
 
+  it('hostile structured prices and hedge policies (1e999, a NUL, 10k-deep JSON) are 400s; nothing is stored or requested', async () => {
+    const routeId = `rt-hostile-${run}`;
+    await call('POST', '/routes', tokens.operator, contract({ id: routeId, alias: `hostile-${run}` }));
+    const wl = `wl-hostile-${run}`;
+    await approvedWorkload(await call('PUT', `/workloads/${wl}`, tokens.operator, workload()));
+    const price = JSON.stringify(structuredPriceBody(`price-hostile-${run}`));
+    const hedge = JSON.stringify(hedgePolicyBody());
+    const deep = '['.repeat(10_000) + ']'.repeat(10_000);
+    const prices = `/routes/${routeId}/prices`;
+    const hedging = `/workloads/${wl}/hedging`;
+    const cases: Array<[string, string, string]> = [
+      [prices, price.replace('"above_input_tokens":200000', '"above_input_tokens":1e999'), 'context_tiers.0.above_input_tokens'],
+      [prices, price.replace('"fee_microusd":"10000"', '"fee_microusd":"1e999"'), 'per_call_fees.0.fee_microusd'],
+      [prices, price.replace('"flex":', '"fl\\u0000ex":'), ''],
+      [prices, price.replace('"context_tier_rule":"whole_request"', `"context_tier_rule":"whole_request","context_tiers":${deep}`), ''],
+      [hedging, hedge.replace('"max_attempts":3', '"max_attempts":1e999'), 'allowance.max_attempts'],
+      [hedging, hedge.replace('"owner":"search-team"', '"owner":"search\\u0000team"'), 'owner'],
+      [hedging, hedge.replace('"owner":"search-team"', `"owner":${deep}`), ''],
+    ];
+    for (const [path, text, param] of cases) {
+      const res = await fetch(`${policy.url}${path}`, {
+        method: path === prices ? 'POST' : 'PUT',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${path === prices ? tokens.finance : tokens.operator}` },
+        body: text,
+      });
+      expect({ path, status: res.status }).toEqual({ path, status: 400 });
+      const body = (await res.json()) as { error: { code: string; param: string | null } };
+      expect(body.error.code).toBe('invalid_request');
+      // where the refusal can name the field, it does (a 10k-deep value is refused before any field is read)
+      if (param) expect(body.error.param ?? '').toContain(param.split('.').pop());
+    }
+    expect(await db.prisma.priceRevision.count({ where: { routeId } })).toBe(0);
+    expect(await db.prisma.hedgePolicyRevision.count({ where: { workloadId: wl } })).toBe(0);
+    expect(
+      await db.prisma.changeRequest.count({ where: { targetId: { in: [routeId, wl] }, kind: { in: ['price_revision', 'hedge_policy'] } } }),
+    ).toBe(0);
+  });
+
   it('a lowered service-tier rate is a change request a different approver must approve', async () => {
     const routeId = `rt-tiers-low-${run}`;
     await call('POST', '/routes', tokens.operator, contract({ id: routeId, alias: `tiers-low-${run}` }));

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { DispatchCommandV1 } from '@gateway/contracts';
 import { GeminiGenerateAdapter } from './gemini-generate.adapter';
 import { NO_USAGE_DETAILS } from './adapter';
-import { sseData } from './sse-testing';
+import { sseData, NOTHING_PARSED } from './sse-testing';
 
 const fixture = (name: string): string => readFileSync(join(__dirname, 'fixtures', name), 'utf8');
 const json = (name: string): unknown => JSON.parse(fixture(name));
@@ -282,14 +282,7 @@ describe('GeminiGenerateAdapter.parseResponse', () => {
   });
 
   it.each([null, 'text', [], 42])('survives a non-object body (%p)', (body) => {
-    expect(adapter.parseResponse(body, {})).toEqual({
-      providerRequestId: null,
-      candidates: [],
-      promptBlockReason: null,
-      usage: null,
-      serviceTier: null,
-      featureCalls: {},
-    });
+    expect(adapter.parseResponse(body, {})).toEqual(NOTHING_PARSED);
   });
 });
 

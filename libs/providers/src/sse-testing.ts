@@ -13,3 +13,13 @@ export function sseData(body: string | Uint8Array, size: number): string[] {
   const d = new SseDecoder();
   return [...byteSlices(body, size).flatMap((p) => d.push(p)), ...d.end()];
 }
+
+/** What every adapter's `parseResponse` gives for a body that is not a response at all. */
+export const NOTHING_PARSED = {
+  providerRequestId: null,
+  candidates: [],
+  promptBlockReason: null,
+  usage: null,
+  serviceTier: null,
+  featureCalls: {},
+} as const;
