@@ -30,3 +30,4 @@ export * from './probe';
 export * from './quota-scopes';
 export * from './exception-projection';
 export * from './hedging';
+export * from './experiment';
