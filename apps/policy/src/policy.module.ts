@@ -4,6 +4,7 @@ import {
   ChangeRequestRepository,
   Database,
   ExceptionRepository,
+  ExperimentRepository,
   HedgePolicyRepository,
   OutboxRepository,
 } from '@gateway/db';
@@ -16,6 +17,9 @@ import { RoutesController } from './http/routes.controller';
 import { WorkloadsController } from './http/workloads.controller';
 import { ScopeLimitsController } from './http/scope-limits.controller';
 import { PutHedgePolicy } from './usecases/put-hedge-policy/put-hedge-policy.usecase';
+import { StartExperiment } from './usecases/start-experiment/start-experiment.usecase';
+import { StopExperiment } from './usecases/stop-experiment/stop-experiment.usecase';
+import { ExperimentsController } from './http/experiments.controller';
 import { PutScopeLimit } from './usecases/put-scope-limit/put-scope-limit.usecase';
 import { PROBE_OPTIONS, RouteProbe } from './probe/route-probe';
 import { UPSTREAM_ALLOWLIST } from './upstream-allowlist';
@@ -58,6 +62,7 @@ export class PolicyModule {
         ScopeLimitsController,
         ExceptionsController,
         ChangeRequestsController,
+        ExperimentsController,
         dispatchRepliesConsumer('probeReplies', 'policy-replies', 1),
       ],
       providers: [
@@ -83,6 +88,11 @@ export class PolicyModule {
           useFactory: (db: Database, outbox: OutboxRepository) => new HedgePolicyRepository(db, outbox),
           inject: [Database, OutboxRepository],
         },
+        {
+          provide: ExperimentRepository,
+          useFactory: (db: Database, outbox: OutboxRepository) => new ExperimentRepository(db, outbox),
+          inject: [Database, OutboxRepository],
+        },
         { provide: ChangeRequestRepository, useFactory: (db: Database) => new ChangeRequestRepository(db), inject: [Database] },
         DecideChangeRequest,
         ListChangeRequests,
@@ -95,6 +105,8 @@ export class PolicyModule {
         PutWorkload,
         PutScopeLimit,
         PutHedgePolicy,
+        StartExperiment,
+        StopExperiment,
         GetWorkload,
         IssueApiKey,
         RevokeApiKey,

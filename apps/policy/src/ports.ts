@@ -1,4 +1,11 @@
-import type { CatalogRepository, ChangeRequestRepository, ExceptionRepository, HedgePolicyRepository, PolicyRepository } from '@gateway/db';
+import type {
+  CatalogRepository,
+  ChangeRequestRepository,
+  ExceptionRepository,
+  ExperimentRepository,
+  HedgePolicyRepository,
+  PolicyRepository,
+} from '@gateway/db';
 
 /**
  * The slices of the repositories each use case needs. Use cases inject the real classes under
@@ -25,3 +32,4 @@ export type WorkloadKeyLookup = Pick<CatalogRepository, 'workloadByKeyHash'>;
 export type ChangeRequestStore = Pick<ChangeRequestRepository, 'create' | 'findById' | 'list' | 'decide'>;
 export type ScopeLimitStore = Pick<PolicyRepository, 'putScopeLimit' | 'scopeLimit' | 'listScopeLimits'>;
 export type HedgePolicyStore = Pick<HedgePolicyRepository, 'append' | 'hedgePolicyFor' | 'history'>;
+export type ExperimentStore = Pick<ExperimentRepository, 'start' | 'stop' | 'findById' | 'listByWorkload'>;

@@ -6,7 +6,7 @@ import type { PolicyChangedV1 } from '@gateway/contracts';
 import { CatalogRepository, Database, HedgePolicyRepository, OutboxRepository, PolicyRepository } from '@gateway/db';
 import { hashCredential } from '@gateway/domain';
 import { KafkaBus } from '@gateway/messaging';
-import { eventually, hedgePolicyBody, openAiContractBody, structuredPriceBody } from '@gateway/testing';
+import { eventually, experimentBody, hedgePolicyBody, openAiContractBody, structuredPriceBody } from '@gateway/testing';
 import type { RunningService } from '@gateway/service-kit';
 import { startPolicy } from '../src/app';
 
@@ -472,6 +472,64 @@ describe('hedge policies', () => {
     expect(noRoute.status).toBe(404);
     expect(noRoute.body.error).toMatchObject({ code: 'not_found', param: 'route_id' });
     expect((await call('GET', `/workloads/${wl}/hedging`, tokens.operator)).body.history).toEqual([]);
+  });
+});
+
+describe('hedging experiments', () => {
+  it('file → 202 → self-approval refused → another approver starts it (announced); a second is 409; stop applies at once', async () => {
+    const wl = `wl-exp-${run}`;
+    await approvedWorkload(await call('PUT', `/workloads/${wl}`, tokens.operator, workload()));
+    const policy = await call('PUT', `/workloads/${wl}/hedging`, tokens.operator, hedgePolicyBody());
+    expect((await call('POST', `/change-requests/${policy.body.id}/approve`, tokens.approver, {})).status).toBe(200);
+    const revisionId: string = (await call('GET', `/workloads/${wl}/hedging`, tokens.operator)).body.in_force[0].id;
+
+    const filed = await call('POST', `/workloads/${wl}/experiments`, tokens.requester, experimentBody(revisionId));
+    expect(filed.status).toBe(202);
+    expect(filed.body).toMatchObject({ kind: 'experiment', target_id: wl, status: 'pending' });
+    const self = await call('POST', `/change-requests/${filed.body.id}/approve`, tokens.requester, {});
+    expect(self.status).toBe(403);
+    expect(self.body.error).toMatchObject({ code: 'self_approval' });
+    expect((await call('GET', `/workloads/${wl}/experiments`, tokens.operator)).body).toEqual({ workload_id: wl, experiments: [] });
+    expect((await call('POST', `/change-requests/${filed.body.id}/approve`, tokens.approver, {})).status).toBe(200);
+
+    const listed = await call('GET', `/workloads/${wl}/experiments`, tokens.operator);
+    expect(listed.body.experiments).toEqual([
+      expect.objectContaining({
+        status: 'running',
+        hedge_policy_revision_id: revisionId,
+        approved_premium_microusd: '2000',
+        acceptance: { non_empty_content: true, allowed_finish_reasons: ['stop', 'STOP'], refusals_invalid: true },
+        requested_by: `alice-${run}`,
+        approved_by: `bob-${run}`,
+      }),
+    ]);
+    const id: string = listed.body.experiments[0].id;
+    expect((await call('GET', `/experiments/${id}`, tokens.finance)).body).toEqual(listed.body.experiments[0]);
+    const announced = await eventually(() => changes.find((c) => c.entity === 'experiment' && c.entity_id === id));
+    expect(announced).toMatchObject({ actor: `bob-${run}`, change: expect.stringContaining(`started on workload ${wl}`) });
+
+    const second = await call('POST', `/workloads/${wl}/experiments`, tokens.requester, experimentBody(revisionId, { seed: 2 }));
+    expect(second.status).toBe(409);
+    expect(second.body.error).toMatchObject({ code: 'experiment_running' });
+
+    const stopped = await call('POST', `/experiments/${id}/stop`, tokens.operator, { reason: 'enough' });
+    expect(stopped.status).toBe(200);
+    expect(stopped.body).toMatchObject({ status: 'stopped', stopped_by: `olga-${run}`, stop_reason: 'enough' });
+    expect((await call('POST', `/experiments/${id}/stop`, tokens.operator, { reason: 'again' })).body).toEqual(stopped.body);
+    expect((await call('POST', `/experiments/${id}/stop`, tokens.finance, { reason: 'x' })).status).toBe(403);
+  });
+
+  it("refuses another workload's policy revision (404), a bad design (400 naming the field) and an unknown experiment (404)", async () => {
+    const wl = `wl-exp2-${run}`;
+    await approvedWorkload(await call('PUT', `/workloads/${wl}`, tokens.operator, workload()));
+    const foreign = await call('POST', `/workloads/${wl}/experiments`, tokens.operator, experimentBody('some-other-revision'));
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error).toMatchObject({ code: 'not_found', param: 'hedge_policy_revision_id' });
+    const bad = await call('POST', `/workloads/${wl}/experiments`, tokens.operator, experimentBody('r', { holdout_share_bps: 9000 }));
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatchObject({ code: 'invalid_request', param: 'holdout_share_bps' });
+    expect((await call('GET', `/experiments/exp-nope-${run}`, tokens.operator)).status).toBe(404);
+    expect((await call('POST', `/experiments/exp-nope-${run}/stop`, tokens.operator, { reason: 'x' })).status).toBe(404);
   });
 });
 

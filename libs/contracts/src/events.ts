@@ -211,7 +211,7 @@ export type AttemptCompletedV1 = z.infer<typeof attemptCompletedV1>;
 export const policyChangedV1 = z.object({
   ...envelope,
   timestamp: isoTimestamp,
-  entity: z.enum(['route', 'workload', 'api_key', 'exception', 'price_revision', 'scope_limit', 'hedge_policy']),
+  entity: z.enum(['route', 'workload', 'api_key', 'exception', 'price_revision', 'scope_limit', 'hedge_policy', 'experiment']),
   entity_id: z.string(),
   change: z.string(),
   actor: z.string(),

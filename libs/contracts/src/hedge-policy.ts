@@ -128,17 +128,3 @@ export function hedgePolicyToWire(p: HedgeSettingsDomain): HedgePolicyWire<strin
     read_only_tools: [...p.readOnlyTools],
   };
 }
-
-/**
- * The wire path of a `hedgePolicyProblems` path (camelCase, dotted, `[i]` for list items): every
- * wire name is the snake_case of its domain name, e.g. `readOnlyTools[1]` → `['read_only_tools', 1]`.
- */
-export function hedgeWirePath(domainPath: string): (string | number)[] {
-  const out: (string | number)[] = [];
-  for (const part of domainPath.split('.')) {
-    const [name, ...indexes] = part.split('[');
-    out.push(name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`));
-    for (const index of indexes) out.push(Number(index.replace(']', '')));
-  }
-  return out;
-}

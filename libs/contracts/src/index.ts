@@ -10,3 +10,5 @@ export * from './errors';
 export * from './money';
 export * from './price-revision';
 export * from './hedge-policy';
+export * from './wire-path';
+export * from './experiment';

@@ -21,5 +21,6 @@ export * from './repositories/policy.repository';
 export * from './repositories/exception.repository';
 export * from './repositories/change-request.repository';
 export * from './repositories/hedge-policy.repository';
+export * from './repositories/experiment.repository';
 export * from './repositories/gateway-meta.repository';
 export { migrate } from './migrations/migrate';

@@ -45,6 +45,7 @@ describe('error registry', () => {
     ['price_revision_exists', 409, false],
     ['route_unpriced', 409, false],
     ['projection_exceeds_budget', 409, false],
+    ['experiment_running', 409, false],
     ['case_not_found', 404, false],
     ['case_already_resolved', 409, false],
     ['attempt_already_settled', 409, false],

@@ -80,7 +80,8 @@ export type PolicyErrorCode =
   | 'key_already_revoked'
   | 'price_revision_exists'
   | 'route_unpriced'
-  | 'projection_exceeds_budget';
+  | 'projection_exceeds_budget'
+  | 'experiment_running';
 
 export const POLICY_ERROR_CODES: readonly PolicyErrorCode[] = [
   'not_found',
@@ -97,6 +98,7 @@ export const POLICY_ERROR_CODES: readonly PolicyErrorCode[] = [
   'price_revision_exists',
   'route_unpriced',
   'projection_exceeds_budget',
+  'experiment_running',
 ];
 
 /** Refusals of the reconciliation case API. */
@@ -166,6 +168,7 @@ export function denialHttpStatus(code: ErrorCode): number {
     case 'price_revision_exists':
     case 'route_unpriced':
     case 'projection_exceeds_budget':
+    case 'experiment_running':
     case 'case_already_resolved':
     case 'attempt_already_settled':
     case 'case_not_resolvable':
@@ -244,6 +247,7 @@ export function denialShouldRetry(code: ErrorCode): boolean | null {
     case 'price_revision_exists':
     case 'route_unpriced':
     case 'projection_exceeds_budget':
+    case 'experiment_running':
     case 'case_not_found':
     case 'case_already_resolved':
     case 'attempt_already_settled':

@@ -315,3 +315,115 @@ function ceilDiv(a: bigint, b: bigint): bigint {
 function assertMicrousd(v: bigint, name: string): void {
   if (typeof v !== 'bigint' || v < 0n) throw new RangeError(`${name} must be a non-negative bigint`);
 }
+
+/** What counts as a valid answer for the experiment (the shared acceptance policy's knobs). */
+export interface ExperimentAcceptance {
+  /** at least one candidate with non-empty content */
+  nonEmptyContent: boolean;
+  /** finish reasons that count as a complete answer, as the provider spells them (e.g. `stop`, `STOP`) */
+  allowedFinishReasons: readonly string[];
+  /** a refusal (the model declining, or a prompt blocked) is an invalid answer */
+  refusalsInvalid: boolean;
+}
+
+/**
+ * When hedging pauses for the experiment: the holdout's primary latency (p95 over the last
+ * `windowActions` holdout actions) above a bound means the hedges interfere with the route; the
+ * route's error rate (per mille over the same window) above a bound means it lacks capacity.
+ */
+export interface PauseRules {
+  holdoutP95AboveMs: number;
+  routeErrorPerMilleAbove: number;
+  windowActions: number;
+}
+
+/** An experiment as an operator designs it; the decision threshold is copied from the policy revision. */
+export interface ExperimentDesign {
+  owner: string;
+  /** the hedge policy revision the hedged cohort runs under (of this workload) */
+  hedgePolicyRevisionId: string;
+  holdoutShareBps: number;
+  /** an answer after this many ms from admission is late, whatever its content */
+  usefulDeadlineMs: number;
+  acceptance: ExperimentAcceptance;
+  samplePlan: Pick<SamplePlan, 'minActionsPerCohort' | 'maxUnresolvedShareBps'>;
+  /** gateway/coordination cost per attempt added to each cohort's cost, micro-USD */
+  overheadMicrousdPerAttempt: bigint;
+  pause: PauseRules;
+  /** the bootstrap's seed, fixed in advance with the plan */
+  seed: number;
+}
+
+export const EXPERIMENT_LIMITS = {
+  /** a holdout below 1 % or above half cannot be compared in reasonable time / starves the treatment */
+  minHoldoutShareBps: 100,
+  maxHoldoutShareBps: 5_000,
+  maxUsefulDeadlineMs: 600_000,
+  minActionsPerCohort: 100,
+  maxActionsPerCohort: 10_000_000,
+  maxFinishReasons: 16,
+  maxFinishReasonLength: 64,
+  maxOverheadMicrousdPerAttempt: 1_000_000n,
+  minWindowActions: 20,
+  maxWindowActions: 100_000,
+} as const;
+
+export type ExperimentDesignProblem = { path: string; message: string };
+
+/** The one check of an experiment design's ranges (the wire codec only checks types). */
+export function experimentDesignProblems(d: ExperimentDesign): ExperimentDesignProblem[] {
+  const L = EXPERIMENT_LIMITS;
+  const problems: ExperimentDesignProblem[] = [];
+  const intIn = (path: string, v: number, min: number, max: number) => {
+    if (!Number.isInteger(v) || v < min || v > max) problems.push({ path, message: `must be an integer in ${min}..${max}` });
+  };
+  intIn('holdoutShareBps', d.holdoutShareBps, L.minHoldoutShareBps, L.maxHoldoutShareBps);
+  intIn('usefulDeadlineMs', d.usefulDeadlineMs, 1, L.maxUsefulDeadlineMs);
+  intIn('samplePlan.minActionsPerCohort', d.samplePlan.minActionsPerCohort, L.minActionsPerCohort, L.maxActionsPerCohort);
+  intIn('samplePlan.maxUnresolvedShareBps', d.samplePlan.maxUnresolvedShareBps, 0, BPS);
+  intIn('pause.holdoutP95AboveMs', d.pause.holdoutP95AboveMs, 1, L.maxUsefulDeadlineMs);
+  intIn('pause.routeErrorPerMilleAbove', d.pause.routeErrorPerMilleAbove, 0, 1_000);
+  intIn('pause.windowActions', d.pause.windowActions, L.minWindowActions, L.maxWindowActions);
+  intIn('seed', d.seed, 0, 2 ** 32 - 1);
+  if (d.overheadMicrousdPerAttempt < 0n || d.overheadMicrousdPerAttempt > L.maxOverheadMicrousdPerAttempt) {
+    problems.push({ path: 'overheadMicrousdPerAttempt', message: `must be 0..${L.maxOverheadMicrousdPerAttempt} micro-USD` });
+  }
+  const reasons = d.acceptance.allowedFinishReasons;
+  if (reasons.length === 0 || reasons.length > L.maxFinishReasons) {
+    problems.push({ path: 'acceptance.allowedFinishReasons', message: `must list 1..${L.maxFinishReasons} finish reasons` });
+  }
+  reasons.forEach((r, i) => {
+    if (!/^[A-Za-z0-9_.-]+$/.test(r) || r.length > L.maxFinishReasonLength) {
+      problems.push({
+        path: `acceptance.allowedFinishReasons[${i}]`,
+        message: `must be 1..${L.maxFinishReasonLength} of A-Z a-z 0-9 _ . -`,
+      });
+    } else if (reasons.indexOf(r) !== i) problems.push({ path: `acceptance.allowedFinishReasons[${i}]`, message: `${r} is listed twice` });
+  });
+  return problems;
+}
+
+/** A running or stopped experiment: its design, fixed when it started, and who decided what. */
+export interface Experiment extends ExperimentDesign {
+  id: string;
+  workloadId: string;
+  status: 'running' | 'stopped';
+  /** the decision threshold, copied from the policy revision when the experiment started */
+  approvedPremiumMicrousd: bigint;
+  requestedBy: string;
+  approvedBy: string;
+  reason: string;
+  startedAt: Date;
+  stoppedAt: Date | null;
+  stoppedBy: string | null;
+  stopReason: string | null;
+}
+
+/** An approved design as it starts: running, with the policy revision's premium as its decision threshold. */
+export function startedExperiment(
+  design: ExperimentDesign & Pick<Experiment, 'id' | 'workloadId' | 'requestedBy' | 'approvedBy' | 'reason'>,
+  approvedPremiumMicrousd: bigint,
+  now: Date,
+): Experiment {
+  return { ...design, status: 'running', approvedPremiumMicrousd, startedAt: now, stoppedAt: null, stoppedBy: null, stopReason: null };
+}

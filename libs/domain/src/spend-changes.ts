@@ -7,7 +7,7 @@
 import type { HedgeDelay, HedgePolicy } from './hedging';
 import { ContextTier, OPTIONAL_RATES, PerCallFee, PriceRevision, RateSet } from './pricing';
 
-export type ChangeRequestKind = 'workload_policy' | 'price_revision' | 'route_contract' | 'scope_limit' | 'hedge_policy';
+export type ChangeRequestKind = 'workload_policy' | 'price_revision' | 'route_contract' | 'scope_limit' | 'hedge_policy' | 'experiment';
 export type ChangeRequestStatus = 'pending' | 'approved' | 'rejected';
 
 export interface WorkloadSpendLimits {

@@ -71,3 +71,20 @@ export function hedgePolicyBody(overrides: Record<string, unknown> = {}) {
     ...overrides,
   };
 }
+
+/** A valid POST /workloads/{id}/experiments body (issue 11) for `revisionId`; `overrides` replace top-level fields. */
+export function experimentBody(revisionId: string, overrides: Record<string, unknown> = {}) {
+  return {
+    owner: 'search-team',
+    hedge_policy_revision_id: revisionId,
+    holdout_share_bps: 1000,
+    useful_deadline_ms: 2000,
+    acceptance: { non_empty_content: true, allowed_finish_reasons: ['stop', 'STOP'], refusals_invalid: true },
+    sample_plan: { metric: 'incremental_cost_per_on_time_answer', min_actions_per_cohort: 300, max_unresolved_share_bps: 0 },
+    overhead_microusd_per_attempt: '20',
+    pause: { holdout_p95_above_ms: 3000, route_error_per_mille_above: 200, window_actions: 200 },
+    seed: 11,
+    reason: 'does the hedge buy on-time answers?',
+    ...overrides,
+  };
+}

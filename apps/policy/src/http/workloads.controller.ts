@@ -9,6 +9,8 @@ import { putHedgePolicyBody } from '../usecases/put-hedge-policy/put-hedge-polic
 import { PutWorkload } from '../usecases/put-workload/put-workload.usecase';
 import { putWorkloadBody } from '../usecases/put-workload/put-workload.command';
 import { RevokeApiKey } from '../usecases/revoke-api-key/revoke-api-key.usecase';
+import { startExperimentBody } from '../usecases/start-experiment/start-experiment.command';
+import { StartExperiment } from '../usecases/start-experiment/start-experiment.usecase';
 import { revokeApiKeyBody } from '../usecases/revoke-api-key/revoke-api-key.command';
 import { bodySchema } from './openapi';
 import { PendingApprovalInterceptor } from './pending-approval.interceptor';
@@ -25,6 +27,7 @@ export class WorkloadsController {
     private readonly issueKey: IssueApiKey,
     private readonly revokeKey: RevokeApiKey,
     private readonly putHedging: PutHedgePolicy,
+    private readonly experiments: StartExperiment,
   ) {}
 
   @Put(':id')
@@ -71,6 +74,29 @@ export class WorkloadsController {
   @Roles('operator')
   getHedgePolicy(@Param('id') id: string) {
     return this.putHedging.get(id);
+  }
+
+  @Post(':id/experiments')
+  @HttpCode(202)
+  @ApiOperation({
+    summary:
+      'File a hedging experiment (randomised primary-only holdout; design fixed in advance). Always four-eyes: a second approver starts it. Role: operator',
+  })
+  @ApiBody({ schema: bodySchema(startExperimentBody) })
+  @ApiResponse({ status: 202, description: 'the pending change request (GET /change-requests); approving it starts the experiment' })
+  @ApiResponse({ status: 404, description: "not_found: no such workload, or the policy revision is not the workload's" })
+  @ApiResponse({ status: 409, description: 'experiment_running: the workload already runs one; stop it first' })
+  @Roles('operator')
+  startExperiment(@CurrentOperator() op: Operator, @Param('id') id: string, @Body() body: unknown) {
+    return this.experiments.execute(op, id, parseBody(startExperimentBody, body));
+  }
+
+  @Get(':id/experiments')
+  @ApiOperation({ summary: "The workload's hedging experiments, newest first. Role: operator" })
+  @ApiResponse({ status: 404, description: 'not_found' })
+  @Roles('operator')
+  listExperiments(@Param('id') id: string) {
+    return this.experiments.list(id);
   }
 
   @Post(':id/keys')

@@ -8,7 +8,14 @@ import { PutScopeLimit } from '../usecases/put-scope-limit/put-scope-limit.useca
 import { PutWorkloadCommand } from '../usecases/put-workload/put-workload.command';
 import { UpdateRouteContract } from '../usecases/update-route-contract/update-route-contract.usecase';
 import { ALLOWLIST, bob, olga } from './fixtures';
-import { InMemoryChangeRequestStore, InMemoryHedgePolicyStore, InMemoryPolicyStore, SequentialIds } from './in-memory-policy.store';
+import { StartExperiment } from '../usecases/start-experiment/start-experiment.usecase';
+import {
+  InMemoryChangeRequestStore,
+  InMemoryExperimentStore,
+  InMemoryHedgePolicyStore,
+  InMemoryPolicyStore,
+  SequentialIds,
+} from './in-memory-policy.store';
 
 /** The policy writes that may need a second operator, and the approval step, over one set of fakes. */
 export function fourEyes(store: InMemoryPolicyStore, clock: Clock) {
@@ -19,7 +26,18 @@ export function fourEyes(store: InMemoryPolicyStore, clock: Clock) {
   const putScopeLimit = new PutScopeLimit(store, changes, clock, new SequentialIds('cr-sl'));
   const hedging = new InMemoryHedgePolicyStore();
   const putHedgePolicy = new PutHedgePolicy(hedging, store, changes, clock, new SequentialIds('hp'));
-  const decide = new DecideChangeRequest(changes, putWorkload, addPrice, updateContract, putScopeLimit, putHedgePolicy, clock);
+  const experiments = new InMemoryExperimentStore(hedging);
+  const startExperiment = new StartExperiment(experiments, hedging, store, changes, clock, new SequentialIds('exp'));
+  const decide = new DecideChangeRequest(
+    changes,
+    putWorkload,
+    addPrice,
+    updateContract,
+    putScopeLimit,
+    putHedgePolicy,
+    startExperiment,
+    clock,
+  );
   /** olga asks, bob approves when approval is needed. */
   const approved = async <T>(result: T | PendingChange): Promise<T | null> => {
     if (!(result instanceof PendingChange)) return result;
@@ -34,6 +52,8 @@ export function fourEyes(store: InMemoryPolicyStore, clock: Clock) {
     putScopeLimit,
     hedging,
     putHedgePolicy,
+    experiments,
+    startExperiment,
     decide,
     approved,
     seedWorkload: async (id: string, cmd: PutWorkloadCommand) => approved(await putWorkload.execute(olga, id, cmd)),

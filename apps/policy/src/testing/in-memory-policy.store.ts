@@ -21,12 +21,21 @@ import type {
   VerifyVersionResult,
   ScopeLimitInput,
   ScopeLimitView,
+  StartExperimentResult,
   WorkloadInput,
   WorkloadView,
 } from '@gateway/db';
 import type { Clock, Entropy, IdGenerator } from '@gateway/service-kit';
-import type { HedgePolicyRevision } from '@gateway/domain';
-import type { ChangeRequestStore, ExceptionStore, HedgePolicyStore, RouteStore, ScopeLimitStore, WorkloadStore } from '../ports';
+import { Experiment, HedgePolicyRevision, startedExperiment } from '@gateway/domain';
+import type {
+  ChangeRequestStore,
+  ExceptionStore,
+  ExperimentStore,
+  HedgePolicyStore,
+  RouteStore,
+  ScopeLimitStore,
+  WorkloadStore,
+} from '../ports';
 
 /** A policyChanged event as the fakes record it (the real repositories write it to the outbox). */
 export interface RecordedChange {
@@ -403,5 +412,41 @@ export class InMemoryHedgePolicyStore implements HedgePolicyStore {
         .sort((a, b) => (a.routeId ?? '').localeCompare(b.routeId ?? '') || b.revision - a.revision)
         .map(clone)
     );
+  }
+}
+
+/** In-memory ExperimentRepository: one running experiment per workload, the revision's premium copied at start. */
+export class InMemoryExperimentStore implements ExperimentStore {
+  readonly rows: Experiment[] = [];
+
+  constructor(private readonly hedging: InMemoryHedgePolicyStore) {}
+
+  async start(input: Parameters<ExperimentStore['start']>[0], now: Date): Promise<StartExperimentResult> {
+    const revision = this.hedging.rows.find((r) => r.revisionId === input.hedgePolicyRevisionId && r.workloadId === input.workloadId);
+    if (!revision) return { ok: false, reason: 'policy_revision_not_found' };
+    const running = this.rows.find((e) => e.workloadId === input.workloadId && e.status === 'running');
+    if (running) return { ok: false, reason: 'already_running', runningId: running.id };
+    const experiment = startedExperiment(clone(input), revision.approvedPremiumMicrousd, now);
+    this.rows.push(experiment);
+    return { ok: true, experiment: clone(experiment) };
+  }
+
+  async stop(id: string, actor: string, reason: string, now: Date): Promise<Experiment | null> {
+    const e = this.rows.find((x) => x.id === id);
+    if (!e) return null;
+    if (e.status === 'running') Object.assign(e, { status: 'stopped', stoppedAt: now, stoppedBy: actor, stopReason: reason });
+    return clone(e);
+  }
+
+  async findById(id: string): Promise<Experiment | null> {
+    const e = this.rows.find((x) => x.id === id);
+    return e ? clone(e) : null;
+  }
+
+  async listByWorkload(workloadId: string): Promise<Experiment[]> {
+    return this.rows
+      .filter((e) => e.workloadId === workloadId)
+      .reverse()
+      .map(clone);
   }
 }

@@ -14,6 +14,8 @@ import { PutWorkload } from '../put-workload/put-workload.usecase';
 import { putHedgePolicyBody } from '../put-hedge-policy/put-hedge-policy.command';
 import { PutHedgePolicy } from '../put-hedge-policy/put-hedge-policy.usecase';
 import { putScopeLimitBody } from '../put-scope-limit/put-scope-limit.command';
+import { startExperimentBody } from '../start-experiment/start-experiment.command';
+import { StartExperiment } from '../start-experiment/start-experiment.usecase';
 import { PutScopeLimit } from '../put-scope-limit/put-scope-limit.usecase';
 import { updateRouteContractBody } from '../update-route-contract/update-route-contract.command';
 import { UpdateRouteContract } from '../update-route-contract/update-route-contract.usecase';
@@ -33,6 +35,7 @@ export class DecideChangeRequest {
     private readonly updateContract: UpdateRouteContract,
     private readonly putScopeLimit: PutScopeLimit,
     private readonly putHedgePolicy: PutHedgePolicy,
+    private readonly startExperiment: StartExperiment,
     @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
@@ -45,7 +48,7 @@ export class DecideChangeRequest {
     const status = cmd.decision === 'approve' ? 'approved' : 'rejected';
     const reason = cmd.reason ?? status;
     const result = await this.changes.decide({ id, status, decidedBy: op.subject, reason, now }, (tx, r) =>
-      this.apply(tx, r, `${r.reason} (change request ${r.id}, approved by ${op.subject})`, now),
+      this.apply(tx, r, op.subject, `${r.reason} (change request ${r.id}, approved by ${op.subject})`, now),
     );
     if (!result.ok) {
       if (result.reason === 'not_pending')
@@ -56,7 +59,7 @@ export class DecideChangeRequest {
     return changeRequestJson(result.request);
   }
 
-  private apply(tx: Tx, r: ChangeRequestView, reason: string, now: Date): Promise<void> {
+  private apply(tx: Tx, r: ChangeRequestView, approver: string, reason: string, now: Date): Promise<void> {
     switch (r.kind) {
       case 'workload_policy':
         return this.putWorkload.applyApproved(r.requestedBy, reason, r.targetId, parseBody(putWorkloadBody, r.proposed), now, tx);
@@ -75,6 +78,16 @@ export class DecideChangeRequest {
         return this.putScopeLimit.applyApproved(r.requestedBy, reason, r.targetId, parseBody(putScopeLimitBody, r.proposed), now, tx);
       case 'hedge_policy':
         return this.putHedgePolicy.applyApproved(r.requestedBy, reason, r.targetId, parseBody(putHedgePolicyBody, r.proposed), now, tx);
+      case 'experiment':
+        return this.startExperiment.applyApproved(
+          r.requestedBy,
+          approver,
+          reason,
+          r.targetId,
+          parseBody(startExperimentBody, r.proposed),
+          now,
+          tx,
+        );
       default: {
         const unreachable: never = r.kind;
         throw new Error(`Unhandled change request kind: ${String(unreachable)}`);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { hedgePolicyFromWire, hedgePolicyWireFields, hedgeWirePath } from '@gateway/contracts';
+import { hedgePolicyFromWire, hedgePolicyWireFields, wirePathOf } from '@gateway/contracts';
 import { hedgePolicyProblems } from '@gateway/domain';
 import { microusd, resourceId, text } from '../input';
 
@@ -17,6 +17,6 @@ export const putHedgePolicyBody = z
   .strict()
   .superRefine((p, ctx) => {
     for (const problem of hedgePolicyProblems(hedgePolicyFromWire(p)))
-      ctx.addIssue({ code: 'custom', path: hedgeWirePath(problem.path), message: problem.message });
+      ctx.addIssue({ code: 'custom', path: wirePathOf(problem.path), message: problem.message });
   });
 export type PutHedgePolicyCommand = z.output<typeof putHedgePolicyBody>;

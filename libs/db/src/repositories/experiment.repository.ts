@@ -1,0 +1,148 @@
+import { Experiment, ExperimentDesign, startedExperiment } from '@gateway/domain';
+import { z } from 'zod';
+import { Database, prismaTx, Tx } from '../database';
+import type { Experiment as ExperimentRow } from '../generated/prisma/client';
+import { OutboxRepository } from './outbox.repository';
+
+export type StartExperimentResult =
+  | { ok: true; experiment: Experiment }
+  | { ok: false; reason: 'workload_not_found' | 'policy_revision_not_found' | 'already_running'; runningId?: string };
+
+/**
+ * Hedging experiments (issue 11). The design is written once, when the approval starts the
+ * experiment; afterwards only `stop` moves it. At most one experiment runs per workload: `start`
+ * locks the workload row, so two approvals of the same workload are decided one after the other.
+ */
+export class ExperimentRepository {
+  constructor(
+    private readonly db: Database,
+    private readonly outbox: OutboxRepository,
+  ) {}
+
+  /**
+   * Starts an experiment of `workloadId` under the named policy revision (which must be that
+   * workload's), copying the revision's approved premium as the decision threshold, with its
+   * `policy.changed` event.
+   */
+  async start(
+    input: ExperimentDesign & { id: string; workloadId: string; requestedBy: string; approvedBy: string; reason: string },
+    now: Date,
+    outer?: Tx,
+  ): Promise<StartExperimentResult> {
+    const run = async (tx: Tx): Promise<StartExperimentResult> => {
+      const p = prismaTx(tx);
+      const locked = await p.$queryRaw<Array<{ id: string }>>`SELECT id FROM workload WHERE id = ${input.workloadId} FOR UPDATE`;
+      if (locked.length === 0) return { ok: false, reason: 'workload_not_found' };
+      const revision = await p.hedgePolicyRevision.findFirst({
+        where: { id: input.hedgePolicyRevisionId, workloadId: input.workloadId },
+        select: { approvedPremiumMicrousd: true },
+      });
+      if (!revision) return { ok: false, reason: 'policy_revision_not_found' };
+      const running = await p.experiment.findFirst({ where: { workloadId: input.workloadId, status: 'running' }, select: { id: true } });
+      if (running) return { ok: false, reason: 'already_running', runningId: running.id };
+      const experiment = startedExperiment(input, revision.approvedPremiumMicrousd, now);
+      await p.experiment.create({ data: experimentToRow(experiment) });
+      await this.outbox.policyChanged(tx, {
+        entity: 'experiment',
+        entityId: experiment.id,
+        change: `started on workload ${input.workloadId} (holdout ${input.holdoutShareBps} bps): ${input.reason}`,
+        actor: input.approvedBy,
+        now,
+      });
+      return { ok: true, experiment };
+    };
+    return outer ? run(outer) : this.db.transaction(run);
+  }
+
+  /** Stops a running experiment; stopping a stopped one answers it unchanged (idempotent), null when unknown. */
+  async stop(id: string, actor: string, reason: string, now: Date): Promise<Experiment | null> {
+    return this.db.transaction(async (tx) => {
+      const p = prismaTx(tx);
+      const rows = await p.$queryRaw<Array<{ status: string }>>`SELECT status FROM experiment WHERE id = ${id} FOR UPDATE`;
+      if (rows.length === 0) return null;
+      if (rows[0].status === 'running') {
+        await p.experiment.update({ where: { id }, data: { status: 'stopped', stoppedAt: now, stoppedBy: actor, stopReason: reason } });
+        await this.outbox.policyChanged(tx, { entity: 'experiment', entityId: id, change: `stopped: ${reason}`, actor, now });
+      }
+      return experimentFromRow(await p.experiment.findUniqueOrThrow({ where: { id } }));
+    });
+  }
+
+  async findById(id: string): Promise<Experiment | null> {
+    const row = await this.db.prisma.experiment.findUnique({ where: { id } });
+    return row ? experimentFromRow(row) : null;
+  }
+
+  /** The workload's experiments, newest first. */
+  async listByWorkload(workloadId: string): Promise<Experiment[]> {
+    const rows = await this.db.prisma.experiment.findMany({ where: { workloadId }, orderBy: [{ startedAt: 'desc' }, { id: 'desc' }] });
+    return rows.map(experimentFromRow);
+  }
+}
+
+const status = z.enum(['running', 'stopped']);
+
+/** The one mapping from an `experiment` row to the domain. */
+function experimentFromRow(r: ExperimentRow): Experiment {
+  return {
+    id: r.id,
+    workloadId: r.workloadId,
+    status: status.parse(r.status),
+    owner: r.owner,
+    hedgePolicyRevisionId: r.hedgePolicyRevisionId,
+    holdoutShareBps: r.holdoutShareBps,
+    usefulDeadlineMs: r.usefulDeadlineMs,
+    acceptance: {
+      nonEmptyContent: r.acceptNonEmptyContent,
+      allowedFinishReasons: r.acceptFinishReasons,
+      refusalsInvalid: r.acceptRefusalsInvalid,
+    },
+    samplePlan: { minActionsPerCohort: r.minActionsPerCohort, maxUnresolvedShareBps: r.maxUnresolvedShareBps },
+    overheadMicrousdPerAttempt: r.overheadMicrousdPerAttempt,
+    pause: {
+      holdoutP95AboveMs: r.pauseHoldoutP95AboveMs,
+      routeErrorPerMilleAbove: r.pauseRouteErrorPerMilleAbove,
+      windowActions: r.pauseWindowActions,
+    },
+    seed: Number(r.seed),
+    approvedPremiumMicrousd: r.approvedPremiumMicrousd,
+    requestedBy: r.requestedBy,
+    approvedBy: r.approvedBy,
+    reason: r.reason,
+    startedAt: r.startedAt,
+    stoppedAt: r.stoppedAt,
+    stoppedBy: r.stoppedBy,
+    stopReason: r.stopReason,
+  };
+}
+
+/** ... and back. */
+function experimentToRow(e: Experiment): ExperimentRow {
+  return {
+    id: e.id,
+    workloadId: e.workloadId,
+    hedgePolicyRevisionId: e.hedgePolicyRevisionId,
+    owner: e.owner,
+    status: e.status,
+    holdoutShareBps: e.holdoutShareBps,
+    usefulDeadlineMs: e.usefulDeadlineMs,
+    acceptNonEmptyContent: e.acceptance.nonEmptyContent,
+    acceptFinishReasons: [...e.acceptance.allowedFinishReasons],
+    acceptRefusalsInvalid: e.acceptance.refusalsInvalid,
+    minActionsPerCohort: e.samplePlan.minActionsPerCohort,
+    maxUnresolvedShareBps: e.samplePlan.maxUnresolvedShareBps,
+    approvedPremiumMicrousd: e.approvedPremiumMicrousd,
+    overheadMicrousdPerAttempt: e.overheadMicrousdPerAttempt,
+    pauseHoldoutP95AboveMs: e.pause.holdoutP95AboveMs,
+    pauseRouteErrorPerMilleAbove: e.pause.routeErrorPerMilleAbove,
+    pauseWindowActions: e.pause.windowActions,
+    seed: BigInt(e.seed),
+    requestedBy: e.requestedBy,
+    approvedBy: e.approvedBy,
+    reason: e.reason,
+    startedAt: e.startedAt,
+    stoppedAt: e.stoppedAt,
+    stoppedBy: e.stoppedBy,
+    stopReason: e.stopReason,
+  };
+}
