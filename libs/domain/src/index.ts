@@ -31,3 +31,4 @@ export * from './quota-scopes';
 export * from './exception-projection';
 export * from './hedging';
 export * from './experiment';
+export * from './controls';
