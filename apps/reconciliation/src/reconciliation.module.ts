@@ -19,6 +19,8 @@ import { SWEEP_CONFIG, SweepConfig } from './reconciliation.config';
 import { ReconciliationMetrics } from './reconciliation.metrics';
 import { SweepScheduler } from './schedulers/sweep.scheduler';
 import { ImportUsage } from './usecases/import-usage/import-usage.usecase';
+import { ImportUsageExport } from './usecases/import-export/import-export.usecase';
+import { UsageExportsController } from './http/usage-exports.controller';
 import { ListCases } from './usecases/list-cases/list-cases.usecase';
 import { QueryExposure } from './usecases/query-exposure/query-exposure.usecase';
 import { ReleaseCase } from './usecases/release-case/release-case.usecase';
@@ -30,7 +32,7 @@ export class ReconciliationModule {
     return {
       module: ReconciliationModule,
       imports: [CoreModule.forService(core)],
-      controllers: [CasesController, ExposureController, QuotaCountersController],
+      controllers: [CasesController, ExposureController, QuotaCountersController, UsageExportsController],
       providers: [
         { provide: SWEEP_CONFIG, useValue: core.sweep },
         { provide: ReconciliationRepository, useFactory: (db: Database) => new ReconciliationRepository(db), inject: [Database] },
@@ -46,6 +48,7 @@ export class ReconciliationModule {
         ReconciliationMetrics,
         SweepReservations,
         ImportUsage,
+        ImportUsageExport,
         ReleaseCase,
         ListCases,
         QueryExposure,

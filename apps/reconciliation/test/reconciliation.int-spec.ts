@@ -601,3 +601,93 @@ describe('HTTP: cases, usage import, operator release, exposure', () => {
     expect(paths).toEqual(expect.arrayContaining(['/cases', '/cases/{id}/import-usage', '/cases/{id}/release', '/exposure']));
   });
 });
+
+describe('HTTP: bulk provider usage export (issue 15)', () => {
+  const usage = (input: number, output: number) => ({
+    input_tokens: input,
+    cached_input_tokens: 0,
+    output_tokens_total: output,
+    reasoning_tokens: 0,
+  });
+  const counts = async (attemptIds: string[]) => ({
+    ledger: await db.prisma.ledgerEntry.count({ where: { attemptId: { in: attemptIds } } }),
+    cases: await db.prisma.reconciliationCase.count({ where: { attemptId: { in: attemptIds } } }),
+  });
+
+  it('resolves cases, lists what matches nothing, refuses bad lines; the same export again changes nothing; a disagreeing line opens one case', async () => {
+    const a = await orphanedCase(20_000n);
+    const b = await orphanedCase(20_000n);
+    const ghost = `chatcmpl-ghost-${randomUUID()}`;
+    const reqA = `chatcmpl-${randomUUID()}`;
+    const reqB = `chatcmpl-${randomUUID()}`;
+    const jsonl = [
+      JSON.stringify({ provider_request_id: reqA, client_request_id: a.attemptId, ...usage(1000, 300), model: 'gpt-test' }),
+      JSON.stringify({ provider_request_id: reqB, client_request_id: b.attemptId, ...usage(400, 100) }),
+      JSON.stringify({ provider_request_id: ghost, ...usage(500, 120) }),
+      JSON.stringify({ provider_request_id: `chatcmpl-${randomUUID()}`, input_tokens: 5, cached_input_tokens: 0, output_tokens_total: 1 }),
+      '{not json',
+    ].join('\n');
+
+    const first = await http('POST', '/usage-exports', financeToken, { format: 'jsonl', content: jsonl });
+    expect(first.status).toBe(200);
+    // $2.50 / $10 per MTok: A = 2,500 + 3,000; B = 1,000 + 1,000
+    expect(first.body).toMatchObject({
+      lines: 5,
+      counts: { resolved: 2, confirmed: 0, mismatch: 0, pending: 0, unmatched: 1, refused: 0, invalid: 2 },
+      export_cost_microusd: '7500',
+      ledger_cost_microusd: '7500',
+      unmatched_tokens: { input: 500, output: 120 },
+      invalid: [
+        { line: 4, param: 'reasoning_tokens', message: expect.any(String) },
+        { line: 5, param: '', message: 'not a JSON object' },
+      ],
+    });
+    expect(first.body.results.find((r: { provider_request_id: string }) => r.provider_request_id === ghost)).toMatchObject({
+      outcome: 'unmatched',
+      attempt_id: null,
+    });
+    expect(await db.prisma.ledgerEntry.findUniqueOrThrow({ where: { attemptId: a.attemptId } })).toMatchObject({
+      usageSource: 'provider_export',
+      providerRequestId: reqA,
+      costMicrousd: 5_500n,
+    });
+    expect(await db.prisma.reconciliationCase.findUniqueOrThrow({ where: { id: b.caseId } })).toMatchObject({ status: 'resolved' });
+    const before = { ...(await counts([a.attemptId, b.attemptId])), account: await account(a.accountId) };
+
+    const again = await http('POST', '/usage-exports', operatorToken, { format: 'jsonl', content: jsonl });
+    expect(again.body.counts).toEqual({ resolved: 0, confirmed: 2, mismatch: 0, pending: 0, unmatched: 1, refused: 0, invalid: 2 });
+    expect({ ...(await counts([a.attemptId, b.attemptId])), account: await account(a.accountId) }).toEqual(before);
+
+    // The provider's CSV says A produced 50 more output tokens than the ledger holds: a case, not a correction.
+    const csv = [
+      'provider_request_id,input_tokens,cached_input_tokens,output_tokens_total,reasoning_tokens,model',
+      `${reqA},1000,0,350,0,"gpt-test"`,
+    ].join('\n');
+    const disagree = await http('POST', '/usage-exports', financeToken, { format: 'csv', content: csv });
+    expect(disagree.body.counts).toMatchObject({ mismatch: 1, confirmed: 0 });
+    expect(disagree.body.results[0]).toMatchObject({ outcome: 'mismatch', export_cost_microusd: '6000', ledger_cost_microusd: '5500' });
+    const mismatch = await db.prisma.reconciliationCase.findFirstOrThrow({ where: { attemptId: a.attemptId, reason: 'export_mismatch' } });
+    expect(mismatch).toMatchObject({ status: 'open', exposureMicrousd: 500n, providerRequestId: reqA });
+    expect(await db.prisma.ledgerEntry.findUniqueOrThrow({ where: { attemptId: a.attemptId } })).toMatchObject({ costMicrousd: 5_500n });
+    const event = await eventually(() => required.find((e) => e.case_id === mismatch.id), {
+      what: 'reconciliation.required for the mismatch',
+    });
+    expect(event).toMatchObject({ reason: 'export_mismatch', exposure_microusd: '500', attempt_id: a.attemptId });
+    await http('POST', '/usage-exports', financeToken, { format: 'csv', content: csv });
+    expect(await db.prisma.reconciliationCase.count({ where: { attemptId: a.attemptId, reason: 'export_mismatch' } })).toBe(1);
+  });
+
+  it('refuses a body that is not an export (400 naming the field) and an unknown column on its line', async () => {
+    const bad = await http('POST', '/usage-exports', financeToken, { format: 'xml', content: 'x' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatchObject({ code: 'invalid_request', param: 'format' });
+    const typo = await http('POST', '/usage-exports', financeToken, {
+      format: 'csv',
+      content: 'provider_request_id,input_tokens,cached_input_tokens,output_tokens,reasoning_tokens\nx,1,0,1,0',
+    });
+    expect(typo.status).toBe(200);
+    expect(typo.body.counts.invalid).toBe(1);
+    expect(typo.body.invalid[0]).toMatchObject({ line: 2 });
+    expect((await http('POST', '/usage-exports', null, { format: 'csv', content: 'x' })).status).toBe(401);
+  });
+});

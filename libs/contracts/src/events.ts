@@ -48,6 +48,8 @@ export const caseReason = z.enum([
    * service tier); settled at the priced amount (an unknown tier at the dearest priced one), to be checked
    */
   'usage_unpriced',
+  /** a provider usage export line disagrees with the attempt's settled ledger row; never corrected silently */
+  'export_mismatch',
 ]);
 export type CaseReason = z.infer<typeof caseReason>;
 

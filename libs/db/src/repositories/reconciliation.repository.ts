@@ -52,7 +52,32 @@ export interface ReconciliationStore {
   budgetAccounts(workloadId: string | null, limit: number): Promise<BudgetAccountView[]>;
 }
 
+/**
+ * What a provider-usage export line is compared with: the attempt it names (by provider request
+ * id, or by the gateway's attempt id where the provider echoes it), the price its reservation
+ * holds, its ledger row's usage when settled, and an open case about its missing evidence.
+ */
+export interface ExportMatch {
+  attemptId: string;
+  actionId: string;
+  attemptStatus: string;
+  providerRequestId: string | null;
+  priceRevisionId: string | null;
+  /** an open case of the attempt other than an export mismatch (what the export can resolve) */
+  openCaseId: string | null;
+  ledger: {
+    inputTokens: number;
+    cachedInputTokens: number;
+    outputTokensTotal: number;
+    reasoningTokens: number;
+    costMicrousd: bigint;
+  } | null;
+}
+
 const NO_WINDOW = new Date(0);
+
+/** The case reason of an export line that disagrees with a settled ledger row. */
+export const EXPORT_MISMATCH = 'export_mismatch';
 
 /**
  * Reconciliation's action-side reads and writes: the sweeper's locked look-ups (actions whose
@@ -169,6 +194,54 @@ export class ReconciliationRepository implements ReconciliationStore {
       unresolvedMicrousd: BigInt(b.unresolved_microusd),
       settledMicrousd: BigInt(b.settled_microusd),
       updatedAt: b.updated_at,
+    }));
+  }
+
+  async attemptsForExport(providerRequestIds: readonly string[], attemptIds: readonly string[]): Promise<ExportMatch[]> {
+    if (providerRequestIds.length === 0 && attemptIds.length === 0) return [];
+    const rows = await this.db.prisma.$queryRaw<
+      Array<{
+        id: string;
+        action_id: string;
+        status: string;
+        provider_request_id: string | null;
+        price_revision_id: string | null;
+        open_case_id: string | null;
+        input_tokens: number | null;
+        cached_input_tokens: number | null;
+        output_tokens_total: number | null;
+        reasoning_tokens: number | null;
+        cost_microusd: bigint | null;
+      }>
+    >`
+      SELECT at.id, at.action_id, at.status, at.provider_request_id, r.price_revision_id, oc.id AS open_case_id,
+             le.input_tokens, le.cached_input_tokens, le.output_tokens_total, le.reasoning_tokens, le.cost_microusd
+      FROM attempt at
+      LEFT JOIN reservation r ON r.action_id = at.action_id
+      LEFT JOIN ledger_entry le ON le.attempt_id = at.id
+      LEFT JOIN LATERAL (
+        SELECT c.id FROM reconciliation_case c
+        WHERE c.attempt_id = at.id AND c.status = 'open' AND c.reason <> ${EXPORT_MISMATCH}
+        ORDER BY c.opened_at, c.id LIMIT 1
+      ) oc ON true
+      WHERE at.provider_request_id = ANY(${[...providerRequestIds]}::text[]) OR at.id = ANY(${[...attemptIds]}::text[])`;
+    return rows.map((r) => ({
+      attemptId: r.id,
+      actionId: r.action_id,
+      attemptStatus: r.status,
+      providerRequestId: r.provider_request_id,
+      priceRevisionId: r.price_revision_id,
+      openCaseId: r.open_case_id,
+      ledger:
+        r.cost_microusd === null
+          ? null
+          : {
+              inputTokens: r.input_tokens ?? 0,
+              cachedInputTokens: r.cached_input_tokens ?? 0,
+              outputTokensTotal: r.output_tokens_total ?? 0,
+              reasoningTokens: r.reasoning_tokens ?? 0,
+              costMicrousd: BigInt(r.cost_microusd),
+            },
     }));
   }
 

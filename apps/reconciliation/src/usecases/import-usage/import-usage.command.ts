@@ -6,43 +6,55 @@ import { invalidRequest } from '../invalid-request';
 const tokens = z.number().int().nonnegative().max(1_000_000_000);
 
 /**
- * Provider usage evidence for the one attempt of a case, e.g. a row of the provider's usage
- * export. `output_tokens_total` is the aggregate over all candidates with reasoning included
- * (DESIGN §8); `reasoning_tokens` is the part of it that is reasoning. Every count is required:
- * a missing figure is not zero. The billable detail a structured price bills apart (issue 14) is
- * optional, as on `attempt.completed`: absent counts are 0, an absent tier is the default.
+ * Provider usage evidence for one attempt, e.g. a row of the provider's usage export: its fields
+ * (shared by `importUsageBody` and the bulk export line) and `usageEvidenceRules`, the checks
+ * between them. `output_tokens_total` is the aggregate over all candidates with reasoning
+ * included (DESIGN §8); `reasoning_tokens` is the part of it that is reasoning. Every count is
+ * required: a missing figure is not zero. The billable detail a structured price bills apart
+ * (issue 14) is optional, as on `attempt.completed`: absent counts are 0, an absent tier is the default.
  */
-export const importUsageBody = z
-  .object({
-    provider_request_id: z.string().trim().min(1).max(256),
-    input_tokens: tokens,
-    cached_input_tokens: tokens,
-    output_tokens_total: tokens,
-    reasoning_tokens: tokens,
-    cache_write_input_tokens: tokens.optional(),
-    audio_input_tokens: tokens.optional(),
-    audio_output_tokens: tokens.optional(),
-    image_output_tokens: tokens.optional(),
-    service_tier: z.string().trim().min(1).max(32).optional(),
-    feature_calls: z.partialRecord(z.enum(PRICED_FEATURES), tokens).optional(),
-  })
-  .strict()
-  .refine((b) => b.cached_input_tokens <= b.input_tokens, {
-    message: 'cached_input_tokens cannot exceed input_tokens',
-    path: ['cached_input_tokens'],
-  })
-  .refine((b) => b.reasoning_tokens <= b.output_tokens_total, {
-    message: 'reasoning_tokens cannot exceed output_tokens_total (which includes reasoning)',
-    path: ['reasoning_tokens'],
-  })
-  .refine((b) => (b.cache_write_input_tokens ?? 0) + (b.audio_input_tokens ?? 0) <= b.input_tokens, {
-    message: 'cache_write_input_tokens + audio_input_tokens cannot exceed input_tokens (they are part of it)',
-    path: ['audio_input_tokens'],
-  })
-  .refine((b) => (b.audio_output_tokens ?? 0) + (b.image_output_tokens ?? 0) <= b.output_tokens_total - b.reasoning_tokens, {
-    message: 'audio_output_tokens + image_output_tokens cannot exceed the non-reasoning part of output_tokens_total',
-    path: ['audio_output_tokens'],
-  });
+export const usageEvidenceFields = {
+  provider_request_id: z.string().trim().min(1).max(256),
+  input_tokens: tokens,
+  cached_input_tokens: tokens,
+  output_tokens_total: tokens,
+  reasoning_tokens: tokens,
+  cache_write_input_tokens: tokens.optional(),
+  audio_input_tokens: tokens.optional(),
+  audio_output_tokens: tokens.optional(),
+  image_output_tokens: tokens.optional(),
+  service_tier: z.string().trim().min(1).max(32).optional(),
+  feature_calls: z.partialRecord(z.enum(PRICED_FEATURES), tokens).optional(),
+};
+
+type Evidence = {
+  input_tokens: number;
+  cached_input_tokens: number;
+  output_tokens_total: number;
+  reasoning_tokens: number;
+  cache_write_input_tokens?: number;
+  audio_input_tokens?: number;
+  audio_output_tokens?: number;
+  image_output_tokens?: number;
+};
+
+/** The checks between the evidence's counts (each a part of another), refused on the field that breaks them. */
+export function usageEvidenceRules(b: Evidence, ctx: z.RefinementCtx): void {
+  const refuse = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+  if (b.cached_input_tokens > b.input_tokens) refuse('cached_input_tokens', 'cached_input_tokens cannot exceed input_tokens');
+  if (b.reasoning_tokens > b.output_tokens_total) {
+    refuse('reasoning_tokens', 'reasoning_tokens cannot exceed output_tokens_total (which includes reasoning)');
+  }
+  if ((b.cache_write_input_tokens ?? 0) + (b.audio_input_tokens ?? 0) > b.input_tokens) {
+    refuse('audio_input_tokens', 'cache_write_input_tokens + audio_input_tokens cannot exceed input_tokens (they are part of it)');
+  }
+  if ((b.audio_output_tokens ?? 0) + (b.image_output_tokens ?? 0) > b.output_tokens_total - b.reasoning_tokens) {
+    refuse('audio_output_tokens', 'audio_output_tokens + image_output_tokens cannot exceed the non-reasoning part of output_tokens_total');
+  }
+}
+
+/** POST /cases/{id}/import-usage: the evidence for the case's one attempt. */
+export const importUsageBody = z.object(usageEvidenceFields).strict().superRefine(usageEvidenceRules);
 
 export interface ImportUsageCommand {
   caseId: string;

@@ -1,0 +1,135 @@
+import { parse as parseCsv } from 'csv-parse/sync';
+import { z } from 'zod';
+import { usageEvidenceFields, usageEvidenceRules } from '../import-usage/import-usage.command';
+
+/**
+ * A provider usage export as the gateway takes it (issue 15): one line per provider request, as
+ * JSON lines or CSV with a header, in the shape docs/usage-exports.md documents. The fields are
+ * the one evidence shape the single-case import takes (`usageEvidenceFields`), plus what exports
+ * carry beside it: `client_request_id` (the gateway's attempt id, where the provider echoes the
+ * id the gateway sent), `model` and `timestamp` (kept for the report, never matched on).
+ * Unknown fields and columns are refused: a misspelt column must not read as a missing count.
+ */
+export const exportLine = z
+  .object({
+    ...usageEvidenceFields,
+    client_request_id: z.string().trim().min(1).max(256).optional(),
+    model: z.string().trim().min(1).max(128).optional(),
+    timestamp: z.iso.datetime({ offset: true }).optional(),
+  })
+  .strict()
+  .superRefine(usageEvidenceRules);
+export type ExportLine = z.output<typeof exportLine>;
+
+export const EXPORT_FORMATS = ['jsonl', 'csv'] as const;
+export type ExportFormat = (typeof EXPORT_FORMATS)[number];
+
+/** A line that cannot be used, by its 1-based line number in the file (CSV: the header is line 1). */
+export interface InvalidLine {
+  line: number;
+  param: string;
+  message: string;
+}
+
+export interface ParsedExport {
+  lines: Array<{ line: number; value: ExportLine }>;
+  invalid: InvalidLine[];
+}
+
+/** CSV columns holding counts (digits only; an empty cell is an absent optional count). */
+const COUNT_COLUMNS = new Set([
+  'input_tokens',
+  'cached_input_tokens',
+  'output_tokens_total',
+  'reasoning_tokens',
+  'cache_write_input_tokens',
+  'audio_input_tokens',
+  'audio_output_tokens',
+  'image_output_tokens',
+]);
+
+export const MAX_EXPORT_LINES = 5_000;
+
+/**
+ * Parses and validates an export. Every bad line is reported with what is wrong; the good ones go
+ * on. A provider request id seen twice in one file is refused on its second line (one request,
+ * one line). More than MAX_EXPORT_LINES lines: split the file (the CLI does).
+ */
+export function parseUsageExport(format: ExportFormat, content: string): ParsedExport {
+  const raw = format === 'jsonl' ? jsonLines(content) : csvLines(content);
+  const out: ParsedExport = { lines: [], invalid: [] };
+  if (raw.length > MAX_EXPORT_LINES) {
+    out.invalid.push({ line: 0, param: 'content', message: `at most ${MAX_EXPORT_LINES} lines per import; split the file` });
+    return out;
+  }
+  const seen = new Set<string>();
+  for (const r of raw) {
+    if ('error' in r) {
+      out.invalid.push({ line: r.line, param: '', message: r.error });
+      continue;
+    }
+    const parsed = exportLine.safeParse(r.value);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      out.invalid.push({ line: r.line, param: issue.path.join('.'), message: issue.message });
+      continue;
+    }
+    if (seen.has(parsed.data.provider_request_id)) {
+      out.invalid.push({ line: r.line, param: 'provider_request_id', message: 'this provider request is already on an earlier line' });
+      continue;
+    }
+    seen.add(parsed.data.provider_request_id);
+    out.lines.push({ line: r.line, value: parsed.data });
+  }
+  return out;
+}
+
+type RawLine = { line: number; value: unknown } | { line: number; error: string };
+
+function jsonLines(content: string): RawLine[] {
+  const out: RawLine[] = [];
+  content.split(/\r?\n/).forEach((text, i) => {
+    if (text.trim() === '') return;
+    try {
+      out.push({ line: i + 1, value: JSON.parse(text) as unknown });
+    } catch {
+      out.push({ line: i + 1, error: 'not a JSON object' });
+    }
+  });
+  return out;
+}
+
+function csvLines(content: string): RawLine[] {
+  let records: Record<string, string>[];
+  try {
+    records = parseCsv(content, { columns: true, skip_empty_lines: true, trim: true, bom: true }) as Record<string, string>[];
+  } catch (err) {
+    return [{ line: 0, error: `not CSV with a header row: ${(err as Error).message}` }];
+  }
+  return records.map((record, i) => {
+    const value: Record<string, unknown> = {};
+    for (const [column, cell] of Object.entries(record)) {
+      if (cell === '') continue;
+      if (COUNT_COLUMNS.has(column)) value[column] = /^\d{1,10}$/.test(cell) ? Number(cell) : cell;
+      else if (column === 'feature_calls') value[column] = jsonOrText(cell);
+      else value[column] = cell;
+    }
+    return { line: i + 2, value };
+  });
+}
+
+function jsonOrText(cell: string): unknown {
+  try {
+    return JSON.parse(cell) as unknown;
+  } catch {
+    return cell;
+  }
+}
+
+/** POST /usage-exports: an export (or one part of a larger one) as text, in one of the documented shapes. */
+export const importExportBody = z
+  .object({
+    format: z.enum(EXPORT_FORMATS),
+    content: z.string().min(1),
+  })
+  .strict();
