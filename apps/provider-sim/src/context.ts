@@ -1,11 +1,14 @@
 // Per-instance state of a running sim: request log, metrics, fail-first counters, seeded latency RNG.
 import { Counter, Registry } from 'prom-client';
+import { BillingLog } from './billing-export';
 import { RequestLog } from './request-log';
 import { createRng, type Rng } from './text';
 
 export interface SimContext {
   readonly seed: number;
   readonly log: RequestLog;
+  /** What the provider bills, per request that generated anything (the day's export). */
+  readonly billing: BillingLog;
   readonly registry: Registry;
   readonly requestsTotal: Counter<'endpoint' | 'scenario' | 'status'>;
   /** fail-first: requests seen per body fingerprint. */
@@ -28,6 +31,7 @@ export function createContext(seed: number, logLimit?: number): SimContext {
   const ctx: SimContext = {
     seed,
     log: new RequestLog(logLimit),
+    billing: new BillingLog(),
     registry,
     requestsTotal,
     failures: new Map(),
@@ -35,6 +39,7 @@ export function createContext(seed: number, logLimit?: number): SimContext {
     nextId: () => ++counter,
     reset() {
       ctx.log.reset();
+      ctx.billing.reset();
       ctx.failures.clear();
       registry.resetMetrics();
       ctx.latencyRng = createRng(seed);

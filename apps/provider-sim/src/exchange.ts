@@ -103,6 +103,8 @@ export async function handleProviderRequest(
     abortedAfterMs: null,
     wouldBill: null,
     durationMs: null,
+    providerRequestId: null,
+    clientRequestId: headerText(req.headers['x-client-request-id']),
     ...emptySpendFields(),
   });
   const abort = new AbortController();
@@ -120,6 +122,14 @@ export async function handleProviderRequest(
     }
     entry.status = res.headersSent ? res.statusCode : 0;
     entry.durationMs = elapsed;
+    ctx.billing.add({
+      day: entry.time.slice(0, 10),
+      time: entry.time,
+      providerRequestId: entry.providerRequestId ?? `sim-unanswered-${entry.seq}`,
+      clientRequestId: entry.clientRequestId,
+      model: entry.model,
+      billed: wouldBill(progress, elapsed),
+    });
     ctx.requestsTotal.inc({ endpoint: adapter.endpoint, scenario, status: String(entry.status) });
   });
   const fail = (status: number, message: string, detail?: ErrorDetail) => sendJson(res, status, adapter.errorBody(status, message, detail));
@@ -210,6 +220,12 @@ export async function handleProviderRequest(
       res.destroy();
     },
   });
+}
+
+/** A header's value as one bounded string (ids only), or null. */
+function headerText(v: string | string[] | undefined): string | null {
+  const text = Array.isArray(v) ? v[0] : v;
+  return text && text.length <= 256 ? text : null;
 }
 
 /** Sends a streamed body: headers, optional `ttft` pause, content, then the tail (or a cut). */

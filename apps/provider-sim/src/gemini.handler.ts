@@ -206,6 +206,7 @@ function adapter(stream: boolean): ProviderAdapter {
         );
       }
       const meta = { modelVersion: model, responseId: `simresp${ex.id}` };
+      ex.entry.providerRequestId = meta.responseId;
       const sseMode = ex.url.searchParams.get('alt') === 'sse';
 
       if (script.block) {

@@ -1,4 +1,5 @@
 // Scripted, deterministic fake OpenAI/Gemini upstream on plain node:http.
+import { exportText } from './billing-export';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createContext, type SimContext } from './context';
@@ -45,6 +46,16 @@ async function route(ctx: SimContext, req: IncomingMessage, res: ServerResponse)
   if (path === '/_sim/requests' && method === 'GET') {
     const since = Number(url.searchParams.get('since') ?? 0);
     return sendJson(res, 200, { requests: ctx.log.list(Number.isFinite(since) ? since : 0) });
+  }
+  if (path === '/_sim/export' && method === 'GET') {
+    const day = url.searchParams.get('day') ?? new Date().toISOString().slice(0, 10);
+    const format = url.searchParams.get('format') ?? 'jsonl';
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(day) || (format !== 'jsonl' && format !== 'csv')) {
+      return sendJson(res, 400, { error: { message: 'provider-sim: day=YYYY-MM-DD and format=jsonl|csv' } });
+    }
+    res.writeHead(200, { 'content-type': format === 'csv' ? 'text/csv' : 'application/x-ndjson' });
+    res.end(exportText(ctx.billing.day(day), format));
+    return;
   }
   if (path === '/_sim/requests' && method === 'DELETE') {
     ctx.log.clear();

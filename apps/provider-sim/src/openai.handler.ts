@@ -130,6 +130,7 @@ export const openAiChat: ProviderAdapter = {
     }
     const { plan } = ex;
     const id = `chatcmpl-sim-${ex.id}`;
+    ex.entry.providerRequestId = id;
     const created = Math.floor(Date.now() / 1000);
     const headers = { 'x-request-id': `req_sim_${ex.id}` };
     const audioId = (index: number) => `audio_sim_${ex.id}_${index}`;

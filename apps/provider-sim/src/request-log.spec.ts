@@ -10,6 +10,8 @@ const entry = (path: string): Omit<SimRequestLogEntry, 'seq'> => ({
   maxTokens: null,
   stream: false,
   directives: ['serve=1'],
+  providerRequestId: null,
+  clientRequestId: null,
   fingerprint: 'f',
   keyHeader: 'none',
   keyVerdict: 'not_required',

@@ -34,6 +34,10 @@ export interface SimRequestLogEntry extends SpendFields {
   /** Aborted: the usage the provider would bill for what it had generated (rule in would-bill.ts). */
   wouldBill: WouldBill | null;
   durationMs: number | null;
+  /** The id the response carried (null: no response was started). */
+  providerRequestId: string | null;
+  /** The client's `x-client-request-id` header, if sent (the gateway's attempt id). */
+  clientRequestId: string | null;
 }
 
 /** Keeps the newest `limit` entries so long benchmark runs don't grow memory without bound. */

@@ -99,6 +99,7 @@ export const openAiResponses: ProviderAdapter = {
     const { plan } = ex;
     const answer = plan.candidates[0];
     const id = `resp_sim_${ex.id}`;
+    ex.entry.providerRequestId = id;
     const messageId = `msg_sim_${ex.id}`;
     const headers = { 'x-request-id': `req_sim_${ex.id}` };
     const text = answer?.words.join(' ') ?? '';

@@ -550,6 +550,62 @@ describe('Gemini generateContent', () => {
   });
 });
 
+describe("the day's export (issue 15 ground truth)", () => {
+  const exportOf = async (format: 'jsonl' | 'csv') => {
+    const res = await fetch(`${sim.url}/_sim/export?day=${new Date().toISOString().slice(0, 10)}&format=${format}`);
+    expect(res.status).toBe(200);
+    return res.text();
+  };
+
+  it('bills what was generated: in full when usage was withheld or under-reported or candidates were extra, part of an aborted answer, nothing for an error', async () => {
+    const full = await openai.chat.completions.create({ model: 'sim-gpt;words=30;reasoning=5', messages });
+    const withheld = await openai.chat.completions.create({ model: 'sim-gpt;words=20;no-usage', messages });
+    const under = await openai.chat.completions.create({ model: 'sim-gpt;words=10;under-usage', messages, n: 2 });
+    await expect(openai.chat.completions.create({ model: 'sim-gpt;status=503', messages })).rejects.toThrow();
+    const gem = await gemini.models.generateContent({ model: 'gemini-sim;words=12', contents: 'Say something about spend limits.' });
+    // aborted 300 ms into a 1 s delay, carrying the gateway's attempt id
+    const body = JSON.stringify({ model: 'sim-gpt;latency=1000;words=40', messages });
+    const req = request(`${sim.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-client-request-id': 'att-loser-1' },
+    });
+    req.on('error', () => undefined);
+    req.end(body);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    req.destroy();
+    await waitFor(() => sim.requests()[5]?.aborted === true);
+
+    const lines = (await exportOf('jsonl'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, number | string>);
+    expect(lines.map((l) => l.provider_request_id)).toEqual([full.id, withheld.id, under.id, gem.responseId, 'sim-unanswered-6']);
+    expect(lines[0]).toMatchObject({
+      input_tokens: full.usage!.prompt_tokens,
+      output_tokens_total: 35,
+      reasoning_tokens: 5,
+      model: 'sim-gpt',
+    });
+    expect(withheld.usage).toBeUndefined();
+    expect(lines[1]).toMatchObject({ output_tokens_total: 20 });
+    expect(under.usage!.completion_tokens).toBe(10); // the response under-reports: one candidate of two
+    expect(lines[2]).toMatchObject({ output_tokens_total: 20 });
+    expect(lines[3]).toMatchObject({ output_tokens_total: 12, model: 'gemini-sim' });
+    expect(lines[4]).toMatchObject({ client_request_id: 'att-loser-1', input_tokens: full.usage!.prompt_tokens });
+    expect(lines[4].output_tokens_total).toBeGreaterThan(0);
+    expect(lines[4].output_tokens_total).toBeLessThan(40);
+    expect(JSON.stringify(lines)).not.toContain('spend limits');
+
+    const csv = (await exportOf('csv')).trim().split('\n');
+    expect(csv[0]).toBe(
+      'provider_request_id,client_request_id,input_tokens,cached_input_tokens,output_tokens_total,reasoning_tokens,model,timestamp',
+    );
+    expect(csv).toHaveLength(6);
+    expect(csv[1].startsWith(`${full.id},,`)).toBe(true);
+    expect((await fetch(`${sim.url}/_sim/export?day=yesterday`)).status).toBe(400);
+  });
+});
+
 describe('control endpoints', () => {
   it('serves health, metrics and the request log with since and DELETE', async () => {
     expect(await (await fetch(`${sim.url}/health`)).json()).toEqual({ status: 'ok' });
