@@ -31,10 +31,22 @@ export function portOf(service, env = process.env) {
  * every start; kept to compare and to debug without a build).
  */
 export function serviceCommand(service, build, env = process.env) {
+  const flags = serviceNodeFlags(env);
   if (env.GATEWAY_RUN_TS === '1' || !build) {
-    return { args: ['-r', '@swc-node/register', service.entry], env: { SWC_NODE_PROJECT: path.join(ROOT, 'tsconfig.json') } };
+    return { args: [...flags, '-r', '@swc-node/register', service.entry], env: { SWC_NODE_PROJECT: path.join(ROOT, 'tsconfig.json') } };
   }
-  return { args: [path.join(build, service.entry.replace(/\.ts$/, '.js'))], env: {} };
+  return { args: [...flags, path.join(build, service.entry.replace(/\.ts$/, '.js'))], env: {} };
+}
+
+/**
+ * V8 flags every service process starts with (GATEWAY_NODE_FLAGS replaces them; empty = none).
+ * See docs/decisions.md, "Memory", for what each costs and saves.
+ */
+export const SERVICE_NODE_FLAGS = [];
+
+export function serviceNodeFlags(env = process.env) {
+  const raw = env.GATEWAY_NODE_FLAGS;
+  return raw === undefined ? SERVICE_NODE_FLAGS : raw.split(/\s+/).filter(Boolean);
 }
 
 /** The compiled tree for the current sources (built now if missing), or null with GATEWAY_RUN_TS=1. */
@@ -187,7 +199,7 @@ export async function startServices({ env, logDir, echo = false, timeoutMs = 90_
     spawnChild(c, c);
     await waitHealthy(c, timeoutMs, logDir);
   };
-  return { stop, stopOne, startOne, children };
+  return { stop, stopOne, startOne, children, build };
 }
 
 async function waitHealthy(entry, timeoutMs, logDir) {
