@@ -40,9 +40,12 @@ export function serviceCommand(service, build, env = process.env) {
 
 /**
  * V8 flags every service process starts with (GATEWAY_NODE_FLAGS replaces them; empty = none).
- * See docs/decisions.md, "Memory", for what each costs and saves.
+ * A young generation of 2 × 4 MB instead of 2 × 16 MB, and the old generation's next GC limit at
+ * 1.5 × what survived the last one instead of V8's adaptive factor (up to 4× when GC is quick, so
+ * a busy process ballooned): −17 to −35 MB at saturation, no CPU per answer measurable in the
+ * bench. docs/decisions.md, "Memory", has the measurements and the flags that were rejected.
  */
-export const SERVICE_NODE_FLAGS = [];
+export const SERVICE_NODE_FLAGS = ['--max-semi-space-size=4', '--heap-growing-percent=50'];
 
 export function serviceNodeFlags(env = process.env) {
   const raw = env.GATEWAY_NODE_FLAGS;
