@@ -68,7 +68,7 @@ export async function ensureBuilt({ log = () => {} } = {}) {
   const files = sourceFiles();
   const dir = path.join(OUT, inputsHash(files));
   if (fs.existsSync(path.join(dir, '.complete'))) {
-    touch(dir);
+    markInUse(dir);
     return dir;
   }
   const t0 = Date.now();
@@ -110,7 +110,8 @@ async function compile(files, outDir) {
   await Promise.all(Array.from({ length: 8 }, worker));
 }
 
-function touch(dir) {
+/** Keeps a build from being pruned (a stack that runs for days calls this now and then). */
+export function markInUse(dir) {
   const now = new Date();
   try {
     fs.utimesSync(dir, now, now);

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureBuilt } from './build.mjs';
+import { ensureBuilt, markInUse } from './build.mjs';
 import { startKafka } from './kafka.mjs';
 import { ensurePostgres, recreateDatabase } from './postgres.mjs';
 
@@ -113,6 +113,8 @@ export async function startServices({ env, logDir, echo = false, timeoutMs = 90_
     .filter((s) => fs.existsSync(path.join(ROOT, s.entry)))
     .flatMap((s) => instancesOf(s, env, scale));
   const build = await serviceBuild({ env, log });
+  // A supervised service restarts from this tree, so it must outlive the pruning of old builds.
+  const inUse = build ? setInterval(() => markInUse(build), 3600_000).unref() : null;
   const spawnChild = (inst, entry) => {
     const s = inst.service;
     const out = fs.openSync(path.join(logDir, `${inst.name}.log`), 'a');
@@ -163,6 +165,7 @@ export async function startServices({ env, logDir, echo = false, timeoutMs = 90_
   };
   const stop = async () => {
     stopping = true;
+    clearInterval(inUse);
     for (const c of children) clearTimeout(c.timer);
     for (const c of children) if (!c.exited) c.child.kill('SIGTERM');
     const deadline = Date.now() + 15_000;
