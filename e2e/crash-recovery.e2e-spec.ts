@@ -5,7 +5,7 @@ import { Admin, AssignerProtocol, Kafka, logLevel } from 'kafkajs';
 import { APIError } from 'openai';
 import { Topics } from '@gateway/contracts';
 import { actionStatus } from './actions';
-import { eventually, openai, simLastSeq, simRequestsSince, stack, TopicReader, uid, withSeeder } from './support';
+import { eventually, openai, serviceArgs, simLastSeq, simRequestsSince, stack, TopicReader, uid, withSeeder } from './support';
 
 /** The consumer group every dispatch instance joins (apps/dispatch/src/consumers/dispatch-commands.consumer.ts). */
 const DISPATCH_GROUP = 'gateway-dispatch';
@@ -68,7 +68,7 @@ describe('crash recovery: a dispatch instance killed mid-attempt', () => {
     await commands.start();
 
     const logFile = path.join(stack.logDir, `dispatch-${instanceId}.log`);
-    victim = spawn(process.execPath, ['-r', '@swc-node/register', 'apps/dispatch/src/main.ts'], {
+    victim = spawn(process.execPath, serviceArgs('dispatch'), {
       cwd: path.resolve(__dirname, '..'),
       env: { ...process.env, GATEWAY_INSTANCE_ID: instanceId, DISPATCH_PORT: String(port) },
       stdio: ['ignore', fs.openSync(logFile, 'a'), fs.openSync(logFile, 'a')],

@@ -244,6 +244,15 @@ export class TopicReader {
 }
 
 /**
+ * How to start a service of the stack as a process of its own: the compiled tree the stack runs
+ * (GATEWAY_SERVICE_BUILD, set by scripts/test.mjs), else its TypeScript through @swc-node/register.
+ */
+export function serviceArgs(service: 'admission' | 'dispatch' | 'settlement'): string[] {
+  const build = process.env.GATEWAY_SERVICE_BUILD;
+  return build ? [path.join(build, 'apps', service, 'src', 'main.js')] : ['-r', '@swc-node/register', `apps/${service}/src/main.ts`];
+}
+
+/**
  * One more instance of a stack service next to the stack's own (the stack runs one of each),
  * named and numbered as `npm start -- --scale=N` names its instances (scripts/services.mjs,
  * instancesOf): instance id `<GATEWAY_INSTANCE_ID>-<service>-<n>`, port + 100 × (n − 1), log in the
@@ -259,7 +268,7 @@ export async function spawnInstance(
   const port = Number(process.env[portEnv]) + 100 * (n - 1);
   const instanceId = `${process.env.GATEWAY_INSTANCE_ID ?? 'e2e'}-${service}-${n}`;
   const log = fs.openSync(path.join(stack.logDir, `${service}-${n}.log`), 'a');
-  const child = spawn(process.execPath, ['-r', '@swc-node/register', `apps/${service}/src/main.ts`], {
+  const child = spawn(process.execPath, serviceArgs(service), {
     cwd: path.resolve(__dirname, '..'),
     env: { ...process.env, GATEWAY_INSTANCE_ID: instanceId, [portEnv]: String(port) },
     stdio: ['ignore', log, log],

@@ -140,6 +140,8 @@ async function main() {
   const pool = new pg.Pool({ connectionString: pgServer.url, max: 2 });
   stops.push(() => pool.end());
   log(`stack up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  const memoryMb = { start: await memory(services) };
+  const startupMs = Object.fromEntries(services.children.map((c) => [c.name, c.healthyAfterMs]));
 
   const targets = {
     baseline: { url: `${SIM}/v1/chat/completions`, model: UPSTREAM_MODEL, key: null },
@@ -172,9 +174,11 @@ async function main() {
 
   if (CFG.idleOnly) {
     const idle = await idlePhase(cpu, loop);
-    const result = { finishedAt: new Date().toISOString(), mode: 'idle', machine: machine(), config: CFG, idle };
+    memoryMb.idle = await memory(services);
+    const result = { finishedAt: new Date().toISOString(), mode: 'idle', machine: machine(), config: CFG, idle, memoryMb, startupMs };
     writeResult(result);
     reportIdle(idle);
+    reportMemory(memoryMb, startupMs);
     log(`wrote ${path.relative(ROOT, RESULT_FILE)}; total ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     return shutdown(0);
   }
@@ -185,6 +189,7 @@ async function main() {
   }
   await resetSim();
   const idle = await idlePhase(cpu, loop);
+  memoryMb.idle = await memory(services);
 
   const phases = [
     {
@@ -215,7 +220,7 @@ async function main() {
       const eventLoopDelayMs = await loop.read();
       const cpuSeconds = cpu.seconds(before, after);
       const run = { ...r, cpuCores: perSecond(cpuSeconds, r.durationS), cpuMsPerOk: cpuMsPer(cpuSeconds, r.ok), eventLoopDelayMs, pgWaits };
-      if (phase.name === 'saturation' && name === 'gateway') run.rssMb = rss(services);
+      if (phase.name === 'saturation' && name === 'gateway') run.rssMb = memoryMb.saturation = await memory(services);
       runs[phase.name][name] = run;
       await resetSim();
     }
@@ -247,6 +252,8 @@ async function main() {
     settlement,
     gatewayStagesMs: stages,
     admissionMetrics: metrics,
+    memoryMb,
+    startupMs,
   };
   writeResult(result);
 
@@ -587,6 +594,35 @@ function rss(services) {
 }
 
 /**
+ * RSS (rss()) plus where it sits, per service, in MB: V8 heap used / total and external memory
+ * (array buffers included) from each service's /metrics (prom-client's default metrics; the
+ * provider simulator has none).
+ */
+async function memory(services) {
+  const out = rss(services);
+  await Promise.all(
+    services.children.map(async (c) => {
+      if (!out[c.service.name] || c.service.name === 'provider-sim') return;
+      try {
+        const text = await (await fetch(`http://127.0.0.1:${PORTS[c.service.portEnv]}/metrics`)).text();
+        const mb = (metric) => {
+          const line = text.split('\n').find((l) => l.startsWith(`${metric}{`) || l.startsWith(`${metric} `));
+          return line ? round(Number(line.split(' ').pop()) / 1024 / 1024, 1) : null;
+        };
+        Object.assign(out[c.service.name], {
+          heapUsed: mb('nodejs_heap_size_used_bytes'),
+          heapTotal: mb('nodejs_heap_size_total_bytes'),
+          external: mb('nodejs_external_memory_bytes'),
+        });
+      } catch {
+        // no /metrics: RSS only
+      }
+    }),
+  );
+  return out;
+}
+
+/**
  * Event-loop delay per service from its /metrics (prom-client's default metrics: a
  * perf_hooks.monitorEventLoopDelay histogram that every scrape reads and resets). `reset()`
  * scrapes to start a window; `read()` scrapes again and returns p50/p99/max of that window in ms,
@@ -625,6 +661,24 @@ function eventLoopProbe(services) {
       ),
     );
   return { reset: scrape, read: scrape };
+}
+
+/**
+ * Memory per service: RSS after start, after the idle phase and at the end of saturation/gateway
+ * (with its peak), and the V8 heap (used/total) and external memory behind each; then the
+ * start-up time (spawn → /health 200).
+ */
+function reportMemory(memoryMb, startupMs = {}) {
+  const at = Object.entries(memoryMb).filter(([, m]) => m && Object.keys(m).length > 0);
+  if (at.length === 0) return;
+  const names = Object.keys(at[at.length - 1][1]);
+  const cell = (m) => (m ? `${m.rss}${m.heapUsed != null ? ` (${m.heapUsed}/${m.heapTotal}/${m.external})` : ''}` : '');
+  const rows = [['RSS MB (heap used/total/external)', ...at.map(([when]) => when), 'peak', 'start-up s']];
+  for (const n of names) {
+    const s = startupMs[n];
+    rows.push([n, ...at.map(([, m]) => cell(m[n])), at[at.length - 1][1][n]?.peak ?? '', s ? round(s / 1000, 1) : '']);
+  }
+  console.log('\n' + table(rows, 1));
 }
 
 /**
@@ -720,12 +774,7 @@ function report(result, phases) {
     console.log('\n' + table(rows, 1));
   }
 
-  const mem = result.runs.saturation?.gateway?.rssMb;
-  if (mem && Object.keys(mem).length > 0) {
-    const rows = [['RSS MB at the end of saturation/gateway', 'now', 'peak']];
-    for (const [n, m] of Object.entries(mem)) rows.push([n, m.rss, m.peak]);
-    console.log('\n' + table(rows, 1));
-  }
+  if (result.memoryMb) reportMemory(result.memoryMb, result.startupMs);
 
   if (result.idle) reportIdle(result.idle);
 

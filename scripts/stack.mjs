@@ -15,7 +15,18 @@ import { startKafka } from './kafka.mjs';
 import { ensurePostgres } from './postgres.mjs';
 import { ensurePrismaClient } from './prisma-generate.mjs';
 import { spawn } from 'node:child_process';
-import { contentKey, instancesOf, portOf, ROOT, runTs, scaleFrom, SERVICES, startServices } from './services.mjs';
+import {
+  contentKey,
+  instancesOf,
+  portOf,
+  ROOT,
+  runTs,
+  scaleFrom,
+  serviceBuild,
+  serviceCommand,
+  SERVICES,
+  startServices,
+} from './services.mjs';
 
 const log = (msg) => console.log(`[stack] ${new Date().toISOString().slice(11, 19)} ${msg}`);
 const LOG_DIR = path.join(ROOT, '.local', 'logs');
@@ -156,7 +167,7 @@ function restart(name) {
 }
 
 /** One service in the foreground, the way an orchestrator runs it: one process, its env, its exit code. */
-function service(name) {
+async function service(name) {
   const s = SERVICES.find((x) => x.name === name);
   if (!s) {
     console.error(`unknown service "${name}" (known: ${SERVICES.map((x) => x.name).join(', ')})`);
@@ -166,11 +177,8 @@ function service(name) {
     console.error('set DATABASE_URL and KAFKA_BROKERS (and GATEWAY_CONTENT_KEY for admission and dispatch) first');
     process.exit(2);
   }
-  const child = spawn(process.execPath, ['-r', '@swc-node/register', s.entry], {
-    cwd: ROOT,
-    env: { ...process.env, SWC_NODE_PROJECT: path.join(ROOT, 'tsconfig.json') },
-    stdio: 'inherit',
-  });
+  const cmd = serviceCommand(s, await serviceBuild());
+  const child = spawn(process.execPath, cmd.args, { cwd: ROOT, env: { ...process.env, ...cmd.env }, stdio: 'inherit' });
   for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
   child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 }
@@ -178,7 +186,7 @@ function service(name) {
 const [command = 'start', arg] = process.argv.slice(2);
 if (command === 'start') start();
 else if (command === 'restart') restart(arg);
-else if (command === 'service') service(arg);
+else if (command === 'service') void service(arg);
 else {
   console.error('usage: node scripts/stack.mjs start | restart <service> | service <service>');
   process.exit(2);

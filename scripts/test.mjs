@@ -103,7 +103,7 @@ async function main() {
       ...e2eCredentials(),
     };
     log('starting the stack for e2e tests');
-    const services = await startServices({ env: e2eEnv, logDir, timeoutMs: 240_000 }); // six services compiling at once on a loaded 2-core box
+    const services = await startServices({ env: e2eEnv, logDir, timeoutMs: 240_000 }); // six services starting at once on a loaded 2-core box
     stops.push(services.stop);
     failed =
       (await jest('jest.e2e.config.js', {
@@ -114,6 +114,8 @@ async function main() {
         E2E_RECONCILIATION_URL: `http://127.0.0.1:${E2E_PORT_BASE + 4}`,
         E2E_PROVIDER_SIM_URL: `http://127.0.0.1:${E2E_PORT_BASE + 10}`,
         E2E_LOG_DIR: logDir,
+        // the compiled tree the stack runs, for specs that start an instance of their own
+        ...(services.build ? { GATEWAY_SERVICE_BUILD: services.build } : {}),
       })) !== 0 || failed;
   }
   return finish((await chaos()) || failed);
