@@ -53,6 +53,11 @@ const CFG = {
   idleSettleS: num('BENCH_IDLE_SETTLE_S', 10),
   idleS: num('BENCH_IDLE_S', 20),
   idleOnly: process.env.BENCH_ONLY === 'idle' || process.argv.slice(2).includes('--idle'),
+  // which measured phases run, in this order: idle, rate, saturation (default all three)
+  phases: (process.env.BENCH_PHASES || 'idle,rate,saturation')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
   services: (process.env.BENCH_SERVICES || 'all')
     .split(',')
     .map((s) => s.trim())
@@ -184,7 +189,7 @@ async function main() {
     await load(requestFor(target, WORKLOADS.warmup), { connections: CFG.connections, duration: CFG.warmupS });
   }
   await resetSim();
-  const idle = await idlePhase(cpu, loop);
+  const idle = CFG.phases.includes('idle') ? await idlePhase(cpu, loop) : null;
 
   const phases = [
     {
@@ -199,7 +204,8 @@ async function main() {
       workloads: WORKLOADS.saturation,
       opts: { connections: CFG.connections },
     },
-  ];
+  ].filter((p) => CFG.phases.includes(p.name));
+  if (phases.length === 0) throw new Error(`BENCH_PHASES names no load phase (rate, saturation): ${CFG.phases.join(',')}`);
   const runs = {};
   const loadavgBefore = os.loadavg().map((l) => round(l, 2));
   for (const phase of phases) {
