@@ -168,6 +168,7 @@ async function main() {
 
   const cpu = cpuProbe({ services, kafka, pool, pgUrl: pgServer.url });
   const loop = eventLoopProbe(services);
+  const kafkaRequests = kafkaRequestProbe(services);
   const machine = () => ({
     cpus: os.cpus().length,
     model: os.cpus()[0]?.model ?? null,
@@ -214,13 +215,25 @@ async function main() {
       log(`${phase.label}: ${name} for ${CFG.durationS} s`);
       await loop.reset();
       const before = await cpu.snapshot();
+      const xactsBefore = await pgTransactions(pool);
+      const requestsBefore = await kafkaRequests.scrape();
       const sampler = pgWaitSampler(pool);
       const r = await load(requestFor(target, phase.workloads), { ...phase.opts, duration: CFG.durationS });
       const pgWaits = await sampler.stop();
       const after = await cpu.snapshot();
       const eventLoopDelayMs = await loop.read();
       const cpuSeconds = cpu.seconds(before, after);
-      const run = { ...r, cpuCores: perSecond(cpuSeconds, r.durationS), cpuMsPerOk: cpuMsPer(cpuSeconds, r.ok), eventLoopDelayMs, pgWaits };
+      const pgTransactionsPerOk = r.ok > 0 ? round(((await pgTransactions(pool)) - xactsBefore) / r.ok, 2) : null;
+      const kafkaRequestsPerOk = kafkaRequests.perOk(requestsBefore, await kafkaRequests.scrape(), r.ok);
+      const run = {
+        ...r,
+        cpuCores: perSecond(cpuSeconds, r.durationS),
+        cpuMsPerOk: cpuMsPer(cpuSeconds, r.ok),
+        pgTransactionsPerOk,
+        kafkaRequestsPerOk,
+        eventLoopDelayMs,
+        pgWaits,
+      };
       if (phase.name === 'saturation' && name === 'gateway') run.rssMb = rss(services);
       runs[phase.name][name] = run;
       await resetSim();
@@ -491,6 +504,22 @@ function pgWaitSampler(pool) {
   };
 }
 
+/**
+ * Transactions committed or rolled back in the bench database so far (pg_stat_database; the
+ * backends report at most a second late, and the bench's own samples count too: read it as
+ * approximate). Each commit of a writing transaction is a WAL flush.
+ */
+async function pgTransactions(pool) {
+  try {
+    const { rows } = await pool.query(
+      `SELECT pg_stat_clear_snapshot(), (SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database())::float8 AS n`,
+    );
+    return rows[0].n;
+  } catch {
+    return NaN;
+  }
+}
+
 /** "UPDATE quota_counter", "INSERT INTO action", "COMMIT"…: enough to tell statements apart. */
 function statementLabel(query) {
   const q = (query ?? '').trim().replace(/"/g, '');
@@ -634,6 +663,50 @@ function eventLoopProbe(services) {
 }
 
 /**
+ * Kafka requests each service sent (`gateway_kafka_requests_total` from its /metrics, by client
+ * and API): `perOk` turns two scrapes into requests per 2xx answer, per service and API
+ * ("producer Produce", "consumer Fetch", "consumer OffsetCommit"…), and in total.
+ */
+function kafkaRequestProbe(services) {
+  const targets = services.children
+    .filter((c) => c.service.name !== 'provider-sim')
+    .map((c) => [c.service.name, `http://127.0.0.1:${PORTS[c.service.portEnv]}/metrics`]);
+  const scrape = async () => {
+    const out = {};
+    await Promise.all(
+      targets.map(async ([name, url]) => {
+        try {
+          const text = await (await fetch(url)).text();
+          for (const line of text.split('\n')) {
+            if (!line.startsWith('gateway_kafka_requests_total{')) continue;
+            const client = /client="([^"]+)"/.exec(line)?.[1];
+            const api = /api="([^"]+)"/.exec(line)?.[1];
+            out[`${name}|${client} ${api}`] = Number(line.split(' ').pop());
+          }
+        } catch {
+          // a service without metrics counts nothing
+        }
+      }),
+    );
+    return out;
+  };
+  const perOk = (before, after, ok) => {
+    if (ok <= 0) return null;
+    const out = { total: 0 };
+    for (const [key, n] of Object.entries(after)) {
+      const d = n - (before[key] ?? 0);
+      if (d <= 0) continue;
+      const [service, what] = key.split('|');
+      (out[service] ??= {})[what] = round(d / ok, 2);
+      out.total += d / ok;
+    }
+    out.total = round(out.total, 2);
+    return out;
+  };
+  return { scrape, perOk };
+}
+
+/**
  * No traffic: waits BENCH_IDLE_SETTLE_S for the stack to quiet down (back-offs reach their
  * ceiling), then measures CPU per process over BENCH_IDLE_S.
  */
@@ -712,6 +785,21 @@ function report(result, phases) {
     }
     console.log('\n' + table(rows, 1));
     console.log('(stack total: services + kafka + postgres, not the load generator)');
+    for (const phase of gatewayPhases) {
+      const n = result.runs[phase.name].gateway.pgTransactionsPerOk;
+      if (n != null) console.log(`Postgres transactions per 2xx answer, ${phase.label}: ${n}`);
+    }
+    const kr = [['Kafka requests per 2xx answer (gateway runs)', 'phase', 'requests']];
+    for (const phase of gatewayPhases) {
+      const k = result.runs[phase.name].gateway.kafkaRequestsPerOk;
+      if (!k) continue;
+      for (const [service, apis] of Object.entries(k)) {
+        if (service === 'total') continue;
+        for (const [what, n] of Object.entries(apis)) if (n >= 0.01) kr.push([`${service} ${what}`, phase.name, n]);
+      }
+      kr.push(['all services', phase.name, k.total]);
+    }
+    if (kr.length > 1) console.log('\n' + table(kr, 2));
   }
 
   const loopNames = [...new Set(phases.flatMap((p) => Object.keys(result.runs[p.name].gateway.eventLoopDelayMs ?? {})))];

@@ -55,10 +55,18 @@ export interface BusOptions {
   retry?: { initialRetryTime?: number; retries?: number; maxRetryTime?: number };
   /** backoff between attempts to re-create a consumer that crashed for good */
   restartBackoff?: { initialMs: number; maxMs: number };
-  /** counts produce requests sent to the broker (kafkajs `producer.network.request`, api Produce) */
-  produceRequestCounter?: { inc(): void };
+  /**
+   * counts the requests this bus's producer and consumers send to the broker, by client and
+   * kafkajs api name (Produce, Fetch, OffsetCommit, Heartbeat…): what each action costs in
+   * broker round trips (kafkajs `*.network.request` instrumentation events)
+   */
+  requestCounter?: KafkaRequestCounter;
   /** publishes issued together share a produce request up to this many bytes of keys and values (default 512 KiB) */
   maxProduceRequestBytes?: number;
+}
+
+export interface KafkaRequestCounter {
+  inc(labels: { client: 'producer' | 'consumer'; api: string }): void;
 }
 
 export interface SubscribeOptions {
@@ -150,12 +158,8 @@ export class KafkaBus {
   private getProducer(): Promise<Producer> {
     this.producer ??= (async () => {
       const producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
-      const counter = this.opts.produceRequestCounter;
-      if (counter) {
-        producer.on(producer.events.REQUEST, (e) => {
-          if (e.payload.apiName === 'Produce') counter.inc();
-        });
-      }
+      const counter = this.opts.requestCounter;
+      if (counter) producer.on(producer.events.REQUEST, (e) => counter.inc({ client: 'producer', api: e.payload.apiName }));
       await producer.connect();
       return producer;
     })().catch((err: unknown) => {
@@ -328,6 +332,7 @@ export class KafkaBus {
       now: this.now,
       stallMs: this.opts.consumerStallMs ?? 15_000,
       backoff: this.opts.restartBackoff ?? { initialMs: 500, maxMs: 15_000 },
+      requestCounter: this.opts.requestCounter,
     });
     this.consumers.push(managed);
     try {
@@ -382,6 +387,7 @@ interface ManagedDeps {
   now: () => Date;
   stallMs: number;
   backoff: { initialMs: number; maxMs: number };
+  requestCounter?: KafkaRequestCounter;
 }
 
 /**
@@ -475,6 +481,8 @@ class ManagedConsumer implements ConsumerHandle {
       this.state = 'consuming';
       for (const resolve of this.onReady.splice(0)) resolve();
     });
+    const counter = this.deps.requestCounter;
+    if (counter) consumer.on(consumer.events.REQUEST, (e) => counter.inc({ client: 'consumer', api: e.payload.apiName }));
     consumer.on(consumer.events.HEARTBEAT, () => {
       if (mine()) this.lastActivityAt = this.deps.now();
     });
