@@ -85,10 +85,21 @@ export interface SubscribeOptions {
    */
   recipient?: { id: string; partitions: number[]; header: string };
   /**
-   * Commit offsets at most this often instead of after every batch (`subscribe` only), for a
-   * group whose offsets matter to this process alone (`OffsetCommitter`).
+   * Commit offsets at most this often instead of after every batch, for a group whose offsets
+   * matter to this process alone, or whose handler is idempotent (`OffsetCommitter`).
    */
   commitIntervalMs?: number;
+  /**
+   * How the broker answers a fetch: at once when a record is there (the default, minBytes 1,
+   * for consumers on the request path), or only once `minBytes` have gathered or `maxWaitMs`
+   * has passed, so a consumer off the request path takes larger batches at a moderate rate.
+   */
+  fetch?: FetchOptions;
+}
+
+export interface FetchOptions {
+  minBytes: number;
+  maxWaitMs: number;
 }
 
 /** Batch consumption (`subscribeBatch`): at most `maxSize` messages of one partition per handler call. */
@@ -454,8 +465,8 @@ class ManagedConsumer implements ConsumerHandle {
       allowAutoTopicCreation: false,
       // An empty fetch waits up to 1 s on the broker; a record ends the wait at once (minBytes 1),
       // so this costs no latency, only how often an idle consumer asks (issue 12: idle cost).
-      maxWaitTimeInMs: 1000,
-      minBytes: 1,
+      maxWaitTimeInMs: this.options.fetch?.maxWaitMs ?? 1000,
+      minBytes: this.options.fetch?.minBytes ?? 1,
       // A dead consumer is noticed after 6 s; a heartbeat every 2 s leaves two to spare.
       sessionTimeout: 6000,
       rebalanceTimeout: 10000,
@@ -468,8 +479,23 @@ class ManagedConsumer implements ConsumerHandle {
     this.consumer = consumer;
     this.state = 'starting';
     const mine = () => this.consumer === consumer && !this.stopped;
-    consumer.on(consumer.events.GROUP_JOIN, () => {
-      if (mine()) this.awaitingFetch = true;
+    const run = this.runner(() => this.stopped || this.consumer !== consumer);
+    const each = run.eachMessage;
+    const batch = run.eachBatch;
+    const interval = this.options.commitIntervalMs;
+    const committer =
+      interval !== undefined && (each || batch)
+        ? new OffsetCommitter(
+            interval,
+            (offsets) => consumer.commitOffsets(offsets),
+            (err) => this.deps.logger.warn({ group: this.options.groupId, topic: this.topic, error: err.message }, 'offset commit failed'),
+          )
+        : undefined;
+    this.committer = committer;
+    consumer.on(consumer.events.GROUP_JOIN, (event) => {
+      if (!mine()) return;
+      this.awaitingFetch = true;
+      committer?.retain(Object.entries(event.payload.memberAssignment).map(([topic, partitions]) => ({ topic, partitions })));
     });
     // Ready means joined AND one fetch done: only then are "latest" offsets resolved, so a
     // message published after subscribe() returns is never skipped.
@@ -499,18 +525,6 @@ class ManagedConsumer implements ConsumerHandle {
     });
     await consumer.connect();
     await consumer.subscribe({ topic: this.topic, fromBeginning: this.options.fromBeginning ?? true });
-    const run = this.runner(() => this.stopped || this.consumer !== consumer);
-    const each = run.eachMessage;
-    const interval = this.options.commitIntervalMs;
-    const committer =
-      interval !== undefined && each
-        ? new OffsetCommitter(
-            interval,
-            (offsets) => consumer.commitOffsets(offsets),
-            (err) => this.deps.logger.warn({ group: this.options.groupId, topic: this.topic, error: err.message }, 'offset commit failed'),
-          )
-        : undefined;
-    this.committer = committer;
     await consumer.run({
       partitionsConsumedConcurrently: this.options.concurrency ?? 3,
       ...run,
@@ -520,6 +534,25 @@ class ManagedConsumer implements ConsumerHandle {
             eachMessage: async (p: EachMessagePayload) => {
               await each(p);
               committer.handled(p.topic, p.partition, p.message.offset);
+            },
+          }
+        : {}),
+      ...(committer && batch
+        ? {
+            autoCommit: false,
+            // The handler resolves what it handled, then asks for a commit: the committer takes it.
+            eachBatch: async (p: EachBatchPayload) => {
+              let resolved: string | undefined;
+              await batch({
+                ...p,
+                resolveOffset: (offset: string) => {
+                  resolved = offset;
+                  p.resolveOffset(offset);
+                },
+                commitOffsetsIfNecessary: async () => {
+                  if (resolved !== undefined) committer.handled(p.batch.topic, p.batch.partition, resolved);
+                },
+              });
             },
           }
         : {}),
