@@ -36,7 +36,7 @@ function service(brokers: string, mode: Mode, counts: { requests: number; marks:
     brokers: [brokers],
     clientId: `bench-produce-${mode}`,
     logger: quiet,
-    produceRequestCounter: { inc: () => (counts.requests += 1) },
+    requestCounter: { inc: ({ api }) => (api === 'Produce' ? (counts.requests += 1) : undefined) },
     ...(mode === 'single' ? { maxProduceRequestBytes: 1 } : {}),
   });
   const store: OutboxStore = {

@@ -53,6 +53,11 @@ const CFG = {
   idleSettleS: num('BENCH_IDLE_SETTLE_S', 10),
   idleS: num('BENCH_IDLE_S', 20),
   idleOnly: process.env.BENCH_ONLY === 'idle' || process.argv.slice(2).includes('--idle'),
+  // which measured phases run, in this order: idle, rate, saturation (default all three)
+  phases: (process.env.BENCH_PHASES || 'idle,rate,saturation')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
   services: (process.env.BENCH_SERVICES || 'all')
     .split(',')
     .map((s) => s.trim())
@@ -165,6 +170,7 @@ async function main() {
 
   const cpu = cpuProbe({ services, kafka, pool, pgUrl: pgServer.url });
   const loop = eventLoopProbe(services);
+  const kafkaRequests = kafkaRequestProbe(services);
   const machine = () => ({
     cpus: os.cpus().length,
     model: os.cpus()[0]?.model ?? null,
@@ -188,7 +194,7 @@ async function main() {
     await load(requestFor(target, WORKLOADS.warmup), { connections: CFG.connections, duration: CFG.warmupS });
   }
   await resetSim();
-  const idle = await idlePhase(cpu, loop);
+  const idle = CFG.phases.includes('idle') ? await idlePhase(cpu, loop) : null;
   memoryMb.idle = await memory(services);
 
   const phases = [
@@ -204,7 +210,8 @@ async function main() {
       workloads: WORKLOADS.saturation,
       opts: { connections: CFG.connections },
     },
-  ];
+  ].filter((p) => CFG.phases.includes(p.name));
+  if (phases.length === 0) throw new Error(`BENCH_PHASES names no load phase (rate, saturation): ${CFG.phases.join(',')}`);
   const runs = {};
   const loadavgBefore = os.loadavg().map((l) => round(l, 2));
   for (const phase of phases) {
@@ -213,13 +220,25 @@ async function main() {
       log(`${phase.label}: ${name} for ${CFG.durationS} s`);
       await loop.reset();
       const before = await cpu.snapshot();
+      const xactsBefore = await pgTransactions(pool);
+      const requestsBefore = await kafkaRequests.scrape();
       const sampler = pgWaitSampler(pool);
       const r = await load(requestFor(target, phase.workloads), { ...phase.opts, duration: CFG.durationS });
       const pgWaits = await sampler.stop();
       const after = await cpu.snapshot();
       const eventLoopDelayMs = await loop.read();
       const cpuSeconds = cpu.seconds(before, after);
-      const run = { ...r, cpuCores: perSecond(cpuSeconds, r.durationS), cpuMsPerOk: cpuMsPer(cpuSeconds, r.ok), eventLoopDelayMs, pgWaits };
+      const pgTransactionsPerOk = r.ok > 0 ? round(((await pgTransactions(pool)) - xactsBefore) / r.ok, 2) : null;
+      const kafkaRequestsPerOk = kafkaRequests.perOk(requestsBefore, await kafkaRequests.scrape(), r.ok);
+      const run = {
+        ...r,
+        cpuCores: perSecond(cpuSeconds, r.durationS),
+        cpuMsPerOk: cpuMsPer(cpuSeconds, r.ok),
+        pgTransactionsPerOk,
+        kafkaRequestsPerOk,
+        eventLoopDelayMs,
+        pgWaits,
+      };
       if (phase.name === 'saturation' && name === 'gateway') run.rssMb = memoryMb.saturation = await memory(services);
       runs[phase.name][name] = run;
       await resetSim();
@@ -492,6 +511,22 @@ function pgWaitSampler(pool) {
   };
 }
 
+/**
+ * Transactions committed or rolled back in the bench database so far (pg_stat_database; the
+ * backends report at most a second late, and the bench's own samples count too: read it as
+ * approximate). Each commit of a writing transaction is a WAL flush.
+ */
+async function pgTransactions(pool) {
+  try {
+    const { rows } = await pool.query(
+      `SELECT pg_stat_clear_snapshot(), (SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database())::float8 AS n`,
+    );
+    return rows[0].n;
+  } catch {
+    return NaN;
+  }
+}
+
 /** "UPDATE quota_counter", "INSERT INTO action", "COMMIT"…: enough to tell statements apart. */
 function statementLabel(query) {
   const q = (query ?? '').trim().replace(/"/g, '');
@@ -682,6 +717,50 @@ function reportMemory(memoryMb, startupMs = {}) {
 }
 
 /**
+ * Kafka requests each service sent (`gateway_kafka_requests_total` from its /metrics, by client
+ * and API): `perOk` turns two scrapes into requests per 2xx answer, per service and API
+ * ("producer Produce", "consumer Fetch", "consumer OffsetCommit"…), and in total.
+ */
+function kafkaRequestProbe(services) {
+  const targets = services.children
+    .filter((c) => c.service.name !== 'provider-sim')
+    .map((c) => [c.service.name, `http://127.0.0.1:${PORTS[c.service.portEnv]}/metrics`]);
+  const scrape = async () => {
+    const out = {};
+    await Promise.all(
+      targets.map(async ([name, url]) => {
+        try {
+          const text = await (await fetch(url)).text();
+          for (const line of text.split('\n')) {
+            if (!line.startsWith('gateway_kafka_requests_total{')) continue;
+            const client = /client="([^"]+)"/.exec(line)?.[1];
+            const api = /api="([^"]+)"/.exec(line)?.[1];
+            out[`${name}|${client} ${api}`] = Number(line.split(' ').pop());
+          }
+        } catch {
+          // a service without metrics counts nothing
+        }
+      }),
+    );
+    return out;
+  };
+  const perOk = (before, after, ok) => {
+    if (ok <= 0) return null;
+    const out = { total: 0 };
+    for (const [key, n] of Object.entries(after)) {
+      const d = n - (before[key] ?? 0);
+      if (d <= 0) continue;
+      const [service, what] = key.split('|');
+      (out[service] ??= {})[what] = round(d / ok, 2);
+      out.total += d / ok;
+    }
+    out.total = round(out.total, 2);
+    return out;
+  };
+  return { scrape, perOk };
+}
+
+/**
  * No traffic: waits BENCH_IDLE_SETTLE_S for the stack to quiet down (back-offs reach their
  * ceiling), then measures CPU per process over BENCH_IDLE_S.
  */
@@ -760,6 +839,21 @@ function report(result, phases) {
     }
     console.log('\n' + table(rows, 1));
     console.log('(stack total: services + kafka + postgres, not the load generator)');
+    for (const phase of gatewayPhases) {
+      const n = result.runs[phase.name].gateway.pgTransactionsPerOk;
+      if (n != null) console.log(`Postgres transactions per 2xx answer, ${phase.label}: ${n}`);
+    }
+    const kr = [['Kafka requests per 2xx answer (gateway runs)', 'phase', 'requests']];
+    for (const phase of gatewayPhases) {
+      const k = result.runs[phase.name].gateway.kafkaRequestsPerOk;
+      if (!k) continue;
+      for (const [service, apis] of Object.entries(k)) {
+        if (service === 'total') continue;
+        for (const [what, n] of Object.entries(apis)) if (n >= 0.01) kr.push([`${service} ${what}`, phase.name, n]);
+      }
+      kr.push(['all services', phase.name, k.total]);
+    }
+    if (kr.length > 1) console.log('\n' + table(kr, 2));
   }
 
   const loopNames = [...new Set(phases.flatMap((p) => Object.keys(result.runs[p.name].gateway.eventLoopDelayMs ?? {})))];

@@ -54,7 +54,7 @@ describe('coalesced produce requests on the shared broker', () => {
     brokers: sharedBrokers,
     clientId: `coalesce-${randomUUID().slice(0, 6)}`,
     logger: quiet,
-    produceRequestCounter: requests,
+    requestCounter: { inc: ({ api }) => (api === 'Produce' ? requests.inc() : undefined) },
     maxProduceRequestBytes: 8 * 1024 * 1024,
   });
   const tag = `co-${randomUUID().slice(0, 8)}`;

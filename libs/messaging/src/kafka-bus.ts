@@ -55,10 +55,18 @@ export interface BusOptions {
   retry?: { initialRetryTime?: number; retries?: number; maxRetryTime?: number };
   /** backoff between attempts to re-create a consumer that crashed for good */
   restartBackoff?: { initialMs: number; maxMs: number };
-  /** counts produce requests sent to the broker (kafkajs `producer.network.request`, api Produce) */
-  produceRequestCounter?: { inc(): void };
+  /**
+   * counts the requests this bus's producer and consumers send to the broker, by client and
+   * kafkajs api name (Produce, Fetch, OffsetCommit, Heartbeat…): what each action costs in
+   * broker round trips (kafkajs `*.network.request` instrumentation events)
+   */
+  requestCounter?: KafkaRequestCounter;
   /** publishes issued together share a produce request up to this many bytes of keys and values (default 512 KiB) */
   maxProduceRequestBytes?: number;
+}
+
+export interface KafkaRequestCounter {
+  inc(labels: { client: 'producer' | 'consumer'; api: string }): void;
 }
 
 export interface SubscribeOptions {
@@ -77,10 +85,21 @@ export interface SubscribeOptions {
    */
   recipient?: { id: string; partitions: number[]; header: string };
   /**
-   * Commit offsets at most this often instead of after every batch (`subscribe` only), for a
-   * group whose offsets matter to this process alone (`OffsetCommitter`).
+   * Commit offsets at most this often instead of after every batch, for a group whose offsets
+   * matter to this process alone, or whose handler is idempotent (`OffsetCommitter`).
    */
   commitIntervalMs?: number;
+  /**
+   * How the broker answers a fetch: at once when a record is there (the default, minBytes 1,
+   * for consumers on the request path), or only once `minBytes` have gathered or `maxWaitMs`
+   * has passed, so a consumer off the request path takes larger batches at a moderate rate.
+   */
+  fetch?: FetchOptions;
+}
+
+export interface FetchOptions {
+  minBytes: number;
+  maxWaitMs: number;
 }
 
 /** Batch consumption (`subscribeBatch`): at most `maxSize` messages of one partition per handler call. */
@@ -150,12 +169,8 @@ export class KafkaBus {
   private getProducer(): Promise<Producer> {
     this.producer ??= (async () => {
       const producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
-      const counter = this.opts.produceRequestCounter;
-      if (counter) {
-        producer.on(producer.events.REQUEST, (e) => {
-          if (e.payload.apiName === 'Produce') counter.inc();
-        });
-      }
+      const counter = this.opts.requestCounter;
+      if (counter) producer.on(producer.events.REQUEST, (e) => counter.inc({ client: 'producer', api: e.payload.apiName }));
       await producer.connect();
       return producer;
     })().catch((err: unknown) => {
@@ -328,6 +343,7 @@ export class KafkaBus {
       now: this.now,
       stallMs: this.opts.consumerStallMs ?? 15_000,
       backoff: this.opts.restartBackoff ?? { initialMs: 500, maxMs: 15_000 },
+      requestCounter: this.opts.requestCounter,
     });
     this.consumers.push(managed);
     try {
@@ -382,6 +398,7 @@ interface ManagedDeps {
   now: () => Date;
   stallMs: number;
   backoff: { initialMs: number; maxMs: number };
+  requestCounter?: KafkaRequestCounter;
 }
 
 /**
@@ -448,8 +465,8 @@ class ManagedConsumer implements ConsumerHandle {
       allowAutoTopicCreation: false,
       // An empty fetch waits up to 1 s on the broker; a record ends the wait at once (minBytes 1),
       // so this costs no latency, only how often an idle consumer asks (issue 12: idle cost).
-      maxWaitTimeInMs: 1000,
-      minBytes: 1,
+      maxWaitTimeInMs: this.options.fetch?.maxWaitMs ?? 1000,
+      minBytes: this.options.fetch?.minBytes ?? 1,
       // A dead consumer is noticed after 6 s; a heartbeat every 2 s leaves two to spare.
       sessionTimeout: 6000,
       rebalanceTimeout: 10000,
@@ -462,8 +479,23 @@ class ManagedConsumer implements ConsumerHandle {
     this.consumer = consumer;
     this.state = 'starting';
     const mine = () => this.consumer === consumer && !this.stopped;
-    consumer.on(consumer.events.GROUP_JOIN, () => {
-      if (mine()) this.awaitingFetch = true;
+    const run = this.runner(() => this.stopped || this.consumer !== consumer);
+    const each = run.eachMessage;
+    const batch = run.eachBatch;
+    const interval = this.options.commitIntervalMs;
+    const committer =
+      interval !== undefined && (each || batch)
+        ? new OffsetCommitter(
+            interval,
+            (offsets) => consumer.commitOffsets(offsets),
+            (err) => this.deps.logger.warn({ group: this.options.groupId, topic: this.topic, error: err.message }, 'offset commit failed'),
+          )
+        : undefined;
+    this.committer = committer;
+    consumer.on(consumer.events.GROUP_JOIN, (event) => {
+      if (!mine()) return;
+      this.awaitingFetch = true;
+      committer?.retain(Object.entries(event.payload.memberAssignment).map(([topic, partitions]) => ({ topic, partitions })));
     });
     // Ready means joined AND one fetch done: only then are "latest" offsets resolved, so a
     // message published after subscribe() returns is never skipped.
@@ -475,6 +507,8 @@ class ManagedConsumer implements ConsumerHandle {
       this.state = 'consuming';
       for (const resolve of this.onReady.splice(0)) resolve();
     });
+    const counter = this.deps.requestCounter;
+    if (counter) consumer.on(consumer.events.REQUEST, (e) => counter.inc({ client: 'consumer', api: e.payload.apiName }));
     consumer.on(consumer.events.HEARTBEAT, () => {
       if (mine()) this.lastActivityAt = this.deps.now();
     });
@@ -491,18 +525,6 @@ class ManagedConsumer implements ConsumerHandle {
     });
     await consumer.connect();
     await consumer.subscribe({ topic: this.topic, fromBeginning: this.options.fromBeginning ?? true });
-    const run = this.runner(() => this.stopped || this.consumer !== consumer);
-    const each = run.eachMessage;
-    const interval = this.options.commitIntervalMs;
-    const committer =
-      interval !== undefined && each
-        ? new OffsetCommitter(
-            interval,
-            (offsets) => consumer.commitOffsets(offsets),
-            (err) => this.deps.logger.warn({ group: this.options.groupId, topic: this.topic, error: err.message }, 'offset commit failed'),
-          )
-        : undefined;
-    this.committer = committer;
     await consumer.run({
       partitionsConsumedConcurrently: this.options.concurrency ?? 3,
       ...run,
@@ -512,6 +534,25 @@ class ManagedConsumer implements ConsumerHandle {
             eachMessage: async (p: EachMessagePayload) => {
               await each(p);
               committer.handled(p.topic, p.partition, p.message.offset);
+            },
+          }
+        : {}),
+      ...(committer && batch
+        ? {
+            autoCommit: false,
+            // The handler resolves what it handled, then asks for a commit: the committer takes it.
+            eachBatch: async (p: EachBatchPayload) => {
+              let resolved: string | undefined;
+              await batch({
+                ...p,
+                resolveOffset: (offset: string) => {
+                  resolved = offset;
+                  p.resolveOffset(offset);
+                },
+                commitOffsetsIfNecessary: async () => {
+                  if (resolved !== undefined) committer.handled(p.batch.topic, p.batch.partition, resolved);
+                },
+              });
             },
           }
         : {}),

@@ -70,4 +70,38 @@ describe('OffsetCommitter', () => {
     ]);
     expect(jest.getTimerCount()).toBe(0);
   });
+
+  it('after a rebalance forgets the pending offsets of partitions it no longer holds, and never re-adds them from a failed commit', async () => {
+    const { committer, commits } = setup();
+    committer.handled('t', 0, '1');
+    committer.handled('t', 1, '1');
+    await jest.advanceTimersByTimeAsync(0);
+    committer.handled('t', 0, '10');
+    committer.handled('t', 1, '20');
+    // partition 1 moved to another member, which may have committed beyond 21 since
+    committer.retain([{ topic: 't', partitions: [0] }]);
+    await committer.flush();
+    expect(commits.slice(1)).toEqual([[{ topic: 't', partition: 0, offset: '11' }]]);
+
+    const committed: PartitionOffset[][] = [];
+    let calls = 0;
+    const racing: OffsetCommitter = new OffsetCommitter(
+      1000,
+      async (offsets) => {
+        calls += 1;
+        if (calls === 1) {
+          racing.retain([{ topic: 't', partitions: [3] }]); // the rebalance lands while the commit is in flight
+          throw new Error('REBALANCE_IN_PROGRESS');
+        }
+        committed.push(offsets);
+      },
+      () => undefined,
+    );
+    racing.handled('t', 2, '5');
+    await jest.advanceTimersByTimeAsync(0);
+    racing.handled('t', 3, '7');
+    await racing.flush();
+    expect(committed).toEqual([[{ topic: 't', partition: 3, offset: '8' }]]);
+    expect(jest.getTimerCount()).toBe(0);
+  });
 });

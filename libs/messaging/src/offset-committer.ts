@@ -15,12 +15,20 @@ export interface PartitionOffset {
  * waiter. At a reply per action, a commit per batch was one more broker request per action for
  * admission and for policy (docs/decisions.md, "CPU per action"). Nothing is timed while nothing
  * is consumed.
+ *
+ * Also for a shared group whose handler is idempotent (dispatch's commands: the single-use claim
+ * refuses a command seen again), where the commit per batch sat inside every fetch cycle
+ * (docs/decisions.md, "Latency at a moderate rate"). There a rebalance may move a partition to
+ * another member before its pending offset went out: `retain` drops it, so a late commit never
+ * moves back an offset the new owner committed; the new owner reads again from the last commit.
  */
 export class OffsetCommitter {
   private readonly pending = new Map<string, PartitionOffset>();
   /** partitions with a commit attempted: a partition's first offset is committed at once */
   private readonly started = new Set<string>();
   private timer?: NodeJS.Timeout;
+  /** bumped by each `retain` (a rebalance) */
+  private assignment = 0;
 
   constructor(
     private readonly intervalMs: number,
@@ -34,7 +42,7 @@ export class OffsetCommitter {
    * re-created before its first commit starts again at "latest" and would skip what came between.
    */
   handled(topic: string, partition: number, offset: string): void {
-    const key = `${topic}\u0000${partition}`;
+    const key = keyOf(topic, partition);
     this.pending.set(key, { topic, partition, offset: (BigInt(offset) + 1n).toString() });
     if (!this.started.has(key)) {
       this.started.add(key);
@@ -56,6 +64,16 @@ export class OffsetCommitter {
     this.timer.unref();
   }
 
+  /**
+   * After a rebalance: forgets the pending offsets of partitions this member no longer holds
+   * (another member resumes them from their last commit and may have committed further since).
+   */
+  retain(assigned: Array<{ topic: string; partitions: number[] }>): void {
+    this.assignment += 1;
+    const keep = new Set(assigned.flatMap((a) => a.partitions.map((p) => keyOf(a.topic, p))));
+    for (const key of [...this.pending.keys()]) if (!keep.has(key)) this.pending.delete(key);
+  }
+
   /** Commits what was handled and not yet committed (also before the consumer disconnects). */
   async flush(): Promise<void> {
     clearTimeout(this.timer);
@@ -63,15 +81,19 @@ export class OffsetCommitter {
     if (this.pending.size === 0) return;
     const offsets = [...this.pending.values()];
     this.pending.clear();
+    const assignment = this.assignment;
     try {
       await this.commit(offsets);
     } catch (err) {
-      // A newer offset handled meanwhile supersedes this one; otherwise try again next time.
+      // A newer offset handled meanwhile supersedes this one; otherwise try again next time,
+      // unless a rebalance came in between (the partition may be another member's now).
       for (const o of offsets) {
-        const key = `${o.topic}\u0000${o.partition}`;
-        if (!this.pending.has(key)) this.pending.set(key, o);
+        const key = keyOf(o.topic, o.partition);
+        if (assignment === this.assignment && !this.pending.has(key)) this.pending.set(key, o);
       }
       this.onError(err as Error);
     }
   }
 }
+
+const keyOf = (topic: string, partition: number): string => `${topic}\u0000${partition}`;

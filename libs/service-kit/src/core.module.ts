@@ -80,6 +80,7 @@ export class CoreModule {
               logger,
               now: () => clock.now(),
               deadLetterCounter,
+              requestCounter: metrics.kafkaRequests,
             });
             await bus.connect();
             await bus.ensureTopics();

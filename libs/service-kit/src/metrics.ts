@@ -18,6 +18,8 @@ export class Metrics {
   readonly registry = new Registry();
   /** unauthenticated refusals: counted here instead of stored one row per request */
   readonly unauthenticated: Counter<'reason'>;
+  /** requests the service's Kafka clients sent to the broker (`BusOptions.requestCounter`) */
+  readonly kafkaRequests: Counter<'client' | 'api'>;
 
   constructor(service: string) {
     this.registry.setDefaultLabels({ service });
@@ -26,6 +28,12 @@ export class Metrics {
       name: 'gateway_unauthenticated_refusals_total',
       help: 'Requests refused before authentication, by reason (missing or unknown credential, source over its failed-authentication budget)',
       labelNames: ['reason'],
+      registers: [this.registry],
+    });
+    this.kafkaRequests = new Counter({
+      name: 'gateway_kafka_requests_total',
+      help: "Requests this service's Kafka producer and consumers sent to the broker, by client and protocol API (Produce, Fetch, OffsetCommit, Heartbeat, …)",
+      labelNames: ['client', 'api'],
       registers: [this.registry],
     });
   }

@@ -3,7 +3,12 @@ import { DispatchCommandEnvelopeV1, Topics } from '@gateway/contracts';
 import { BusConsumer, ConsumerExtras } from '@gateway/messaging';
 import { DispatchCommandsIntake } from './dispatch-commands.intake';
 
-const DISPATCH: ConsumerExtras = { group: 'gateway-dispatch', concurrency: 6 };
+/**
+ * Offsets are committed once a second, not after every fetch: a commit per fetch was a broker
+ * round trip inside every fetch cycle, i.e. per command at a moderate rate, and the next fetch
+ * waited for it. A command handed out again (a crash, a rebalance) finds its claim taken.
+ */
+const DISPATCH: ConsumerExtras = { group: 'gateway-dispatch', concurrency: 6, commitIntervalMs: 1000 };
 
 @BusConsumer()
 export class DispatchCommandsConsumer {

@@ -60,6 +60,28 @@ describe('BusTransport', () => {
     await app.close();
   });
 
+  it('a shared group commits after every batch unless it names an interval; fetch settings pass through', async () => {
+    @BusConsumer()
+    class Shared {
+      @EventPattern(Topics.policyChanged.name, { group: 'plain' })
+      async plain(): Promise<void> {}
+    }
+    @BusConsumer()
+    class Idempotent {
+      @EventPattern(Topics.policyChanged.name, { group: 'claims', commitIntervalMs: 750, fetch: { minBytes: 4096, maxWaitMs: 200 } })
+      async claimed(): Promise<void> {}
+    }
+    for (const [controller, interval, fetch] of [
+      [Shared, undefined, undefined],
+      [Idempotent, 750, { minBytes: 4096, maxWaitMs: 200 }],
+    ] as const) {
+      const { app, subs } = await started([controller]);
+      expect(subs[0].options.commitIntervalMs).toBe(interval);
+      expect(subs[0].options.fetch).toEqual(fetch);
+      await app.close();
+    }
+  });
+
   it('hands handler errors to the bus unchanged, so the poison policy sees their class', async () => {
     const { app, subs } = await started([PolicyChangesConsumer]);
     await expect(subs[0].handler({ entity_id: 'bad' }, meta)).rejects.toBeInstanceOf(RangeError);

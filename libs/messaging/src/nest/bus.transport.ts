@@ -2,7 +2,7 @@ import { applyDecorators, ArgumentsHost, Catch, Controller, RpcExceptionFilter, 
 import { BaseRpcContext, CustomTransportStrategy, MessageHandler, Server } from '@nestjs/microservices';
 import { isObservable, lastValueFrom, Observable, throwError } from 'rxjs';
 import { addressTo, allTopics, DeadLetterV1, RECIPIENT_HEADER, TopicKey, Topics } from '@gateway/contracts';
-import { BatchOptions, ConsumerHandle, KafkaBus, SubscribeOptions } from '../kafka-bus';
+import { BatchOptions, ConsumerHandle, FetchOptions, KafkaBus, SubscribeOptions } from '../kafka-bus';
 import { MessageMeta } from '../poison-guard';
 import { PoisonPolicy } from '../poison-policy';
 
@@ -25,6 +25,14 @@ export interface ConsumerExtras {
   addressed?: boolean;
   fromBeginning?: boolean;
   concurrency?: number;
+  /**
+   * Commit offsets at most this often (default: `PER_INSTANCE_COMMIT_INTERVAL_MS` for
+   * `perInstance` groups, after every batch otherwise). Only for a handler that is idempotent: a
+   * rebalance or a crash hands up to this much of what it handled to a member again.
+   */
+  commitIntervalMs?: number;
+  /** fetch settings for a consumer off the request path (`SubscribeOptions.fetch`) */
+  fetch?: FetchOptions;
   poison?: Partial<PoisonPolicy>;
   /**
    * Batch consumption: the handler's payload is an array of up to `maxSize` events of one
@@ -36,8 +44,13 @@ export interface ConsumerExtras {
 
 /** A consumer's batch size from the environment (read when the consumer class loads), else `fallback`. */
 export function batchMaxSize(envName: string, fallback: number, env: NodeJS.ProcessEnv = process.env): number {
+  return consumerSetting(envName, fallback, 1, env);
+}
+
+/** An integer consumer setting from the environment (read when the consumer class loads), at least `min`. */
+export function consumerSetting(envName: string, fallback: number, min: number, env: NodeJS.ProcessEnv = process.env): number {
   const n = Number(env[envName] ?? fallback);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${envName} must be a positive integer`);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${envName} must be an integer of at least ${min}`);
   return n;
 }
 
@@ -136,7 +149,8 @@ export class BusTransport extends Server implements CustomTransportStrategy {
         concurrency: extras.concurrency,
         poison: extras.poison,
         // A group of one process: its offsets are only read again by this process (OffsetCommitter).
-        commitIntervalMs: extras.perInstance ? PER_INSTANCE_COMMIT_INTERVAL_MS : undefined,
+        commitIntervalMs: extras.commitIntervalMs ?? (extras.perInstance ? PER_INSTANCE_COMMIT_INTERVAL_MS : undefined),
+        fetch: extras.fetch,
         onPoison: hook ? (record: DeadLetterV1, raw: unknown) => invoke(hook, record, new BusContext([metaOf(record), raw])) : undefined,
         recipient: extras.addressed ? recipientOf(topicKey, this.opts.instanceId) : undefined,
       };
