@@ -94,6 +94,8 @@ export class RunAttempt implements BeforeApplicationShutdown {
       routeId: cmd.route.route_id,
       routeVersion: cmd.route.route_version,
       effectiveCandidates: cmd.effective_candidates,
+      holdMicrousd: null,
+      policyRevisionId: null,
       claimedBy: this.config.instanceId,
       now,
     });
