@@ -205,6 +205,12 @@ export const attemptCompletedV1 = sanitisedFields.extend({
    * `record` over an enum would demand every key.)
    */
   feature_calls: z.partialRecord(z.enum(PRICED_FEATURES), count).optional(),
+  /** issue 10: this attempt's answer was chosen (compare-and-set on the action); absent: older events */
+  winner: z.boolean().optional(),
+  /** issue 10: the attempt ended before the action's deadline, after it, or was cancelled (a loser) */
+  deadline_outcome: z.enum(['on_time', 'late', 'cancelled']).nullable().optional(),
+  /** issue 10: the hedge_policy_revision row in force for this action (null: none) */
+  policy_revision_id: z.string().nullable().optional(),
 });
 export type AttemptCompletedV1 = z.infer<typeof attemptCompletedV1>;
 
