@@ -58,7 +58,17 @@ async function main(): Promise<void> {
     const actionId = x as string;
     const attemptId = randomUUID();
     const now = new Date();
-    const base = { actionId, attemptId, attemptNo: 1, role: 'primary' as const, routeId: 'r', routeVersion: 1, effectiveCandidates: 1 };
+    const base = {
+      actionId,
+      attemptId,
+      attemptNo: 1,
+      role: 'primary' as const,
+      routeId: 'r',
+      routeVersion: 1,
+      effectiveCandidates: 1,
+      holdMicrousd: null,
+      policyRevisionId: null,
+    };
     const claim = await repo.claim({ ...base, claimedBy: 'hot-path', now });
     if (!claim.ok) throw new Error(`claim refused: ${claim.reason}`);
     await repo.complete(succeededOutcome({ actionId, attemptId, workloadId, now }));

@@ -163,13 +163,7 @@ describe('billable usage detail from provider to attempt.completed', () => {
   beforeAll(async () => {
     sim = await startSim();
     run = new RunAttempt(
-      // TEMPORARY until h/hedge-store's repository methods are merged: these actions run one attempt
-      {
-        claim: (i) => repo.claim(i),
-        complete: (o) => repo.complete(o),
-        admitExtraAttempt: () => Promise.reject(new Error('not merged yet')),
-        chooseWinner: () => Promise.reject(new Error('not merged yet')),
-      },
+      repo,
       new SchemaCheckedReplies(),
       new ContentCipher(Buffer.alloc(32, 3)),
       new DispatchMetrics(new Metrics('billable')),

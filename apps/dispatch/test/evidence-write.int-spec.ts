@@ -8,7 +8,7 @@ import { Client } from 'pg';
 import pino from 'pino';
 import { InvalidTransitionError } from '@gateway/domain';
 import { AttemptOutcome, Database, DispatchRepository, OutboxRepository } from '@gateway/db';
-import { eventually, insertAdmittedAction, succeededOutcome } from '@gateway/testing';
+import { eventually, insertAdmittedAction, primaryClaim, succeededOutcome } from '@gateway/testing';
 import { recordEvidence } from '../src/usecases/run-attempt/record-evidence';
 
 const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
@@ -30,17 +30,7 @@ describe('the attempt evidence write', () => {
     const actionId = await insertAdmittedAction(db, { workloadId, deadline: new Date(Date.now() + 60_000) });
     const attemptId = randomUUID();
     const now = new Date();
-    const claim = await repo.claim({
-      actionId,
-      attemptId,
-      attemptNo: 1,
-      role: 'primary',
-      routeId: 'r',
-      routeVersion: 1,
-      effectiveCandidates: 1,
-      claimedBy: 'd',
-      now,
-    });
+    const claim = await repo.claim(primaryClaim(actionId, attemptId, now));
     expect(claim).toEqual({ ok: true });
     return succeededOutcome({ actionId, attemptId, workloadId, now });
   }

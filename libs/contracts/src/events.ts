@@ -61,6 +61,10 @@ export type AcceptanceVerdict = z.infer<typeof acceptanceVerdict>;
 export const financialState = z.enum(['pending', 'settled', 'unresolved', 'released', 'voided']);
 export type FinancialState = z.infer<typeof financialState>;
 
+/** How an attempt ended against its action's deadline (issue 10). */
+export const deadlineOutcome = z.enum(['on_time', 'late', 'cancelled']);
+export type DeadlineOutcome = z.infer<typeof deadlineOutcome>;
+
 /** The §8 field set shared by every routine record. */
 export const sanitisedFields = z.object({
   timestamp: isoTimestamp,
@@ -117,6 +121,16 @@ export const usageSettledV1 = sanitisedFields.extend({
   /** one line per per-call-billed feature the provider reported */
   fee_lines: z.array(z.object({ feature: z.enum(PRICED_FEATURES), calls: count, microusd })).optional(),
   settled_at: isoTimestamp,
+  /**
+   * The attempt tree (issue 10; absent on events before it, null when the attempt did not say):
+   * the attempt's number, whether its answer was the one the client got, how many attempts the
+   * action had when this one ended, the hedge policy revision it ran under, and its deadline outcome.
+   */
+  attempt_no: z.number().int().positive().nullable().optional(),
+  winner: z.boolean().nullable().optional(),
+  attempts_total: z.number().int().positive().nullable().optional(),
+  policy_revision_id: z.string().nullable().optional(),
+  deadline_outcome: deadlineOutcome.nullable().optional(),
 });
 export type UsageSettledV1 = z.infer<typeof usageSettledV1>;
 
@@ -205,11 +219,13 @@ export const attemptCompletedV1 = sanitisedFields.extend({
    * `record` over an enum would demand every key.)
    */
   feature_calls: z.partialRecord(z.enum(PRICED_FEATURES), count).optional(),
-  /** issue 10: this attempt's answer was chosen (compare-and-set on the action); absent: older events */
+  /**
+   * Issue 10 (optional: events before it parse): whether this attempt won the action's
+   * compare-and-set (its answer is the one the client got), whether it ended before the action's
+   * deadline, after it, or was cancelled, and the hedge policy revision it ran under (null: none).
+   */
   winner: z.boolean().optional(),
-  /** issue 10: the attempt ended before the action's deadline, after it, or was cancelled (a loser) */
-  deadline_outcome: z.enum(['on_time', 'late', 'cancelled']).nullable().optional(),
-  /** issue 10: the hedge_policy_revision row in force for this action (null: none) */
+  deadline_outcome: deadlineOutcome.nullable().optional(),
   policy_revision_id: z.string().nullable().optional(),
 });
 export type AttemptCompletedV1 = z.infer<typeof attemptCompletedV1>;

@@ -52,6 +52,8 @@ describe('dispatch claims and completion', () => {
       routeId: 'r',
       routeVersion: 1,
       effectiveCandidates: 1,
+      holdMicrousd: null,
+      policyRevisionId: null,
       claimedBy,
       now,
     });

@@ -1,6 +1,23 @@
 import { randomUUID } from 'node:crypto';
-import type { AttemptOutcome, Database } from '@gateway/db';
+import type { AttemptOutcome, ClaimInput, Database } from '@gateway/db';
 import { answeredAttemptEvent } from './events';
+
+/** The primary's claim on route `r` (one candidate; its hold: the reservation's, no hedge policy). */
+export function primaryClaim(actionId: string, attemptId: string, now = new Date()): ClaimInput {
+  return {
+    actionId,
+    attemptId,
+    attemptNo: 1,
+    role: 'primary',
+    routeId: 'r',
+    routeVersion: 1,
+    effectiveCandidates: 1,
+    holdMicrousd: null,
+    policyRevisionId: null,
+    claimedBy: 'd',
+    now,
+  };
+}
 
 /** An admitted action row (no reservation), ready for a dispatch claim. */
 export async function insertAdmittedAction(db: Database, opts: { workloadId: string; deadline: Date }): Promise<string> {

@@ -1,5 +1,13 @@
 import { AcceptanceVerdict, AttemptCompletedV1, AttemptRole, DeliveryOutcome, Topics } from '@gateway/contracts';
-import { actionMachine, ActionState, attemptMachine, AttemptState, InvalidTransitionError, transitionGuard } from '@gateway/domain';
+import {
+  actionMachine,
+  ActionState,
+  attemptMachine,
+  AttemptState,
+  BUDGET_ACCOUNT_LOCK_ORDER,
+  InvalidTransitionError,
+  transitionGuard,
+} from '@gateway/domain';
 import { Database, PreparedStatement } from '../database';
 import { OutboxRepository } from './outbox.repository';
 
@@ -11,6 +19,10 @@ export interface ClaimInput {
   routeId: string;
   routeVersion: number;
   effectiveCandidates: number;
+  /** the primary's own hold; null = the reservation's amount at admission */
+  holdMicrousd: bigint | null;
+  /** the hedge_policy_revision row id in force, or null when the workload has none */
+  policyRevisionId: string | null;
   claimedBy: string;
   now: Date;
 }
@@ -50,6 +62,56 @@ export interface AttemptOutcome {
   } | null;
 }
 
+export type ExtraAttemptRole = 'hedge' | 'retry' | 'fallback';
+export interface ExtraAttemptInput {
+  actionId: string;
+  attemptId: string;
+  attemptNo: number;
+  role: ExtraAttemptRole;
+  routeId: string;
+  routeVersion: number;
+  effectiveCandidates: number;
+  /** this attempt's own worst case: input estimate + effective × per-candidate ceiling at ITS route's price */
+  holdMicrousd: bigint;
+  /** the hedge_policy_revision row id in force (every extra attempt records it) */
+  policyRevisionId: string;
+  limits: {
+    maxAttempts: number; // including the primary
+    maxHedges: number;
+    maxRetries: number;
+    maxExtraSpendMicrousd: bigint; // across all non-primary attempts: settled cost, else their hold while uncertain
+    spendFloorMicrousd: bigint; // every budget account's headroom after this hold must stay >= floor
+    minUsefulRemainingMs: number; // action deadline - now must be >= this
+  };
+  claimedBy: string;
+  now: Date;
+}
+export type ExtraAttemptDenial =
+  | 'winner_chosen'
+  | 'action_terminal'
+  | 'deadline_too_short'
+  | 'spend_floor'
+  | 'hedge_limit'
+  | 'retry_limit'
+  | 'attempt_allowance_spent'
+  | 'spend_allowance_spent'
+  | 'budget_exhausted'
+  | 'already_claimed';
+export type ExtraAttemptResult = { ok: true; attemptsTotal: number } | { ok: false; reason: ExtraAttemptDenial };
+
+const EXTRA_ATTEMPT_DENIALS: readonly ExtraAttemptDenial[] = [
+  'winner_chosen',
+  'action_terminal',
+  'deadline_too_short',
+  'spend_floor',
+  'hedge_limit',
+  'retry_limit',
+  'attempt_allowance_spent',
+  'spend_allowance_spent',
+  'budget_exhausted',
+  'already_claimed',
+];
+
 /** Dispatch's state: single-use claims, attempt lifecycle, action completion. */
 export class DispatchRepository {
   constructor(
@@ -79,6 +141,8 @@ export class DispatchRepository {
       input.effectiveCandidates,
       DISPATCH.to,
       DISPATCH.from,
+      input.holdMicrousd,
+      input.policyRevisionId,
     ]);
     const r = rows[0];
     if (r.status === null) return { ok: false, reason: 'not_dispatchable' };
@@ -86,6 +150,63 @@ export class DispatchRepository {
     if (!CLAIMABLE.includes(r.status)) return { ok: false, reason: 'not_dispatchable' };
     if (Number(r.claimed) === 0) return { ok: false, reason: 'already_claimed' };
     return { ok: true };
+  }
+
+  /**
+   * Admits a hedge, retry or fallback of an action as ONE serialised step (the plpgsql function
+   * `dispatch_admit_extra_attempt`, one autocommit call): under the action's row lock, then the
+   * reservation's, then its budget accounts' in `BUDGET_ACCOUNT_LOCK_ORDER`, it checks (in order)
+   * that the attempt is not claimed yet, no winner, the action still open, the deadline, the role's
+   * limit, the attempt count, the extra spend, and every budget account's room and floor; then it
+   * adds the attempt's own hold to the reservation and to every one of its accounts' pending and
+   * inserts the claim and the attempt row. A refusal writes nothing; the primary's hold stays.
+   */
+  async admitExtraAttempt(input: ExtraAttemptInput): Promise<ExtraAttemptResult> {
+    if (input.holdMicrousd < 0n) throw new RangeError('holdMicrousd must not be negative');
+    const l = input.limits;
+    const rows = await this.db.query<{ refused: string | null; attempts_total: number | null }>(ADMIT_EXTRA, [
+      input.actionId,
+      input.attemptId,
+      input.attemptNo,
+      input.role,
+      input.routeId,
+      input.routeVersion,
+      input.effectiveCandidates,
+      input.holdMicrousd,
+      input.policyRevisionId,
+      l.maxAttempts,
+      l.maxHedges,
+      l.maxRetries,
+      l.maxExtraSpendMicrousd,
+      l.spendFloorMicrousd,
+      l.minUsefulRemainingMs,
+      input.claimedBy,
+      input.now,
+      EXTENDABLE,
+      CLAIMED_ATTEMPT_STATUS,
+      [...BUDGET_ACCOUNT_LOCK_ORDER],
+    ]);
+    const r = rows[0];
+    if (r.refused === null) return { ok: true, attemptsTotal: Number(r.attempts_total) };
+    const reason = EXTRA_ATTEMPT_DENIALS.find((d) => d === r.refused);
+    if (!reason) throw new Error(`dispatch_admit_extra_attempt answered an unknown refusal: ${r.refused}`);
+    return { ok: false, reason };
+  }
+
+  /**
+   * The winner compare-and-set (`dispatch_choose_winner`, one autocommit call under the action's
+   * row lock, so it is serialised with `admitExtraAttempt`): the first attempt of the still-open
+   * action to ask wins; later callers get `won: false` and the winner's id. Asking again as the
+   * winner answers `won: true`.
+   */
+  async chooseWinner(input: { actionId: string; attemptId: string; now: Date }): Promise<{ won: boolean; winnerAttemptId: string | null }> {
+    const rows = await this.db.query<{ won: boolean; winner_attempt_id: string | null }>(CHOOSE_WINNER, [
+      input.actionId,
+      input.attemptId,
+      input.now,
+      EXTENDABLE,
+    ]);
+    return { won: rows[0].won, winnerAttemptId: rows[0].winner_attempt_id };
   }
 
   /**
@@ -170,11 +291,29 @@ const DISPATCH = transitionGuard(actionMachine, 'dispatch');
 /** Further attempts (hedge, retry, fallback) of an already dispatched action may be claimed too. */
 const CLAIMABLE: string[] = [...DISPATCH.from, DISPATCH.to];
 const CLAIMED_ATTEMPT_STATUS = attemptMachine.transition('claimed', 'start');
+/** An action that may still gain an attempt or a winner: dispatched and not ended. */
+const EXTENDABLE: string[] = [DISPATCH.to];
+
+/** $1..$20 as `dispatch_admit_extra_attempt` declares them (migration 20261202100100). */
+const ADMIT_EXTRA: PreparedStatement = {
+  name: 'dispatch_admit_extra_attempt',
+  text: `SELECT refused, attempts_total FROM dispatch_admit_extra_attempt($1::text, $2::text, $3::int, $4::text, $5::text, $6::int,
+    $7::int, $8::bigint, $9::text, $10::int, $11::int, $12::int, $13::bigint, $14::bigint, $15::int, $16::text, $17::timestamptz,
+    $18::text[], $19::text, $20::text[])`,
+};
+
+/** $1 action, $2 attempt, $3 now, $4 the action states a winner may still be chosen in. */
+const CHOOSE_WINNER: PreparedStatement = {
+  name: 'dispatch_choose_winner',
+  text: `SELECT won, winner_attempt_id FROM dispatch_choose_winner($1::text, $2::text, $3::timestamptz, $4::text[])`,
+};
 
 /**
  * $1 action, $2 now, $3 attempt_no, $4 claimed_by, $5 claimable action states, $6 attempt id,
  * $7 role, $8 route, $9 route version, $10 attempt status, $11 effective candidates,
- * $12/$13 the action's dispatch transition (to / from).
+ * $12/$13 the action's dispatch transition (to / from), $14 the attempt's own hold (null: the
+ * reservation's amount, which is the admission's while only the primary exists), $15 the hedge
+ * policy revision in force.
  */
 const CLAIM: PreparedStatement = {
   name: 'dispatch_claim',
@@ -189,8 +328,11 @@ const CLAIM: PreparedStatement = {
       RETURNING action_id
     ),
     t AS (
-      INSERT INTO attempt (id, action_id, attempt_no, role, route_id, route_version, status, status_reason, effective_candidates, started_at, updated_at)
-      SELECT $6::text, action_id, $3::int, $7::text, $8::text, $9::int, $10::text, 'sent upstream', $11::int, $2::timestamptz, $2::timestamptz
+      INSERT INTO attempt (id, action_id, attempt_no, role, route_id, route_version, status, status_reason, effective_candidates,
+        hold_microusd, hedge_policy_revision_id, started_at, updated_at)
+      SELECT $6::text, action_id, $3::int, $7::text, $8::text, $9::int, $10::text, 'sent upstream', $11::int,
+        COALESCE($14::bigint, (SELECT r.reserved_microusd FROM reservation r WHERE r.action_id = $1::text)), $15::text,
+        $2::timestamptz, $2::timestamptz
       FROM c
       RETURNING id
     ),

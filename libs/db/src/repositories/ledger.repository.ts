@@ -1,5 +1,5 @@
 import { settledCostFields } from '@gateway/contracts';
-import type { AttemptRole, UsageSettledV1, UsageSource } from '@gateway/contracts';
+import type { AttemptRole, DeadlineOutcome, UsageSettledV1, UsageSource } from '@gateway/contracts';
 import { FeeLine, PRICED_FEATURES, PricedFeature, Usage, UsageCost } from '@gateway/domain';
 import { Database, prismaTx, Tx } from '../database';
 import { Prisma } from '../generated/prisma/client';
@@ -21,6 +21,15 @@ export interface AttemptFacts {
   effectiveCandidates: number;
   returnedCandidates: number;
   streamMode: 'none' | 'sse';
+  /**
+   * The attempt tree (issue 10), when the settling path knows it (the attempt event carries it;
+   * absent or null: unknown, as on rows settled before it).
+   */
+  attemptNo?: number | null;
+  winner?: boolean | null;
+  attemptsTotal?: number | null;
+  policyRevisionId?: string | null;
+  deadlineOutcome?: DeadlineOutcome | null;
 }
 
 /** One immutable ledger row per upstream attempt (DESIGN §6, §7 Settlement). */
@@ -212,6 +221,11 @@ export function usageSettledEvent(row: LedgerRow, eventId: string, quotaScope: s
     price_revision: row.priceRevisionId,
     ...costFieldsOf(row),
     settled_at: row.settledAt.toISOString(),
+    attempt_no: row.attemptNo ?? null,
+    winner: row.winner ?? null,
+    attempts_total: row.attemptsTotal ?? null,
+    policy_revision_id: row.policyRevisionId ?? null,
+    deadline_outcome: row.deadlineOutcome ?? null,
   };
 }
 
@@ -245,7 +259,7 @@ export class LedgerRepository {
         input_microusd, cached_input_microusd, output_microusd, reasoning_microusd, cost_microusd, settled_at, case_id,
         attested_by, attestation_reason, cache_write_input_tokens, audio_input_tokens, audio_output_tokens, image_output_tokens,
         cache_write_microusd, audio_input_microusd, audio_output_microusd, image_output_microusd, fees_microusd, fee_lines,
-        context_tier_above_input_tokens, service_tier)
+        context_tier_above_input_tokens, service_tier, attempt_no, winner, attempts_total, hedge_policy_revision_id, deadline_outcome)
       SELECT * FROM unnest(${col((r) => r.id)}::text[], ${col((r) => r.attemptId)}::text[], ${col((r) => r.actionId)}::text[],
         ${col((r) => r.attemptRole)}::text[], ${col((r) => r.requestId)}::text[], ${col((r) => r.workloadId)}::text[],
         ${col((r) => r.environment)}::text[], ${col((r) => r.routeId)}::text[], ${col((r) => r.routeVersion)}::int[],
@@ -261,7 +275,9 @@ export class LedgerRepository {
         ${col((r) => r.cacheWriteMicrousd)}::bigint[], ${col((r) => r.audioInputMicrousd)}::bigint[],
         ${col((r) => r.audioOutputMicrousd)}::bigint[], ${col((r) => r.imageOutputMicrousd)}::bigint[],
         ${col((r) => r.feesMicrousd)}::bigint[], ${col((r) => feeLinesJson(r.feeLines))}::jsonb[],
-        ${col((r) => r.contextTierAboveInputTokens)}::int[], ${col((r) => r.serviceTier)}::text[])
+        ${col((r) => r.contextTierAboveInputTokens)}::int[], ${col((r) => r.serviceTier)}::text[],
+        ${col((r) => r.attemptNo ?? null)}::int[], ${col((r) => r.winner ?? null)}::boolean[], ${col((r) => r.attemptsTotal ?? null)}::int[],
+        ${col((r) => r.policyRevisionId ?? null)}::text[], ${col((r) => r.deadlineOutcome ?? null)}::text[])
       ON CONFLICT (attempt_id) DO NOTHING
       RETURNING attempt_id, (SELECT a.quota_scope FROM action a WHERE a.id = ledger_entry.action_id) AS quota_scope`;
     const scopeOf = new Map(inserted.map((r) => [r.attempt_id, r.quota_scope]));
@@ -350,6 +366,11 @@ interface LedgerRaw {
   fee_lines: unknown;
   context_tier_above_input_tokens: number | null;
   service_tier: string | null;
+  attempt_no: number | null;
+  winner: boolean | null;
+  attempts_total: number | null;
+  hedge_policy_revision_id: string | null;
+  deadline_outcome: string | null;
 }
 
 /** Fee lines as stored (and published): money as decimal strings, never JSON numbers. */
@@ -414,5 +435,10 @@ function toLedgerRow(r: LedgerRaw): LedgerRow {
     feeLines: feeLinesOf(r.fee_lines),
     contextTierAboveInputTokens: r.context_tier_above_input_tokens,
     serviceTier: r.service_tier,
+    attemptNo: r.attempt_no,
+    winner: r.winner,
+    attemptsTotal: r.attempts_total,
+    policyRevisionId: r.hedge_policy_revision_id,
+    deadlineOutcome: r.deadline_outcome as DeadlineOutcome | null,
   };
 }

@@ -14,7 +14,7 @@ import {
 } from '@gateway/domain';
 import type { ParsedResponse } from '@gateway/providers';
 import type { EvidenceResult } from './record-evidence';
-import type { ExtraAttemptDenial, ExtraAttemptRole } from './ports';
+import type { ExtraAttemptDenial, ExtraAttemptRole } from '@gateway/db';
 import type { ReplyExtras, RunAttempt } from './run-attempt.usecase';
 
 /** One attempt of an action as dispatch runs it; the prompt lives only in `cmd`, in memory. */

@@ -14,7 +14,7 @@ import {
   TopicPayload,
   Topics,
 } from '@gateway/contracts';
-import type { AttemptOutcome, ClaimResult } from '@gateway/db';
+import type { AttemptOutcome, ClaimInput, ClaimResult, ExtraAttemptInput, ExtraAttemptResult } from '@gateway/db';
 import { ContentCipher, PermanentPublishError } from '@gateway/messaging';
 import { HedgePolicyRevision, InvalidTransitionError } from '@gateway/domain';
 import { Clock, Metrics, randomIds, ServiceConfig } from '@gateway/service-kit';
@@ -22,7 +22,7 @@ import { eventually, hedgePolicyBody } from '@gateway/testing';
 import { UpstreamCredentials } from '@gateway/providers';
 import { DispatchMetrics } from '../../dispatch.metrics';
 import { dispatchCommand } from './dispatch-command.fixture';
-import type { AttemptStore, ExtraAttemptInput, ExtraAttemptResult, PrimaryClaimInput, ReplyPublisher } from './ports';
+import type { AttemptStore, ReplyPublisher } from './ports';
 import { RunAttempt } from './run-attempt.usecase';
 
 const NOW = new Date('2026-03-01T12:00:00.000Z');
@@ -45,7 +45,7 @@ const CONFIG: ServiceConfig = {
 /** Claims and completions in memory; the claim answer and completion failures are scripted. */
 class FakeAttemptStore implements AttemptStore {
   claimAnswer: ClaimResult = { ok: true };
-  readonly claims: PrimaryClaimInput[] = [];
+  readonly claims: ClaimInput[] = [];
   /** the serialised admission's answers, in order (then: ok) */
   extraAnswers: ExtraAttemptResult[] = [];
   readonly extra: ExtraAttemptInput[] = [];
@@ -70,7 +70,7 @@ class FakeAttemptStore implements AttemptStore {
   failWith: Error = new Error('Connection terminated unexpectedly');
   runs = 0;
 
-  async claim(input: PrimaryClaimInput): Promise<ClaimResult> {
+  async claim(input: ClaimInput): Promise<ClaimResult> {
     this.claims.push(input);
     return this.claimAnswer;
   }

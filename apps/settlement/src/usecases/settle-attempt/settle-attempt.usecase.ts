@@ -377,6 +377,11 @@ function factsOf(e: AttemptCompletedV1): AttemptFacts {
     effectiveCandidates: e.effective_candidate_count ?? 0,
     returnedCandidates: e.returned_candidate_count ?? 0,
     streamMode: e.stream_mode,
+    attemptNo: e.attempt_no,
+    winner: e.winner ?? null,
+    attemptsTotal: e.attempts_total,
+    policyRevisionId: e.policy_revision_id ?? null,
+    deadlineOutcome: e.deadline_outcome ?? null,
   };
 }
 
