@@ -14,6 +14,7 @@ import {
 } from '@gateway/domain';
 import type { ParsedResponse } from '@gateway/providers';
 import type { EvidenceResult } from './record-evidence';
+import { isTransientDatabaseError } from '@gateway/db';
 import type { ExtraAttemptDenial, ExtraAttemptRole } from '@gateway/db';
 import type { ReplyExtras, RunAttempt } from './run-attempt.usecase';
 
@@ -66,6 +67,9 @@ export const SINGLE_ATTEMPT: AttemptReport = {
 };
 
 type Running = { ctx: Ctx; result: Promise<WholeResult> };
+
+/** Runs of the winner compare-and-set before this runner decides alone. */
+const WINNER_TRIES = 3;
 
 /** Denials that mean the gateway's own allowance is used up: an SDK must not add attempts on top. */
 const ALLOWANCE_SPENT: ReadonlySet<string> = new Set([
@@ -158,12 +162,7 @@ export class ActionRunner {
       return;
     }
     if (result.kind === 'answer' && result.valid) {
-      // Without a policy no other attempt of this action can be admitted (extra attempts need one),
-      // so the only attempt wins without the round trip (the hot path of issue 12 stays one write).
-      const { won } =
-        this.policy === null
-          ? { won: true }
-          : await this.deps.repo.chooseWinner({ actionId: ctx.cmd.action_id, attemptId: ctx.attemptId, now: this.deps.clock.now() });
+      const won = await this.chooseWinner(ctx);
       if (!won) {
         // Another dispatcher's attempt of this action won (a redelivered command): nothing to reply.
         this.deps.log.warn({ action_id: ctx.cmd.action_id, attempt_id: ctx.attemptId }, 'answer lost the winner compare-and-set');
@@ -210,6 +209,34 @@ export class ActionRunner {
     }
     await this.host.recordWhole(ctx, result, this.report(ctx, { winner: false, final: true, finishes: true }));
     await this.answer(ctx, result);
+  }
+
+  /**
+   * The compare-and-set on the action (`chooseWinner`; asking again as the winner answers won, so
+   * a transient database error is retried). Every attempt of an action is started by this runner,
+   * one step at a time, so when the database stays unreachable this runner's decision is the
+   * winner: the answer goes out and the attempt's evidence write keeps retrying on its own.
+   */
+  private async chooseWinner(ctx: Ctx): Promise<boolean> {
+    for (let run = 1; ; run++) {
+      try {
+        const { won } = await this.deps.repo.chooseWinner({
+          actionId: ctx.cmd.action_id,
+          attemptId: ctx.attemptId,
+          now: this.deps.clock.now(),
+        });
+        return won;
+      } catch (err) {
+        if (!isTransientDatabaseError(err) || run >= WINNER_TRIES) {
+          this.deps.log.warn(
+            { action_id: ctx.cmd.action_id, attempt_id: ctx.attemptId, error: (err as Error).message },
+            'winner compare-and-set not recorded; this runner decides',
+          );
+          return true;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50 * run));
+      }
+    }
   }
 
   private holdAnswer(ctx: Ctx, result: WholeResult): void {

@@ -59,8 +59,15 @@ class FakeAttemptStore implements AttemptStore {
     return answer;
   }
 
+  /** the next `winnerFailures` compare-and-set runs throw `failWith` */
+  winnerFailures = 0;
+
   async chooseWinner(input: { actionId: string; attemptId: string; now: Date }): Promise<{ won: boolean; winnerAttemptId: string | null }> {
     this.winnerCalls.push(input.attemptId);
+    if (this.winnerFailures > 0) {
+      this.winnerFailures -= 1;
+      throw this.failWith;
+    }
     if (this.winnerAttemptId === null) this.winnerAttemptId = input.attemptId;
     return { won: this.winnerAttemptId === input.attemptId, winnerAttemptId: this.winnerAttemptId };
   }
@@ -654,8 +661,7 @@ describe('RunAttempt', () => {
       await f.attempt(cmdWithHold());
       expect(f.store.claims[0]).toMatchObject({ attemptNo: 1, role: 'primary', holdMicrousd: 4000n, policyRevisionId: null });
       expect(f.store.extra).toHaveLength(0);
-      // nothing else can be admitted without a policy: no compare-and-set round trip
-      expect(f.store.winnerCalls).toHaveLength(0);
+      expect(f.store.winnerCalls).toEqual([f.store.claims[0].attemptId]);
       expect(f.replies()).toEqual([
         expect.objectContaining({ kind: 'response', attempts_total: 1, winner_role: 'primary', gateway_retried: false }),
       ]);
@@ -736,6 +742,22 @@ describe('RunAttempt', () => {
         expect(f.replies()).toHaveLength(1);
       }
     });
+
+    it.each([
+      [2, 3],
+      [10, 3],
+    ])(
+      'the winner compare-and-set failing %i times (transiently) is asked %i times at most; the answer goes out',
+      async (failures, calls) => {
+        const f = setup();
+        f.store.winnerFailures = failures;
+        answered(f);
+        await f.attempt(cmdWithHold());
+        expect(f.store.winnerCalls).toHaveLength(calls);
+        expect(f.replies()).toEqual([expect.objectContaining({ kind: 'response', winner_role: 'primary' })]);
+        expect(f.store.completed[0].event).toMatchObject({ winner: true, action_final: true });
+      },
+    );
 
     it('a transient 503: a retry with its own hold and the same upstream idempotency key answers; two records, one reply', async () => {
       const f = setup(undefined, {}, NO_HEDGE);
