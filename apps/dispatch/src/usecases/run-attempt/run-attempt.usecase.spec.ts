@@ -1,13 +1,9 @@
 import pino from 'pino';
 import { Dispatcher, MockAgent } from 'undici';
-import { z } from 'zod';
 import {
-  decimalMicrousd,
   DispatchCommandV1,
   DispatchReplyV1,
   dispatchReplyV1,
-  hedgePolicyFromWire,
-  hedgePolicyWireFields,
   recipientPartition,
   ReplyAddress,
   TopicKey,
@@ -18,7 +14,7 @@ import type { AttemptOutcome, ClaimInput, ClaimResult, ExtraAttemptInput, ExtraA
 import { ContentCipher, PermanentPublishError } from '@gateway/messaging';
 import { HedgePolicyRevision, InvalidTransitionError } from '@gateway/domain';
 import { Clock, Metrics, randomIds, ServiceConfig } from '@gateway/service-kit';
-import { eventually, hedgePolicyBody } from '@gateway/testing';
+import { eventually, hedgeSettings } from '@gateway/testing';
 import { UpstreamCredentials } from '@gateway/providers';
 import { DispatchMetrics } from '../../dispatch.metrics';
 import { dispatchCommand } from './dispatch-command.fixture';
@@ -623,20 +619,9 @@ describe('RunAttempt', () => {
   });
 
   describe('extra attempts of one action (issue 10): hedge, retry, fallback', () => {
-    /** the policy the operator API would store from the shared body: a 20 ms fixed delay, everything else permissive */
+    /** the policy the operator API would store: a 20 ms fixed delay, everything else permissive */
     const POLICY: HedgePolicyRevision = {
-      ...hedgePolicyFromWire(
-        z.object(hedgePolicyWireFields(decimalMicrousd)).parse(
-          hedgePolicyBody({
-            delay: { kind: 'fixed', ms: 20 },
-            retry: { transient: ['connection_error', 'timeout_before_first_byte', 'rate_limited', 'server_error'], max_retries: 1 },
-            allowance: { max_attempts: 3, max_extra_spend_microusd: '100000' },
-            stop: { spend_floor_microusd: '0', max_route_error_per_mille: 1000, max_route_in_flight: 1000, min_useful_remaining_ms: 500 },
-            experiment_allowance: null,
-            read_only_tools: [],
-          }),
-        ),
-      ),
+      ...hedgeSettings({ delay: { kind: 'fixed', ms: 20 }, allowance: { max_attempts: 3, max_extra_spend_microusd: '100000' } }),
       revisionId: 'hp-7',
       workloadId: 'wl-1',
       routeId: null,
