@@ -133,6 +133,7 @@ export class InMemoryReconciliationStore implements ReconciliationStore, LedgerP
     attemptNo?: number;
     status?: AttemptState;
     role?: ReconciliationAttemptView['role'];
+    holdMicrousd?: bigint | null;
   }): void {
     this.s.attempts.set(input.attemptId, {
       id: input.attemptId,
@@ -146,6 +147,9 @@ export class InMemoryReconciliationStore implements ReconciliationStore, LedgerP
       providerRequestId: null,
       returnedCandidates: null,
       startedAt: new Date('2026-11-30T09:00:00Z'),
+      holdMicrousd: input.holdMicrousd ?? null,
+      winner: false,
+      policyRevisionId: null,
       usageSource: null,
       financialState: null,
       tokens: {},

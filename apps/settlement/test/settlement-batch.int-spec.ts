@@ -6,20 +6,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { AttemptCompletedV1, DeadLetterV1, Topics } from '@gateway/contracts';
-import {
-  AttemptRepository,
-  CaseRepository,
-  CatalogRepository,
-  Database,
-  LedgerRepository,
-  OutboxRepository,
-  ProcessedEventRepository,
-  ReservationHoldRepository,
-} from '@gateway/db';
+import { Database } from '@gateway/db';
 import { KafkaBus } from '@gateway/messaging';
-import { randomIds } from '@gateway/service-kit';
-import { answeredAttemptEvent, eventually, seedHeldAttempt, Seeder } from '@gateway/testing';
-import { SettleAttempt, SettleOutcome } from '../src/usecases/settle-attempt/settle-attempt.usecase';
+import { answeredAttemptEvent, eventually, seedHeldAttempt } from '@gateway/testing';
+import { SettleOutcome } from '../src/usecases/settle-attempt/settle-attempt.usecase';
+import { settleOnPostgres, uniqueRoute } from './settle-on-postgres';
 
 const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
 const BROKERS = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
@@ -29,29 +20,13 @@ const FAST = { initialBackoffMs: 10, maxBackoffMs: 20, maxTransientRetries: 1 };
 
 describe('settlement batches', () => {
   const db = new Database(url, { poolMax: 10 });
-  const outbox = new OutboxRepository(db);
-  const settle = new SettleAttempt(
-    new ProcessedEventRepository(db),
-    new ReservationHoldRepository(),
-    new LedgerRepository(outbox),
-    new CaseRepository(db, outbox),
-    new AttemptRepository(),
-    new CatalogRepository(db),
-    randomIds,
-    quiet,
-  );
+  const settle = settleOnPostgres(db);
   const bus = new KafkaBus({ brokers: BROKERS.split(','), clientId: `settle-batch-int-${process.pid}`, logger: quiet });
-  const routeId = `route-batch-${randomUUID().slice(0, 8)}`;
-  const priceId = `price-${routeId}-v1`;
+  const route = uniqueRoute('route-batch');
+  const { routeId, priceId } = route;
 
   beforeAll(async () => {
-    await new Seeder(db).route({
-      routeId,
-      alias: `alias-${routeId}`,
-      providerKind: 'openai-chat',
-      upstreamBaseUrl: 'http://x',
-      upstreamModel: 'm',
-    });
+    await route.seed(db);
     await bus.connect();
     await bus.ensureTopics();
   });

@@ -8,25 +8,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { AttemptCompletedV1, Topics, UsageSettledV1 } from '@gateway/contracts';
-import {
-  AttemptRepository,
-  CaseRepository,
-  CatalogRepository,
-  Database,
-  LedgerQueryRepository,
-  LedgerRepository,
-  OutboxRepository,
-  ProcessedEventRepository,
-  ReservationHoldRepository,
-} from '@gateway/db';
-import { randomIds } from '@gateway/service-kit';
+import { Database, LedgerQueryRepository, LedgerRepository, OutboxRepository } from '@gateway/db';
 import { answeredAttemptEvent, ledgerRow, seedHeldAttempt, Seeder, STRUCTURED_CONTEXT_THRESHOLD, structuredPrice } from '@gateway/testing';
 import { QueryLedger } from '../src/usecases/query-ledger/query-ledger.usecase';
-import { SettleAttempt } from '../src/usecases/settle-attempt/settle-attempt.usecase';
+import { settleOnPostgres, uniqueRoute } from './settle-on-postgres';
 
 const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
 const PERIOD = new Date('2026-11-01T00:00:00Z');
-const quiet = { info: () => undefined };
 
 describe('settlement on Postgres', () => {
   const db = new Database(url, { poolMax: 10 });
@@ -34,27 +22,12 @@ describe('settlement on Postgres', () => {
   const ledger = new LedgerRepository(outbox);
   const tieredRouteId = `route-tiers-${randomUUID().slice(0, 8)}`;
   const tieredPriceId = `price-${tieredRouteId}-v1`;
-  const settle = new SettleAttempt(
-    new ProcessedEventRepository(db),
-    new ReservationHoldRepository(),
-    ledger,
-    new CaseRepository(db, outbox),
-    new AttemptRepository(),
-    new CatalogRepository(db),
-    randomIds,
-    quiet,
-  );
-  const routeId = `route-settle-${randomUUID().slice(0, 8)}`;
-  const priceId = `price-${routeId}-v1`;
+  const settle = settleOnPostgres(db, outbox, ledger);
+  const route = uniqueRoute('route-settle');
+  const { routeId, priceId } = route;
 
   beforeAll(async () => {
-    await new Seeder(db).route({
-      routeId,
-      alias: `alias-${routeId}`,
-      providerKind: 'openai-chat',
-      upstreamBaseUrl: 'http://x',
-      upstreamModel: 'm',
-    });
+    await route.seed(db);
     const { id: _id, ...structured } = structuredPrice(tieredPriceId);
     await new Seeder(db).route(
       {

@@ -54,7 +54,7 @@ describe('planVoid', () => {
 
 describe('planMoveToUnresolved', () => {
   it('moves the pending hold to unresolved exposure and marks the reservation unresolved', () => {
-    const { movement, exposuresMicrousd } = planMoveToUnresolved(hold({ settledMicrousd: 100n }), 1);
+    const { movement, exposuresMicrousd } = planMoveToUnresolved(hold({ settledMicrousd: 100n }));
     expect(exposuresMicrousd).toEqual([900n]);
     expect(movement).toMatchObject({
       fromPendingMicrousd: 900n,
@@ -66,26 +66,68 @@ describe('planMoveToUnresolved', () => {
   });
 
   it('shares the hold between several orphans of one action, remainder to the first', () => {
-    expect(planMoveToUnresolved(hold({ reservedMicrousd: 1001n }), 3).exposuresMicrousd).toEqual([335n, 333n, 333n]);
+    expect(planMoveToUnresolved(hold({ reservedMicrousd: 1001n }), [null, null, null]).exposuresMicrousd).toEqual([335n, 333n, 333n]);
   });
 
   it('keeps an already unresolved reservation unresolved', () => {
-    expect(planMoveToUnresolved(hold({ status: 'unresolved', unresolvedMicrousd: 400n }), 1).movement).toMatchObject({
+    expect(planMoveToUnresolved(hold({ status: 'unresolved', unresolvedMicrousd: 400n })).movement).toMatchObject({
       toUnresolvedMicrousd: 600n,
       status: 'unresolved',
     });
   });
 
   it('leaves a resolved reservation alone (nothing pending, the case still opens with zero exposure)', () => {
-    const { movement, exposuresMicrousd } = planMoveToUnresolved(hold({ status: 'settled', settledMicrousd: 1000n }), 1);
+    const { movement, exposuresMicrousd } = planMoveToUnresolved(hold({ status: 'settled', settledMicrousd: 1000n }));
     expect(exposuresMicrousd).toEqual([0n]);
     expect(movement).toMatchObject({ fromPendingMicrousd: 0n, toUnresolvedMicrousd: 0n, status: 'settled' });
+  });
+
+  it("per attempt: each moves only its own hold; the rest of the pool stays pending (a hedge's 1 000 out of 2 500)", () => {
+    const pool = hold({ reservedMicrousd: 2500n });
+    const { movement, exposuresMicrousd } = planMoveToUnresolved(pool, [1000n]);
+    expect(exposuresMicrousd).toEqual([1000n]);
+    expect(movement).toMatchObject({
+      fromPendingMicrousd: 1000n,
+      toUnresolvedMicrousd: 1000n,
+      toReleasedMicrousd: 0n,
+      status: 'unresolved',
+    });
+    expect(pendingOf(applyMovement(pool, movement))).toBe(1500n);
+  });
+
+  it('per attempt: an attempt whose hold exceeds what is left of the pool moves what is left, never more', () => {
+    // the primary settled 1 800 of a 2 000 pool (its 1 000 + a hedge's 1 000): the hedge moves 200
+    expect(planMoveToUnresolved(hold({ reservedMicrousd: 2000n, settledMicrousd: 1800n }), [1000n]).exposuresMicrousd).toEqual([200n]);
+    // two orphans in order: the first takes its hold, the second what is left
+    expect(planMoveToUnresolved(hold({ reservedMicrousd: 1500n }), [1000n, 1000n]).exposuresMicrousd).toEqual([1000n, 500n]);
+  });
+
+  it('per attempt: attempts without a recorded hold share what the known holds leave', () => {
+    expect(planMoveToUnresolved(hold({ reservedMicrousd: 3001n }), [1000n, null, null]).exposuresMicrousd).toEqual([1000n, 1001n, 1000n]);
+    expect(() => planMoveToUnresolved(hold(), [])).toThrow(RangeError);
+    expect(() => planMoveToUnresolved(hold(), [-1n])).toThrow(RangeError);
+  });
+
+  it('property: per-attempt exposures never exceed their hold, add up to what moved, and never exceed the pool', () => {
+    fc.assert(
+      fc.property(
+        fc.bigInt({ min: 0n, max: 10n ** 9n }),
+        fc.array(fc.bigInt({ min: 0n, max: 10n ** 9n }), { minLength: 1, maxLength: 5 }),
+        (reserved, holds) => {
+          const { exposuresMicrousd, movement } = planMoveToUnresolved(hold({ reservedMicrousd: reserved }), holds);
+          exposuresMicrousd.forEach((e, i) => expect(e >= 0n && e <= holds[i]).toBe(true));
+          const total = exposuresMicrousd.reduce((a, b) => a + b, 0n);
+          expect(movement.toUnresolvedMicrousd).toBe(total);
+          expect(total).toBe(holds.reduce((a, b) => a + b, 0n) < reserved ? holds.reduce((a, b) => a + b, 0n) : reserved);
+        },
+      ),
+    );
   });
 
   it('property: exposures add up to what was pending', () => {
     fc.assert(
       fc.property(fc.bigInt({ min: 0n, max: 10n ** 12n }), fc.integer({ min: 1, max: 8 }), (reserved, n) => {
-        const { exposuresMicrousd, movement } = planMoveToUnresolved(hold({ reservedMicrousd: reserved }), n);
+        const { exposuresMicrousd, movement } = planMoveToUnresolved(hold({ reservedMicrousd: reserved }), Array<null>(n).fill(null));
         expect(exposuresMicrousd.reduce((a, b) => a + b, 0n)).toBe(reserved);
         expect(exposuresMicrousd.every((e) => e >= 0n)).toBe(true);
         expect(movement.toUnresolvedMicrousd).toBe(reserved);
@@ -259,14 +301,17 @@ describe('planReserve and planReleaseRest', () => {
 /** Any sequence of plans on one hold, as settlement, the sweeper and case resolution would run them. */
 type Step =
   | { kind: 'settle'; cost: bigint; done: boolean }
-  | { kind: 'unresolve'; n: number }
+  | { kind: 'unresolve'; holds: Array<bigint | null> }
   | { kind: 'void' }
   | { kind: 'releaseRest' }
   | { kind: 'resolveCase'; exposure: bigint; cost: bigint; done: boolean };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('settle' as const), cost: fc.bigInt({ min: 0n, max: 3000n }), done: fc.boolean() }),
-  fc.record({ kind: fc.constant('unresolve' as const), n: fc.integer({ min: 1, max: 3 }) }),
+  fc.record({
+    kind: fc.constant('unresolve' as const),
+    holds: fc.array(fc.option(fc.bigInt({ min: 0n, max: 3000n }), { nil: null }), { minLength: 1, maxLength: 3 }),
+  }),
   fc.record({ kind: fc.constant('void' as const) }),
   fc.record({ kind: fc.constant('releaseRest' as const) }),
   fc.record({
@@ -284,7 +329,7 @@ function plan(h: Hold, s: Step): { movement: Movement; overrun: bigint } | null 
       return { movement: p.movement, overrun: p.overrunMicrousd };
     }
     case 'unresolve':
-      return { movement: planMoveToUnresolved(h, s.n).movement, overrun: 0n };
+      return { movement: planMoveToUnresolved(h, s.holds).movement, overrun: 0n };
     case 'void':
       return h.status === 'pending' ? { movement: planVoid(h), overrun: 0n } : null;
     case 'releaseRest':

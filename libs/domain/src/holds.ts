@@ -132,17 +132,39 @@ export function planSettle(h: Hold, input: { costMicrousd: bigint; actionDone: b
 }
 
 /**
- * Usage is unknown (no usage, a cut stream, excess candidates, an orphaned call): what is still
- * pending becomes unresolved exposure (never zero, never released). Several attempts of one
- * action share the pending hold; each gets an equal share, the first one the remainder.
+ * Usage is unknown (no usage, a cut stream, excess candidates, an orphaned call): the attempts'
+ * exposure becomes unresolved (never zero, never released, never inferred from another attempt's
+ * usage). Several attempts of one action (primary, hedge, retry, fallback) share the pending pool,
+ * and each moves only ITS OWN exposure: its own hold (`attemptHoldsMicrousd[i]`, what admission or
+ * the extra-attempt admission added to the pool for it), or what is left of the pool if less. The
+ * rest of the pool stays pending for the other attempts, and is released only once the action is
+ * over and no attempt awaits settlement (`planSettle`/`planReleaseRest` with `actionDone`).
+ *
+ * A null hold is an attempt recorded before holds were per attempt (the only attempt of its
+ * action): such attempts share what the known holds leave, equally, the first the remainder — for
+ * one attempt, the whole pending pool, as before.
  */
-export function planMoveToUnresolved(h: Hold, attemptCount = 1): { movement: Movement; exposuresMicrousd: bigint[] } {
-  if (!Number.isInteger(attemptCount) || attemptCount < 1) throw new RangeError('attemptCount must be a positive integer');
-  const pending = pendingOf(h);
-  const share = pending / BigInt(attemptCount);
-  const exposures = Array.from({ length: attemptCount }, (_, i) => (i === 0 ? share + (pending - share * BigInt(attemptCount)) : share));
-  const status = pending > 0n && h.status === 'pending' ? reservationMachine.transition('pending', 'mark_unresolved') : h.status;
-  return { movement: { ...ZERO, fromPendingMicrousd: pending, toUnresolvedMicrousd: pending, status }, exposuresMicrousd: exposures };
+export function planMoveToUnresolved(
+  h: Hold,
+  attemptHoldsMicrousd: ReadonlyArray<bigint | null> = [null],
+): { movement: Movement; exposuresMicrousd: bigint[] } {
+  if (attemptHoldsMicrousd.length < 1) throw new RangeError('at least one attempt moves to unresolved');
+  for (const held of attemptHoldsMicrousd) if (held !== null && held < 0n) throw new RangeError('an attempt hold must not be negative');
+  let left = pendingOf(h);
+  const exposures = attemptHoldsMicrousd.map((held) => {
+    if (held === null) return 0n;
+    const own = min(held, left);
+    left -= own;
+    return own;
+  });
+  const unknown = attemptHoldsMicrousd.flatMap((held, i) => (held === null ? [i] : []));
+  if (unknown.length > 0) {
+    const share = left / BigInt(unknown.length);
+    unknown.forEach((i, k) => (exposures[i] = k === 0 ? share + (left - share * BigInt(unknown.length)) : share));
+  }
+  const moved = exposures.reduce((a, b) => a + b, 0n);
+  const status = moved > 0n && h.status === 'pending' ? reservationMachine.transition('pending', 'mark_unresolved') : h.status;
+  return { movement: { ...ZERO, fromPendingMicrousd: moved, toUnresolvedMicrousd: moved, status }, exposuresMicrousd: exposures };
 }
 
 /**

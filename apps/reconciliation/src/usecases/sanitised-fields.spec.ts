@@ -28,6 +28,9 @@ describe('sanitisedFields', () => {
     providerRequestId: null,
     returnedCandidates: null,
     startedAt: new Date(0),
+    holdMicrousd: null,
+    winner: false,
+    policyRevisionId: null,
   };
 
   it.each([

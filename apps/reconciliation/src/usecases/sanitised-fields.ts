@@ -55,5 +55,8 @@ export function attemptFacts(
     // The ledger's returned count is what the gateway saw in a response; an orphan saw none.
     returnedCandidates: attempt.returnedCandidates ?? 0,
     streamMode: action.streamMode,
+    attemptNo: attempt.attemptNo,
+    winner: attempt.winner,
+    policyRevisionId: attempt.policyRevisionId,
   };
 }

@@ -20,6 +20,11 @@ export interface AttemptView {
   providerRequestId: string | null;
   returnedCandidates: number | null;
   startedAt: Date;
+  /** the attempt's own hold (issue 10; null: recorded before holds were per attempt) */
+  holdMicrousd: bigint | null;
+  /** whether this attempt won the action's compare-and-set, and the hedge policy revision it ran under */
+  winner: boolean;
+  policyRevisionId: string | null;
 }
 
 /** What a late piece of evidence records on the attempt row. */
@@ -115,6 +120,18 @@ export class AttemptRepository {
     }
   }
 
+  /**
+   * Each attempt's own hold (what its admission added to the reservation's pending pool; null on
+   * attempts recorded before holds were per attempt): what it moves to unresolved when it ends
+   * without usage evidence (libs/domain `planMoveToUnresolved`).
+   */
+  async holdsOf(tx: Tx, attemptIds: readonly string[]): Promise<Map<string, bigint | null>> {
+    if (attemptIds.length === 0) return new Map();
+    const rows = await prismaTx(tx).$queryRaw<Array<{ id: string; hold_microusd: bigint | null }>>`
+      SELECT id, hold_microusd FROM attempt WHERE id = ANY(${[...attemptIds]}::text[])`;
+    return new Map(rows.map((r) => [r.id, r.hold_microusd === null ? null : BigInt(r.hold_microusd)]));
+  }
+
   /** For each action: its attempts that may still bring usage through settlement. */
   async awaitingSettlementByAction(tx: Tx, actionIds: readonly string[]): Promise<Map<string, number>> {
     if (actionIds.length === 0) return new Map();
@@ -141,6 +158,9 @@ export function toAttemptView(a: {
   providerRequestId: string | null;
   returnedCandidates: number | null;
   startedAt: Date;
+  holdMicrousd: bigint | null;
+  winner: boolean;
+  hedgePolicyRevisionId: string | null;
 }): AttemptView {
   return {
     id: a.id,
@@ -153,5 +173,8 @@ export function toAttemptView(a: {
     providerRequestId: a.providerRequestId,
     returnedCandidates: a.returnedCandidates,
     startedAt: a.startedAt,
+    holdMicrousd: a.holdMicrousd,
+    winner: a.winner,
+    policyRevisionId: a.hedgePolicyRevisionId,
   };
 }

@@ -149,6 +149,39 @@ describe('SweepReservations: attempts orphaned in flight', () => {
     expect(store.s.inFlight.get('wl-1')).toBe(0);
   });
 
+  /** A 1 000 pool past its deadline: a finished primary (hold 600, in `primaryStatus`) and an orphaned extra attempt (hold 400). */
+  function primaryAndOrphan(primaryStatus: 'settled' | 'failed', role: 'hedge' | 'retry') {
+    const ctx = setup();
+    ctx.store.addAdmitted({
+      actionId: 'a1',
+      reservedMicrousd: 1000n,
+      accountIds: ['acct-wl'],
+      deadlineAt: ago(120_000),
+      dispatchDeadlineAt: ago(130_000),
+    });
+    ctx.store.addAttempt({ attemptId: 't1', actionId: 'a1', status: primaryStatus, holdMicrousd: 600n });
+    ctx.store.addAttempt({ attemptId: 't2', actionId: 'a1', attemptNo: 2, role, holdMicrousd: 400n });
+    return ctx;
+  }
+
+  it("treats each orphan alone (issue 10): only the hedge's own hold becomes unresolved; the rest is released once nothing awaits settlement", async () => {
+    // the primary settled at 0: nothing of the pool was used
+    const { store, outbox, sweep } = primaryAndOrphan('settled', 'hedge');
+    const report = await sweep.execute(NOW);
+    expect(report.orphans).toEqual([{ actionId: 'a1', attemptId: 't2', caseId: expect.any(String), exposureMicrousd: 400n }]);
+    expect(store.s.reservations.get('a1')).toMatchObject({ status: 'unresolved', unresolvedMicrousd: 400n, releasedMicrousd: 600n });
+    expect(store.s.accounts.get('acct-wl')).toMatchObject({ pendingMicrousd: 0n, unresolvedMicrousd: 400n, settledMicrousd: 0n });
+    expect(outbox.events).toEqual([expect.objectContaining({ payload: expect.objectContaining({ exposure_microusd: '400' }) })]);
+  });
+
+  it("keeps the other attempts' holds pending while one of them may still bring usage", async () => {
+    // the primary failed and its settlement has not run yet
+    const { store, sweep } = primaryAndOrphan('failed', 'retry');
+    expect((await sweep.execute(NOW)).orphans.map((o) => o.exposureMicrousd)).toEqual([400n]);
+    expect(store.s.reservations.get('a1')).toMatchObject({ status: 'unresolved', unresolvedMicrousd: 400n, releasedMicrousd: 0n });
+    expect(store.s.accounts.get('acct-wl')).toMatchObject({ pendingMicrousd: 600n, unresolvedMicrousd: 400n });
+  });
+
   it('does not return the in-flight slot of an action that already finished', async () => {
     const { store, sweep } = setup();
     store.addAdmitted({

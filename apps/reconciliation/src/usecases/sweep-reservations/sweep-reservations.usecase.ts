@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { caseReason } from '@gateway/contracts';
 import { AttemptRepository, CaseRepository, ReconciliationRepository, ReconciliationStore, ReservationHoldRepository } from '@gateway/db';
-import { actionMachine, planMoveToUnresolved, planVoid } from '@gateway/domain';
+import { actionMachine, applyMovement, combineMovements, planMoveToUnresolved, planReleaseRest, planVoid } from '@gateway/domain';
 import { IdGenerator, InjectIds, InjectLogger } from '@gateway/service-kit';
 import { SWEEP_CONFIG, SweepConfig } from '../../reconciliation.config';
 import { AttemptPort, CasePort, HoldPort } from '../ports';
@@ -24,9 +24,12 @@ export interface SweepReport {
  *     refuses expired commands): its pending hold is released, the reservation voided, the
  *     action expired and its in-flight slot returned — once, under the action's row lock.
  * (b) An attempt still `in_flight` well past its action's deadline lost its dispatcher mid-call.
- *     The provider may have billed it, so its share of the pending hold becomes unresolved
- *     exposure on an `orphaned_attempt` case (the case writer publishes `reconciliation.required`). Its
- *     usage is unknown, never zero.
+ *     The provider may have billed it, so its own exposure (its hold, or what is left of the
+ *     pending pool if less; libs/domain `planMoveToUnresolved`) becomes unresolved on an
+ *     `orphaned_attempt` case (the case writer publishes `reconciliation.required`). Its usage is
+ *     unknown, never zero. Each attempt is treated alone: the other attempts' holds stay pending
+ *     while any of them may still bring usage, and are released once none does (the action is
+ *     over after the sweep).
  *
  * Each action is handled in its own transaction; one failure does not stop the sweep.
  */
@@ -101,7 +104,12 @@ export class SweepReservations {
       const action = await this.store.lockAction(tx, actionId);
       if (!action) return [];
       const reservation = await this.holds.lock(tx, actionId);
-      const plan = reservation ? planMoveToUnresolved(reservation, attempts.length) : null;
+      const plan = reservation
+        ? planMoveToUnresolved(
+            reservation,
+            attempts.map((a) => a.holdMicrousd),
+          )
+        : null;
       const out: SweepReport['orphans'] = [];
       for (const [i, attempt] of attempts.entries()) {
         const exposure = plan?.exposuresMicrousd[i] ?? 0n;
@@ -151,14 +159,20 @@ export class SweepReservations {
         // quota counters before the budget accounts the hold movement below touches (lock order).
         await this.store.releaseInFlightSlot(tx, action.workloadId);
       }
-      if (reservation && plan && (plan.movement.fromPendingMicrousd > 0n || plan.movement.status !== reservation.status)) {
-        await this.holds.move(
-          tx,
-          reservation,
-          plan.movement,
-          `${attempts.length} orphaned attempt(s): pending hold kept as unresolved exposure`,
-          now,
-        );
+      if (reservation && plan) {
+        let movement = plan.movement;
+        // The action is over now; once no other attempt may bring usage, the rest of the pool is released.
+        const rest = (await this.attempts.awaitingSettlement(tx, actionId)) === 0;
+        if (rest) movement = combineMovements(movement, planReleaseRest(applyMovement(reservation, movement)));
+        if (movement.fromPendingMicrousd > 0n || movement.status !== reservation.status) {
+          await this.holds.move(
+            tx,
+            reservation,
+            movement,
+            `${attempts.length} orphaned attempt(s): their own holds kept as unresolved exposure${rest ? '; the rest released' : ''}`,
+            now,
+          );
+        }
       }
       return out;
     });

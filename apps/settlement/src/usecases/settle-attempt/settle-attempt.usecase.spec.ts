@@ -22,6 +22,8 @@ interface State {
   /** the budget account's buckets, as the hold repository mirrors them */
   account: { pending: bigint; settled: bigint; unresolved: bigint };
   attempts: Map<string, string>;
+  /** each attempt's own hold (attempt.hold_microusd; null: recorded before holds were per attempt) */
+  attemptHolds: Map<string, bigint | null>;
   ledger: LedgerRow[];
   cases: NewCase[];
   movements: Movement[];
@@ -29,7 +31,16 @@ interface State {
 }
 
 /** One in-memory database behind every repository fake; a throwing transaction rolls back. */
-function harness(opts: { reservation?: boolean; attemptStatus?: string; price?: PriceRevision | null } = {}) {
+function harness(
+  opts: {
+    reservation?: boolean;
+    attemptStatus?: string;
+    price?: PriceRevision | null;
+    /** several attempts of the action, each with its own hold; the reservation holds their sum */
+    attempts?: Array<{ id: string; status: string; hold: bigint }>;
+  } = {},
+) {
+  const reserved = opts.attempts ? opts.attempts.reduce((sum, a) => sum + a.hold, 0n) : RESERVED;
   let s: State = {
     processed: new Set(),
     reservation:
@@ -39,15 +50,16 @@ function harness(opts: { reservation?: boolean; attemptStatus?: string; price?: 
             id: 'res-1',
             actionId: 'act-1',
             status: 'pending',
-            reservedMicrousd: RESERVED,
+            reservedMicrousd: reserved,
             settledMicrousd: 0n,
             unresolvedMicrousd: 0n,
             releasedMicrousd: 0n,
             priceRevisionId: PRICE.id,
             accountIds: ['acct-wl'],
           },
-    account: { pending: RESERVED, settled: 0n, unresolved: 0n },
-    attempts: new Map([['att-1', opts.attemptStatus ?? 'succeeded']]),
+    account: { pending: reserved, settled: 0n, unresolved: 0n },
+    attempts: new Map(opts.attempts ? opts.attempts.map((a) => [a.id, a.status]) : [['att-1', opts.attemptStatus ?? 'succeeded']]),
+    attemptHolds: new Map(opts.attempts ? opts.attempts.map((a) => [a.id, a.hold]) : [['att-1', null]]),
     ledger: [],
     cases: [],
     movements: [],
@@ -138,6 +150,9 @@ function harness(opts: { reservation?: boolean; attemptStatus?: string; price?: 
       for (const { attemptId, event } of items) {
         s.attempts.set(attemptId, attemptMachine.transition(s.attempts.get(attemptId) as AttemptState, event));
       }
+    },
+    async holdsOf(_tx, attemptIds) {
+      return new Map(attemptIds.filter((id) => s.attemptHolds.has(id)).map((id) => [id, s.attemptHolds.get(id) ?? null]));
     },
     async awaitingSettlementByAction(_tx, actionIds) {
       // every attempt in this harness belongs to the one action
@@ -501,6 +516,102 @@ describe('SettleAttempt', () => {
 
     expect(state().reservation).toMatchObject({ status: 'pending', settledMicrousd: 5000n, releasedMicrousd: 0n });
     expect(state().account).toEqual({ pending: RESERVED - 5000n, settled: 5000n, unresolved: 0n });
+  });
+
+  describe('several attempts of one action (issue 10)', () => {
+    const PRIMARY = { id: 'att-1', status: 'succeeded', hold: 20_000n };
+    const HEDGE = { id: 'att-2', status: 'cancelled', hold: 12_000n };
+    const hedgeCancelled = (over: Partial<AttemptCompletedV1> = {}) =>
+      attemptEvent({
+        event_id: '1d6f5b0e-8a57-4c4e-9c0f-6a1f2d3b4c5d',
+        attempt_id: 'att-2',
+        attempt_no: 2,
+        attempt_role: 'hedge',
+        outcome: 'cancelled',
+        http_status: null,
+        provider_request_id: null,
+        returned_candidate_count: 0,
+        candidates: [],
+        ...NO_USAGE,
+        attempts_total: 2,
+        action_final: false,
+        winner: false,
+        deadline_outcome: 'cancelled',
+        ...over,
+      });
+    const primaryWon = (over: Partial<AttemptCompletedV1> = {}) =>
+      attemptEvent({
+        attempts_total: 2,
+        action_final: true,
+        winner: true,
+        deadline_outcome: 'on_time',
+        policy_revision_id: 'rev-1',
+        ...over,
+      });
+
+    it('a loser cancelled without usage moves only its own hold to unresolved; the primary settles; the rest is released at the end', async () => {
+      const { useCase, state } = harness({ attempts: [PRIMARY, HEDGE] });
+
+      await expect(useCase.execute(hedgeCancelled(), NOW)).resolves.toBe('reconciliation_required');
+      let s = state();
+      expect(s.cases).toEqual([expect.objectContaining({ attemptId: 'att-2', reason: 'usage_missing', exposureMicrousd: 12_000n })]);
+      // the primary's hold stays pending: never the whole pool, never zero
+      expect(s.reservation).toMatchObject({ status: 'unresolved', unresolvedMicrousd: 12_000n, settledMicrousd: 0n, releasedMicrousd: 0n });
+      expect(s.account).toEqual({ pending: 20_000n, settled: 0n, unresolved: 12_000n });
+
+      await expect(useCase.execute(primaryWon(), NOW)).resolves.toBe('settled');
+      s = state();
+      // 5 000 settled from the primary's own usage, the rest of the pool (15 000) released; 12 000 still unresolved
+      expect(s.reservation).toMatchObject({
+        status: 'unresolved',
+        settledMicrousd: 5000n,
+        releasedMicrousd: 15_000n,
+        unresolvedMicrousd: 12_000n,
+      });
+      expect(s.account).toEqual({ pending: 0n, settled: 5000n, unresolved: 12_000n });
+      // one ledger row per attempt that has usage; the loser's row comes with its evidence
+      expect(s.ledger.map((l) => [l.attemptId, l.attemptNo, l.winner, l.attemptsTotal, l.policyRevisionId, l.deadlineOutcome])).toEqual([
+        ['att-1', 1, true, 2, 'rev-1', 'on_time'],
+      ]);
+      expect(byTopic(s, 'usageSettled')).toEqual([
+        expect.objectContaining({ attempt_id: 'att-1', attempt_role: 'primary', winner: true, attempts_total: 2, attempt_no: 1 }),
+      ]);
+    });
+
+    it('a loser that reports usage settles from its own usage (its own ledger row), not from the winner', async () => {
+      const { useCase, state } = harness({ attempts: [PRIMARY, { ...HEDGE, status: 'succeeded' }] });
+      const loser = attemptEvent({
+        event_id: '2d6f5b0e-8a57-4c4e-9c0f-6a1f2d3b4c5d',
+        attempt_id: 'att-2',
+        attempt_no: 2,
+        attempt_role: 'hedge',
+        input_tokens: 1000,
+        output_tokens_total: 100,
+        total_tokens: 1100,
+        cached_input_tokens: 0,
+        reasoning_tokens: 0,
+        attempts_total: 2,
+        action_final: false,
+        winner: false,
+        deadline_outcome: 'cancelled',
+      });
+      await expect(useCase.executeBatch([loser, primaryWon()], NOW)).resolves.toEqual(['settled', 'settled']);
+      const s = state();
+      // loser: 1 000 × 2.5 + 100 × 10 = 3 500; primary 5 000; the rest of 32 000 released
+      expect(s.ledger.map((l) => [l.attemptId, l.costMicrousd, l.winner])).toEqual([
+        ['att-2', 3500n, false],
+        ['att-1', 5000n, true],
+      ]);
+      expect(s.reservation).toMatchObject({ status: 'settled', settledMicrousd: 8500n, releasedMicrousd: 23_500n, unresolvedMicrousd: 0n });
+      expect(s.account).toEqual({ pending: 0n, settled: 8500n, unresolved: 0n });
+    });
+
+    it('the last attempt without usage, once the action is over: its hold unresolved, the rest released', async () => {
+      const { useCase, state } = harness({ attempts: [{ ...PRIMARY, status: 'settled' }, HEDGE] });
+      await expect(useCase.execute(hedgeCancelled({ action_final: true }), NOW)).resolves.toBe('reconciliation_required');
+      expect(state().reservation).toMatchObject({ status: 'unresolved', unresolvedMicrousd: 12_000n, releasedMicrousd: 20_000n });
+      expect(state().account).toEqual({ pending: 0n, settled: 0n, unresolved: 12_000n });
+    });
   });
 
   // Regression (issue 6): an attempt.completed event without a reservation used to return

@@ -43,7 +43,7 @@ export interface SettlementPorts {
   holds: Pick<ReservationHoldRepository, 'lockMany' | 'moveMany'>;
   ledger: Pick<LedgerRepository, 'recordMany'>;
   cases: Pick<CaseRepository, 'open'>;
-  attempts: Pick<AttemptRepository, 'lockAttempts' | 'transitionMany' | 'awaitingSettlementByAction'>;
+  attempts: Pick<AttemptRepository, 'lockAttempts' | 'transitionMany' | 'awaitingSettlementByAction' | 'holdsOf'>;
   catalog: Pick<CatalogRepository, 'priceById'>;
 }
 
@@ -232,7 +232,10 @@ export class SettleAttempt {
     now: Date,
   ): Promise<SettleOutcome> {
     const hold = batch.hold(r);
-    const toUnresolved = planMoveToUnresolved(hold);
+    // Only this attempt's own exposure (its hold, or what is left of the pool if less), never the
+    // pool the action's other attempts share; read on this rare path only, the attempt is locked.
+    const own = (await this.attempts.holdsOf(tx, [e.attempt_id])).get(e.attempt_id) ?? null;
+    const toUnresolved = planMoveToUnresolved(hold, [own]);
     const opened = await this.openCase(tx, e, reason, toUnresolved.exposuresMicrousd[0], now, {
       outcome: e.outcome,
       http_status: e.http_status,
@@ -242,7 +245,8 @@ export class SettleAttempt {
     if (!opened) return 'duplicate';
     batch.transition(e, 'require_reconciliation', reason);
     let movement: Movement = toUnresolved.movement;
-    // Nothing is pending after the move; the release only settles the state when nothing is unresolved.
+    // The action is over: the rest of the pool (holds no attempt needs any more) is released; the
+    // reservation stays unresolved while any exposure is.
     if (batch.actionDone(e)) movement = combineMovements(movement, planReleaseRest(applyMovement(hold, movement)));
     batch.move(r, movement, `attempt ${e.attempt_no}: ${reason}`);
     return 'reconciliation_required';
