@@ -89,9 +89,8 @@ describe('hedges, retries and fallbacks (issue 10)', () => {
     expect(primary.hold_microusd).toBe(hedge.hold_microusd);
     expect(BigInt(primary.hold_microusd)).toBeGreaterThan(0n);
     const [lossCase] = status.open_reconciliation_cases;
-    // at least the loser's own hold stays exposed (main's settlement moves the pool's whole remainder;
-    // h/settle's per-attempt rule moves exactly the hold)
-    expect(BigInt(lossCase.exposure_microusd)).toBeGreaterThanOrEqual(BigInt(primary.hold_microusd));
+    // exactly the loser's own hold stays exposed: not zero, and not the winner's unused hold
+    expect(lossCase.exposure_microusd).toBe(primary.hold_microusd);
     expect(BigInt(status.money_microusd.unresolved)).toBeGreaterThanOrEqual(BigInt(primary.hold_microusd));
 
     // the winner's ledger row is priced from its own usage
