@@ -151,6 +151,8 @@ export class ActionRunner {
       this.clearHedge();
       for (const r of this.running.values()) r.ctx.abort.abort();
       await Promise.allSettled(this.records);
+      // evidence writes still retrying after their deadline wait (the primary's is awaited by RunAttempt)
+      await Promise.allSettled(this.attempts.slice(1).map((a) => a.evidence));
     }
   }
 
@@ -405,7 +407,7 @@ export class ActionRunner {
     const attemptId = this.deps.ids.next();
     const attemptNo = this.attempts.length + 1;
     const now = this.deps.clock.now();
-    const res = await this.deps.repo.admitExtraAttempt({
+    const res = await this.tryAdmit({
       actionId: cmd.action_id,
       attemptId,
       attemptNo,
@@ -447,6 +449,19 @@ export class ActionRunner {
     };
     this.attempts.push(ctx);
     return ctx;
+  }
+
+  /**
+   * The serialised admission; a database error is a denial like any other (logged), so the attempts
+   * already running, and the answer the client waits for, go on without the extra one.
+   */
+  private async tryAdmit(input: Parameters<RunAttempt['deps']['repo']['admitExtraAttempt']>[0]) {
+    try {
+      return await this.deps.repo.admitExtraAttempt(input);
+    } catch (err) {
+      this.deps.log.warn({ action_id: input.actionId, role: input.role, error: (err as Error).message }, 'extra attempt admission failed');
+      return { ok: false as const, reason: 'admission_error' };
+    }
   }
 
   private denied(role: ExtraAttemptRole, reason: ExtraAttemptDenial | string): void {

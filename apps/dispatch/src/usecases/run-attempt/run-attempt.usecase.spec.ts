@@ -48,8 +48,15 @@ class FakeAttemptStore implements AttemptStore {
   readonly winnerCalls: string[] = [];
   winnerAttemptId: string | null = null;
 
+  /** the next `extraFailures` admissions throw `failWith` */
+  extraFailures = 0;
+
   async admitExtraAttempt(input: ExtraAttemptInput): Promise<ExtraAttemptResult> {
     this.extra.push(input);
+    if (this.extraFailures > 0) {
+      this.extraFailures -= 1;
+      throw this.failWith;
+    }
     const answer = this.extraAnswers.shift() ?? { ok: true, attemptsTotal: this.extra.length + 1 };
     if (answer.ok && this.winnerAttemptId !== null) return { ok: false, reason: 'winner_chosen' };
     return answer;
@@ -715,6 +722,25 @@ describe('RunAttempt', () => {
       expect(f.replies()).toEqual([
         expect.objectContaining({ kind: 'response', attempts_total: 1, winner_role: 'primary', gateway_retried: false }),
       ]);
+    });
+
+    it('the admission failing (database down) is a denial: the primary still answers, the failed retry is the answer', async () => {
+      const f = setup(undefined, {}, POLICY);
+      f.store.extraFailures = 1;
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, okBody('primary')).delay(200);
+      await f.attempt(cmdWithHold());
+      expect(f.store.extra.map((e) => e.role)).toEqual(['hedge']);
+      expect(f.replies()).toEqual([expect.objectContaining({ kind: 'response', winner_role: 'primary', attempts_total: 1 })]);
+
+      const g = setup(undefined, {}, NO_HEDGE);
+      g.store.extraFailures = 1;
+      g.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(503, { error: { code: 'overloaded' } });
+      await g.attempt(cmdWithHold());
+      expect(g.store.extra.map((e) => e.role)).toEqual(['retry']);
+      expect(g.store.completed).toEqual([
+        expect.objectContaining({ status: 'failed', finishAction: expect.objectContaining({ status: 'failed' }) }),
+      ]);
+      expect(g.replies()).toEqual([expect.objectContaining({ kind: 'error', attempts_total: 1 })]);
     });
 
     it('no hedge for a request whose tools the workload has not declared read-only, nor without a hold to copy', async () => {
