@@ -159,6 +159,8 @@ export class ActionRunner {
   /** One attempt came back: a winner, a loser, or a failure that may lead to the next attempt. */
   private async ended(ctx: Ctx, result: WholeResult): Promise<void> {
     this.observe(ctx, result);
+    // the timer hedges a slow primary: once the primary has ended, a retry or fallback follows instead
+    if (ctx === this.attempts[0]) this.clearHedge();
     if (this.winner !== null || this.replied) {
       this.background(ctx, result, false, false);
       return;

@@ -743,6 +743,15 @@ describe('RunAttempt', () => {
       expect(g.replies()).toEqual([expect.objectContaining({ kind: 'error', attempts_total: 1 })]);
     });
 
+    it('a primary that fails fast is retried, not hedged: its hedge timer ends with it', async () => {
+      const f = setup(undefined, {}, { ...POLICY, delay: { kind: 'fixed', ms: 100 } });
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(503, { error: { code: 'overloaded' } });
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, okBody('retried')).delay(300);
+      await f.attempt(cmdWithHold());
+      expect(f.store.extra.map((e) => e.role)).toEqual(['retry']);
+      expect(f.replies()).toEqual([expect.objectContaining({ kind: 'response', winner_role: 'retry', attempts_total: 2 })]);
+    });
+
     it('no hedge for a request whose tools the workload has not declared read-only, nor without a hold to copy', async () => {
       const tools = { messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'send_email' } }] };
       for (const cmd of [cmdWithHold({ request: tools }), openAiCommand()]) {
