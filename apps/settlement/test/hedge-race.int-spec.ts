@@ -4,10 +4,12 @@
  * (`admitExtraAttempt`, then the hedge's own `chooseWinner` when it was admitted); one round in four
  * plays a scripted interleaving instead, so every ending is seen whatever the timing. Exactly one
  * attempt wins; the hedge is either claimed — and then completed (dispatch's `complete`) and
- * settled through the real settlement use case, as a loser with or without usage or as the winner —
+ * settled through the real settlement use case (in batches of a few rounds racing each other, as
+ * its consumer runs it), as a loser with or without usage or as the winner —
  * or never claimed (no attempt row, no hold added). Four workloads with different allowances race
  * on one shared team budget tight enough that hedges (and later admissions) are refused, and a
- * sampler reads every budget account throughout: pending + unresolved + settled never exceeds its
+ * read of every budget account after each step of each round (admission, the race, completion,
+ * settlement) finds pending + unresolved + settled never above its
  * budget. At the end each account equals the sum of its reservations' buckets and nothing is
  * left pending.
  */
@@ -24,6 +26,7 @@ import {
   OutboxRepository,
 } from '@gateway/db';
 import { admitInput, answeredAttemptEvent, primaryClaim } from '@gateway/testing';
+import { SettleOutcome } from '../src/usecases/settle-attempt/settle-attempt.usecase';
 import { settleOnPostgres, uniqueRoute } from './settle-on-postgres';
 
 const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
@@ -31,6 +34,8 @@ const PERIOD = new Date('2026-12-01T00:00:00Z');
 const ROUNDS = Number(process.env.HEDGE_RACE_ROUNDS ?? 1000);
 /** rounds in flight at once */
 const GROUP = 16;
+/** rounds whose events settle in one batch */
+const SETTLE_ROUNDS = 4;
 /** the primary's reservation and the hedge's own hold */
 const HOLD = 1_000n;
 /** shared by the four workloads: about a third of the rounds' worst case, so refusals happen */
@@ -48,6 +53,8 @@ const LIMITS: Limits = {
 
 describe('the primary answer races the hedge admission (1,000 rounds, shared team budget)', () => {
   const db = new Database(url, { poolMax: 32 });
+  /** the samples' own connections, so they neither wait for nor starve the rounds */
+  const samplerDb = new Database(url, { poolMax: 4 });
   const outbox = new OutboxRepository(db);
   const admission = new AdmissionRepository(db, outbox);
   const dispatch = new DispatchRepository(db, outbox);
@@ -67,11 +74,12 @@ describe('the primary answer races the hedge admission (1,000 rounds, shared tea
   const accounts = [...workloads.map((w) => budgetAccountId('workload', w.id, PERIOD)), teamAccount];
 
   beforeAll(() => route.seed(db));
-  afterAll(() => db.close());
+  afterAll(() => Promise.all([db.close(), samplerDb.close()]));
 
   type Round = { admitted: false } | { admitted: true; actionId: string; hedge: 'won' | 'lost' | ExtraAttemptDenial; loserUsage: boolean };
 
-  async function round(i: number): Promise<Round> {
+  /** One round up to both ends recorded; `verify` checks its money once `events` were settled. */
+  async function round(i: number): Promise<{ result: Round; events: AttemptCompletedV1[]; verify: (o: SettleOutcome[]) => Promise<void> }> {
     const w = workloads[i % workloads.length];
     const input = admitInput(w.id, {
       reservation: { id: randomUUID(), reservedOutputTokens: 100, reservedMicrousd: HOLD, priceRevisionId: priceId },
@@ -80,7 +88,9 @@ describe('the primary answer races the hedge admission (1,000 rounds, shared tea
     });
     input.action.routeId = routeId;
     const actionId = input.action.id;
-    if (!(await admission.admit(input)).ok) return { admitted: false };
+    const admitted = (await admission.admit(input)).ok;
+    await step();
+    if (!admitted) return { result: { admitted: false }, events: [], verify: async () => undefined };
     const primary = randomUUID();
     expect(await dispatch.claim({ ...primaryClaim(actionId, primary), routeId })).toEqual({ ok: true });
 
@@ -127,6 +137,7 @@ describe('the primary answer races the hedge admission (1,000 rounds, shared tea
       h = await hedgeRuns();
     }
 
+    await step();
     // exactly one winner, and both callers agree on it
     const winners = [p.won, h.won?.won ?? false].filter(Boolean);
     expect(winners).toHaveLength(1);
@@ -134,12 +145,15 @@ describe('the primary answer races the hedge admission (1,000 rounds, shared tea
     expect(p.winnerAttemptId).toBe(winner);
     if (h.won) expect(h.won.winnerAttemptId).toBe(winner);
 
-    const reservation = await db.prisma.reservation.findUniqueOrThrow({ where: { actionId } });
-    const rows = await db.prisma.attempt.findMany({ where: { actionId }, orderBy: { attemptNo: 'asc' } });
+    const [reservation, rows, claims] = await Promise.all([
+      db.prisma.reservation.findUniqueOrThrow({ where: { actionId } }),
+      db.prisma.attempt.findMany({ where: { actionId }, orderBy: { attemptNo: 'asc' } }),
+      db.prisma.dispatchClaim.count({ where: { actionId } }),
+    ]);
+    expect(claims).toBe(rows.length);
     if (!h.admitted.ok) {
       // never claimed: no attempt row, no claim, no hold added
       expect(rows.map((r) => r.id)).toEqual([primary]);
-      expect(await db.prisma.dispatchClaim.count({ where: { actionId } })).toBe(1);
       expect(reservation.reservedMicrousd).toBe(HOLD);
     } else {
       expect(rows.map((r) => [r.id, r.role, r.holdMicrousd])).toEqual([
@@ -149,7 +163,7 @@ describe('the primary answer races the hedge admission (1,000 rounds, shared tea
       expect(reservation.reservedMicrousd).toBe(2n * HOLD);
     }
 
-    // dispatch records both ends (the loser cancelled), then settlement settles both, racing each other
+    // dispatch records both ends (the loser cancelled)
     const hedged = h.admitted.ok;
     const loserUsage = i % 3 !== 0;
     const ctx = { workloadId: w.id, actionId, routeId, attemptsTotal: hedged ? 2 : 1 };
@@ -158,37 +172,47 @@ describe('the primary answer races the hedge admission (1,000 rounds, shared tea
       const loser = winner === primary ? hedge : primary;
       ends.push(end(ctx, loser, loser === primary ? 1 : 2, 'loser', loserUsage));
     }
+    // the loser's event first in every other round: settlement sees both orders
+    if (i % 2 === 1) ends.reverse();
     await Promise.all(ends.map((e) => dispatch.complete(e.outcome)));
-    const outcomes = await Promise.all(ends.map((e) => settle.execute(e.outcome.event, new Date())));
-    expect(outcomes).toEqual(ends.map((e) => (e.outcome.event.input_tokens === null ? 'reconciliation_required' : 'settled')));
+    await step();
 
-    const ledger = await db.prisma.ledgerEntry.findMany({ where: { actionId } });
-    expect(ledger.map((l) => [l.attemptId, l.winner, l.attemptsTotal]).sort()).toEqual(
-      ends
-        .filter((e) => e.outcome.event.input_tokens !== null)
-        .map((e) => [e.outcome.attemptId, e.winner, ctx.attemptsTotal])
-        .sort(),
-    );
-    const after = await db.prisma.reservation.findUniqueOrThrow({ where: { actionId } });
-    const settled = ledger.reduce((sum, l) => sum + l.costMicrousd, 0n);
-    const missing = hedged && !loserUsage;
-    // the loser without usage holds exactly its own hold as unresolved; everything else settled or released
-    expect({
-      settled: after.settledMicrousd,
-      unresolved: after.unresolvedMicrousd,
-      released: after.releasedMicrousd,
-      status: after.status,
-    }).toEqual({
-      settled,
-      unresolved: missing ? HOLD : 0n,
-      released: after.reservedMicrousd - settled - (missing ? HOLD : 0n),
-      status: missing ? 'unresolved' : 'settled',
-    });
-    if (missing) {
-      const cases = await db.prisma.reconciliationCase.findMany({ where: { actionId } });
-      expect(cases.map((c) => [c.reason, c.exposureMicrousd])).toEqual([['usage_missing', HOLD]]);
-    }
-    return { admitted: true, actionId, hedge: h.admitted.ok ? (winner === hedge ? 'won' : 'lost') : h.admitted.reason, loserUsage };
+    // settled with its group (below); then each round checks its own money
+    const verify = async (outcomes: SettleOutcome[]) => {
+      expect(outcomes).toEqual(ends.map((e) => (e.outcome.event.input_tokens === null ? 'reconciliation_required' : 'settled')));
+      const [ledger, after, cases] = await Promise.all([
+        db.prisma.ledgerEntry.findMany({ where: { actionId } }),
+        db.prisma.reservation.findUniqueOrThrow({ where: { actionId } }),
+        db.prisma.reconciliationCase.findMany({ where: { actionId } }),
+      ]);
+      // one ledger row per attempt with usage (the loser's too), carrying winner and attempt count
+      expect(ledger.map((l) => [l.attemptId, l.winner, l.attemptsTotal]).sort()).toEqual(
+        ends
+          .filter((e) => e.outcome.event.input_tokens !== null)
+          .map((e) => [e.outcome.attemptId, e.winner, ctx.attemptsTotal])
+          .sort(),
+      );
+      const settled = ledger.reduce((sum, l) => sum + l.costMicrousd, 0n);
+      const missing = hedged && !loserUsage;
+      // the loser without usage holds exactly its own hold as unresolved; everything else settled or released
+      expect({
+        settled: after.settledMicrousd,
+        unresolved: after.unresolvedMicrousd,
+        released: after.releasedMicrousd,
+        status: after.status,
+      }).toEqual({
+        settled,
+        unresolved: missing ? HOLD : 0n,
+        released: after.reservedMicrousd - settled - (missing ? HOLD : 0n),
+        status: missing ? 'unresolved' : 'settled',
+      });
+      expect(cases.map((c) => [c.reason, c.exposureMicrousd])).toEqual(missing ? [['usage_missing', HOLD]] : []);
+    };
+    return {
+      result: { admitted: true, actionId, hedge: hedged ? (winner === hedge ? 'won' : 'lost') : h.admitted.reason, loserUsage },
+      events: ends.map((e) => e.outcome.event),
+      verify,
+    };
   }
 
   function end(
@@ -247,34 +271,53 @@ describe('the primary answer races the hedge admission (1,000 rounds, shared tea
     };
   }
 
-  /** pending + unresolved + settled <= budget on every account, as often as the sampler can read them */
+  let samples = 0;
+  /** After every step of every round (admission, the race, completion, settlement): every account sampled. */
+  async function step(): Promise<void> {
+    samples += await sample();
+  }
+
+  /** pending + unresolved + settled <= budget on every account */
   async function sample(): Promise<number> {
-    const rows = await db.prisma.budgetAccount.findMany({ where: { id: { in: accounts } } });
-    for (const a of rows) {
-      expect(a.pendingMicrousd >= 0n && a.unresolvedMicrousd >= 0n && a.settledMicrousd >= 0n).toBe(true);
-      expect({ id: a.id, over: a.pendingMicrousd + a.unresolvedMicrousd + a.settledMicrousd > a.budgetMicrousd }).toEqual({
-        id: a.id,
-        over: false,
-      });
-    }
+    // one prepared statement, the money compared in Postgres (bigint): a sample is cheap enough to take at every step
+    const rows = await samplerDb.query<{ id: string; negative: boolean; over: boolean }>(
+      {
+        name: 'hedge_race_sample',
+        text: `SELECT id, LEAST(pending_microusd, unresolved_microusd, settled_microusd) < 0 AS negative,
+                 pending_microusd + unresolved_microusd + settled_microusd > budget_microusd AS over
+               FROM budget_account WHERE id = ANY($1::text[])`,
+      },
+      [accounts],
+    );
+    for (const a of rows) expect(a).toEqual({ id: a.id, negative: false, over: false });
     return rows.length;
   }
 
   it('exactly one winner per action; the hedge claimed-and-settled or never claimed; no budget ever exceeded', async () => {
     const results: Round[] = [];
-    let running = true;
-    let samples = 0;
-    const sampler = (async () => {
-      while (running) samples += await sample();
-    })();
-    try {
-      for (let g = 0; g < ROUNDS; g += GROUP) {
-        results.push(...(await Promise.all(Array.from({ length: Math.min(GROUP, ROUNDS - g) }, (_, k) => round(g + k)))));
-        samples += await sample();
-      }
-    } finally {
-      running = false;
-      await sampler;
+    for (let g = 0; g < ROUNDS; g += GROUP) {
+      const played = await Promise.all(Array.from({ length: Math.min(GROUP, ROUNDS - g) }, (_, k) => round(g + k)));
+      // settlement as its consumer runs it: batches of a few rounds' events (both ends of an action in
+      // one batch, as one partition delivers them), the batches racing each other
+      const withEvents = played.filter((p) => p.events.length > 0);
+      const batches = Array.from({ length: Math.ceil(withEvents.length / SETTLE_ROUNDS) }, (_, b) =>
+        withEvents.slice(b * SETTLE_ROUNDS, (b + 1) * SETTLE_ROUNDS),
+      );
+      await Promise.all(
+        batches.map(async (batch) => {
+          const outcomes = await settle.executeBatch(
+            batch.flatMap((p) => p.events),
+            new Date(),
+          );
+          await step();
+          let at = 0;
+          for (const p of batch) {
+            await p.verify(outcomes.slice(at, at + p.events.length));
+            at += p.events.length;
+          }
+        }),
+      );
+      results.push(...played.map((p) => p.result));
     }
 
     const count = (pick: (r: Round) => boolean) => results.filter(pick).length;

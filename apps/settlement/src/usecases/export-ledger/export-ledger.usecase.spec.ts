@@ -148,9 +148,9 @@ describe('ExportLedger', () => {
       await body((await new ExportLedger(new FakeLedger([row(1, detailed)])).execute({ ...cmd, format: 'csv' })).chunks)
     ).split('\r\n');
     expect(header).toMatch(
-      /,settled_at,cache_write_input_tokens,audio_input_tokens,audio_output_tokens,image_output_tokens,cost_cache_write_microusd,cost_audio_input_microusd,cost_audio_output_microusd,cost_image_output_microusd,cost_fees_microusd,context_tier_above_input_tokens,service_tier,fee_lines$/,
+      /,settled_at,cache_write_input_tokens,audio_input_tokens,audio_output_tokens,image_output_tokens,cost_cache_write_microusd,cost_audio_input_microusd,cost_audio_output_microusd,cost_image_output_microusd,cost_fees_microusd,context_tier_above_input_tokens,service_tier,fee_lines,attempt_no,winner,attempts_total,policy_revision_id,deadline_outcome$/,
     );
-    expect(line).toMatch(/,4,2,0,0,5,6,0,0,2000,8,priority,"\[\{""feature"":""web_search"",""calls"":2,""microusd"":""2000""\}\]"$/);
+    expect(line).toMatch(/,4,2,0,0,5,6,0,0,2000,8,priority,"\[\{""feature"":""web_search"",""calls"":2,""microusd"":""2000""\}\]",,,,,$/);
   });
 
   it('a usage row settled before the billable detail (its columns null) reads as it always did', async () => {
@@ -166,7 +166,30 @@ describe('ExportLedger', () => {
     const line = (await body((await new ExportLedger(new FakeLedger([legacy])).execute({ ...cmd, format: 'csv' })).chunks)).split(
       '\r\n',
     )[1];
-    expect(line).toMatch(/,,,,,0,0,0,0,0,,,$/);
+    expect(line).toMatch(/,,,,,0,0,0,0,0,,,,,,,,$/);
+  });
+
+  it('carries the attempt tree (issue 10) in both formats: attempt number, winner, attempts, policy revision, deadline outcome', async () => {
+    const hedge: LedgerRow = {
+      ...row(4),
+      attemptRole: 'hedge',
+      attemptNo: 2,
+      winner: false,
+      attemptsTotal: 2,
+      policyRevisionId: 'rev-9',
+      deadlineOutcome: 'cancelled',
+    };
+    const entry = JSON.parse(await body((await new ExportLedger(new FakeLedger([hedge])).execute(cmd)).chunks));
+    expect(entry).toMatchObject({
+      attempt_role: 'hedge',
+      attempt_no: 2,
+      winner: false,
+      attempts_total: 2,
+      policy_revision_id: 'rev-9',
+      deadline_outcome: 'cancelled',
+    });
+    const line = (await body((await new ExportLedger(new FakeLedger([hedge])).execute({ ...cmd, format: 'csv' })).chunks)).split('\r\n')[1];
+    expect(line).toMatch(/,2,false,2,rev-9,cancelled$/);
   });
 
   it('an empty range is a header only (CSV) or an empty body (NDJSON)', async () => {

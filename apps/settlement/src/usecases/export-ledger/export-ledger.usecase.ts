@@ -30,7 +30,7 @@ type Entry = ReturnType<typeof toEntry>;
 /**
  * CSV columns: the entry's fields, the per-category cost flattened (a category line a usage row
  * does not carry is 0; every cost column is empty on an operator release). The billable detail of
- * issue 14 comes last, so readers that address columns by position keep working; the fee lines
+ * issue 14 and then the attempt tree of issue 10 come last, so readers that address columns by position keep working; the fee lines
  * are their JSON text (money as decimal strings).
  */
 const CSV_COLUMNS: Array<[string, (e: Entry) => string | number | null]> = [
@@ -75,6 +75,12 @@ const CSV_COLUMNS: Array<[string, (e: Entry) => string | number | null]> = [
   ['context_tier_above_input_tokens', (e) => e.context_tier_above_input_tokens],
   ['service_tier', (e) => e.service_tier],
   ['fee_lines', (e) => (e.fee_lines === null ? null : JSON.stringify(e.fee_lines))],
+  // the attempt tree (issue 10), after the billable detail for the same reason
+  ['attempt_no', (e) => e.attempt_no],
+  ['winner', (e) => (e.winner === null ? null : String(e.winner))],
+  ['attempts_total', (e) => e.attempts_total],
+  ['policy_revision_id', (e) => e.policy_revision_id],
+  ['deadline_outcome', (e) => e.deadline_outcome],
 ];
 
 function categoryLine(e: Entry, category: 'cache_write' | 'audio_input' | 'audio_output' | 'image_output' | 'fees'): string | null {

@@ -103,5 +103,11 @@ export function toEntry(r: LedgerRow) {
     attestation_reason: r.attestationReason,
     case_id: r.caseId,
     settled_at: r.settledAt.toISOString(),
+    /** the attempt tree (issue 10); null on rows settled before it or when the settling path did not know */
+    attempt_no: r.attemptNo ?? null,
+    winner: r.winner ?? null,
+    attempts_total: r.attemptsTotal ?? null,
+    policy_revision_id: r.policyRevisionId ?? null,
+    deadline_outcome: r.deadlineOutcome ?? null,
   };
 }
