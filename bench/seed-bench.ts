@@ -8,8 +8,14 @@
 //   BENCH_UPSTREAM_MODEL  upstream model, with provider-sim directives (e.g. "sim-gpt;latency=20")
 //   BENCH_ALIAS           model alias clients send (default "bench")
 //   BENCH_WORKLOADS       comma-separated workload ids, one key each
+//   BENCH_TAIL_UPSTREAM_MODEL  when set, the hedged phase's heavy-tailed route `bench-tail` and its
+//                         two workloads, `bench-tail-plain` (no hedge policy) and `bench-tail-hedged`
+//   BENCH_HEDGE_DELAY_MS  the hedged workload's fixed hedge delay (default 150)
 import { Database } from '@gateway/db';
-import { Seeder } from '@gateway/testing';
+import { hedgeSettings, Seeder } from '@gateway/testing';
+
+const TAIL_ALIAS = 'bench-tail';
+const TAIL_WORKLOADS = { plain: 'bench-tail-plain', hedged: 'bench-tail-hedged' } as const;
 
 async function main(): Promise<void> {
   const url = required('DATABASE_URL');
@@ -37,6 +43,36 @@ async function main(): Promise<void> {
         budgetMicrousd: 10n ** 12n,
       });
       keys[id] = key;
+    }
+    const tailModel = process.env.BENCH_TAIL_UPSTREAM_MODEL;
+    if (tailModel) {
+      await seed.route({
+        routeId: TAIL_ALIAS,
+        alias: TAIL_ALIAS,
+        providerKind: 'openai-chat',
+        upstreamBaseUrl: simUrl,
+        upstreamModel: tailModel,
+      });
+      for (const id of Object.values(TAIL_WORKLOADS)) {
+        const { key } = await seed.workload({
+          id,
+          team: 'bench',
+          allowedAliases: [TAIL_ALIAS],
+          maxInFlight: 10_000,
+          budgetMicrousd: 10n ** 12n,
+        });
+        keys[id] = key;
+      }
+      // one hedge after a fixed delay; no retries, so the two workloads differ by the hedge alone
+      const delayMs = Number(process.env.BENCH_HEDGE_DELAY_MS || 150);
+      await seed.hedgePolicy(
+        TAIL_WORKLOADS.hedged,
+        hedgeSettings({
+          delay: { kind: 'fixed', ms: delayMs },
+          retry: { transient: [], max_retries: 0 },
+          allowance: { max_attempts: 2, max_extra_spend_microusd: '1000000' },
+        }),
+      );
     }
     process.stdout.write(JSON.stringify({ alias, upstreamModel, keys }) + '\n');
   } finally {

@@ -20,6 +20,10 @@
 // all, as `npm start`), BENCH_GATEWAY_WORKLOADS (spread the gateway load over this many workloads,
 // default 1), BENCH_IDLE_SETTLE_S / BENCH_IDLE_S (the idle phase: seconds of quiet before it is
 // measured, default 10, and measured, default 20), BENCH_ONLY=idle (= --idle).
+// The hedged phase (issue 10; BENCH_ONLY=hedged or --hedged runs it alone): the gateway on a
+// heavy-tailed route (BENCH_TAIL, default `latency=20-40;latency-tail=50:1500-2500`) at
+// BENCH_HEDGE_RATE req/s (default 5), once for a workload without a hedge policy and once for
+// one with a hedge after BENCH_HEDGE_DELAY_MS (default 300): p99 and the extra spend side by side.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -58,6 +62,10 @@ const CFG = {
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean),
+  hedgedOnly: process.env.BENCH_ONLY === 'hedged' || process.argv.slice(2).includes('--hedged'),
+  tail: process.env.BENCH_TAIL || 'latency=20-40;latency-tail=50:1500-2500',
+  hedgeRate: num('BENCH_HEDGE_RATE', 5),
+  hedgeDelayMs: num('BENCH_HEDGE_DELAY_MS', 300),
   services: (process.env.BENCH_SERVICES || 'all')
     .split(',')
     .map((s) => s.trim())
@@ -76,6 +84,7 @@ const ADMISSION = `http://127.0.0.1:${PORTS.ADMISSION_PORT}`;
 const SIM = `http://127.0.0.1:${PORTS.PROVIDER_SIM_PORT}`;
 const ALIAS = 'bench';
 const UPSTREAM_MODEL = `sim-gpt;latency=${CFG.latencyMs}`;
+const TAIL = { alias: 'bench-tail', model: `sim-gpt;${CFG.tail}`, plain: 'bench-tail-plain', hedged: 'bench-tail-hedged' };
 // Gateway load goes to one workload per phase, or is spread over BENCH_GATEWAY_WORKLOADS of them.
 const workloadsFor = (name) =>
   CFG.gatewayWorkloads === 1 ? [name] : Array.from({ length: CFG.gatewayWorkloads }, (_, i) => `${name}-${i + 1}`);
@@ -128,6 +137,8 @@ async function main() {
         BENCH_ALIAS: ALIAS,
         BENCH_UPSTREAM_MODEL: UPSTREAM_MODEL,
         BENCH_WORKLOADS: allWorkloads.join(','),
+        BENCH_TAIL_UPSTREAM_MODEL: TAIL.model,
+        BENCH_HEDGE_DELAY_MS: String(CFG.hedgeDelayMs),
       })
     )
       .trim()
@@ -189,6 +200,15 @@ async function main() {
     return shutdown(0);
   }
 
+  if (CFG.hedgedOnly) {
+    const hedged = await hedgedPhase(pool, seeded.keys);
+    const result = { finishedAt: new Date().toISOString(), mode: 'hedged', machine: machine(), config: CFG, hedged };
+    writeResult(result);
+    reportHedged(hedged);
+    log(`wrote ${path.relative(ROOT, RESULT_FILE)}; total ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    return shutdown(0);
+  }
+
   log(`warm-up: ${CFG.warmupS} s per target, ${CFG.connections} connections (not reported)`);
   for (const target of Object.values(targets)) {
     await load(requestFor(target, WORKLOADS.warmup), { connections: CFG.connections, duration: CFG.warmupS });
@@ -245,6 +265,7 @@ async function main() {
     }
   }
 
+  const hedged = await hedgedPhase(pool, seeded.keys);
   const loadEnded = Date.now();
   const settlement = await waitForSettlement(pool, loadEnded, runs, phases);
   const stages = {};
@@ -273,10 +294,12 @@ async function main() {
     admissionMetrics: metrics,
     memoryMb,
     startupMs,
+    hedged,
   };
   writeResult(result);
 
   report(result, phases);
+  reportHedged(hedged);
   log(`wrote ${path.relative(ROOT, RESULT_FILE)}; total ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
   const failures = Object.values(runs)
@@ -378,6 +401,128 @@ async function sanityCheck(name, req) {
 
 async function resetSim() {
   await fetch(`${SIM}/_sim/requests`, { method: 'DELETE' }).catch(() => undefined);
+}
+
+// ---------------------------------------------------------------- hedged phase (issue 10)
+
+/**
+ * The same request through the gateway on the heavy-tailed route, first for the workload without a
+ * hedge policy, then for the one with a hedge: latency percentiles, then what each action cost once
+ * every attempt has ended. Spend is the gateway's books — settled ledger cost plus the exposure held
+ * by open cases (aborted losers without usage are never zero) — per action.
+ */
+async function hedgedPhase(pool, keys) {
+  const out = { upstreamModel: TAIL.model, rate: CFG.hedgeRate, hedgeDelayMs: CFG.hedgeDelayMs, runs: {} };
+  for (const [mode, workload] of [
+    ['without hedging', TAIL.plain],
+    ['with hedging', TAIL.hedged],
+  ]) {
+    log(`hedged phase, ${mode}: ${CFG.hedgeRate} req/s for ${CFG.durationS} s on ${TAIL.model}`);
+    const request = {
+      url: `${ADMISSION}/v1/chat/completions`,
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${keys[workload]}` },
+      body: JSON.stringify({ model: TAIL.alias, messages: PROMPT }),
+    };
+    out.runs[workload] = {
+      mode,
+      loadavg: os.loadavg().map((l) => round(l, 2)),
+      ...(await load(request, { overallRate: CFG.hedgeRate, duration: CFG.durationS })),
+    };
+    await resetSim();
+  }
+  const workloads = [TAIL.plain, TAIL.hedged];
+  const deadline = Date.now() + CFG.drainTimeoutMs;
+  // every attempt ended and handed to settlement or reconciliation
+  const busy = async () =>
+    Number(
+      (
+        await pool.query(
+          `SELECT count(*) AS n FROM attempt t JOIN action a ON a.id = t.action_id
+           WHERE a.workload_id = ANY($1::text[]) AND t.status NOT IN ('settled', 'reconciliation_required')`,
+          [workloads],
+        )
+      ).rows[0].n,
+    );
+  while ((await busy()) > 0 && Date.now() < deadline) await sleep(500);
+  for (const workload of workloads) {
+    const { rows } = await pool.query(
+      `SELECT
+         (SELECT count(*) FROM action a WHERE a.workload_id = $1) AS actions,
+         (SELECT count(*) FROM attempt t JOIN action a ON a.id = t.action_id WHERE a.workload_id = $1) AS attempts,
+         (SELECT count(*) FROM attempt t JOIN action a ON a.id = t.action_id WHERE a.workload_id = $1 AND t.role = 'hedge') AS hedges,
+         (SELECT count(*) FROM attempt t JOIN action a ON a.id = t.action_id WHERE a.workload_id = $1 AND t.role = 'hedge' AND t.winner) AS hedges_won,
+         (SELECT coalesce(sum(cost_microusd), 0) FROM ledger_entry WHERE workload_id = $1) AS settled,
+         (SELECT coalesce(sum(c.exposure_microusd), 0) FROM reconciliation_case c JOIN action a ON a.id = c.action_id
+           WHERE a.workload_id = $1 AND c.status = 'open') AS unresolved`,
+      [workload],
+    );
+    const r = rows[0];
+    const actions = Number(r.actions);
+    const perAction = (v) => (actions > 0 ? round(Number(v) / actions, 1) : null);
+    Object.assign(out.runs[workload], {
+      actions,
+      attempts: Number(r.attempts),
+      hedges: Number(r.hedges),
+      hedgesWon: Number(r.hedges_won),
+      settledMicrousd: String(r.settled),
+      unresolvedMicrousd: String(r.unresolved),
+      settledPerActionMicrousd: perAction(r.settled),
+      // worst cases held for attempts without usage (aborted losers): exposure, not a cost
+      heldPerActionMicrousd: perAction(r.unresolved),
+    });
+  }
+  out.drained = (await busy()) === 0;
+  const [plain, hedged] = workloads.map((w) => out.runs[w]);
+  const extra = (a, b) => (a && b !== null ? round((b / a - 1) * 100, 1) : null);
+  out.extraSettledPct = extra(plain.settledPerActionMicrousd, hedged.settledPerActionMicrousd);
+  out.extraWithHeldPct = extra(
+    plain.settledPerActionMicrousd + plain.heldPerActionMicrousd,
+    hedged.settledPerActionMicrousd + hedged.heldPerActionMicrousd,
+  );
+  out.p99RatioHedgedToPlain = plain.p99Ms && hedged.p99Ms !== null ? round(hedged.p99Ms / plain.p99Ms, 3) : null;
+  return out;
+}
+
+function reportHedged(h) {
+  console.log('');
+  console.log(`Hedged phase: gateway on ${h.upstreamModel}, ${h.rate} req/s, hedge after ${h.hedgeDelayMs} ms (one hedge, no retries)`);
+  console.log('');
+  const rows = [
+    [
+      '',
+      'ok req/s',
+      'p50 ms',
+      'p99 ms',
+      'max ms',
+      'actions',
+      'attempts',
+      'hedges (won)',
+      'settled µUSD/action',
+      'held µUSD/action',
+      'load avg',
+    ],
+  ];
+  for (const r of Object.values(h.runs)) {
+    rows.push([
+      r.mode,
+      r.okPerSec,
+      r.p50Ms,
+      r.p99Ms,
+      r.maxMs,
+      r.actions,
+      r.attempts,
+      `${r.hedges} (${r.hedgesWon})`,
+      r.settledPerActionMicrousd,
+      r.heldPerActionMicrousd,
+      r.loadavg.join(' '),
+    ]);
+  }
+  console.log(table(rows, 1));
+  const drained = h.drained ? '' : ' (some attempts had not ended when measured)';
+  console.log(
+    `extra spend with hedging, per action: ${h.extraSettledPct ?? 'n/a'} % settled; ${h.extraWithHeldPct ?? 'n/a'} % counting the worst cases held for aborted losers (exposure until their usage is known); p99 hedged / plain: ${h.p99RatioHedgedToPlain ?? 'n/a'}${drained}`,
+  );
 }
 
 // ---------------------------------------------------------------- settlement and stages

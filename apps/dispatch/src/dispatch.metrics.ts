@@ -8,6 +8,14 @@ export class DispatchMetrics {
   readonly upstream: Counter<'route' | 'status'>;
   readonly acceptance: Counter<'reason'>;
   readonly contractFailures: Counter<'route' | 'kind'>;
+  /** extra attempts started (hedges fired, retries, fallbacks), by role */
+  readonly extraAttempts: Counter<'role'>;
+  /** extra attempts not started, by role and reason (decideHedge's or the serialised admission's) */
+  readonly extraDenied: Counter<'role' | 'reason'>;
+  /** answers chosen (compare-and-set won), by the winning attempt's role */
+  readonly winners: Counter<'role'>;
+  /** what extra attempts held when admitted, per workload: their worst case, settled later from usage */
+  readonly extraHold: Counter<'workload' | 'role'>;
 
   constructor(metrics: Metrics) {
     const registers = [metrics.registry];
@@ -33,6 +41,30 @@ export class DispatchMetrics {
       name: 'gateway_route_contract_failures_total',
       help: 'Routes that did not honour their contract (silent shortfall, excess candidates, refused multi-candidate)',
       labelNames: ['route', 'kind'],
+      registers,
+    });
+    this.extraAttempts = new Counter({
+      name: 'gateway_dispatch_extra_attempts_total',
+      help: 'Extra attempts started (hedges fired, retries, fallbacks), by role',
+      labelNames: ['role'],
+      registers,
+    });
+    this.extraDenied = new Counter({
+      name: 'gateway_dispatch_extra_attempts_denied_total',
+      help: 'Extra attempts not started, by role and reason',
+      labelNames: ['role', 'reason'],
+      registers,
+    });
+    this.winners = new Counter({
+      name: 'gateway_dispatch_winners_total',
+      help: 'Answers chosen by compare-and-set, by the winning attempt role (hedge = hedges won)',
+      labelNames: ['role'],
+      registers,
+    });
+    this.extraHold = new Counter({
+      name: 'gateway_dispatch_extra_hold_microusd_total',
+      help: 'Micro-USD held for extra attempts when admitted (their worst case; settlement prices what they cost), per workload',
+      labelNames: ['workload', 'role'],
       registers,
     });
   }

@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { Database, DispatchRepository, OutboxRepository } from '@gateway/db';
+import { Database, DispatchRepository, HedgePolicyRepository, OutboxRepository } from '@gateway/db';
 import { ContentCipher } from '@gateway/messaging';
 import { upstreamAgent, UpstreamCredentials } from '@gateway/providers';
 import { CoreModule, CoreOptions } from '@gateway/service-kit';
@@ -28,6 +28,11 @@ export class DispatchModule {
         {
           provide: DispatchRepository,
           useFactory: (db: Database, outbox: OutboxRepository) => new DispatchRepository(db, outbox),
+          inject: [Database, OutboxRepository],
+        },
+        {
+          provide: HedgePolicyRepository,
+          useFactory: (db: Database, outbox: OutboxRepository) => new HedgePolicyRepository(db, outbox),
           inject: [Database, OutboxRepository],
         },
         DispatchMetrics,

@@ -12,7 +12,7 @@ import { createInterface } from 'node:readline';
 import pino from 'pino';
 import { Agent } from 'undici';
 import { AttemptCompletedV1, DispatchCommandV1, TopicKey, TopicPayload, Topics } from '@gateway/contracts';
-import { Database, DispatchRepository, OutboxRepository } from '@gateway/db';
+import { Database, DispatchRepository, HedgePolicyRepository, OutboxRepository } from '@gateway/db';
 import { ContentCipher } from '@gateway/messaging';
 import { UpstreamCredentials } from '@gateway/providers';
 import { Metrics, randomIds, ServiceConfig, systemClock } from '@gateway/service-kit';
@@ -173,6 +173,7 @@ describe('billable usage detail from provider to attempt.completed', () => {
       systemClock,
       randomIds,
       new UpstreamCredentials({}),
+      new HedgePolicyRepository(db, new OutboxRepository(db)),
     );
   });
   afterAll(async () => {

@@ -13,6 +13,8 @@ export interface SimContext {
   readonly requestsTotal: Counter<'endpoint' | 'scenario' | 'status'>;
   /** fail-first: requests seen per body fingerprint. */
   readonly failures: Map<string, number>;
+  /** slow-first: requests seen per body fingerprint. */
+  readonly slowSeen: Map<string, number>;
   /** Latency draws: one seeded sequence per instance, deterministic in arrival order. */
   latencyRng: Rng;
   nextId(): number;
@@ -35,12 +37,14 @@ export function createContext(seed: number, logLimit?: number): SimContext {
     registry,
     requestsTotal,
     failures: new Map(),
+    slowSeen: new Map(),
     latencyRng: createRng(seed),
     nextId: () => ++counter,
     reset() {
       ctx.log.reset();
       ctx.billing.reset();
       ctx.failures.clear();
+      ctx.slowSeen.clear();
       registry.resetMetrics();
       ctx.latencyRng = createRng(seed);
       counter = 0;

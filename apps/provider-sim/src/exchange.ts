@@ -190,7 +190,11 @@ export async function handleProviderRequest(
     (ctx.failures.get(fingerprint) ?? 0) < script.failFirst;
   progress.plan = scriptedError ? null : plan;
   progress.delayStartMs = Date.now() - started;
-  progress.delayMs = drawLatency(ctx.latencyRng, script);
+  // Drawn whatever slow-first says, so the seeded sequence stays where it would be without it.
+  const drawn = drawLatency(ctx.latencyRng, script);
+  const slow = script.slowFirst ? (ctx.slowSeen.get(fingerprint) ?? 0) + 1 : 0;
+  if (script.slowFirst) ctx.slowSeen.set(fingerprint, slow);
+  progress.delayMs = script.slowFirst && slow <= script.slowFirst.count ? script.slowFirst.ms : drawn;
   if (!(await sleep(progress.delayMs, abort.signal))) return;
   progress.delayDone = true;
   if (script.status) return fail(script.status, `Simulated upstream error (status=${script.status}).`);

@@ -42,6 +42,14 @@ describe('resolveScript', () => {
     });
   });
 
+  it('slow-first=<count>:<ms>: the first count requests of one body wait ms; a malformed value is refused', () => {
+    expect(resolveScript('sim-gpt;slow-first=1:3000').script.slowFirst).toEqual({ count: 1, ms: 3000 });
+    expect(resolveScript('sim-gpt').script.slowFirst).toBeUndefined();
+    for (const bad of ['slow-first=1', 'slow-first=0:10', 'slow-first=a:b', 'slow-first=1:700000', 'slow-first']) {
+      expect(() => resolveScript(`sim-gpt;${bad}`)).toThrow(ScriptError);
+    }
+  });
+
   it.each(['tier=Flex', 'tier=a b', 'searches=17', 'audio-out=-1'])('refuses a malformed billing directive (%s)', (d) => {
     expect(() => resolveScript(`sim-gpt;${d}`)).toThrow(ScriptError);
   });

@@ -39,6 +39,11 @@ export interface SimScript {
   status?: number;
   failFirst: number;
   /**
+   * `slow-first=<k>:<ms>`: the first k requests with the same body fingerprint wait `ms` instead of
+   * their drawn delay (a slow primary whose hedge, the same body sent again, is fast).
+   */
+  slowFirst?: { count: number; ms: number };
+  /**
    * `key-sha256=<hex>`: answer 401 unless the request carries an API key whose SHA-256 is this, in
    * the provider's own header (OpenAI `Authorization: Bearer`, Gemini `x-goog-api-key`). The
    * directive names a hash so the model name, which the gateway stores, never holds the key.
@@ -84,6 +89,7 @@ const VALUED = new Set([
   'words',
   'status',
   'fail-first',
+  'slow-first',
   'key-sha256',
 ]);
 
@@ -205,6 +211,12 @@ export function toScript(raw: Raw): SimScript {
       case 'fail-first':
         s.failFirst = int(name, value);
         break;
+      case 'slow-first': {
+        const m = /^(\d+):(\d+)$/.exec(value);
+        if (!m) throw new ScriptError(`sim directive 'slow-first' needs <count>:<ms>, got '${value}'`);
+        s.slowFirst = { count: int(name, m[1], 1, 1_000), ms: int(name, m[2], 0, 600_000) };
+        break;
+      }
       case 'key-sha256':
         if (!/^[0-9a-f]{64}$/.test(value)) throw new ScriptError(`sim directive 'key-sha256' needs 64 lower-case hex digits`);
         s.keySha256 = value;

@@ -277,6 +277,30 @@ describe('OpenAI chat completions', () => {
     expect(new Set(log.map((e) => e.fingerprint)).size).toBe(1);
   });
 
+  it('slow-first keeps the first request of a body waiting while the same body sent again answers (a hedge)', async () => {
+    const model = 'sim-gpt;slow-first=1:20000';
+    const primary = new AbortController();
+    let primaryDone = false;
+    const first = openai.chat.completions
+      .create({ model, messages }, { signal: primary.signal, maxRetries: 0 })
+      .then(() => (primaryDone = true))
+      .catch(() => undefined);
+    await eventually(async () => (sim.requests().length === 1 ? true : undefined), { what: 'the first request arrived' });
+    const hedge = await openai.chat.completions.create({ model, messages });
+    expect(hedge.choices).toHaveLength(1);
+    expect(primaryDone).toBe(false);
+    primary.abort();
+    await first;
+    const log = await eventually(async () => (sim.requests().some((e) => e.aborted) ? sim.requests() : undefined), {
+      what: 'the abort logged',
+    });
+    expect(log.map((e) => [e.status, e.aborted])).toEqual([
+      [expect.any(Number), true],
+      [200, false],
+    ]);
+    expect(new Set(log.map((e) => e.fingerprint)).size).toBe(1);
+  });
+
   it('applies latency and ttft', async () => {
     let started = Date.now();
     await openai.chat.completions.create({ model: 'sim-gpt;latency=120', messages });

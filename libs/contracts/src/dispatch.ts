@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { candidateOutcome } from './events';
+import { microusdText } from './price-revision';
 
 /**
  * Decrypted bodies of the content-bearing dispatch command and reply. These are the only
@@ -26,6 +27,11 @@ export const routeTarget = z.object({
   output_cap_param: z.string(),
   output_cap_semantics: z.enum(['per_candidate', 'shared']).nullable(),
   price_revision_id: z.string(),
+  /**
+   * the upstream idempotency header the route's contract names (e.g. `Idempotency-Key`); retries of
+   * one action send the same value in it. Absent/null: the contract names none.
+   */
+  idempotency_header: z.string().nullable().optional(),
 });
 export type RouteTarget = z.infer<typeof routeTarget>;
 
@@ -47,6 +53,20 @@ export const dispatchCommandV1 = z.object({
   allow_provider_storage: z.boolean().optional(),
   deadline: z.string(),
   dispatch_deadline: z.string(),
+  /**
+   * the primary's own hold (decimal micro-USD string): the reservation's amount at admission. A
+   * hedge or retry on the same route holds the same again; absent (older admissions): null claim hold.
+   */
+  hold_microusd: microusdText.optional(),
+  /**
+   * the workload's fallback chain as admission approved it for this action (verified contracts
+   * that support the effective candidate count, serving the same dialect), in order, each with the
+   * hold a fallback attempt on it takes (same estimate as the primary's, at that route's price).
+   */
+  fallbacks: z
+    .array(z.object({ route: routeTarget, hold_microusd: microusdText }))
+    .max(16)
+    .optional(),
   acceptance: z.object({ allow_length: z.boolean(), allow_content_filter: z.boolean() }),
   /**
    * the application's request body, validated and normalised by admission (canonical spelling,
@@ -58,6 +78,15 @@ export type DispatchCommandV1 = z.infer<typeof dispatchCommandV1>;
 
 const replyCounts = z.object({
   attempt_id: z.string().nullable(),
+  /** attempts of the action sent upstream (hedges, retries, fallbacks included); absent: 1 */
+  attempts_total: z.number().int().nonnegative().optional(),
+  /** the role of the attempt whose answer this is (null: no attempt answered) */
+  winner_role: z.enum(['primary', 'hedge', 'retry', 'fallback', 'probe']).nullable().optional(),
+  /**
+   * the gateway used its own retry allowance for this action (retried, fell back, or was denied an
+   * extra attempt because the allowance was spent): an SDK must not retry on top of it
+   */
+  gateway_retried: z.boolean().optional(),
   provider_request_id: z.string().nullable(),
   requested_candidates: z.number().int().nullable(),
   effective_candidates: z.number().int(),

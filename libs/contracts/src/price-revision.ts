@@ -89,11 +89,11 @@ export function priceWireSchemas<M extends z.ZodType<bigint>>(money: M) {
   };
 }
 
+/** Non-negative integer micro-USD as a decimal string, kept a string (JSON messages that carry money). */
+export const microusdText = z.string().regex(/^\d{1,19}$/, 'integer micro-USD as a decimal string');
+
 /** Integer micro-USD as a decimal string, how stored JSON holds money. */
-export const decimalMicrousd = z
-  .string()
-  .regex(/^\d{1,19}$/, 'integer micro-USD as a decimal string')
-  .transform((s) => BigInt(s));
+export const decimalMicrousd = microusdText.transform((s) => BigInt(s));
 
 /** The stored JSON's schemas. */
 export const storedPriceWire = priceWireSchemas(decimalMicrousd);

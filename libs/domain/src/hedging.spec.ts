@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { MAX_BUDGET_MICROUSD } from './reservation';
 import {
+  requestToolNames,
   AttemptExposure,
   AttemptFailure,
   HedgePolicy,
@@ -320,5 +321,42 @@ describe('sameHedgeSettings', () => {
     expect(sameHedgeSettings(settings, { ...settings, readOnlyTools: ['lookup', 'search'] })).toBe(false);
     expect(sameHedgeSettings(settings, { ...settings, experimentAllowance: null })).toBe(false);
     expect(sameHedgeSettings(settings, { ...settings, delay: { kind: 'fixed', ms: 200 } })).toBe(false);
+  });
+});
+
+describe('requestToolNames', () => {
+  it.each([
+    ['openai-chat', { messages: [] }, []],
+    ['openai-chat', { tools: [{ type: 'function', function: { name: 'lookup' } }, { type: 'web_search' }] }, ['lookup', 'web_search']],
+    [
+      'openai-responses',
+      { tools: [{ type: 'function', name: 'lookup' }, { type: 'web_search_preview' }] },
+      ['lookup', 'web_search_preview'],
+    ],
+    [
+      'gemini-generate',
+      { tools: [{ functionDeclarations: [{ name: 'lookup' }, { name: 'fetch' }] }, { googleSearch: {} }] },
+      ['lookup', 'fetch', 'googleSearch'],
+    ],
+    ['gemini-generate', { tools: [{ function_declarations: [{ name: 'lookup' }] }] }, ['lookup']],
+  ] as const)('%s %j → %j', (kind, body, names) => {
+    expect(requestToolNames(body as Record<string, unknown>, kind)).toEqual(names);
+  });
+
+  it('a shape it cannot read is a tool no policy declares, so the request is not hedged', () => {
+    const policy = { enabled: true, maxHedges: 1 as const };
+    const cases: Array<[Record<string, unknown>, 'openai-chat' | 'gemini-generate']> = [
+      [{ tools: 'x' }, 'openai-chat'],
+      [{ tools: [7] }, 'openai-chat'],
+      [{ tools: [{ function: {} }] }, 'openai-chat'],
+      [{ tools: [{ functionDeclarations: 'x' }] }, 'gemini-generate'],
+    ];
+    for (const [body, kind] of cases) {
+      const toolNames = requestToolNames(body, kind);
+      expect(toolNames.length).toBeGreaterThan(0);
+      expect(hedgeIneligibility(policy, { stream: false, effectiveCandidates: 1, toolNames, readOnlyTools: ['lookup'] })).toBe(
+        'tools_not_read_only',
+      );
+    }
   });
 });

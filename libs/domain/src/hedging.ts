@@ -334,3 +334,44 @@ export function retryDecision(
   if (ctx.retryHoldMicrousd > allowance.extraSpendLeftMicrousd) return { retry: false, reason: 'spend_allowance_spent' };
   return { retry: true, failure: transient };
 }
+
+/**
+ * The names of the tools a request declares, for `hedgeIneligibility`: a function tool by its
+ * function's name, any other tool (hosted search, code execution…) by its kind, so only what the
+ * workload listed as read-only passes. OpenAI chat: `tools[].function.name` or `tools[].type`;
+ * Responses: `tools[].name` or `tools[].type`; Gemini: each `functionDeclarations[].name` and any
+ * other key of a `tools[]` entry. A shape it cannot read counts as a tool nobody declared.
+ */
+export function requestToolNames(body: Record<string, unknown>, apiKind: 'openai-chat' | 'openai-responses' | 'gemini-generate'): string[] {
+  const tools = body.tools;
+  if (tools === undefined || tools === null) return [];
+  if (!Array.isArray(tools)) return [UNREADABLE_TOOL];
+  const names: string[] = [];
+  for (const t of tools) {
+    if (t === null || typeof t !== 'object' || Array.isArray(t)) {
+      names.push(UNREADABLE_TOOL);
+      continue;
+    }
+    const tool = t as Record<string, unknown>;
+    if (apiKind === 'gemini-generate') {
+      for (const [key, value] of Object.entries(tool)) {
+        if (key !== 'functionDeclarations' && key !== 'function_declarations') names.push(key);
+        else if (!Array.isArray(value)) names.push(UNREADABLE_TOOL);
+        else for (const d of value) names.push(nameOf(d) ?? UNREADABLE_TOOL);
+      }
+      continue;
+    }
+    const fn = apiKind === 'openai-chat' ? nameOf(tool.function) : typeof tool.name === 'string' ? tool.name : null;
+    names.push(fn ?? (typeof tool.type === 'string' ? tool.type : UNREADABLE_TOOL));
+  }
+  return names;
+}
+
+/** A placeholder for a tool entry whose name cannot be read: no policy lists it, so the request is not hedged. */
+const UNREADABLE_TOOL = 'unreadable tool';
+
+function nameOf(v: unknown): string | null {
+  return v !== null && typeof v === 'object' && typeof (v as Record<string, unknown>).name === 'string'
+    ? ((v as Record<string, unknown>).name as string)
+    : null;
+}

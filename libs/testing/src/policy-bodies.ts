@@ -1,3 +1,6 @@
+import { z } from 'zod';
+import { decimalMicrousd, hedgePolicyFromWire, hedgePolicyWireFields, HedgeSettingsDomain } from '@gateway/contracts';
+
 /**
  * Request bodies for the policy API as an operator sends them (snake_case, money as strings), shared
  * by the policy integration tests and the e2e suite.
@@ -87,4 +90,25 @@ export function experimentBody(revisionId: string, overrides: Record<string, unk
     reason: 'does the hedge buy on-time answers?',
     ...overrides,
   };
+}
+
+/**
+ * Hedge policy settings as the policy service stores them from `hedgePolicyBody(overrides)`, with
+ * dispatch tests' permissive defaults: a 200 ms fixed delay, every transient class and one retry,
+ * three attempts, no spend floor, no route-health stop, no experiment allowance, no tools.
+ */
+export function hedgeSettings(overrides: Record<string, unknown> = {}): HedgeSettingsDomain {
+  return hedgePolicyFromWire(
+    z.object(hedgePolicyWireFields(decimalMicrousd)).parse(
+      hedgePolicyBody({
+        delay: { kind: 'fixed', ms: 200 },
+        retry: { transient: ['connection_error', 'timeout_before_first_byte', 'rate_limited', 'server_error'], max_retries: 1 },
+        allowance: { max_attempts: 3, max_extra_spend_microusd: '10000000' },
+        stop: { spend_floor_microusd: '0', max_route_error_per_mille: 1000, max_route_in_flight: 1000, min_useful_remaining_ms: 500 },
+        experiment_allowance: null,
+        read_only_tools: [],
+        ...overrides,
+      }),
+    ),
+  );
 }

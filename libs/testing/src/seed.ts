@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { hashCredential, OPERATIONS_WORKLOAD_ID, PriceRevision } from '@gateway/domain';
-import { Database, OutboxRepository, PolicyRepository, RouteContractInput, WorkloadInput } from '@gateway/db';
+import { hashCredential, HedgePolicy, OPERATIONS_WORKLOAD_ID, PriceRevision } from '@gateway/domain';
+import { Database, HedgePolicyRepository, OutboxRepository, PolicyRepository, RouteContractInput, WorkloadInput } from '@gateway/db';
 
 /**
  * Builders for routes, workloads, keys and operator tokens, written through the same
@@ -93,6 +93,20 @@ export class Seeder {
     if (!ops) throw new Error(`the operations workload ${OPERATIONS_WORKLOAD_ID} is missing: is the database migrated?`);
     const { createdAt: _c, updatedAt: _u, updatedBy: _b, changeReason: _r, keys: _k, ...policy } = ops;
     await this.policy.putWorkload({ ...policy, budgetMicrousd, actor: 'seed', reason: 'seeded operations budget' }, new Date());
+  }
+
+  /**
+   * Stores a hedge policy revision as the policy service does once approved (the same row writer),
+   * workload-wide unless `routeId` is given; returns the revision id every attempt records.
+   */
+  async hedgePolicy(workloadId: string, settings: Omit<HedgePolicy, 'revisionId'>, routeId: string | null = null): Promise<string> {
+    const repo = new HedgePolicyRepository(this.db, new OutboxRepository(this.db));
+    const result = await repo.append(
+      { ...settings, revisionId: randomUUID(), workloadId, routeId, createdBy: 'seed', reason: 'seeded hedge policy' },
+      new Date(),
+    );
+    if (!result.ok) throw new Error(`hedge policy for ${workloadId}: ${result.reason}`);
+    return result.revision.revisionId;
   }
 
   async key(workloadId: string, key = newWorkloadKey()): Promise<string> {

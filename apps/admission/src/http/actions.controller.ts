@@ -11,7 +11,10 @@ export class ActionsController {
   constructor(private readonly getAction: GetAction) {}
 
   @Get(':actionId')
-  @ApiOperation({ summary: 'Sanitised status of one action: attempts, counts, usage, reserved, settled and unresolved amounts' })
+  @ApiOperation({
+    summary:
+      'Sanitised status of one action: attempts (role, attempt_no, route, own hold, winner, deadline outcome, policy revision), counts, usage, reserved, settled and unresolved amounts',
+  })
   get(@Param('actionId') actionId: string, @Req() req: Request) {
     return this.getAction.execute(bearer(req) ?? (req.headers['x-goog-api-key'] as string | undefined) ?? null, actionId);
   }

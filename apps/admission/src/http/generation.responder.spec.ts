@@ -441,6 +441,44 @@ describe('GenerationResponder', () => {
     });
   });
 
+  describe("extra attempts (issue 10): attempts, winner role, and no SDK retry on top of the gateway's", () => {
+    it('an answer after a hedge: x-gateway-attempts and x-gateway-winner-role', async () => {
+      const f = setup(openAiWhole);
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply({
+        kind: 'response',
+        http_status: 200,
+        body: { id: 'x' },
+        ...counts,
+        attempts_total: 2,
+        winner_role: 'hedge',
+        gateway_retried: false,
+      });
+      await f.served();
+      expect(f.res.statusCode).toBe(200);
+      expect(f.res.headers.get('x-gateway-attempts')).toBe('2');
+      expect(f.res.headers.get('x-gateway-winner-role')).toBe('hedge');
+      expect(f.res.headers.get('x-should-retry')).toBeUndefined();
+    });
+
+    it.each([
+      ['the gateway retried', { attempts_total: 2, winner_role: null, gateway_retried: true }, 'false'],
+      ['the gateway did not retry', { attempts_total: 1, winner_role: null, gateway_retried: false }, undefined],
+      ['an older dispatch (no fields)', {}, undefined],
+    ])('an error after %s: x-should-retry %s', async (_what, extra, header) => {
+      const f = setup(openAiWhole);
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply({ ...providerError, ...extra });
+      await f.served();
+      expect(f.res.statusCode).toBe(502);
+      expect(f.res.headers.get('x-should-retry')).toBe(header);
+      expect(f.res.headers.get('x-gateway-attempts')).toBe(String((extra as { attempts_total?: number }).attempts_total ?? 1));
+      expect(f.res.headers.get('x-gateway-winner-role')).toBeUndefined();
+    });
+  });
+
   describe('the reply cache', () => {
     const answer: DispatchReplyV1 = { kind: 'response', http_status: 200, body: { choices: [] }, ...ONE_CANDIDATE_COUNTS };
 

@@ -93,17 +93,21 @@ export class GenerationResponder {
       writeDenial(req, res, deadlinePassed(actionId));
       return 'deadline_exceeded';
     }
-    if (reply.kind === 'response') {
+    if (reply.kind === 'response' || reply.kind === 'error') {
       res.setHeader('x-gateway-returned-candidates', String(reply.returned_candidates ?? 0));
+      res.setHeader('x-gateway-attempts', String(reply.attempts_total ?? 1));
+      if (reply.winner_role) res.setHeader('x-gateway-winner-role', reply.winner_role);
+    }
+    if (reply.kind === 'response') {
       res.status(reply.http_status).json(reply.body);
       return 'answered';
     }
     if (reply.kind === 'error') {
-      res.setHeader('x-gateway-returned-candidates', String(reply.returned_candidates ?? 0));
       const code = replyErrorCode(reply.code);
-      // A route that refuses what its contract promised will refuse again: retrying only spends.
-      if (reply.code === 'upstream_contract_failure') res.setHeader('x-should-retry', 'false');
-      writeDenial(req, res, new DomainError(code, reply.message));
+      // A route that refuses what its contract promised will refuse again, and after the gateway
+      // used its own retry allowance an SDK retry would multiply attempts outside it.
+      const noRetry = reply.code === 'upstream_contract_failure' || reply.gateway_retried === true;
+      writeDenial(req, res, new DomainError(code, reply.message), noRetry ? { 'x-should-retry': 'false' } : {});
       return code;
     }
     writeDenial(req, res, new DomainError('upstream_error', `dispatch sent no answer the gateway can give (action ${actionId})`));

@@ -272,6 +272,7 @@ export class DispatchRepository {
         event.image_output_tokens ?? null,
         event.service_tier ?? null,
         event.feature_calls ? JSON.stringify(event.feature_calls) : null,
+        event.deadline_outcome ?? null,
       ],
     );
     const r = rows[0];
@@ -351,7 +352,7 @@ const CLAIM: PreparedStatement = {
  * $18 now, $19 action, $20 finishing, $21/$22 action transition (from / to), $23 action reason,
  * $24 action returned candidates, $25 workload, $26 event id, $27 topic, $28 key, $29 payload,
  * $30..$35 the attempt's billable detail (from the event: cache writes, audio in / out, image out,
- * tier, feature calls).
+ * tier, feature calls), $36 the attempt's deadline outcome (issue 10; from the event).
  */
 const COMPLETE: PreparedStatement = {
   name: 'dispatch_complete',
@@ -374,7 +375,7 @@ const COMPLETE: PreparedStatement = {
         input_tokens = $10::int, cached_input_tokens = $11::int, output_tokens_total = $12::int, reasoning_tokens = $13::int,
         usage_source = $14::text, delivery_outcome = $15::text, acceptance_verdict = $16::text, acceptance_reason = $17::text,
         cache_write_input_tokens = $30::int, audio_input_tokens = $31::int, audio_output_tokens = $32::int,
-        image_output_tokens = $33::int, service_tier = $34::text, feature_calls = $35::jsonb,
+        image_output_tokens = $33::int, service_tier = $34::text, feature_calls = $35::jsonb, deadline_outcome = $36::text,
         ended_at = $18::timestamptz, updated_at = $18::timestamptz
       WHERE id = $1::text AND (SELECT ok FROM g)
       RETURNING id

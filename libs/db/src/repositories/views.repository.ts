@@ -31,6 +31,15 @@ export interface ActionStatusView {
     attemptId: string;
     attemptNo: number;
     role: string;
+    routeId: string;
+    routeVersion: number;
+    /** this attempt's own hold (null: recorded before issue 10) */
+    holdMicrousd: bigint | null;
+    /** its answer was chosen by the action's compare-and-set */
+    winner: boolean;
+    /** ended before the action's deadline, after it, or cancelled (a loser); null: no answer, or not ended */
+    deadlineOutcome: string | null;
+    policyRevisionId: string | null;
     status: string;
     statusReason: string;
     providerRequestId: string | null;
@@ -45,6 +54,8 @@ export interface ActionStatusView {
     outcomes: OutcomesView;
   }>;
   openCases: Array<{ caseId: string; reason: CaseReason; exposureMicrousd: bigint }>;
+  /** the attempt whose answer the client got (null: none chosen) */
+  winnerAttemptId: string | null;
 }
 
 /** Delivery, acceptance and money, recorded apart (null until the deciding service has written it). */
@@ -110,6 +121,12 @@ export class ViewsRepository {
         attemptId: t.id,
         attemptNo: t.attemptNo,
         role: t.role,
+        routeId: t.routeId,
+        routeVersion: t.routeVersion,
+        holdMicrousd: t.holdMicrousd,
+        winner: t.winner,
+        deadlineOutcome: t.deadlineOutcome,
+        policyRevisionId: t.hedgePolicyRevisionId,
         status: t.status,
         statusReason: t.statusReason,
         providerRequestId: t.providerRequestId,
@@ -124,6 +141,7 @@ export class ViewsRepository {
         outcomes: outcomesOf(t),
       })),
       openCases: cases.map((c) => ({ caseId: c.id, reason: c.reason as CaseReason, exposureMicrousd: c.exposureMicrousd })),
+      winnerAttemptId: a.winnerAttemptId,
     };
   }
 }

@@ -663,6 +663,55 @@ describe('AdmitRequest', () => {
       expect(f.admissions.admitted[0].reservation.reservedMicrousd).toBe(886n);
     });
 
+    describe('extra attempts: the primary hold and the approved fallbacks travel in the command', () => {
+      /** $4 in, $16 out per MTok: every fallback hold here is exactly double the primary's */
+      const DOUBLE: PriceRevision = { ...PRICE, id: 'price-double', inputPerMTokMicrousd: 4_000_000n, outputPerMTokMicrousd: 16_000_000n };
+      function withChain(f: ReturnType<typeof setup>, chain: string[]) {
+        f.catalog.workloads.set(hashKey(KEY), { ...WORKLOAD, fallbackChain: chain });
+        f.catalog.routes.set('backup-openai', route('backup-openai', 'rt-backup', { upstreamModel: 'model-y' }));
+        f.catalog.routes.set('backup-shared', route('backup-shared', 'rt-shared', { outputCapSemantics: 'shared', maxCandidates: 1 }));
+        f.catalog.prices.set('rt-backup', DOUBLE);
+        f.catalog.prices.set('rt-shared', PRICE);
+      }
+
+      it('hold_microusd is the reservation; each fallback carries its own hold at its own price', async () => {
+        const f = setup();
+        withChain(f, [
+          'approved-standard',
+          'backup-openai',
+          'gemini-standard',
+          'unverified-standard',
+          'unpriced-standard',
+          'backup-shared',
+        ]);
+        const admitted = await f.admit.execute(chat({ max_tokens: 100 }));
+        const reserved = f.admissions.admitted[0].reservation.reservedMicrousd;
+        expect(reserved).toBe(29n * 2n + 100n * 8n);
+        expect(admitted.command.hold_microusd).toBe(String(reserved));
+        // the primary itself, a Gemini route (another dialect), an unverified route and a route with
+        // no price in force are left out; the order of the chain is kept
+        expect(admitted.command.fallbacks?.map((x) => x.route.route_id)).toEqual(['rt-backup', 'rt-shared']);
+        expect(admitted.command.fallbacks?.[0]).toMatchObject({
+          hold_microusd: String(reserved * 2n),
+          route: { route_id: 'rt-backup', model_alias: 'backup-openai', upstream_model: 'model-y', price_revision_id: 'price-double' },
+        });
+        expect(admitted.command.fallbacks?.[1].hold_microusd).toBe(String(reserved));
+        expect(() => dispatchCommandV1.parse(admitted.command)).not.toThrow();
+      });
+
+      it('several candidates: no fallback unless every route in the chain is verified for the count', async () => {
+        const f = setup();
+        f.exceptions.exceptions = [EXCEPTION];
+        withChain(f, ['backup-openai', 'backup-shared']);
+        // rt-shared supports one candidate only: the whole chain is off for this action
+        expect((await f.admit.execute(chat({ n: 2 }))).command.fallbacks).toEqual([]);
+        withChain(f, ['backup-openai']);
+        const admitted = await f.admit.execute(chat({ n: 2 }));
+        // per_candidate: 29 × 4 + 2 × 200 × 16 at the fallback's price
+        expect(admitted.command.fallbacks?.map((x) => x.hold_microusd)).toEqual([String(29n * 4n + 400n * 16n)]);
+      });
+    });
+
     it('a cap above policy is clamped to the workload ceiling', async () => {
       const f = setup();
       const admitted = await f.admit.execute(chat({ max_completion_tokens: 10_000 }));

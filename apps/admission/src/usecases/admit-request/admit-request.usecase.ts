@@ -5,6 +5,7 @@ import { AdmissionRepository, AdmitInput, CatalogRepository, RouteContract, Scop
 import { CatalogCache } from '../../catalog-cache';
 import {
   budgetPeriodStart,
+  computeReservation,
   decideAdmission,
   DenialCode,
   deterministicSamplingParam,
@@ -20,6 +21,7 @@ import {
   featureUnpricedBy,
   pricedFeaturesUsed,
   pricedShapeOf,
+  reservationOutOfRange,
   responsesRequestRefusal,
   tokenWindow,
   unpricedFeature,
@@ -139,8 +141,9 @@ export class AdmitRequest {
       );
     }
     const requested = shape.requestedCandidates;
-    // Fallback contracts only constrain multi-candidate requests (DESIGN §7).
-    const fallbacks = typeof requested === 'number' && requested > 1 ? await this.fallbackRoutes(workload, route) : [];
+    // Fallback contracts constrain multi-candidate requests (DESIGN §7); every request carries the
+    // approved chain to dispatch, which tries it after a transient failure of the primary route.
+    const fallbacks = await this.fallbackRoutes(workload, route);
     // Exceptions only matter above the workload default, or for several candidates without
     // sampling (only an exception allows that), and are always read fresh.
     const wantsMore = typeof requested === 'number' && requested > workload.defaultMaxCandidates;
@@ -300,6 +303,11 @@ export class AdmitRequest {
       allow_provider_storage: workload.allowProviderStorage,
       deadline: deadline.toISOString(),
       dispatch_deadline: dispatchDeadline.toISOString(),
+      hold_microusd: decision.reservedMicrousd.toString(),
+      fallbacks: await this.fallbackTargets(
+        fallbacks.filter((f) => decision.fallbackRouteIds.includes(f.routeId)),
+        { apiKind: cmd.apiKind, body: shape.body, effective: decision.effective, outputCeiling: decision.outputCeiling, now },
+      ),
       acceptance: { allow_length: workload.allowLength, allow_content_filter: workload.allowContentFilter },
       request: shape.body,
     };
@@ -407,6 +415,43 @@ export class AdmitRequest {
       if (alias === primary.alias) continue;
       const r = await this.catalog.routeByAlias(alias);
       if (r) out.push(r);
+    }
+    return out;
+  }
+
+  /**
+   * The fallback routes dispatch may use for this action, each with the hold a fallback attempt on it
+   * takes: the same estimate as the primary's reservation (`computeReservation`: input estimate +
+   * effective × ceiling under the route's semantics) at that route's own price. A route that cannot
+   * serve the client's dialect, has no price in force, or cannot price or estimate what the request
+   * uses is left out (it would be refused if it were the primary).
+   */
+  private async fallbackTargets(
+    routes: RouteContract[],
+    req: { apiKind: ApiKind; body: Record<string, unknown>; effective: number; outputCeiling: number; now: Date },
+  ): Promise<NonNullable<DispatchCommandV1['fallbacks']>> {
+    const out: NonNullable<DispatchCommandV1['fallbacks']> = [];
+    for (const f of routes) {
+      if (!dialectServes(req.apiKind, f.providerKind)) continue;
+      const family = req.apiKind === 'openai-responses' ? 'openai-responses' : f.providerKind;
+      const used = pricedFeaturesUsed(req.body, family);
+      if (unpricedFeature(used, f.pricedFeatures)) continue;
+      const price = await this.catalog.priceAt(f.routeId, req.now);
+      if (!price) continue;
+      const estimate = estimateRequestInputTokens(req.body, req.apiKind, f.mediaInputTokens);
+      if (!estimate.ok) continue;
+      const shape = pricedShapeOf(req.body, family, estimate.media);
+      if (featureUnpricedBy(used, shape, price)) continue;
+      const hold = computeReservation({
+        inputTokensEstimate: estimate.tokens,
+        effectiveCandidates: req.effective,
+        perCandidateOutputCeiling: req.outputCeiling,
+        semantics: f.outputCapSemantics ?? 'per_candidate',
+        price,
+        shape,
+      });
+      if (reservationOutOfRange({ inputTokensEstimate: estimate.tokens, ...hold }) !== null) continue;
+      out.push({ route: routeTarget(f, f.alias, price.id), hold_microusd: hold.reservedMicrousd.toString() });
     }
     return out;
   }

@@ -31,6 +31,7 @@ function view(over: Partial<ActionStatusView> = {}): ActionStatusView {
     },
     attempts: [],
     openCases: [],
+    winnerAttemptId: null,
     ...over,
   };
 }
@@ -63,5 +64,46 @@ describe('GetAction', () => {
       view({ outcomes: { deliveryOutcome: 'failed', acceptanceVerdict: null, acceptanceReason: null, financialState: 'settled' } }),
     ).execute('key', ACTION);
     expect(out).toMatchObject({ delivery_outcome: 'failed', acceptance: null, financial_state: 'settled' });
+  });
+
+  it('shows each attempt of the tree: role, number, route, its own hold, winner and deadline outcome', async () => {
+    const attempt = (n: number, role: string, winner: boolean, deadlineOutcome: string | null): ActionStatusView['attempts'][number] => ({
+      attemptId: `att-${n}`,
+      attemptNo: n,
+      role,
+      routeId: 'route-1',
+      routeVersion: 1,
+      holdMicrousd: 4_000n,
+      winner,
+      deadlineOutcome,
+      policyRevisionId: 'hp-1',
+      status: winner ? 'settled' : 'reconciliation_required',
+      statusReason: 'x',
+      providerRequestId: null,
+      effectiveCandidates: 1,
+      returnedCandidates: winner ? 1 : null,
+      candidateOutcomes: [],
+      promptBlockReason: null,
+      inputTokens: null,
+      outputTokensTotal: null,
+      usageSource: null,
+      costMicrousd: null,
+      outcomes: { deliveryOutcome: null, acceptanceVerdict: null, acceptanceReason: null, financialState: null },
+    });
+    const out = await getAction(
+      view({ winnerAttemptId: 'att-2', attempts: [attempt(1, 'primary', false, 'cancelled'), attempt(2, 'hedge', true, 'on_time')] }),
+    ).execute('key', ACTION);
+    expect(out.winner_attempt_id).toBe('att-2');
+    expect(out.attempts).toEqual([
+      expect.objectContaining({
+        attempt_no: 1,
+        role: 'primary',
+        winner: false,
+        deadline_outcome: 'cancelled',
+        hold_microusd: '4000',
+        policy_revision_id: 'hp-1',
+      }),
+      expect.objectContaining({ attempt_no: 2, role: 'hedge', winner: true, deadline_outcome: 'on_time', route_id: 'route-1' }),
+    ]);
   });
 });

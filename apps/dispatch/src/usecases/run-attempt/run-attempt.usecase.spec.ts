@@ -10,11 +10,11 @@ import {
   TopicPayload,
   Topics,
 } from '@gateway/contracts';
-import type { AttemptOutcome, ClaimInput, ClaimResult } from '@gateway/db';
+import type { AttemptOutcome, ClaimInput, ClaimResult, ExtraAttemptInput, ExtraAttemptResult } from '@gateway/db';
 import { ContentCipher, PermanentPublishError } from '@gateway/messaging';
-import { InvalidTransitionError } from '@gateway/domain';
+import { HedgePolicyRevision, InvalidTransitionError } from '@gateway/domain';
 import { Clock, Metrics, randomIds, ServiceConfig } from '@gateway/service-kit';
-import { eventually } from '@gateway/testing';
+import { eventually, hedgeSettings } from '@gateway/testing';
 import { UpstreamCredentials } from '@gateway/providers';
 import { DispatchMetrics } from '../../dispatch.metrics';
 import { dispatchCommand } from './dispatch-command.fixture';
@@ -42,6 +42,38 @@ const CONFIG: ServiceConfig = {
 class FakeAttemptStore implements AttemptStore {
   claimAnswer: ClaimResult = { ok: true };
   readonly claims: ClaimInput[] = [];
+  /** the serialised admission's answers, in order (then: ok) */
+  extraAnswers: ExtraAttemptResult[] = [];
+  readonly extra: ExtraAttemptInput[] = [];
+  readonly winnerCalls: string[] = [];
+  winnerAttemptId: string | null = null;
+
+  /** the next `extraFailures` admissions throw `failWith` */
+  extraFailures = 0;
+
+  async admitExtraAttempt(input: ExtraAttemptInput): Promise<ExtraAttemptResult> {
+    this.extra.push(input);
+    if (this.extraFailures > 0) {
+      this.extraFailures -= 1;
+      throw this.failWith;
+    }
+    const answer = this.extraAnswers.shift() ?? { ok: true, attemptsTotal: this.extra.length + 1 };
+    if (answer.ok && this.winnerAttemptId !== null) return { ok: false, reason: 'winner_chosen' };
+    return answer;
+  }
+
+  /** the next `winnerFailures` compare-and-set runs throw `failWith` */
+  winnerFailures = 0;
+
+  async chooseWinner(input: { actionId: string; attemptId: string; now: Date }): Promise<{ won: boolean; winnerAttemptId: string | null }> {
+    this.winnerCalls.push(input.attemptId);
+    if (this.winnerFailures > 0) {
+      this.winnerFailures -= 1;
+      throw this.failWith;
+    }
+    if (this.winnerAttemptId === null) this.winnerAttemptId = input.attemptId;
+    return { won: this.winnerAttemptId === input.attemptId, winnerAttemptId: this.winnerAttemptId };
+  }
   readonly completed: AttemptOutcome[] = [];
   /** the next `failures` completion runs throw `failWith` */
   failures = 0;
@@ -125,7 +157,11 @@ const cutAfter =
       onResponseError: (c, err) => handler.onResponseError?.(c, err),
     });
 
-function setup(interceptor?: Dispatcher.DispatcherComposeInterceptor, env: Record<string, string> = {}) {
+function setup(
+  interceptor?: Dispatcher.DispatcherComposeInterceptor,
+  env: Record<string, string> = {},
+  policy: HedgePolicyRevision | null = null,
+) {
   const agent = new MockAgent();
   agent.disableNetConnect();
   const store = new FakeAttemptStore();
@@ -144,6 +180,7 @@ function setup(interceptor?: Dispatcher.DispatcherComposeInterceptor, env: Recor
     clock,
     randomIds,
     new UpstreamCredentials(env),
+    { hedgePolicyFor: async () => policy },
   );
   run.evidenceRetry = { baseMs: 1, capMs: 4 };
   const replies = (): DispatchReplyV1[] =>
@@ -585,6 +622,236 @@ describe('RunAttempt', () => {
       await f.attempt(responsesCommand({ stream: true }));
       expect(last(f.replies())).toMatchObject({ kind: 'stream_end', complete: false });
       expect(f.store.completed[0]).toMatchObject({ status: 'usage_missing', usage: null });
+    });
+  });
+
+  describe('extra attempts of one action (issue 10): hedge, retry, fallback', () => {
+    /** the policy the operator API would store: a 20 ms fixed delay, everything else permissive */
+    const POLICY: HedgePolicyRevision = {
+      ...hedgeSettings({ delay: { kind: 'fixed', ms: 20 }, allowance: { max_attempts: 3, max_extra_spend_microusd: '100000' } }),
+      revisionId: 'hp-7',
+      workloadId: 'wl-1',
+      routeId: null,
+      revision: 7,
+      createdBy: 'olga',
+      createdAt: NOW,
+      reason: 'test',
+    };
+    const NO_HEDGE: HedgePolicyRevision = { ...POLICY, maxHedges: 0 };
+    const BACKUP_ORIGIN = 'http://backup.example';
+    const cmdWithHold = (over: Partial<DispatchCommandV1> = {}) => openAiCommand({ hold_microusd: '4000', ...over });
+    const okBody = (content: string) => ({
+      id: `chatcmpl-${content}`,
+      choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+      usage: USAGE,
+    });
+    const byAttempt = (f: ReturnType<typeof setup>, attemptId: string) => f.store.completed.find((o) => o.attemptId === attemptId);
+
+    it('without a policy: one attempt, its hold on the claim, attempts 1 and the primary as winner role', async () => {
+      const f = setup();
+      answered(f);
+      await f.attempt(cmdWithHold());
+      expect(f.store.claims[0]).toMatchObject({ attemptNo: 1, role: 'primary', holdMicrousd: 4000n, policyRevisionId: null });
+      expect(f.store.extra).toHaveLength(0);
+      expect(f.store.winnerCalls).toEqual([f.store.claims[0].attemptId]);
+      expect(f.replies()).toEqual([
+        expect.objectContaining({ kind: 'response', attempts_total: 1, winner_role: 'primary', gateway_retried: false }),
+      ]);
+      expect(f.store.completed[0].finishAction).not.toBeNull();
+      expect(f.store.completed[0].event).toMatchObject({
+        winner: true,
+        action_final: true,
+        attempts_total: 1,
+        deadline_outcome: 'on_time',
+      });
+    });
+
+    it('slow primary: the hedge fires after its delay, wins, is the one reply; the primary is aborted and recorded cancelled', async () => {
+      const f = setup(undefined, {}, POLICY);
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, okBody('slow')).delay(20_000);
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, okBody('fast'));
+      await f.attempt(cmdWithHold());
+
+      expect(f.store.claims[0]).toMatchObject({ holdMicrousd: 4000n, policyRevisionId: 'hp-7' });
+      expect(f.store.extra).toEqual([
+        expect.objectContaining({ role: 'hedge', attemptNo: 2, holdMicrousd: 4000n, policyRevisionId: 'hp-7', routeId: 'route-1' }),
+      ]);
+      expect(f.store.extra[0].limits).toEqual({
+        maxAttempts: 3,
+        maxHedges: 1,
+        maxRetries: 1,
+        maxExtraSpendMicrousd: 100_000n,
+        spendFloorMicrousd: 0n,
+        minUsefulRemainingMs: 500,
+      });
+      const hedgeId = f.store.extra[0].attemptId;
+      expect(f.store.winnerAttemptId).toBe(hedgeId);
+      const replies = f.replies();
+      expect(replies).toHaveLength(1);
+      expect(replies[0]).toMatchObject({
+        kind: 'response',
+        attempt_id: hedgeId,
+        attempts_total: 2,
+        winner_role: 'hedge',
+        gateway_retried: false,
+      });
+      expect(JSON.stringify(replies[0])).toContain('fast');
+
+      const hedge = byAttempt(f, hedgeId);
+      const primary = byAttempt(f, f.store.claims[0].attemptId);
+      expect(hedge).toMatchObject({ status: 'succeeded', finishAction: { status: 'answered' } });
+      expect(hedge?.event).toMatchObject({
+        attempt_role: 'hedge',
+        attempt_no: 2,
+        winner: true,
+        action_final: true,
+        policy_revision_id: 'hp-7',
+      });
+      // the loser: no usage reported, so cancelled (settlement holds its exposure), never zero
+      expect(primary).toMatchObject({ status: 'cancelled', usage: null, finishAction: null });
+      expect(primary?.event).toMatchObject({ attempt_role: 'primary', attempt_no: 1, winner: false, deadline_outcome: 'cancelled' });
+    });
+
+    it('a hedge the serialised admission denies changes nothing for the primary', async () => {
+      const f = setup(undefined, {}, POLICY);
+      f.store.extraAnswers = [{ ok: false, reason: 'spend_allowance_spent' }];
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, okBody('primary')).delay(200);
+      await f.attempt(cmdWithHold());
+      expect(f.store.extra.map((e) => e.role)).toEqual(['hedge']);
+      expect(f.store.completed).toHaveLength(1);
+      expect(f.replies()).toEqual([
+        expect.objectContaining({ kind: 'response', attempts_total: 1, winner_role: 'primary', gateway_retried: false }),
+      ]);
+    });
+
+    it('the admission failing (database down) is a denial: the primary still answers, the failed retry is the answer', async () => {
+      const f = setup(undefined, {}, POLICY);
+      f.store.extraFailures = 1;
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, okBody('primary')).delay(200);
+      await f.attempt(cmdWithHold());
+      expect(f.store.extra.map((e) => e.role)).toEqual(['hedge']);
+      expect(f.replies()).toEqual([expect.objectContaining({ kind: 'response', winner_role: 'primary', attempts_total: 1 })]);
+
+      const g = setup(undefined, {}, NO_HEDGE);
+      g.store.extraFailures = 1;
+      g.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(503, { error: { code: 'overloaded' } });
+      await g.attempt(cmdWithHold());
+      expect(g.store.extra.map((e) => e.role)).toEqual(['retry']);
+      expect(g.store.completed).toEqual([
+        expect.objectContaining({ status: 'failed', finishAction: expect.objectContaining({ status: 'failed' }) }),
+      ]);
+      expect(g.replies()).toEqual([expect.objectContaining({ kind: 'error', attempts_total: 1 })]);
+    });
+
+    it('a primary that fails fast is retried, not hedged: its hedge timer ends with it', async () => {
+      const f = setup(undefined, {}, { ...POLICY, delay: { kind: 'fixed', ms: 100 } });
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(503, { error: { code: 'overloaded' } });
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, okBody('retried')).delay(300);
+      await f.attempt(cmdWithHold());
+      expect(f.store.extra.map((e) => e.role)).toEqual(['retry']);
+      expect(f.replies()).toEqual([expect.objectContaining({ kind: 'response', winner_role: 'retry', attempts_total: 2 })]);
+    });
+
+    it('no hedge for a request whose tools the workload has not declared read-only, nor without a hold to copy', async () => {
+      const tools = { messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'send_email' } }] };
+      for (const cmd of [cmdWithHold({ request: tools }), openAiCommand()]) {
+        const f = setup(undefined, {}, POLICY);
+        f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, okBody('primary')).delay(100);
+        await f.attempt(cmd);
+        expect(f.store.extra).toHaveLength(0);
+        expect(f.replies()).toHaveLength(1);
+      }
+    });
+
+    it.each([
+      [2, 3],
+      [10, 3],
+    ])(
+      'the winner compare-and-set failing %i times (transiently) is asked %i times at most; the answer goes out',
+      async (failures, calls) => {
+        const f = setup();
+        f.store.winnerFailures = failures;
+        answered(f);
+        await f.attempt(cmdWithHold());
+        expect(f.store.winnerCalls).toHaveLength(calls);
+        expect(f.replies()).toEqual([expect.objectContaining({ kind: 'response', winner_role: 'primary' })]);
+        expect(f.store.completed[0].event).toMatchObject({ winner: true, action_final: true });
+      },
+    );
+
+    it('a transient 503: a retry with its own hold and the same upstream idempotency key answers; two records, one reply', async () => {
+      const f = setup(undefined, {}, NO_HEDGE);
+      const cmd = cmdWithHold();
+      const routed = { ...cmd, route: { ...cmd.route, idempotency_header: 'Idempotency-Key' } };
+      const withKey = { path: OPENAI_PATH, method: 'POST', headers: { 'Idempotency-Key': cmd.action_id } };
+      f.pool.intercept(withKey).reply(503, { error: { code: 'overloaded' } });
+      f.pool.intercept(withKey).reply(200, okBody('retried'));
+      await f.attempt(routed);
+
+      expect(f.store.extra).toEqual([expect.objectContaining({ role: 'retry', attemptNo: 2, holdMicrousd: 4000n })]);
+      const [first, second] = f.store.completed.sort((a, b) => a.event.attempt_no - b.event.attempt_no);
+      expect(first).toMatchObject({ status: 'failed', httpStatus: 503, finishAction: null });
+      expect(first.event).toMatchObject({ attempt_role: 'primary', action_final: false, winner: false });
+      expect(second).toMatchObject({ status: 'succeeded', finishAction: { status: 'answered' } });
+      expect(second.event).toMatchObject({ attempt_role: 'retry', attempt_no: 2, attempts_total: 2, winner: true, action_final: true });
+      expect(f.replies()).toEqual([
+        expect.objectContaining({ kind: 'response', winner_role: 'retry', attempts_total: 2, gateway_retried: true }),
+      ]);
+    });
+
+    it('no retry left: the next approved fallback route, with its own route and hold, answers', async () => {
+      const f = setup(undefined, {}, { ...NO_HEDGE, retry: { ...NO_HEDGE.retry, maxRetries: 0 } });
+      const cmd = cmdWithHold();
+      const backup = { ...cmd.route, route_id: 'route-backup', route_version: 1, base_url: BACKUP_ORIGIN, model_alias: 'backup' };
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(502, { error: { code: 'bad_gateway' } });
+      f.agent.get(BACKUP_ORIGIN).intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, okBody('fallback'));
+      await f.attempt({ ...cmd, fallbacks: [{ route: backup, hold_microusd: '9000' }] });
+
+      expect(f.store.extra).toEqual([
+        expect.objectContaining({ role: 'fallback', attemptNo: 2, routeId: 'route-backup', routeVersion: 1, holdMicrousd: 9000n }),
+      ]);
+      const fallback = f.store.completed.find((o) => o.event.attempt_role === 'fallback');
+      expect(fallback?.event).toMatchObject({ route_id: 'route-backup', model_alias: 'backup', winner: true });
+      expect(f.replies()).toEqual([expect.objectContaining({ kind: 'response', winner_role: 'fallback', gateway_retried: true })]);
+    });
+
+    it('the allowance spent: the failure is the answer, marked so the SDK does not retry on top', async () => {
+      const f = setup(undefined, {}, NO_HEDGE);
+      f.store.extraAnswers = [{ ok: false, reason: 'attempt_allowance_spent' }];
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(503, { error: { code: 'overloaded' } });
+      await f.attempt(cmdWithHold());
+      expect(f.store.completed).toEqual([
+        expect.objectContaining({ status: 'failed', finishAction: expect.objectContaining({ status: 'failed' }) }),
+      ]);
+      expect(f.replies()).toEqual([
+        expect.objectContaining({ kind: 'error', code: 'upstream_error', attempts_total: 1, gateway_retried: true }),
+      ]);
+    });
+
+    it('a failure that is not transient (400) is neither retried nor sent to a fallback', async () => {
+      const f = setup(undefined, {}, NO_HEDGE);
+      const cmd = cmdWithHold();
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(400, { error: { code: 'invalid_request_error' } });
+      await f.attempt({
+        ...cmd,
+        fallbacks: [{ route: { ...cmd.route, route_id: 'route-backup', base_url: BACKUP_ORIGIN }, hold_microusd: '9000' }],
+      });
+      expect(f.store.extra).toHaveLength(0);
+      expect(f.replies()).toEqual([expect.objectContaining({ kind: 'error', attempts_total: 1, gateway_retried: false })]);
+    });
+
+    it('the retry fails too: every attempt recorded, the last one ends the action, one error reply', async () => {
+      const f = setup(undefined, {}, NO_HEDGE);
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(503, { error: { code: 'overloaded' } });
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(500, { error: { code: 'internal' } });
+      await f.attempt(cmdWithHold());
+      const finishing = f.store.completed.filter((o) => o.finishAction !== null);
+      expect(f.store.completed).toHaveLength(2);
+      expect(finishing).toEqual([expect.objectContaining({ status: 'failed', httpStatus: 500 })]);
+      expect(finishing[0].event).toMatchObject({ attempt_role: 'retry', action_final: true });
+      expect(f.replies()).toEqual([
+        expect.objectContaining({ kind: 'error', upstream_http_status: 500, attempts_total: 2, gateway_retried: true }),
+      ]);
     });
   });
 });

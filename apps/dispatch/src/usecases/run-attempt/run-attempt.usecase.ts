@@ -1,8 +1,8 @@
 import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { Dispatcher, request } from 'undici';
-import { addressTo, DispatchCommandV1, DispatchReplyV1, ReplyAddress } from '@gateway/contracts';
-import { DispatchRepository } from '@gateway/db';
+import { addressTo, AttemptCompletedV1, AttemptRole, DispatchCommandV1, DispatchReplyV1, ReplyAddress } from '@gateway/contracts';
+import { DispatchRepository, HedgePolicyRepository } from '@gateway/db';
 import { accept } from '@gateway/domain';
 import { ContentCipher, KafkaBus, PermanentPublishError } from '@gateway/messaging';
 import { adapterForCommand, NO_USAGE_DETAILS, ParsedResponse, SseDecoder, UpstreamRequest } from '@gateway/providers';
@@ -11,9 +11,10 @@ import { AttemptStatus, buildAttemptEvent, deliveryOf, shortfallOf } from './att
 import type { AttemptStore, CredentialSource, ReplyPublisher, ReplySealer } from './ports';
 import { EVIDENCE_RETRY, EvidenceResult, recordEvidence } from './record-evidence';
 import { DispatchMetrics } from '../../dispatch.metrics';
+import { HedgePolicies, HedgePolicySource } from '../../hedging/hedge-policies';
+import { RouteHealth } from '../../hedging/route-health';
 import { UPSTREAM, UPSTREAM_CREDENTIALS } from '../../tokens';
-
-const ATTEMPT_NO = 1;
+import { ActionRunner, AttemptReport, Ctx, SINGLE_ATTEMPT, WholeResult } from './action-runner';
 
 /** A provider's error answer is its own evidence that nothing was generated or billed. */
 const PROVIDER_ERROR_EVIDENCE: ParsedResponse = {
@@ -37,6 +38,9 @@ export class RunAttempt implements BeforeApplicationShutdown {
   private readonly stopping = new AbortController();
   /** backoff of the evidence write; tests shorten it */
   evidenceRetry = EVIDENCE_RETRY;
+  private readonly policies: HedgePolicies;
+  /** per-route facts of this instance's own traffic (hedge delay quantile, error rate, in-flight, bucket) */
+  readonly health = new RouteHealth();
 
   constructor(
     @Inject(DispatchRepository) private readonly repo: AttemptStore,
@@ -49,7 +53,10 @@ export class RunAttempt implements BeforeApplicationShutdown {
     @Inject(CLOCK) private readonly clock: Clock,
     @InjectIds() private readonly ids: IdGenerator,
     @Inject(UPSTREAM_CREDENTIALS) private readonly credentials: CredentialSource,
-  ) {}
+    @Inject(HedgePolicyRepository) hedgePolicies: HedgePolicySource,
+  ) {
+    this.policies = new HedgePolicies(hedgePolicies);
+  }
 
   /**
    * Resolves once the claim is durable (so the command's offset may be committed); `done`
@@ -85,17 +92,22 @@ export class RunAttempt implements BeforeApplicationShutdown {
       }).catch((err: Error) => this.log.error({ action_id: cmd.action_id, error: err.message }, 'refusal reply not published'));
       return { done };
     }
+    // Probes and streams run one attempt (streams are never hedged; a retry after a stream's first
+    // chunk would pay twice); everything else runs under the hedge policy in force, if any.
+    const policy =
+      cmd.stream || cmd.attempt_role === 'probe' ? null : await this.policies.forAction(cmd.workload_id, cmd.route.route_id, now.getTime());
     const attemptId = this.ids.next();
+    const holdMicrousd = cmd.hold_microusd === undefined ? null : BigInt(cmd.hold_microusd);
     const claim = await this.repo.claim({
       actionId: cmd.action_id,
       attemptId,
-      attemptNo: ATTEMPT_NO,
+      attemptNo: 1,
       role: cmd.attempt_role ?? 'primary',
       routeId: cmd.route.route_id,
       routeVersion: cmd.route.route_version,
       effectiveCandidates: cmd.effective_candidates,
-      holdMicrousd: null,
-      policyRevisionId: null,
+      holdMicrousd,
+      policyRevisionId: policy?.revisionId ?? null,
       claimedBy: this.config.instanceId,
       now,
     });
@@ -104,10 +116,22 @@ export class RunAttempt implements BeforeApplicationShutdown {
       this.log.info({ action_id: cmd.action_id, reason: claim.reason }, 'dispatch claim refused');
       return { done: Promise.resolve() };
     }
-    const ctx: Ctx = { cmd, attemptId, replyTo, credential: credential.value, evidence: null };
+    const ctx: Ctx = {
+      cmd,
+      attemptId,
+      attemptNo: 1,
+      role: cmd.attempt_role ?? 'primary',
+      holdMicrousd,
+      replyTo,
+      credential: credential.value,
+      evidence: null,
+      abort: new AbortController(),
+      startedAtMs: now.getTime(),
+    };
     const run = async () => {
       try {
-        await (cmd.stream ? this.runStream(ctx) : this.runWhole(ctx));
+        if (cmd.stream) await this.runStream(ctx);
+        else await new ActionRunner(this, ctx, policy).run();
       } finally {
         // A write still retrying after the reply: the process waits for it on shutdown.
         await ctx.evidence;
@@ -123,69 +147,42 @@ export class RunAttempt implements BeforeApplicationShutdown {
     return { done };
   }
 
-  private async runWhole(ctx: Ctx): Promise<void> {
+  /**
+   * One whole (non-stream) upstream call of one attempt, bounded by what is left of the action's
+   * deadline and by `ctx.abort` (a loser is aborted when another attempt wins). Records nothing:
+   * the action runner decides what this answer means for the action, then `recordWhole` and
+   * `replyWhole` write it.
+   */
+  async callWhole(ctx: Ctx): Promise<WholeResult> {
     const { cmd } = ctx;
     const adapter = adapterForCommand(cmd);
-    const req = adapter.buildRequest(cmd, ctx.credential);
-    const started = this.clock.now();
-    const timeoutMs = Math.max(1, new Date(cmd.deadline).getTime() - started.getTime());
+    const req = withIdempotency(adapter.buildRequest(cmd, ctx.credential), ctx);
+    const timeoutMs = Math.max(1, new Date(cmd.deadline).getTime() - this.clock.now().getTime());
     let statusCode: number;
     let headers: Record<string, string | string[] | undefined>;
     let body: unknown;
+    let firstByte = false;
     try {
-      const res = await this.send(req, timeoutMs);
+      const res = await this.send(req, timeoutMs, ctx.abort.signal);
+      firstByte = true;
       statusCode = res.statusCode;
       headers = res.headers;
       const text = await res.body.text();
       body = safeParse(text);
     } catch (err) {
+      const receivedAt = this.clock.now();
+      if (ctx.abort.signal.aborted) return { kind: 'no_answer', cause: 'cancelled', firstByte, receivedAt };
       // No response: the provider may still have billed it. Usage is unknown, never zero.
       const timedOut = /timeout/i.test(String((err as Error).message ?? err));
-      await this.finish(
-        ctx,
-        'usage_missing',
-        timedOut ? 'upstream timed out before answering' : 'upstream connection failed',
-        null,
-        null,
-        null,
-      );
-      await this.reply(ctx, {
-        kind: 'error',
-        http_status: timedOut ? 504 : 502,
-        code: timedOut ? 'deadline_exceeded' : 'upstream_error',
-        message: timedOut ? 'no answer before the deadline' : 'the provider could not be reached',
-        ...this.counts(ctx, null),
-      });
-      return;
+      return { kind: 'no_answer', cause: timedOut ? 'timeout' : 'connection_error', firstByte, receivedAt };
     }
+    const receivedAt = this.clock.now();
     this.metrics.upstream.inc({ route: cmd.route.route_id, status: String(statusCode) });
     if (statusCode >= 400) {
       const code = adapter.errorCode(body);
       const contractFailure = statusCode === 400 && cmd.effective_candidates > 1 && /INVALID_ARGUMENT|invalid_value/i.test(code ?? '');
       if (contractFailure) this.metrics.contractFailures.inc({ route: cmd.route.route_id, kind: 'multi_candidate_refused' });
-      // An error answer is the provider's own evidence that nothing was generated.
-      const parsed = PROVIDER_ERROR_EVIDENCE;
-      await this.finish(
-        ctx,
-        'failed',
-        contractFailure
-          ? `contract failure: provider refused ${cmd.effective_candidates} candidates (${code})`
-          : `provider answered ${statusCode}${code ? ` ${code}` : ''}`,
-        statusCode,
-        parsed,
-        'provider_response',
-      );
-      await this.reply(ctx, {
-        kind: 'error',
-        http_status: 502,
-        code: contractFailure ? 'upstream_contract_failure' : 'upstream_error',
-        message: contractFailure
-          ? `the route refused ${cmd.effective_candidates} candidates (${code}); not retried`
-          : `provider error ${statusCode}${code ? ` (${code})` : ''}`,
-        upstream_http_status: statusCode,
-        ...this.counts(ctx, null),
-      });
-      return;
+      return { kind: 'error_answer', statusCode, code, contractFailure, receivedAt };
     }
     const parsed = adapter.parseResponse(body, headers);
     const verdict = accept(
@@ -193,21 +190,102 @@ export class RunAttempt implements BeforeApplicationShutdown {
       {
         allowLength: cmd.acceptance.allow_length,
         allowContentFilter: cmd.acceptance.allow_content_filter,
-        receivedAt: this.clock.now(),
+        receivedAt,
         deadline: new Date(cmd.deadline),
       },
     );
     this.metrics.acceptance.inc({ reason: verdict.reason });
-    const status: AttemptStatus = parsed.usage ? 'succeeded' : 'usage_missing';
-    await this.finish(
-      ctx,
-      status,
-      parsed.usage ? `answered (${verdict.reason})` : 'response carried no aggregate usage',
-      statusCode,
-      parsed,
-      'provider_response',
-    );
-    await this.reply(ctx, { kind: 'response', http_status: statusCode, body, ...this.counts(ctx, parsed) });
+    return { kind: 'answer', statusCode, body, parsed, valid: verdict.valid, verdictReason: verdict.reason, receivedAt };
+  }
+
+  /** Records one whole attempt's outcome (see `finish`). */
+  recordWhole(ctx: Ctx, r: WholeResult, report: AttemptReport): Promise<void> {
+    const { cmd } = ctx;
+    switch (r.kind) {
+      case 'no_answer':
+        if (r.cause === 'cancelled') {
+          // Aborted by the gateway (another attempt won): what it cost is unknown, never zero;
+          // settlement keeps its hold as exposure until evidence resolves it.
+          return this.finish(ctx, 'cancelled', 'cancelled: another attempt answered first', null, null, null, report);
+        }
+        return this.finish(
+          ctx,
+          'usage_missing',
+          r.cause === 'timeout' ? 'upstream timed out before answering' : 'upstream connection failed',
+          null,
+          null,
+          null,
+          report,
+        );
+      case 'error_answer':
+        // An error answer is the provider's own evidence that nothing was generated.
+        return this.finish(
+          ctx,
+          'failed',
+          r.contractFailure
+            ? `contract failure: provider refused ${cmd.effective_candidates} candidates (${r.code})`
+            : `provider answered ${r.statusCode}${r.code ? ` ${r.code}` : ''}`,
+          r.statusCode,
+          PROVIDER_ERROR_EVIDENCE,
+          'provider_response',
+          report,
+        );
+      case 'answer':
+        return this.finish(
+          ctx,
+          r.parsed.usage ? 'succeeded' : 'usage_missing',
+          r.parsed.usage ? `answered (${r.verdictReason})` : 'response carried no aggregate usage',
+          r.statusCode,
+          r.parsed,
+          'provider_response',
+          report,
+        );
+    }
+  }
+
+  /** The client's one answer for the action, from the attempt whose result it is. */
+  replyWhole(ctx: Ctx, r: WholeResult, action: ReplyExtras): Promise<void> {
+    switch (r.kind) {
+      case 'no_answer': {
+        const timedOut = r.cause === 'timeout';
+        return this.reply(ctx, {
+          kind: 'error',
+          http_status: timedOut ? 504 : 502,
+          code: timedOut ? 'deadline_exceeded' : 'upstream_error',
+          message: timedOut ? 'no answer before the deadline' : 'the provider could not be reached',
+          ...this.counts(ctx, null),
+          ...action,
+        });
+      }
+      case 'error_answer':
+        return this.reply(ctx, {
+          kind: 'error',
+          http_status: 502,
+          code: r.contractFailure ? 'upstream_contract_failure' : 'upstream_error',
+          message: r.contractFailure
+            ? `the route refused ${ctx.cmd.effective_candidates} candidates (${r.code}); not retried`
+            : `provider error ${r.statusCode}${r.code ? ` (${r.code})` : ''}`,
+          upstream_http_status: r.statusCode,
+          ...this.counts(ctx, null),
+          ...action,
+        });
+      case 'answer':
+        return this.reply(ctx, { kind: 'response', http_status: r.statusCode, body: r.body, ...this.counts(ctx, r.parsed), ...action });
+    }
+  }
+
+  /** The runner's view of this use case's collaborators (one instance per process). */
+  get deps() {
+    return {
+      repo: this.repo,
+      metrics: this.metrics,
+      config: this.config,
+      log: this.log,
+      clock: this.clock,
+      ids: this.ids,
+      health: this.health,
+      credentialFor: (cmd: DispatchCommandV1) => this.credentialFor(cmd),
+    };
   }
 
   private async runStream(ctx: Ctx): Promise<void> {
@@ -219,7 +297,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
     let statusCode = 0;
     let acc: ReturnType<typeof adapter.streamAccumulator> | null = null;
     try {
-      const res = await this.send(req, timeoutMs);
+      const res = await this.send(req, timeoutMs, ctx.abort.signal);
       statusCode = res.statusCode;
       this.metrics.upstream.inc({ route: cmd.route.route_id, status: String(statusCode) });
       if (statusCode >= 400) {
@@ -233,6 +311,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
           statusCode,
           parsed,
           'stream_final_chunk',
+          SINGLE_ATTEMPT,
         );
         await this.reply(ctx, {
           kind: 'error',
@@ -271,6 +350,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
       statusCode || null,
       parsed,
       'stream_final_chunk',
+      SINGLE_ATTEMPT,
     );
     await this.reply(ctx, {
       kind: 'stream_end',
@@ -283,14 +363,14 @@ export class RunAttempt implements BeforeApplicationShutdown {
   }
 
   /** The key the route's contract names (none when it names none), from `UpstreamCredentials`. */
-  private credentialFor(cmd: DispatchCommandV1): { ok: true; value: string | null } | { ok: false; reason: string } {
+  credentialFor(cmd: DispatchCommandV1): { ok: true; value: string | null } | { ok: false; reason: string } {
     const ref = cmd.route.credential_ref;
     if (ref === undefined || ref === null) return { ok: true, value: null };
     return this.credentials.lookup(ref);
   }
 
   /** One upstream call, bounded by what is left of the action's deadline. */
-  private send(req: UpstreamRequest, timeoutMs: number) {
+  private send(req: UpstreamRequest, timeoutMs: number, signal: AbortSignal) {
     return request(req.url, {
       method: 'POST',
       headers: req.headers,
@@ -298,6 +378,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
       dispatcher: this.upstream,
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
+      signal,
     });
   }
 
@@ -324,30 +405,43 @@ export class RunAttempt implements BeforeApplicationShutdown {
    * most until the action's deadline, after which admission has answered the client anyway; the
    * write goes on in `ctx.evidence` and `done` waits for it.
    */
-  private async finish(
+  async finish(
     ctx: Ctx,
     status: AttemptStatus,
     reason: string,
     httpStatus: number | null,
     parsed: ParsedResponse | null,
     source: 'provider_response' | 'stream_final_chunk' | null,
+    report: AttemptReport,
   ): Promise<void> {
     const { cmd, attemptId } = ctx;
     const now = this.clock.now();
-    const event = buildAttemptEvent({
-      eventId: this.ids.next(),
-      cmd,
-      attemptId,
-      attemptNo: ATTEMPT_NO,
-      role: cmd.attempt_role ?? 'primary',
-      status,
-      httpStatus,
-      parsed,
-      usageSource: source,
-      now,
-      attemptsTotal: 1,
-      actionFinal: true,
-    });
+    const event: AttemptCompletedV1 = {
+      ...buildAttemptEvent({
+        eventId: this.ids.next(),
+        cmd,
+        attemptId,
+        attemptNo: ctx.attemptNo,
+        role: ctx.role,
+        status,
+        httpStatus,
+        parsed,
+        usageSource: source,
+        now,
+        attemptsTotal: report.attemptsTotal,
+        actionFinal: report.actionFinal,
+      }),
+      winner: report.winner,
+      deadline_outcome:
+        status === 'cancelled'
+          ? 'cancelled'
+          : httpStatus === null
+            ? null
+            : now.getTime() < new Date(cmd.deadline).getTime()
+              ? 'on_time'
+              : 'late',
+      policy_revision_id: report.policyRevisionId,
+    };
     if (parsed && cmd.effective_candidates > 0) {
       const s = shortfallOf(cmd, parsed);
       if (s.unexplainedShortfall) this.metrics.contractFailures.inc({ route: cmd.route.route_id, kind: 'silent_shortfall' });
@@ -371,14 +465,17 @@ export class RunAttempt implements BeforeApplicationShutdown {
         now,
         event,
         delivery,
-        finishAction: {
-          // Delivery and money are separate: the action is answered when the user got an answer,
-          // with or without usage (missing usage is settlement's case, not a failed delivery).
-          status: delivery.outcome === 'answered' || delivery.outcome === 'refused' ? 'answered' : 'failed',
-          reason,
-          returnedCandidates: event.returned_candidate_count,
-          workloadId: cmd.workload_id,
-        },
+        // Only the attempt that decides the action ends it (the winner, or the last failure).
+        finishAction: report.finishesAction
+          ? {
+              // Delivery and money are separate: the action is answered when the user got an answer,
+              // with or without usage (missing usage is settlement's case, not a failed delivery).
+              status: delivery.outcome === 'answered' || delivery.outcome === 'refused' ? 'answered' : 'failed',
+              reason,
+              returnedCandidates: event.returned_candidate_count,
+              workloadId: cmd.workload_id,
+            }
+          : null,
       },
       { ...this.evidenceRetry, stopping: this.stopping.signal },
       this.log,
@@ -415,7 +512,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
     ]);
   }
 
-  private async reply(ctx: Ctx, reply: DispatchReplyV1): Promise<void> {
+  async reply(ctx: Ctx, reply: DispatchReplyV1): Promise<void> {
     try {
       await this.publishReply(ctx.cmd, ctx.replyTo, reply);
     } catch (err) {
@@ -438,18 +535,6 @@ export class RunAttempt implements BeforeApplicationShutdown {
   }
 }
 
-interface Ctx {
-  cmd: DispatchCommandV1;
-  attemptId: string;
-  replyTo: ReplyAddress;
-  /** the resolved upstream key (null: the route names none); lives only in memory */
-  credential: string | null;
-  /** streams: whether the provider's whole stream arrived (end marker or final chunk) */
-  streamFinished?: boolean;
-  /** the outcome's write, once started; may outlive the reply */
-  evidence: Promise<EvidenceResult> | null;
-}
-
 /** Waits for `write` for at most `ms` (rethrowing its error if it fails within that time). */
 async function untilDeadline(write: Promise<EvidenceResult>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
@@ -469,4 +554,18 @@ function safeParse(text: string): unknown {
   } catch {
     return null;
   }
+}
+
+/** The action-level fields of the client's reply (`DispatchReplyV1`). */
+export type ReplyExtras = { attempts_total: number; winner_role: AttemptRole | null; gateway_retried: boolean };
+
+/**
+ * The route contract's upstream idempotency header, when it names one: the primary and its retries
+ * send the action id in it, so a provider that saw the first try answers the retry from it. A hedge
+ * never carries it (a duplicate the provider deduplicated would not be a hedge).
+ */
+function withIdempotency(req: UpstreamRequest, ctx: Ctx): UpstreamRequest {
+  const header = ctx.cmd.route.idempotency_header;
+  if (!header || ctx.role === 'hedge' || ctx.role === 'probe') return req;
+  return { ...req, headers: { ...req.headers, [header]: ctx.cmd.action_id } };
 }
