@@ -10,6 +10,7 @@
 //   BENCH_WORKLOADS       comma-separated workload ids, one key each
 import { Database } from '@gateway/db';
 import { Seeder } from '@gateway/testing';
+import { required } from './bench-env';
 
 async function main(): Promise<void> {
   const url = required('DATABASE_URL');
@@ -42,12 +43,6 @@ async function main(): Promise<void> {
   } finally {
     await db.close();
   }
-}
-
-function required(name: string): string {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is required`);
-  return v;
 }
 
 main().catch((err) => {
