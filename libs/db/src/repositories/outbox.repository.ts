@@ -69,11 +69,12 @@ export class OutboxRepository implements OutboxStore {
       const value = spec.schema.parse(e.payload) as { event_id?: string };
       return { eventId: value.event_id ?? randomUUID(), key: e.key, value };
     });
+    // One JSON parameter for the batch (not three arrays whose payload elements the driver escapes one by one).
+    const batch = JSON.stringify(values.map((v) => ({ event_id: v.eventId, key: v.key, payload: v.value })));
     const rows = await prismaTx(tx).$queryRaw<Array<{ id: bigint; event_id: string }>>`
       INSERT INTO outbox_message (event_id, topic, key, payload)
       SELECT e.event_id, ${spec.name}, e.key, e.payload
-      FROM unnest(${values.map((v) => v.eventId)}::text[], ${values.map((v) => v.key)}::text[],
-        ${values.map((v) => JSON.stringify(v.value))}::jsonb[]) WITH ORDINALITY AS e(event_id, key, payload, n)
+      FROM ROWS FROM (json_to_recordset(${batch}::json) AS (event_id text, key text, payload jsonb)) WITH ORDINALITY AS e(event_id, key, payload, n)
       ORDER BY e.n
       RETURNING id, event_id`;
     const idOf = new Map(rows.map((r) => [r.event_id, r.id]));
