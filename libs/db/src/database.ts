@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { Prisma, PrismaClient } from './generated/prisma/client';
@@ -15,6 +16,22 @@ export type Tx = { readonly [txBrand]: 'Tx' };
 export type PrismaTx = Prisma.TransactionClient;
 export function prismaTx(tx: Tx): PrismaTx {
   return tx as unknown as PrismaTx;
+}
+
+/** The pool connection each open transaction runs on (see `Database.transaction`). */
+const connectionOf = new WeakMap<Tx, pg.PoolClient>();
+
+/**
+ * One statement (positional `$n` parameters) inside the transaction `tx`, sent by `pg` itself on
+ * the transaction's connection: no Prisma parameter handling, which serialises every parameter to
+ * JSON and parses it back (the settlement batch's rows are one JSON text of ~0.5 MB). For repositories in
+ * libs/db only. Rows come as `pg` parses them (bigint and numeric columns as strings). Where the
+ * connection is not known, Prisma's `$queryRawUnsafe` runs it, with the same result apart from those types.
+ */
+export async function txQuery<R extends Record<string, unknown>>(tx: Tx, text: string, values: unknown[]): Promise<R[]> {
+  const connection = connectionOf.get(tx);
+  if (connection) return (await connection.query<R>(text, values)).rows;
+  return prismaTx(tx).$queryRawUnsafe<R[]>(text, ...values);
 }
 
 /**
@@ -43,6 +60,16 @@ export class Database {
     this.pool = new pg.Pool({ connectionString: url, max: opts.poolMax ?? 10 });
     // An idle client that loses its connection emits 'error' on the pool; it is dropped and replaced.
     this.pool.on('error', () => undefined);
+    // The first connection taken inside `transaction` is the one Prisma's adapter opens it on
+    // (`startTransaction`): noted, so `txQuery` can use it.
+    const connect = this.pool.connect.bind(this.pool) as () => Promise<pg.PoolClient>;
+    this.pool.connect = ((callback?: unknown) => {
+      if (callback) return (connect as (cb: unknown) => void)(callback);
+      const opening = this.opening.getStore();
+      const connecting = connect();
+      if (opening && !opening.connecting) opening.connecting = connecting;
+      return connecting;
+    }) as typeof this.pool.connect;
     const adapter = new PrismaPg(this.pool, { disposeExternalPool: false });
     this.prisma = new PrismaClient({ adapter });
   }
@@ -106,6 +133,7 @@ export class Database {
   }
 
   private readonly afterCommitHooks = new WeakMap<Tx, Array<() => void>>();
+  private readonly opening = new AsyncLocalStorage<{ connecting?: Promise<pg.PoolClient> }>();
 
   /**
    * Transactions retried since start, by cause. A deadlock here means two write paths took row
@@ -120,15 +148,20 @@ export class Database {
   async transaction<T>(fn: (tx: Tx) => Promise<T>, opts: { timeoutMs?: number; maxWaitMs?: number } = {}): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       let hooks: Array<() => void> = [];
+      const opening: { connecting?: Promise<pg.PoolClient> } = {};
       try {
-        const result = await this.prisma.$transaction(
-          (client) => {
-            const tx = client as unknown as Tx;
-            hooks = [];
-            this.afterCommitHooks.set(tx, hooks);
-            return fn(tx);
-          },
-          { timeout: opts.timeoutMs ?? 10000, maxWait: opts.maxWaitMs ?? 5000 },
+        const result = await this.opening.run(opening, () =>
+          this.prisma.$transaction(
+            async (client) => {
+              const tx = client as unknown as Tx;
+              hooks = [];
+              this.afterCommitHooks.set(tx, hooks);
+              const connection = await opening.connecting?.catch(() => undefined);
+              if (connection) connectionOf.set(tx, connection);
+              return fn(tx);
+            },
+            { timeout: opts.timeoutMs ?? 10000, maxWait: opts.maxWaitMs ?? 5000 },
+          ),
         );
         for (const hook of hooks) hook();
         return result;

@@ -1,7 +1,7 @@
 import { settledCostFields } from '@gateway/contracts';
 import type { AttemptRole, UsageSettledV1, UsageSource } from '@gateway/contracts';
 import { FeeLine, PRICED_FEATURES, PricedFeature, Usage, UsageCost } from '@gateway/domain';
-import { Database, prismaTx, Tx } from '../database';
+import { Database, Tx, txQuery } from '../database';
 import { Prisma } from '../generated/prisma/client';
 import { OutboxRepository } from './outbox.repository';
 
@@ -268,14 +268,11 @@ export class LedgerRepository {
     const unique = entries.filter((e) => !seen.has(e.row.attemptId) && seen.add(e.row.attemptId));
     if (unique.length === 0) return new Set();
     // The rows travel as one JSON parameter (column name → value, money as decimal strings) that
-    // json_populate_recordset reads with the table's own column types: one string for the driver
-    // to pass instead of 43 arrays of 500 elements to convert and escape one by one.
+    // json_populate_recordset reads with the table's own column types, sent by `pg` on the
+    // transaction's connection (`txQuery`): one string to pass instead of 43 arrays of 500
+    // elements for Prisma to round-trip through JSON and `pg` to escape one by one.
     const rows = JSON.stringify(unique.map((e) => ledgerColumns(e.row)));
-    const inserted = await prismaTx(tx).$queryRaw<Array<{ attempt_id: string; quota_scope: string | null }>>`
-      INSERT INTO ledger_entry (${LEDGER_COLUMN_LIST})
-      SELECT ${LEDGER_COLUMN_LIST} FROM json_populate_recordset(NULL::ledger_entry, ${rows}::json)
-      ON CONFLICT (attempt_id) DO NOTHING
-      RETURNING attempt_id, (SELECT a.quota_scope FROM action a WHERE a.id = ledger_entry.action_id) AS quota_scope`;
+    const inserted = await txQuery<{ attempt_id: string; quota_scope: string | null }>(tx, INSERT_LEDGER_ROWS, [rows]);
     const scopeOf = new Map(inserted.map((r) => [r.attempt_id, r.quota_scope]));
     const events = unique
       .filter(({ row }) => scopeOf.has(row.attemptId))
@@ -380,7 +377,11 @@ const LEDGER_COLUMNS = [
   'context_tier_above_input_tokens',
   'service_tier',
 ] as const;
-const LEDGER_COLUMN_LIST = Prisma.raw(LEDGER_COLUMNS.join(', '));
+const INSERT_LEDGER_ROWS = `
+  INSERT INTO ledger_entry (${LEDGER_COLUMNS.join(', ')})
+  SELECT ${LEDGER_COLUMNS.join(', ')} FROM json_populate_recordset(NULL::ledger_entry, $1::json)
+  ON CONFLICT (attempt_id) DO NOTHING
+  RETURNING attempt_id, (SELECT a.quota_scope FROM action a WHERE a.id = ledger_entry.action_id) AS quota_scope`;
 
 export interface LedgerQuery {
   workloadId: string | null;
