@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { Database, prismaTx, Tx, txQuery } from '../src/database';
 
 /**
- * `txQuery` sends a statement with `pg` itself on the connection Prisma's adapter opened the
- * transaction on: it must run inside that transaction (same backend, same transaction id, its
- * writes undone by a rollback), also when many transactions open at once.
+ * `txQuery` sends a statement with `pg` itself on the connection the transaction runs on (found by
+ * its backend pid): it must run inside that transaction (same backend, same transaction id, its
+ * writes undone by a rollback), also when many transactions are open at once, and never after it ended.
  */
 const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
 
@@ -34,6 +34,11 @@ describe('txQuery inside a transaction', () => {
     expect(ids.viaPg).toBe(ids.viaPrisma);
   });
 
+  it('is sent by pg itself, not through the Prisma fallback (pg leaves a bigint a string, Prisma makes it a BigInt)', async () => {
+    const [row] = await db.transaction((tx) => txQuery<{ n: unknown }>(tx, 'SELECT 9007199254740993::bigint AS n', []));
+    expect(row.n).toBe('9007199254740993');
+  });
+
   it('commits and rolls back with the transaction', async () => {
     const kept = randomUUID();
     const undone = randomUUID();
@@ -51,6 +56,15 @@ describe('txQuery inside a transaction', () => {
     ).rejects.toThrow('roll back');
     expect(await recorded(kept)).toBe(true);
     expect(await recorded(undone)).toBe(false);
+  });
+
+  it('refuses a statement after the transaction ended (its connection is back in the pool)', async () => {
+    let ended: Tx | undefined;
+    await db.transaction(async (tx) => {
+      ended = tx;
+      await txQuery(tx, 'SELECT 1', []);
+    });
+    await expect(txQuery(ended!, 'SELECT 1', [])).rejects.toThrow();
   });
 
   it('keeps each of many concurrent transactions on its own connection', async () => {
