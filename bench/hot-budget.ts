@@ -27,14 +27,8 @@ import {
   OutboxRepository,
 } from '@gateway/db';
 import { admitInput } from '@gateway/testing';
+import { num } from './bench-env';
 import { LegacyAdmission } from './legacy-admission';
-
-const num = (name: string, fallback: number): number => {
-  const raw = process.env[name];
-  const n = raw === undefined || raw === '' ? fallback : Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${raw}`);
-  return n;
-};
 
 const CFG = {
   url: process.env.DATABASE_URL ?? '',

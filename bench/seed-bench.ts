@@ -13,6 +13,7 @@
 //   BENCH_HEDGE_DELAY_MS  the hedged workload's fixed hedge delay (default 150)
 import { Database } from '@gateway/db';
 import { hedgeSettings, Seeder } from '@gateway/testing';
+import { required } from './bench-env';
 
 const TAIL_ALIAS = 'bench-tail';
 const TAIL_WORKLOADS = { plain: 'bench-tail-plain', hedged: 'bench-tail-hedged' } as const;
@@ -78,12 +79,6 @@ async function main(): Promise<void> {
   } finally {
     await db.close();
   }
-}
-
-function required(name: string): string {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is required`);
-  return v;
 }
 
 main().catch((err) => {

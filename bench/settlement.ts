@@ -10,21 +10,15 @@
 //   steady      BENCH_SETTLE_RATE events/s (default 5,000) for BENCH_SETTLE_STEADY_S s (5) into the
 //               running batched instance: answer → ledger latency (event timestamp → settled_at)
 import { spawn, ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { AttemptCompletedV1, Topics } from '@gateway/contracts';
-import { budgetAccountId, Database } from '@gateway/db';
+import { Topics } from '@gateway/contracts';
+import { Database } from '@gateway/db';
 import { KafkaBus } from '@gateway/messaging';
-import { answeredAttemptEvent, Seeder } from '@gateway/testing';
+import { cpuMs, num, required } from './bench-env';
+import { completed, Seeded, seed, seedRoute } from './settlement-seed';
 
 const ROOT = path.resolve(__dirname, '..');
-const num = (name: string, fallback: number): number => {
-  const raw = process.env[name];
-  const n = raw === undefined || raw === '' ? fallback : Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${raw}`);
-  return n;
-};
 const CFG = {
   events: num('BENCH_SETTLE_EVENTS', 50_000),
   eventsOne: num('BENCH_SETTLE_EVENTS_ONE', 3_000),
@@ -33,21 +27,10 @@ const CFG = {
   steadyS: num('BENCH_SETTLE_STEADY_S', 5),
   workloads: num('BENCH_SETTLE_WORKLOADS', 50),
 };
-const ROUTE = 'bench-settle';
-const PRICE = `price-${ROUTE}-v1`;
-const PERIOD = new Date('2026-12-01T00:00:00Z');
-const RESERVED = 20_000n;
-const TEAM_ACCOUNT = budgetAccountId('team', 'bench-team', PERIOD);
 const LOG_DIR = path.join(ROOT, '.local', 'bench-logs');
 const quiet = { info: () => undefined, warn: () => undefined, error: (o: object, m?: string) => console.error(m, o) };
 const log = (msg: string) => console.log(`[bench:settlement] ${msg}`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-interface Seeded {
-  workloadId: string;
-  actionId: string;
-  attemptId: string;
-}
 
 async function main(): Promise<void> {
   const db = new Database(required('DATABASE_URL'), { poolMax: 4 });
@@ -55,18 +38,12 @@ async function main(): Promise<void> {
   try {
     await bus.connect();
     await bus.ensureTopics();
-    await new Seeder(db).route({
-      routeId: ROUTE,
-      alias: ROUTE,
-      providerKind: 'openai-chat',
-      upstreamBaseUrl: 'http://127.0.0.1:1',
-      upstreamModel: 'm',
-    });
+    await seedRoute(db);
     const steadyCount = Math.round(CFG.rate * CFG.steadyS);
     log(
       `seeding ${CFG.eventsOne + CFG.events + steadyCount} answered attempts over ${CFG.workloads} workloads and one shared team account`,
     );
-    const all = await seed(db, CFG.eventsOne + CFG.events + steadyCount);
+    const all = await seed(db, CFG.eventsOne + CFG.events + steadyCount, CFG.workloads);
     const one = all.slice(0, CFG.eventsOne);
     const batched = all.slice(CFG.eventsOne, CFG.eventsOne + CFG.events);
     const steady = all.slice(CFG.eventsOne + CFG.events);
@@ -90,111 +67,6 @@ async function main(): Promise<void> {
   }
 }
 
-/** Accounts, actions, reservations and attempts as admission and dispatch leave them, in bulk. */
-async function seed(db: Database, n: number): Promise<Seeded[]> {
-  const workloads = Array.from({ length: CFG.workloads }, (_, i) => `bench-settle-wl-${i + 1}`);
-  const out: Seeded[] = Array.from({ length: n }, (_, i) => ({
-    workloadId: workloads[i % workloads.length],
-    actionId: randomUUID(),
-    attemptId: randomUUID(),
-  }));
-  const perWorkload = (w: string) => BigInt(out.filter((s) => s.workloadId === w).length) * RESERVED;
-  await db.prisma.budgetAccount.createMany({
-    data: [
-      ...workloads.map((w) => ({
-        id: budgetAccountId('workload', w, PERIOD),
-        scope: 'workload',
-        scopeId: w,
-        periodStart: PERIOD,
-        budgetMicrousd: 10n ** 15n,
-        pendingMicrousd: perWorkload(w),
-      })),
-      {
-        id: TEAM_ACCOUNT,
-        scope: 'team',
-        scopeId: 'bench-team',
-        periodStart: PERIOD,
-        budgetMicrousd: 10n ** 15n,
-        pendingMicrousd: BigInt(n) * RESERVED,
-      },
-    ],
-  });
-  const now = new Date();
-  const later = new Date(now.getTime() + 3_600_000);
-  for (let i = 0; i < n; i += 5_000) {
-    const chunk = out.slice(i, i + 5_000);
-    await db.prisma.action.createMany({
-      data: chunk.map((s) => ({
-        id: s.actionId,
-        requestId: `req-${s.actionId}`,
-        workloadId: s.workloadId,
-        environment: 'bench',
-        routeId: ROUTE,
-        routeVersion: 1,
-        modelAlias: ROUTE,
-        apiKind: 'openai-chat',
-        streamMode: 'none',
-        effectiveCandidates: 1,
-        outputCeiling: 100,
-        inputTokensEstimate: 10,
-        requestFingerprint: s.actionId,
-        status: 'answered',
-        statusReason: 'answered',
-        deadlineAt: later,
-        dispatchDeadlineAt: later,
-        financialState: 'pending',
-        createdAt: now,
-        updatedAt: now,
-      })),
-    });
-    await db.prisma.reservation.createMany({
-      data: chunk.map((s) => ({
-        id: randomUUID(),
-        actionId: s.actionId,
-        workloadAccountId: budgetAccountId('workload', s.workloadId, PERIOD),
-        scopeAccountIds: [TEAM_ACCOUNT],
-        reservedOutputTokens: 100,
-        reservedMicrousd: RESERVED,
-        priceRevisionId: PRICE,
-        status: 'pending',
-        statusReason: 'reserved at admission',
-        createdAt: now,
-        updatedAt: now,
-      })),
-    });
-    await db.prisma.attempt.createMany({
-      data: chunk.map((s) => ({
-        id: s.attemptId,
-        actionId: s.actionId,
-        attemptNo: 1,
-        role: 'primary',
-        routeId: ROUTE,
-        routeVersion: 1,
-        status: 'succeeded',
-        statusReason: 'answered',
-        effectiveCandidates: 1,
-        startedAt: now,
-        updatedAt: now,
-      })),
-    });
-  }
-  return out;
-}
-
-function completed(s: Seeded, at: Date): AttemptCompletedV1 {
-  return answeredAttemptEvent(
-    { workloadId: s.workloadId, actionId: s.actionId, attemptId: s.attemptId, routeId: ROUTE },
-    {
-      timestamp: at.toISOString(),
-      environment: 'bench',
-      model_alias: ROUTE,
-      input_tokens: 120,
-      output_tokens_total: 40,
-      total_tokens: 160,
-    },
-  );
-}
-
 async function produce(bus: KafkaBus, seeded: Seeded[], at = new Date()): Promise<void> {
   for (let i = 0; i < seeded.length; i += 2_000) {
     await bus.publish(
@@ -210,6 +82,8 @@ interface PhaseResult {
   events: number;
   eventsPerS: number;
   cpuMsPerEvent: number;
+  /** CPU of the Postgres backends serving the settlement instance, per event (null when Postgres is not on this machine) */
+  pgCpuMsPerEvent: number | null;
   lockWaitersAvg: number;
   deadlocks: number;
   latency?: { p50Ms: number; p99Ms: number; maxMs: number; events: number };
@@ -233,6 +107,7 @@ async function phase(
   const child = startSettlement(name, batchMax);
   try {
     let cpuAtFirst: number | null = null;
+    const pg = new BackendsCpu();
     const waits: number[] = [];
     const deadline = Date.now() + 15 * 60_000;
     for (;;) {
@@ -240,6 +115,7 @@ async function phase(
       const n = await ledgerCount(db, ids);
       if (n > 0 && cpuAtFirst === null) cpuAtFirst = cpuMs(child.pid!);
       if (n > 0) waits.push(await lockWaiters(db));
+      if (n > 0) await pg.sample(db);
       if (n >= seeded.length) break;
       if (Date.now() > deadline) throw new Error(`${name}: only ${n} of ${seeded.length} settled`);
       await sleep(100);
@@ -253,6 +129,7 @@ async function phase(
       events: seeded.length,
       eventsPerS: Math.round(seeded.length / Math.max(0.001, Number(span.ms) / 1000)),
       cpuMsPerEvent: Number((cpu / seeded.length).toFixed(3)),
+      pgCpuMsPerEvent: pg.seen ? Number((pg.totalMs / seeded.length).toFixed(3)) : null,
       lockWaitersAvg: Number((waits.reduce((a, b) => a + b, 0) / Math.max(1, waits.length)).toFixed(2)),
       deadlocks: (await deadlocks(db)) - deadlocksBefore,
     };
@@ -290,14 +167,63 @@ async function steadyPhase(db: Database, bus: KafkaBus, seeded: Seeded[]): Promi
   return { p50Ms: at(0.5), p99Ms: at(0.99), maxMs: ms[ms.length - 1], events: ms.length };
 }
 
+/**
+ * The settlement instance, from this checkout or from `BENCH_SETTLE_APP_ROOT` (another checkout's
+ * code against the same data and broker: a before/after pair in one run's conditions). Its
+ * connections carry application_name `SETTLEMENT_APP_NAME`, so their backends' CPU can be read.
+ */
 function startSettlement(name: string, batchMax: number): ChildProcess {
   fs.mkdirSync(LOG_DIR, { recursive: true });
   const out = fs.openSync(path.join(LOG_DIR, `settlement-${name}.log`), 'w');
+  const url = new URL(required('DATABASE_URL'));
+  url.searchParams.set('application_name', SETTLEMENT_APP_NAME);
+  const root = process.env.BENCH_SETTLE_APP_ROOT ? path.resolve(process.env.BENCH_SETTLE_APP_ROOT) : ROOT;
   return spawn(process.execPath, ['-r', '@swc-node/register', 'apps/settlement/src/main.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, SETTLEMENT_BATCH_MAX: String(batchMax), LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' },
+    cwd: root,
+    env: {
+      ...process.env,
+      DATABASE_URL: url.toString(),
+      SWC_NODE_PROJECT: path.join(root, 'tsconfig.json'),
+      SETTLEMENT_BATCH_MAX: String(batchMax),
+      LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    },
     stdio: ['ignore', out, out],
   });
+}
+
+const SETTLEMENT_APP_NAME = 'bench-settlement-instance';
+
+/**
+ * CPU of the backends serving the settlement instance (/proc, by application_name), summed per
+ * backend from the first sample it was seen in; a backend that ends between samples loses at
+ * most one sampling interval of its work.
+ */
+class BackendsCpu {
+  private readonly first = new Map<number, number>();
+  private readonly last = new Map<number, number>();
+  seen = false;
+
+  async sample(db: Database): Promise<void> {
+    const rows = await db.prisma.$queryRaw<Array<{ pid: number }>>`
+      SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = ${SETTLEMENT_APP_NAME}`;
+    for (const { pid } of rows) {
+      let ms: number;
+      try {
+        ms = cpuMs(pid);
+      } catch {
+        continue; // Postgres on another machine, or the backend just ended
+      }
+      this.seen = true;
+      if (!this.first.has(pid)) this.first.set(pid, ms);
+      this.last.set(pid, ms);
+    }
+  }
+
+  get totalMs(): number {
+    let total = 0;
+    for (const [pid, ms] of this.last) total += ms - (this.first.get(pid) ?? ms);
+    return total;
+  }
 }
 
 async function ledgerCount(db: Database, ids: string[]): Promise<number> {
@@ -318,12 +244,6 @@ async function deadlocks(db: Database): Promise<number> {
     Array<{ n: bigint }>
   >`SELECT deadlocks AS n FROM pg_stat_database WHERE datname = current_database()`;
   return Number(r.n);
-}
-
-/** User + system CPU of a process so far, from /proc (Linux). */
-function cpuMs(pid: number): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
 
 /** Exactly one ledger row and one usage.settled per attempt; every account's books add up. */
@@ -367,11 +287,13 @@ async function verify(db: Database, seeded: Seeded[]) {
 
 function report(results: PhaseResult[]): void {
   console.log('');
-  console.log('phase        batch  events  events/s  CPU ms/event  lock waiters (avg)  deadlocks');
+  console.log(`load average ${fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+  console.log('phase        batch  events  events/s  CPU ms/event  pg CPU ms/event  lock waiters (avg)  deadlocks');
   for (const r of results) {
     console.log(
       `${r.phase.padEnd(12)} ${String(r.batchMax).padStart(5)} ${String(r.events).padStart(7)} ${String(r.eventsPerS).padStart(9)} ` +
-        `${r.cpuMsPerEvent.toFixed(3).padStart(13)} ${r.lockWaitersAvg.toFixed(2).padStart(19)} ${String(r.deadlocks).padStart(10)}`,
+        `${r.cpuMsPerEvent.toFixed(3).padStart(13)} ${(r.pgCpuMsPerEvent === null ? '-' : r.pgCpuMsPerEvent.toFixed(3)).padStart(16)} ` +
+        `${r.lockWaitersAvg.toFixed(2).padStart(19)} ${String(r.deadlocks).padStart(10)}`,
     );
   }
   const [one, batched] = results;
@@ -386,12 +308,6 @@ function report(results: PhaseResult[]): void {
     console.log(
       `steady ${CFG.rate}/s: answer → ledger p50 ${lat.p50Ms} ms, p99 ${lat.p99Ms} ms, max ${lat.maxMs} ms (${lat.events} events)`,
     );
-}
-
-function required(name: string): string {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is required`);
-  return v;
 }
 
 main().catch((err) => {

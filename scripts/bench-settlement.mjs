@@ -2,6 +2,7 @@
 // `npm run bench:settlement`: settlement throughput from a pre-filled topic, batched against one
 // event at a time (bench/settlement.ts; see bench/README.md, "Settlement").
 // Its own database (BENCH_DB + "_settlement", recreated) and broker (BENCH_PORT_BASE + 93).
+// `--profile` runs bench/settlement-profile.ts instead: where a batch's time goes, in-process.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { ensurePrismaClient } from './prisma-generate.mjs';
@@ -29,11 +30,15 @@ await withStops(async (stops) => {
     log,
   });
   process.exitCode = await new Promise((resolve) => {
-    const child = spawn(process.execPath, ['-r', '@swc-node/register', path.join('bench', 'settlement.ts')], {
-      cwd: ROOT,
-      env: { ...env, SWC_NODE_PROJECT: path.join(ROOT, 'tsconfig.json') },
-      stdio: 'inherit',
-    });
+    const child = spawn(
+      process.execPath,
+      ['-r', '@swc-node/register', path.join('bench', process.argv.includes('--profile') ? 'settlement-profile.ts' : 'settlement.ts')],
+      {
+        cwd: ROOT,
+        env: { ...env, SWC_NODE_PROJECT: path.join(ROOT, 'tsconfig.json') },
+        stdio: 'inherit',
+      },
+    );
     child.on('exit', (c) => resolve(c ?? 1));
   });
 });

@@ -17,6 +17,32 @@ export function prismaTx(tx: Tx): PrismaTx {
   return tx as unknown as PrismaTx;
 }
 
+/** The database whose transaction `tx` is (set while it is open, by `Database.transaction`). */
+const databaseOf = new WeakMap<Tx, Database>();
+/** The pool connection an open transaction runs on, once `txQuery` has looked it up. */
+const connectionOf = new WeakMap<Tx, pg.PoolClient>();
+
+/**
+ * One statement (positional `$n` parameters) inside the transaction `tx`, sent by `pg` itself on
+ * the transaction's connection: no Prisma parameter handling, which serialises every parameter to
+ * JSON and parses it back (the settlement batch's rows are one JSON text of ~0.5 MB). The
+ * connection is found once per transaction by its backend pid (`SELECT pg_backend_pid()` through
+ * Prisma, then the pool connection with that `processID`). For repositories in libs/db only. Rows
+ * come as `pg` parses them (bigint and numeric columns as strings). Where the connection cannot be
+ * found, Prisma's `$queryRawUnsafe` runs the statement, with the same result apart from those types.
+ */
+export async function txQuery<R extends Record<string, unknown>>(tx: Tx, text: string, values: unknown[]): Promise<R[]> {
+  let connection = connectionOf.get(tx);
+  const db = databaseOf.get(tx);
+  if (!connection && db) {
+    const [{ pid }] = await prismaTx(tx).$queryRaw<Array<{ pid: number }>>`SELECT pg_backend_pid() AS pid`;
+    connection = db.connectionByBackend.get(pid);
+    if (connection) connectionOf.set(tx, connection);
+  }
+  if (connection && db) return (await connection.query<R>(text, values)).rows;
+  return prismaTx(tx).$queryRawUnsafe<R[]>(text, ...values);
+}
+
 /**
  * A statement the hot paths run through plain `pg` (no ORM layer): `name` makes the server keep
  * it prepared per connection, so it is parsed and planned once per connection, not per call.
@@ -43,6 +69,15 @@ export class Database {
     this.pool = new pg.Pool({ connectionString: url, max: opts.poolMax ?? 10 });
     // An idle client that loses its connection emits 'error' on the pool; it is dropped and replaced.
     this.pool.on('error', () => undefined);
+    // The pool's connections by backend pid, so `txQuery` can find the one a transaction runs on.
+    this.pool.on('connect', (client) => {
+      const pid = (client as pg.PoolClient & { processID: number | null }).processID;
+      if (pid !== null) this.connectionByBackend.set(pid, client);
+    });
+    this.pool.on('remove', (client) => {
+      const pid = (client as pg.PoolClient & { processID: number | null }).processID;
+      if (pid !== null && this.connectionByBackend.get(pid) === client) this.connectionByBackend.delete(pid);
+    });
     const adapter = new PrismaPg(this.pool, { disposeExternalPool: false });
     this.prisma = new PrismaClient({ adapter });
   }
@@ -106,6 +141,8 @@ export class Database {
   }
 
   private readonly afterCommitHooks = new WeakMap<Tx, Array<() => void>>();
+  /** This pool's open connections by their backend's pid (`txQuery`). */
+  readonly connectionByBackend = new Map<number, pg.PoolClient>();
 
   /**
    * Transactions retried since start, by cause. A deadlock here means two write paths took row
@@ -122,11 +159,18 @@ export class Database {
       let hooks: Array<() => void> = [];
       try {
         const result = await this.prisma.$transaction(
-          (client) => {
+          async (client) => {
             const tx = client as unknown as Tx;
             hooks = [];
             this.afterCommitHooks.set(tx, hooks);
-            return fn(tx);
+            databaseOf.set(tx, this);
+            try {
+              return await fn(tx);
+            } finally {
+              // the connection goes back to the pool with the commit: a late txQuery must not reach it
+              databaseOf.delete(tx);
+              connectionOf.delete(tx);
+            }
           },
           { timeout: opts.timeoutMs ?? 10000, maxWait: opts.maxWaitMs ?? 5000 },
         );

@@ -102,7 +102,8 @@ export class AttemptRepository {
   }
 
   /**
-   * `transition` for a batch, without evidence: one compare-and-set statement per event kind.
+   * `transition` for a batch, without evidence: one compare-and-set statement per event kind
+   * (`id = ANY(ids)` keeps the lookup on the primary key, as in `ReservationHoldRepository.moveMany`).
    * Throws when any attempt is not in a state its event allows (nothing of the batch commits).
    */
   async transitionMany(tx: Tx, items: ReadonlyArray<{ attemptId: string; event: AttemptEvent; reason: string }>, now: Date): Promise<void> {
@@ -113,7 +114,7 @@ export class AttemptRepository {
         UPDATE attempt a SET status = ${guard.to}, status_reason = v.reason, updated_at = ${now},
           financial_state = COALESCE(${financialStateAfter(event)}, a.financial_state)
         FROM unnest(${mine.map((i) => i.attemptId)}::text[], ${mine.map((i) => i.reason)}::text[]) AS v(id, reason)
-        WHERE a.id = v.id AND a.status = ANY(${guard.from}::text[])`;
+        WHERE a.id = v.id AND a.id = ANY(${mine.map((i) => i.attemptId)}::text[]) AND a.status = ANY(${guard.from}::text[])`;
       if (updated !== mine.length) {
         throw new InvalidTransitionError('attempt', `${mine.length - updated} of ${mine.length} not in ${guard.from.join('|')}`, event);
       }

@@ -1,7 +1,7 @@
 import { settledCostFields } from '@gateway/contracts';
 import type { AttemptRole, DeadlineOutcome, UsageSettledV1, UsageSource } from '@gateway/contracts';
 import { FeeLine, PRICED_FEATURES, PricedFeature, Usage, UsageCost } from '@gateway/domain';
-import { Database, prismaTx, Tx } from '../database';
+import { Database, Tx, txQuery } from '../database';
 import { Prisma } from '../generated/prisma/client';
 import { OutboxRepository } from './outbox.repository';
 
@@ -78,7 +78,12 @@ export type SettlementEvidence =
   | { kind: 'usage'; source: Exclude<UsageSource, 'operator_release'>; usage: Usage; cost: UsageCost }
   | { kind: 'attested'; amountMicrousd: bigint; caseId: string; attestedBy: string; reason: string };
 
-/** The one ledger-row builder, for settlement and reconciliation alike. */
+/**
+ * The one ledger-row builder, for settlement and reconciliation alike. The row is built with
+ * `Object.assign` on a literal of the facts, never `{ ...base, <more fields> }`: V8 (Node 20)
+ * builds that spread of a ~45-field row in ~25–90 µs against ~1 µs, and settlement builds one row
+ * per event (docs/decisions.md, "Batched settlement").
+ */
 export function buildLedgerRow(input: {
   id: string;
   facts: AttemptFacts;
@@ -86,63 +91,89 @@ export function buildLedgerRow(input: {
   priceRevisionId: string;
   settledAt: Date;
 }): LedgerRow {
-  const { facts, evidence } = input;
-  const base = { id: input.id, ...facts, priceRevisionId: input.priceRevisionId, settledAt: input.settledAt };
+  const { evidence } = input;
   switch (evidence.kind) {
-    case 'usage':
-      return {
-        ...base,
-        inputTokens: evidence.usage.inputTokens,
-        cachedInputTokens: evidence.usage.cachedInputTokens,
-        outputTokensTotal: evidence.usage.outputTokens,
-        reasoningTokens: evidence.usage.reasoningTokens,
-        totalTokens: evidence.usage.inputTokens + evidence.usage.outputTokens,
+    case 'usage': {
+      const { usage, cost } = evidence;
+      return Object.assign(rowHead(input), {
+        inputTokens: usage.inputTokens,
+        cachedInputTokens: usage.cachedInputTokens,
+        outputTokensTotal: usage.outputTokens,
+        reasoningTokens: usage.reasoningTokens,
+        totalTokens: usage.inputTokens + usage.outputTokens,
         usageSource: evidence.source,
-        inputMicrousd: evidence.cost.input,
-        cachedInputMicrousd: evidence.cost.cachedInput,
-        outputMicrousd: evidence.cost.output,
-        reasoningMicrousd: evidence.cost.reasoning,
-        costMicrousd: evidence.cost.total,
+        inputMicrousd: cost.input,
+        cachedInputMicrousd: cost.cachedInput,
+        outputMicrousd: cost.output,
+        reasoningMicrousd: cost.reasoning,
+        costMicrousd: cost.total,
         caseId: null,
         attestedBy: null,
         attestationReason: null,
-        cacheWriteInputTokens: evidence.usage.cacheWriteInputTokens ?? 0,
-        audioInputTokens: evidence.usage.audioInputTokens ?? 0,
-        audioOutputTokens: evidence.usage.audioOutputTokens ?? 0,
-        imageOutputTokens: evidence.usage.imageOutputTokens ?? 0,
-        cacheWriteMicrousd: evidence.cost.cacheWrite,
-        audioInputMicrousd: evidence.cost.audioInput,
-        audioOutputMicrousd: evidence.cost.audioOutput,
-        imageOutputMicrousd: evidence.cost.imageOutput,
-        feesMicrousd: evidence.cost.fees,
-        feeLines: evidence.cost.feeLines,
-        contextTierAboveInputTokens: evidence.cost.contextTier,
-        serviceTier: evidence.cost.serviceTier,
-      };
+        cacheWriteInputTokens: usage.cacheWriteInputTokens ?? 0,
+        audioInputTokens: usage.audioInputTokens ?? 0,
+        audioOutputTokens: usage.audioOutputTokens ?? 0,
+        imageOutputTokens: usage.imageOutputTokens ?? 0,
+        cacheWriteMicrousd: cost.cacheWrite,
+        audioInputMicrousd: cost.audioInput,
+        audioOutputMicrousd: cost.audioOutput,
+        imageOutputMicrousd: cost.imageOutput,
+        feesMicrousd: cost.fees,
+        feeLines: cost.feeLines,
+        contextTierAboveInputTokens: cost.contextTier,
+        serviceTier: cost.serviceTier,
+      });
+    }
     case 'attested':
-      return {
-        ...base,
-        inputTokens: null,
-        cachedInputTokens: null,
-        outputTokensTotal: null,
-        reasoningTokens: null,
-        totalTokens: null,
-        usageSource: 'operator_release',
-        inputMicrousd: null,
-        cachedInputMicrousd: null,
-        outputMicrousd: null,
-        reasoningMicrousd: null,
-        costMicrousd: evidence.amountMicrousd,
-        caseId: evidence.caseId,
-        attestedBy: evidence.attestedBy,
-        attestationReason: evidence.reason,
-        ...NO_DETAIL,
-      };
+      return Object.assign(
+        rowHead(input),
+        {
+          inputTokens: null,
+          cachedInputTokens: null,
+          outputTokensTotal: null,
+          reasoningTokens: null,
+          totalTokens: null,
+          usageSource: 'operator_release' as const,
+          inputMicrousd: null,
+          cachedInputMicrousd: null,
+          outputMicrousd: null,
+          reasoningMicrousd: null,
+          costMicrousd: evidence.amountMicrousd,
+          caseId: evidence.caseId,
+          attestedBy: evidence.attestedBy,
+          attestationReason: evidence.reason,
+        },
+        NO_DETAIL,
+      );
     default: {
       const unreachable: never = evidence;
       throw new Error(`Unhandled settlement evidence: ${String(unreachable)}`);
     }
   }
+}
+
+/** The fields every row takes from the attempt's facts, as one literal. */
+function rowHead(input: { id: string; facts: AttemptFacts; priceRevisionId: string; settledAt: Date }) {
+  const f = input.facts;
+  return {
+    id: input.id,
+    attemptId: f.attemptId,
+    actionId: f.actionId,
+    attemptRole: f.attemptRole,
+    requestId: f.requestId,
+    workloadId: f.workloadId,
+    environment: f.environment,
+    routeId: f.routeId,
+    routeVersion: f.routeVersion,
+    modelAlias: f.modelAlias,
+    providerRequestId: f.providerRequestId,
+    requestedCandidates: f.requestedCandidates,
+    effectiveCandidates: f.effectiveCandidates,
+    returnedCandidates: f.returnedCandidates,
+    streamMode: f.streamMode,
+    priceRevisionId: input.priceRevisionId,
+    settledAt: input.settledAt,
+  };
 }
 
 const NO_DETAIL = {
@@ -250,36 +281,12 @@ export class LedgerRepository {
     const seen = new Set<string>();
     const unique = entries.filter((e) => !seen.has(e.row.attemptId) && seen.add(e.row.attemptId));
     if (unique.length === 0) return new Set();
-    const rows = unique.map((e) => e.row);
-    const col = <T>(pick: (r: LedgerRow) => T) => rows.map(pick);
-    const inserted = await prismaTx(tx).$queryRaw<Array<{ attempt_id: string; quota_scope: string | null }>>`
-      INSERT INTO ledger_entry (id, attempt_id, action_id, attempt_role, request_id, workload_id, environment, route_id, route_version,
-        model_alias, provider_request_id, requested_candidates, effective_candidates, returned_candidates, input_tokens,
-        cached_input_tokens, output_tokens_total, reasoning_tokens, total_tokens, stream_mode, usage_source, price_revision_id,
-        input_microusd, cached_input_microusd, output_microusd, reasoning_microusd, cost_microusd, settled_at, case_id,
-        attested_by, attestation_reason, cache_write_input_tokens, audio_input_tokens, audio_output_tokens, image_output_tokens,
-        cache_write_microusd, audio_input_microusd, audio_output_microusd, image_output_microusd, fees_microusd, fee_lines,
-        context_tier_above_input_tokens, service_tier, attempt_no, winner, attempts_total, hedge_policy_revision_id, deadline_outcome)
-      SELECT * FROM unnest(${col((r) => r.id)}::text[], ${col((r) => r.attemptId)}::text[], ${col((r) => r.actionId)}::text[],
-        ${col((r) => r.attemptRole)}::text[], ${col((r) => r.requestId)}::text[], ${col((r) => r.workloadId)}::text[],
-        ${col((r) => r.environment)}::text[], ${col((r) => r.routeId)}::text[], ${col((r) => r.routeVersion)}::int[],
-        ${col((r) => r.modelAlias)}::text[], ${col((r) => r.providerRequestId)}::text[], ${col((r) => r.requestedCandidates)}::int[],
-        ${col((r) => r.effectiveCandidates)}::int[], ${col((r) => r.returnedCandidates)}::int[], ${col((r) => r.inputTokens)}::int[],
-        ${col((r) => r.cachedInputTokens)}::int[], ${col((r) => r.outputTokensTotal)}::int[], ${col((r) => r.reasoningTokens)}::int[],
-        ${col((r) => r.totalTokens)}::int[], ${col((r) => r.streamMode)}::text[], ${col((r) => r.usageSource)}::text[],
-        ${col((r) => r.priceRevisionId)}::text[], ${col((r) => r.inputMicrousd)}::bigint[], ${col((r) => r.cachedInputMicrousd)}::bigint[],
-        ${col((r) => r.outputMicrousd)}::bigint[], ${col((r) => r.reasoningMicrousd)}::bigint[], ${col((r) => r.costMicrousd)}::bigint[],
-        ${col((r) => r.settledAt)}::timestamptz[], ${col((r) => r.caseId)}::text[], ${col((r) => r.attestedBy)}::text[],
-        ${col((r) => r.attestationReason)}::text[], ${col((r) => r.cacheWriteInputTokens)}::int[],
-        ${col((r) => r.audioInputTokens)}::int[], ${col((r) => r.audioOutputTokens)}::int[], ${col((r) => r.imageOutputTokens)}::int[],
-        ${col((r) => r.cacheWriteMicrousd)}::bigint[], ${col((r) => r.audioInputMicrousd)}::bigint[],
-        ${col((r) => r.audioOutputMicrousd)}::bigint[], ${col((r) => r.imageOutputMicrousd)}::bigint[],
-        ${col((r) => r.feesMicrousd)}::bigint[], ${col((r) => feeLinesJson(r.feeLines))}::jsonb[],
-        ${col((r) => r.contextTierAboveInputTokens)}::int[], ${col((r) => r.serviceTier)}::text[],
-        ${col((r) => r.attemptNo ?? null)}::int[], ${col((r) => r.winner ?? null)}::boolean[], ${col((r) => r.attemptsTotal ?? null)}::int[],
-        ${col((r) => r.policyRevisionId ?? null)}::text[], ${col((r) => r.deadlineOutcome ?? null)}::text[])
-      ON CONFLICT (attempt_id) DO NOTHING
-      RETURNING attempt_id, (SELECT a.quota_scope FROM action a WHERE a.id = ledger_entry.action_id) AS quota_scope`;
+    // The rows travel as one JSON parameter (column name → value, money as decimal strings) that
+    // json_populate_recordset reads with the table's own column types, sent by `pg` on the
+    // transaction's connection (`txQuery`): one string to pass instead of 43 arrays of 500
+    // elements for Prisma to round-trip through JSON and `pg` to escape one by one.
+    const rows = JSON.stringify(unique.map((e) => ledgerColumns(e.row)));
+    const inserted = await txQuery<{ attempt_id: string; quota_scope: string | null }>(tx, INSERT_LEDGER_ROWS, [rows]);
     const scopeOf = new Map(inserted.map((r) => [r.attempt_id, r.quota_scope]));
     const events = unique
       .filter(({ row }) => scopeOf.has(row.attemptId))
@@ -288,6 +295,117 @@ export class LedgerRepository {
     return new Set(scopeOf.keys());
   }
 }
+
+/** A ledger row as its table's columns (JSON values: money as decimal strings, never numbers). */
+function ledgerColumns(r: LedgerRow): Record<(typeof LEDGER_COLUMNS)[number], string | number | boolean | null | FeeLineJson[]> {
+  const money = (v: bigint | null) => (v === null ? null : v.toString());
+  return {
+    id: r.id,
+    attempt_id: r.attemptId,
+    action_id: r.actionId,
+    attempt_role: r.attemptRole,
+    request_id: r.requestId,
+    workload_id: r.workloadId,
+    environment: r.environment,
+    route_id: r.routeId,
+    route_version: r.routeVersion,
+    model_alias: r.modelAlias,
+    provider_request_id: r.providerRequestId,
+    requested_candidates: r.requestedCandidates,
+    effective_candidates: r.effectiveCandidates,
+    returned_candidates: r.returnedCandidates,
+    input_tokens: r.inputTokens,
+    cached_input_tokens: r.cachedInputTokens,
+    output_tokens_total: r.outputTokensTotal,
+    reasoning_tokens: r.reasoningTokens,
+    total_tokens: r.totalTokens,
+    stream_mode: r.streamMode,
+    usage_source: r.usageSource,
+    price_revision_id: r.priceRevisionId,
+    input_microusd: money(r.inputMicrousd),
+    cached_input_microusd: money(r.cachedInputMicrousd),
+    output_microusd: money(r.outputMicrousd),
+    reasoning_microusd: money(r.reasoningMicrousd),
+    cost_microusd: r.costMicrousd.toString(),
+    settled_at: r.settledAt.toISOString(),
+    case_id: r.caseId,
+    attested_by: r.attestedBy,
+    attestation_reason: r.attestationReason,
+    cache_write_input_tokens: r.cacheWriteInputTokens,
+    audio_input_tokens: r.audioInputTokens,
+    audio_output_tokens: r.audioOutputTokens,
+    image_output_tokens: r.imageOutputTokens,
+    cache_write_microusd: money(r.cacheWriteMicrousd),
+    audio_input_microusd: money(r.audioInputMicrousd),
+    audio_output_microusd: money(r.audioOutputMicrousd),
+    image_output_microusd: money(r.imageOutputMicrousd),
+    fees_microusd: money(r.feesMicrousd),
+    fee_lines: feeLinesValue(r.feeLines),
+    context_tier_above_input_tokens: r.contextTierAboveInputTokens,
+    service_tier: r.serviceTier,
+    attempt_no: r.attemptNo ?? null,
+    winner: r.winner ?? null,
+    attempts_total: r.attemptsTotal ?? null,
+    hedge_policy_revision_id: r.policyRevisionId ?? null,
+    deadline_outcome: r.deadlineOutcome ?? null,
+  };
+}
+
+const LEDGER_COLUMNS = [
+  'id',
+  'attempt_id',
+  'action_id',
+  'attempt_role',
+  'request_id',
+  'workload_id',
+  'environment',
+  'route_id',
+  'route_version',
+  'model_alias',
+  'provider_request_id',
+  'requested_candidates',
+  'effective_candidates',
+  'returned_candidates',
+  'input_tokens',
+  'cached_input_tokens',
+  'output_tokens_total',
+  'reasoning_tokens',
+  'total_tokens',
+  'stream_mode',
+  'usage_source',
+  'price_revision_id',
+  'input_microusd',
+  'cached_input_microusd',
+  'output_microusd',
+  'reasoning_microusd',
+  'cost_microusd',
+  'settled_at',
+  'case_id',
+  'attested_by',
+  'attestation_reason',
+  'cache_write_input_tokens',
+  'audio_input_tokens',
+  'audio_output_tokens',
+  'image_output_tokens',
+  'cache_write_microusd',
+  'audio_input_microusd',
+  'audio_output_microusd',
+  'image_output_microusd',
+  'fees_microusd',
+  'fee_lines',
+  'context_tier_above_input_tokens',
+  'service_tier',
+  'attempt_no',
+  'winner',
+  'attempts_total',
+  'hedge_policy_revision_id',
+  'deadline_outcome',
+] as const;
+const INSERT_LEDGER_ROWS = `
+  INSERT INTO ledger_entry (${LEDGER_COLUMNS.join(', ')})
+  SELECT ${LEDGER_COLUMNS.join(', ')} FROM json_populate_recordset(NULL::ledger_entry, $1::json)
+  ON CONFLICT (attempt_id) DO NOTHING
+  RETURNING attempt_id, (SELECT a.quota_scope FROM action a WHERE a.id = ledger_entry.action_id) AS quota_scope`;
 
 export interface LedgerQuery {
   workloadId: string | null;
@@ -373,11 +491,15 @@ interface LedgerRaw {
   deadline_outcome: string | null;
 }
 
+interface FeeLineJson {
+  feature: string;
+  calls: number;
+  microusd: string;
+}
+
 /** Fee lines as stored (and published): money as decimal strings, never JSON numbers. */
-function feeLinesJson(lines: readonly FeeLine[] | null): string | null {
-  return lines === null
-    ? null
-    : JSON.stringify(lines.map((l) => ({ feature: l.feature, calls: l.calls, microusd: l.microusd.toString() })));
+function feeLinesValue(lines: readonly FeeLine[] | null): FeeLineJson[] | null {
+  return lines === null ? null : lines.map((l) => ({ feature: l.feature, calls: l.calls, microusd: l.microusd.toString() }));
 }
 
 function feeLinesOf(stored: unknown): FeeLine[] | null {

@@ -1,13 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import { PolicyChangedV1, TopicKey, TopicPayload, Topics } from '@gateway/contracts';
 import type { BatchOutcome, OutboxRow, OutboxStore } from '@gateway/messaging';
-import { Database, PreparedStatement, Tx, prismaTx } from '../database';
+import { Database, PreparedStatement, Tx, prismaTx, txQuery } from '../database';
 
 /** Runs after every publish of the hot paths, so it is prepared once per connection. */
 const MARK_PUBLISHED: PreparedStatement = {
   name: 'outbox_mark_published',
   text: 'UPDATE outbox_message SET published_at = now() WHERE id = ANY($1::bigint[]) AND published_at IS NULL',
 };
+
+/** A batch of one topic's events, in order (ids ascending as the events come). */
+const INSERT_OUTBOX_ROWS = `
+  INSERT INTO outbox_message (event_id, topic, key, payload)
+  SELECT e.event_id, $1::text, e.key, e.payload
+  FROM ROWS FROM (json_to_recordset($2::json) AS (event_id text, key text, payload jsonb)) WITH ORDINALITY AS e(event_id, key, payload, n)
+  ORDER BY e.n
+  RETURNING id, event_id`;
 
 /** Whether the sweep has anything to claim; runs every second in every service. */
 const SWEEP_DUE: PreparedStatement = {
@@ -69,14 +77,11 @@ export class OutboxRepository implements OutboxStore {
       const value = spec.schema.parse(e.payload) as { event_id?: string };
       return { eventId: value.event_id ?? randomUUID(), key: e.key, value };
     });
-    const rows = await prismaTx(tx).$queryRaw<Array<{ id: bigint; event_id: string }>>`
-      INSERT INTO outbox_message (event_id, topic, key, payload)
-      SELECT e.event_id, ${spec.name}, e.key, e.payload
-      FROM unnest(${values.map((v) => v.eventId)}::text[], ${values.map((v) => v.key)}::text[],
-        ${values.map((v) => JSON.stringify(v.value))}::jsonb[]) WITH ORDINALITY AS e(event_id, key, payload, n)
-      ORDER BY e.n
-      RETURNING id, event_id`;
-    const idOf = new Map(rows.map((r) => [r.event_id, r.id]));
+    // One JSON parameter for the batch, sent by `pg` on the transaction's connection (`txQuery`),
+    // not three arrays whose payload elements Prisma round-trips through JSON and `pg` escapes one by one.
+    const batch = JSON.stringify(values.map((v) => ({ event_id: v.eventId, key: v.key, payload: v.value })));
+    const rows = await txQuery<{ id: bigint | string; event_id: string }>(tx, INSERT_OUTBOX_ROWS, [spec.name, batch]);
+    const idOf = new Map(rows.map((r) => [r.event_id, BigInt(r.id)]));
     for (const v of values) this.committed(tx, { id: idOf.get(v.eventId) as bigint, topic: spec.name, key: v.key, payload: v.value });
   }
 

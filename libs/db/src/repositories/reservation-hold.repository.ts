@@ -91,6 +91,9 @@ export class ReservationHoldRepository {
     if (folded.length === 0) return;
     const deltas = accountDeltas(folded.map((f) => ({ accountIds: f.r.accountIds, movement: f.movement })));
     const col = <T>(pick: (f: (typeof folded)[number]) => T) => folded.map(pick);
+    // `id = ANY(ids)` beside each join on the batch's values: the rows are found through the
+    // primary key whatever the planner guesses of the unnest's size (without it, it hashed a
+    // sequential scan of reservation and of action for every batch: cost grew with the tables).
     await prismaTx(tx).$executeRaw`
       WITH v AS (
         SELECT * FROM unnest(${col((f) => f.r.id)}::text[], ${col((f) => f.movement.toSettledMicrousd)}::bigint[],
@@ -104,11 +107,13 @@ export class ReservationHoldRepository {
           unresolved_microusd = r.unresolved_microusd + v.unresolved_delta,
           released_microusd = r.released_microusd + v.to_released,
           status = v.status, status_reason = v.reason, updated_at = ${now}
-        FROM v WHERE r.id = v.id
+        FROM v WHERE r.id = v.id AND r.id = ANY(${col((f) => f.r.id)}::text[])
         RETURNING r.action_id, r.status
       ),
       act AS (
-        UPDATE action a SET financial_state = res.status FROM res WHERE a.id = res.action_id RETURNING a.id
+        UPDATE action a SET financial_state = res.status FROM res
+        WHERE a.id = res.action_id AND a.id = ANY(${col((f) => f.r.actionId)}::text[])
+        RETURNING a.id
       ),
       d AS (
         SELECT * FROM unnest(${deltas.map((d) => d.accountId)}::text[], ${deltas.map((d) => d.fromPendingMicrousd)}::bigint[],
