@@ -171,6 +171,11 @@ function rowHead(input: { id: string; facts: AttemptFacts; priceRevisionId: stri
     effectiveCandidates: f.effectiveCandidates,
     returnedCandidates: f.returnedCandidates,
     streamMode: f.streamMode,
+    attemptNo: f.attemptNo ?? null,
+    winner: f.winner ?? null,
+    attemptsTotal: f.attemptsTotal ?? null,
+    policyRevisionId: f.policyRevisionId ?? null,
+    deadlineOutcome: f.deadlineOutcome ?? null,
     priceRevisionId: input.priceRevisionId,
     settledAt: input.settledAt,
   };
