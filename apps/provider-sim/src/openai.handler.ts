@@ -130,9 +130,10 @@ export const openAiChat: ProviderAdapter = {
     }
     const { plan } = ex;
     const id = `chatcmpl-sim-${ex.id}`;
-    ex.entry.providerRequestId = id;
     const created = Math.floor(Date.now() / 1000);
     const headers = { 'x-request-id': `req_sim_${ex.id}` };
+    // the request id OpenAI's logs and the gateway's attempt record key on (the body id is per response)
+    ex.entry.providerRequestId = headers['x-request-id'];
     const audioId = (index: number) => `audio_sim_${ex.id}_${index}`;
     // Reported only when the request names a tier or the script sets one (older answers unchanged).
     const tier = ex.body.service_tier !== undefined || script.tier ? { service_tier: reportedTier(ex.body, script) } : {};

@@ -99,9 +99,10 @@ export const openAiResponses: ProviderAdapter = {
     const { plan } = ex;
     const answer = plan.candidates[0];
     const id = `resp_sim_${ex.id}`;
-    ex.entry.providerRequestId = id;
     const messageId = `msg_sim_${ex.id}`;
     const headers = { 'x-request-id': `req_sim_${ex.id}` };
+    // the request id OpenAI's logs and the gateway's attempt record key on (the body id is per response)
+    ex.entry.providerRequestId = headers['x-request-id'];
     const text = answer?.words.join(' ') ?? '';
     const reasoningItem = plan.reasoningTokens > 0 ? [{ id: `rs_sim_${ex.id}`, type: 'reasoning', summary: [] }] : [];
     // Hosted tools the request offers ran before the answer: `searches` web searches, one call of each other tool.

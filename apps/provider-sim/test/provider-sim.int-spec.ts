@@ -603,7 +603,15 @@ describe("the day's export (issue 15 ground truth)", () => {
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as Record<string, number | string>);
-    expect(lines.map((l) => l.provider_request_id)).toEqual([full.id, withheld.id, under.id, gem.responseId, 'sim-unanswered-6']);
+    // OpenAI: the x-request-id header (what the gateway records); Gemini: the responseId
+    expect(lines.map((l) => l.provider_request_id)).toEqual([
+      full._request_id,
+      withheld._request_id,
+      under._request_id,
+      gem.responseId,
+      'sim-unanswered-6',
+    ]);
+    expect(full._request_id).toMatch(/^req_sim_/);
     expect(lines[0]).toMatchObject({
       input_tokens: full.usage!.prompt_tokens,
       output_tokens_total: 35,
@@ -625,7 +633,7 @@ describe("the day's export (issue 15 ground truth)", () => {
       'provider_request_id,client_request_id,input_tokens,cached_input_tokens,output_tokens_total,reasoning_tokens,model,timestamp',
     );
     expect(csv).toHaveLength(6);
-    expect(csv[1].startsWith(`${full.id},,`)).toBe(true);
+    expect(csv[1].startsWith(`${full._request_id},,`)).toBe(true);
     expect((await fetch(`${sim.url}/_sim/export?day=yesterday`)).status).toBe(400);
   });
 });
