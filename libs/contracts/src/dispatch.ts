@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { candidateOutcome } from './events';
+import { candidateOutcome, experimentCohort } from './events';
 import { microusdText } from './price-revision';
 
 /**
@@ -76,7 +76,7 @@ export const dispatchCommandV1 = z.object({
   experiment: z
     .object({
       id: z.string().min(1).max(64),
-      cohort: z.enum(['hedged', 'holdout', 'ineligible']),
+      cohort: experimentCohort,
       policy_revision_id: z.string().min(1).max(64),
     })
     .optional(),

@@ -191,7 +191,12 @@ export function costFieldsOf(
  * `gateway.usage.settled.v1` for a ledger row: the same fields whichever service settled it.
  * `quotaScope` is what admission recorded on the action (every scope the money was held on).
  */
-export function usageSettledEvent(row: LedgerRow, eventId: string, quotaScope: string | null = null): UsageSettledV1 {
+export function usageSettledEvent(
+  row: LedgerRow,
+  eventId: string,
+  quotaScope: string | null = null,
+  cohort: UsageSettledV1['cohort'] = null,
+): UsageSettledV1 {
   return {
     event_id: eventId,
     timestamp: row.settledAt.toISOString(),
@@ -226,6 +231,7 @@ export function usageSettledEvent(row: LedgerRow, eventId: string, quotaScope: s
     attempts_total: row.attemptsTotal ?? null,
     policy_revision_id: row.policyRevisionId ?? null,
     deadline_outcome: row.deadlineOutcome ?? null,
+    ...(cohort ? { cohort } : {}),
   };
 }
 
@@ -252,7 +258,9 @@ export class LedgerRepository {
     if (unique.length === 0) return new Set();
     const rows = unique.map((e) => e.row);
     const col = <T>(pick: (r: LedgerRow) => T) => rows.map(pick);
-    const inserted = await prismaTx(tx).$queryRaw<Array<{ attempt_id: string; quota_scope: string | null }>>`
+    const inserted = await prismaTx(tx).$queryRaw<
+      Array<{ attempt_id: string; quota_scope: string | null; cohort: UsageSettledV1['cohort'] }>
+    >`
       INSERT INTO ledger_entry (id, attempt_id, action_id, attempt_role, request_id, workload_id, environment, route_id, route_version,
         model_alias, provider_request_id, requested_candidates, effective_candidates, returned_candidates, input_tokens,
         cached_input_tokens, output_tokens_total, reasoning_tokens, total_tokens, stream_mode, usage_source, price_revision_id,
@@ -279,11 +287,16 @@ export class LedgerRepository {
         ${col((r) => r.attemptNo ?? null)}::int[], ${col((r) => r.winner ?? null)}::boolean[], ${col((r) => r.attemptsTotal ?? null)}::int[],
         ${col((r) => r.policyRevisionId ?? null)}::text[], ${col((r) => r.deadlineOutcome ?? null)}::text[])
       ON CONFLICT (attempt_id) DO NOTHING
-      RETURNING attempt_id, (SELECT a.quota_scope FROM action a WHERE a.id = ledger_entry.action_id) AS quota_scope`;
+      RETURNING attempt_id, (SELECT a.quota_scope FROM action a WHERE a.id = ledger_entry.action_id) AS quota_scope, cohort`;
     const scopeOf = new Map(inserted.map((r) => [r.attempt_id, r.quota_scope]));
+    // the cohort the row got from its action (trigger cohort_from_action), for the settled event
+    const cohortOf = new Map(inserted.map((r) => [r.attempt_id, r.cohort]));
     const events = unique
       .filter(({ row }) => scopeOf.has(row.attemptId))
-      .map(({ row, eventId }) => ({ key: row.workloadId, payload: usageSettledEvent(row, eventId, scopeOf.get(row.attemptId) ?? null) }));
+      .map(({ row, eventId }) => ({
+        key: row.workloadId,
+        payload: usageSettledEvent(row, eventId, scopeOf.get(row.attemptId) ?? null, cohortOf.get(row.attemptId) ?? null),
+      }));
     await this.outbox.appendMany(tx, 'usageSettled', events);
     return new Set(scopeOf.keys());
   }

@@ -440,6 +440,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
               ? 'on_time'
               : 'late',
       policy_revision_id: report.policyRevisionId,
+      ...(cmd.experiment ? { cohort: cmd.experiment.cohort } : {}),
     };
     if (parsed && cmd.effective_candidates > 0) {
       const s = shortfallOf(cmd, parsed);
