@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ExperimentRepository, OutboxRepository } from '@gateway/db';
-import { hedgeSettings } from '@gateway/testing';
+import { experimentDesign, hedgeSettings } from '@gateway/testing';
 import { onTimeProbability } from '../apps/provider-sim/src/latency';
 import { eventually, openai, stack, uid, withSeeder } from './support';
 
@@ -61,19 +61,16 @@ describe('the hedging experiment through the stack (issue 11)', () => {
       const experimentId = randomUUID();
       const started = await new ExperimentRepository(db, new OutboxRepository(db)).start(
         {
-          id: experimentId,
-          workloadId,
-          owner: 'search-team',
-          hedgePolicyRevisionId: revisionId,
-          holdoutShareBps: 5_000,
-          usefulDeadlineMs: USEFUL_DEADLINE_MS,
-          acceptance: { nonEmptyContent: true, allowedFinishReasons: ['stop'], refusalsInvalid: true },
           // aborted losers keep their exposure in a reconciliation case until their usage is imported:
           // the run tolerates it (the plan states how much) instead of importing hundreds of usages
-          samplePlan: { minActionsPerCohort: 100, maxUnresolvedShareBps: 10_000 },
-          overheadMicrousdPerAttempt: 20n,
-          pause: { holdoutP95AboveMs: 600_000, routeErrorPerMilleAbove: 1_000, windowActions: 100 },
-          seed: 11,
+          ...experimentDesign(revisionId, {
+            holdout_share_bps: 5_000,
+            useful_deadline_ms: USEFUL_DEADLINE_MS,
+            sample_plan: { min_actions_per_cohort: 100, max_unresolved_share_bps: 10_000 },
+            pause: { holdout_p95_above_ms: 600_000, route_error_per_mille_above: 1_000, window_actions: 100 },
+          }),
+          id: experimentId,
+          workloadId,
           requestedBy: 'ana',
           approvedBy: 'ben',
           reason: 'does the hedge buy on-time answers?',

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AdmissionRepository, Database, ExperimentRepository, LedgerRepository, OutboxRepository } from '@gateway/db';
 import { assignCohort, Experiment, experimentReport, startedExperiment } from '@gateway/domain';
-import { admitInput, ledgerRow } from '@gateway/testing';
+import { admitInput, experimentDesign, ledgerRow } from '@gateway/testing';
 
 /**
  * The experiment's records on the real Postgres (issue 11): admission's statement (alone and in a
@@ -26,17 +26,9 @@ describe('experiment cohorts and the report rows', () => {
   const workloadId = `xc-${experimentId}`;
   const experiment: Experiment = startedExperiment(
     {
+      ...experimentDesign('hp', { holdout_share_bps: 5_000, useful_deadline_ms: 1_000, overhead_microusd_per_attempt: '5', seed: 3 }),
       id: experimentId,
       workloadId,
-      owner: 'o',
-      hedgePolicyRevisionId: 'hp',
-      holdoutShareBps: 5_000,
-      usefulDeadlineMs: 1_000,
-      acceptance: { nonEmptyContent: true, allowedFinishReasons: ['stop'], refusalsInvalid: true },
-      samplePlan: { minActionsPerCohort: 100, maxUnresolvedShareBps: 0 },
-      overheadMicrousdPerAttempt: 5n,
-      pause: { holdoutP95AboveMs: 5_000, routeErrorPerMilleAbove: 200, windowActions: 100 },
-      seed: 3,
       requestedBy: 'a',
       approvedBy: 'b',
       reason: 'r',
