@@ -69,6 +69,31 @@ describe('experimentActionOf: what one action counts for', () => {
     const none = experimentActionOf(row({ answeredAt: null, acceptanceVerdict: null, settledMicrousd: 0n, unresolvedMicrousd: 400n }), e);
     expect(none).toEqual({ cohort: 'hedged', onTimeValid: false, settledMicrousd: 10n, unresolvedMicrousd: 400n });
   });
+  it.each([
+    ['a listed finish reason', [{ finishReason: 'stop', outcome: 'ok' }], true],
+    [
+      'one good candidate among others',
+      [
+        { finishReason: 'length', outcome: 'truncated' },
+        { finishReason: 'stop', outcome: 'ok' },
+      ],
+      true,
+    ],
+    ['a finish reason the experiment does not list', [{ finishReason: 'length', outcome: 'truncated' }], false],
+    ['empty content', [{ finishReason: 'stop', outcome: 'empty' }], false],
+    ['a refusal (filtered)', [{ finishReason: 'stop', outcome: 'filtered' }], false],
+    ['a blocked prompt', [{ finishReason: null, outcome: 'blocked' }], false],
+    ['no candidates recorded: the workload verdict alone', null, true],
+  ])("the experiment's own acceptance: %s", (_what, winnerCandidates, valid) => {
+    expect(experimentActionOf(row({ winnerCandidates }), e).onTimeValid).toBe(valid);
+  });
+
+  it('the workload verdict invalid: never counted, whatever the candidates', () => {
+    expect(
+      experimentActionOf(row({ acceptanceVerdict: 'invalid', winnerCandidates: [{ finishReason: 'stop', outcome: 'ok' }] }), e).onTimeValid,
+    ).toBe(false);
+  });
+
   it('an ineligible action is refused (it belongs to neither cohort)', () => {
     expect(() => experimentActionOf(row({ cohort: 'ineligible' }), e)).toThrow(RangeError);
   });

@@ -5,7 +5,15 @@
  * strings, CSV). Pure: the statistics are `compareCohorts`; this file only decides what each row
  * counts for.
  */
-import { compareCohorts, ExperimentAction, ExperimentComparison, Experiment, IcerValue, CohortSummary } from './experiment';
+import {
+  compareCohorts,
+  ExperimentAcceptance,
+  ExperimentAction,
+  ExperimentComparison,
+  Experiment,
+  IcerValue,
+  CohortSummary,
+} from './experiment';
 
 /** Resamples the report's bootstrap draws (the issue asks for at least 2,000). */
 export const REPORT_RESAMPLES = 2_000;
@@ -17,8 +25,14 @@ export interface ExperimentReportRow {
   admittedAt: Date;
   /** when the answer the client got (the winner) ended; null without one */
   answeredAt: Date | null;
-  /** the action's acceptance verdict: only `valid` answers count */
+  /** the action's acceptance verdict under the workload's policy: only `valid` answers count */
   acceptanceVerdict: string | null;
+  /**
+   * the winner's candidates (finish reason as the provider spelled it, outcome ok | filtered |
+   * truncated | empty | missing | blocked), to which the experiment's own acceptance applies;
+   * null when the attempt recorded none (then the workload's verdict alone decides)
+   */
+  winnerCandidates?: ReadonlyArray<{ finishReason: string | null; outcome: string }> | null;
   /** attempts sent upstream for the action (each pays the experiment's per-attempt overhead) */
   attempts: number;
   /** sum of the ledger rows of the action's attempts, micro-USD */
@@ -50,16 +64,30 @@ export interface ExperimentReport {
  */
 export function experimentActionOf(
   row: ExperimentReportRow,
-  e: { usefulDeadlineMs: number; overheadMicrousdPerAttempt: bigint },
+  e: { usefulDeadlineMs: number; overheadMicrousdPerAttempt: bigint; acceptance: ExperimentAcceptance },
 ): ExperimentAction {
   if (row.cohort === 'ineligible') throw new RangeError('ineligible actions are excluded from both cohorts');
   const onTime = row.answeredAt !== null && row.answeredAt.getTime() - row.admittedAt.getTime() <= e.usefulDeadlineMs;
+  const candidates = row.winnerCandidates ?? null;
+  const valid = row.acceptanceVerdict === 'valid' && (candidates === null || candidates.some((c) => acceptedBy(e.acceptance, c)));
   return {
     cohort: row.cohort,
-    onTimeValid: onTime && row.acceptanceVerdict === 'valid',
+    onTimeValid: onTime && valid,
     settledMicrousd: row.settledMicrousd + e.overheadMicrousdPerAttempt * BigInt(row.attempts),
     unresolvedMicrousd: row.unresolvedMicrousd,
   };
+}
+
+/**
+ * One candidate under the experiment's acceptance: present, its finish reason listed, non-empty
+ * when the experiment asks for content, and not a refusal (filtered or prompt blocked) when
+ * refusals are invalid.
+ */
+function acceptedBy(a: ExperimentAcceptance, c: { finishReason: string | null; outcome: string }): boolean {
+  if (c.outcome === 'missing') return false;
+  if (a.refusalsInvalid && (c.outcome === 'filtered' || c.outcome === 'blocked')) return false;
+  if (a.nonEmptyContent && c.outcome === 'empty') return false;
+  return c.finishReason !== null && a.allowedFinishReasons.includes(c.finishReason);
 }
 
 /** The report of `experiment` over its rows (seeded with the experiment's own seed). */

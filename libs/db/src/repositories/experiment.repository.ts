@@ -1,3 +1,4 @@
+import { experimentCohort } from '@gateway/contracts';
 import { Experiment, ExperimentDesign, ExperimentReportRow, startedExperiment } from '@gateway/domain';
 import { z } from 'zod';
 import { Database, prismaTx, Tx } from '../database';
@@ -109,12 +110,13 @@ export class ExperimentRepository {
         created_at: Date;
         answered_at: Date | null;
         acceptance_verdict: string | null;
+        winner_candidates: unknown;
         attempts: number;
         settled: bigint;
         unresolved: bigint;
       }>
     >`
-      SELECT a.id, a.cohort, a.created_at, w.ended_at AS answered_at, a.acceptance_verdict,
+      SELECT a.id, a.cohort, a.created_at, w.ended_at AS answered_at, a.acceptance_verdict, w.candidate_outcomes AS winner_candidates,
         (SELECT count(*)::int FROM attempt t WHERE t.action_id = a.id) AS attempts,
         (SELECT coalesce(sum(l.cost_microusd), 0)::bigint FROM ledger_entry l WHERE l.action_id = a.id) AS settled,
         (SELECT coalesce(sum(t.hold_microusd), 0)::bigint FROM attempt t
@@ -125,10 +127,11 @@ export class ExperimentRepository {
       ORDER BY a.id`;
     return rows.map((r) => ({
       actionId: r.id,
-      cohort: cohortOf.parse(r.cohort),
+      cohort: experimentCohort.parse(r.cohort),
       admittedAt: r.created_at,
       answeredAt: r.answered_at,
       acceptanceVerdict: r.acceptance_verdict,
+      winnerCandidates: candidatesOf(r.winner_candidates),
       attempts: r.attempts,
       settledMicrousd: r.settled,
       unresolvedMicrousd: r.unresolved,
@@ -148,7 +151,14 @@ export class ExperimentRepository {
 }
 
 const status = z.enum(['running', 'stopped']);
-const cohortOf = z.enum(['hedged', 'holdout', 'ineligible']);
+
+const candidateOutcomes = z.array(z.object({ finish_reason: z.string().nullable(), outcome: z.string() }));
+
+/** The winner's recorded candidates for the experiment's acceptance; null when none were recorded. */
+function candidatesOf(json: unknown): ExperimentReportRow['winnerCandidates'] {
+  const parsed = candidateOutcomes.safeParse(json);
+  return parsed.success ? parsed.data.map((c) => ({ finishReason: c.finish_reason, outcome: c.outcome })) : null;
+}
 
 /** The one mapping from an `experiment` row to the domain. */
 function experimentFromRow(r: ExperimentRow): Experiment {
