@@ -5,8 +5,14 @@
 //                                        print what became of it (resolved / confirmed / mismatch /
 //                                        pending / unmatched / refused / invalid); --json prints the
 //                                        merged report as JSON.
+//   experiment <id> [--csv] [--chart=out.svg] [--from=report.json]
+//                                        a hedging experiment's report (GET /experiments/{id}/report):
+//                                        JSON, or CSV with --csv; --chart writes an SVG (vega-lite,
+//                                        rendered headless) of each cohort's on-time rate and the rate
+//                                        difference with its 95 % interval; --from reads a saved JSON
+//                                        report instead of the API (e.g. one finance rebuilt).
 // Environment: GATEWAY_OPERATOR_TOKEN (the operator or finance token `npm start` prints),
-// RECONCILIATION_URL (default: the stack's reconciliation port).
+// RECONCILIATION_URL, POLICY_URL (default: the stack's ports).
 import fs from 'node:fs';
 import path from 'node:path';
 import { portOf, SERVICES } from './services.mjs';
@@ -97,10 +103,95 @@ async function importExport() {
   if ((c.unmatched ?? 0) + (c.mismatch ?? 0) + (c.refused ?? 0) + (c.invalid ?? 0) > 0) process.exitCode = 1;
 }
 
+async function experimentReport() {
+  const id = args[0];
+  if (!id && !flags.from) fail('usage: npm run report -- experiment <id> [--csv] [--chart=out.svg] [--from=report.json]');
+  let report;
+  if (flags.from) {
+    report = JSON.parse(fs.readFileSync(flags.from, 'utf8'));
+  } else {
+    const token = process.env.GATEWAY_OPERATOR_TOKEN ?? fail('set GATEWAY_OPERATOR_TOKEN (npm start prints one)');
+    const base = process.env.POLICY_URL ?? `http://127.0.0.1:${portOf(SERVICES.find((s) => s.name === 'policy'))}`;
+    const get = async (format) => {
+      const res = await fetch(`${base}/experiments/${encodeURIComponent(id)}/report?format=${format}`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      if (!res.ok) {
+        const json = await res.json().catch(() => null);
+        fail(`${res.status} ${json?.error?.code ?? ''}: ${json?.error?.message ?? 'request failed'}`);
+      }
+      return format === 'csv' ? res.text() : res.json();
+    };
+    if ('csv' in flags && !flags.chart) {
+      process.stdout.write(await get('csv'));
+      return;
+    }
+    report = await get('json');
+  }
+  if (flags.chart) {
+    fs.writeFileSync(flags.chart, await experimentChart(report));
+    console.error(`report: chart written to ${path.resolve(flags.chart)}`);
+  }
+  if ('csv' in flags && flags.from) fail('--csv reads the API; with --from, the JSON is printed');
+  if (!('csv' in flags)) console.log(JSON.stringify(report, null, 2));
+}
+
+/** The report's chart as SVG: vega-lite compiled to vega, rendered without a browser or canvas. */
+async function experimentChart(r) {
+  const [vega, vl] = await Promise.all([import('vega'), import('vega-lite')]);
+  const cohorts = ['hedged', 'holdout'].map((c) => ({ cohort: c, rate: r.cohorts[c].on_time_rate ?? 0, n: r.cohorts[c].eligible_actions }));
+  const d = r.on_time_rate_difference;
+  const diff = d ? [{ what: 'hedged − holdout', estimate: d.estimate, low: d.interval_95[0], high: d.interval_95[1] }] : [];
+  const spec = vl.compile({
+    title: `experiment ${r.experiment_id}: ${r.verdict}${r.verdict_reason ? ` (${r.verdict_reason})` : ''}`,
+    vconcat: [
+      {
+        width: 420,
+        title: `on-time valid answers within ${r.useful_deadline_ms} ms`,
+        data: { values: cohorts },
+        mark: 'bar',
+        encoding: {
+          y: { field: 'cohort', type: 'nominal', title: null },
+          x: { field: 'rate', type: 'quantitative', title: 'on-time rate', scale: { domain: [0, 1] } },
+          tooltip: [{ field: 'n', title: 'eligible actions' }],
+        },
+      },
+      {
+        width: 420,
+        title: 'difference in on-time rate, 95 % bootstrap interval',
+        data: { values: diff },
+        layer: [
+          {
+            mark: 'rule',
+            encoding: {
+              y: { field: 'what', type: 'nominal', title: null },
+              x: { field: 'low', type: 'quantitative', title: 'rate difference' },
+              x2: { field: 'high' },
+            },
+          },
+          {
+            mark: { type: 'point', filled: true },
+            encoding: { y: { field: 'what', type: 'nominal' }, x: { field: 'estimate', type: 'quantitative' } },
+          },
+          {
+            data: { values: [{ zero: 0 }] },
+            mark: { type: 'rule', strokeDash: [4, 4] },
+            encoding: { x: { field: 'zero', type: 'quantitative' } },
+          },
+        ],
+      },
+    ],
+  }).spec;
+  return new vega.View(vega.parse(spec), { renderer: 'none' }).toSVG();
+}
+
 switch (command) {
   case 'import':
     await importExport();
     break;
+  case 'experiment':
+    await experimentReport();
+    break;
   default:
-    fail('commands: import <file>');
+    fail('commands: import <file>, experiment <id>');
 }

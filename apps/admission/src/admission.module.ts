@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { AdmissionRepository, Database, OutboxRepository, ViewsRepository } from '@gateway/db';
+import { AdmissionRepository, Database, ExperimentRepository, OutboxRepository, ViewsRepository } from '@gateway/db';
 import { ContentCipher, ReplyRouter } from '@gateway/messaging';
 import { CoreModule, CoreOptions, dispatchRepliesConsumer, DispatchRepliesIntake } from '@gateway/service-kit';
 import { AdmissionMetrics } from './admission.metrics';
@@ -37,6 +37,11 @@ export class AdmissionModule {
         {
           provide: AdmissionRepository,
           useFactory: (db: Database, outbox: OutboxRepository) => new AdmissionRepository(db, outbox),
+          inject: [Database, OutboxRepository],
+        },
+        {
+          provide: ExperimentRepository,
+          useFactory: (db: Database, outbox: OutboxRepository) => new ExperimentRepository(db, outbox),
           inject: [Database, OutboxRepository],
         },
         AdmissionMetrics,

@@ -196,4 +196,37 @@ describe('CatalogCache', () => {
     await cache.workloadByKeyHash('h1');
     expect(catalog.loads).toHaveLength(1);
   });
+
+  describe('runningExperiment (issue 11)', () => {
+    const running = { id: 'exp-1', holdoutShareBps: 1_000, hedgePolicyRevisionId: 'hp-1', readOnlyTools: [] };
+
+    it('caches "none running" too (the common answer costs no query within the TTL), then sees a start', async () => {
+      process.env.ADMISSION_CATALOG_TTL_MS = '1000';
+      let current: typeof running | null = null;
+      const reads: string[] = [];
+      const cache = new CatalogCache(
+        new FakeCatalog(),
+        { now: () => new Date(now) },
+        {
+          runningFor: async (workloadId: string) => {
+            reads.push(workloadId);
+            return current;
+          },
+        },
+      );
+      expect(await cache.runningExperiment('wl-1')).toBeNull();
+      current = running;
+      now = T0 + 999;
+      expect(await cache.runningExperiment('wl-1')).toBeNull();
+      expect(reads).toEqual(['wl-1']);
+      now = T0 + 1_000;
+      expect(await cache.runningExperiment('wl-1')).toEqual(running);
+      expect(reads).toEqual(['wl-1', 'wl-1']);
+    });
+
+    it('without an experiment source (older wiring), nothing runs', async () => {
+      const { cache } = setup('1000');
+      expect(await cache.runningExperiment('wl-1')).toBeNull();
+    });
+  });
 });

@@ -1,6 +1,14 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Clock, InjectClock } from '@gateway/service-kit';
-import { CatalogRepository, PriceRevision, RouteContract, ScopeLimits, WorkloadPolicy } from '@gateway/db';
+import {
+  CatalogRepository,
+  ExperimentRepository,
+  PriceRevision,
+  RouteContract,
+  RunningExperiment,
+  ScopeLimits,
+  WorkloadPolicy,
+} from '@gateway/db';
 
 /**
  * A short-lived cache of the read side admission needs on every request (key → workload policy,
@@ -20,6 +28,9 @@ export class CatalogCache {
     @Inject(CatalogRepository)
     private readonly catalog: Pick<CatalogRepository, 'workloadByKeyHash' | 'routeByAlias' | 'priceAt' | 'scopeLimitsFor'>,
     @InjectClock() private readonly clock: Clock,
+    @Optional()
+    @Inject(ExperimentRepository)
+    private readonly experiments: Pick<ExperimentRepository, 'runningFor'> | null = null,
   ) {
     const env = process.env.ADMISSION_CATALOG_TTL_MS;
     const raw = env === undefined || env.trim() === '' ? 1000 : Number(env);
@@ -42,6 +53,18 @@ export class CatalogCache {
   async scopeLimitsFor(team: string, environment: string): Promise<ScopeLimits> {
     const limits = await this.cached(`scopes:${team}\u0000${environment}`, () => this.catalog.scopeLimitsFor(team, environment));
     return limits ?? { team: null, environment: null };
+  }
+
+  /**
+   * The workload's running experiment (issue 11), stale by at most the TTL: an experiment started
+   * or stopped a moment ago assigns cohorts within that time. "None running" is the common answer,
+   * so it is cached too (wrapped: a bare null is a miss).
+   */
+  async runningExperiment(workloadId: string): Promise<RunningExperiment | null> {
+    const source = this.experiments;
+    if (!source) return null;
+    const hit = await this.cached(`experiment:${workloadId}`, async () => ({ running: await source.runningFor(workloadId) }));
+    return hit?.running ?? null;
   }
 
   /**

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { candidateOutcome } from './events';
+import { candidateOutcome, experimentCohort } from './events';
 import { microusdText } from './price-revision';
 
 /**
@@ -68,6 +68,18 @@ export const dispatchCommandV1 = z.object({
     .max(16)
     .optional(),
   acceptance: z.object({ allow_length: z.boolean(), allow_content_filter: z.boolean() }),
+  /**
+   * the workload's running hedging experiment (issue 11) and this action's cohort in it: `holdout`
+   * runs the primary only (no hedge, retry or fallback), `hedged` runs under the experiment's
+   * policy revision, `ineligible` as outside the experiment. Absent: no experiment.
+   */
+  experiment: z
+    .object({
+      id: z.string().min(1).max(64),
+      cohort: experimentCohort,
+      policy_revision_id: z.string().min(1).max(64),
+    })
+    .optional(),
   /**
    * the application's request body, validated and normalised by admission (canonical spelling,
    * no candidate-count or output-cap field in any spelling: the adapter writes the reserved ones): content

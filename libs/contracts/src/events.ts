@@ -65,6 +65,8 @@ export type FinancialState = z.infer<typeof financialState>;
 
 /** How an attempt ended against its action's deadline (issue 10). */
 export const deadlineOutcome = z.enum(['on_time', 'late', 'cancelled']);
+/** an action's cohort in a hedging experiment (issue 11): `ineligible` actions are excluded from both cohorts */
+export const experimentCohort = z.enum(['hedged', 'holdout', 'ineligible']);
 export type DeadlineOutcome = z.infer<typeof deadlineOutcome>;
 
 /** The §8 field set shared by every routine record. */
@@ -133,6 +135,8 @@ export const usageSettledV1 = sanitisedFields.extend({
   attempts_total: z.number().int().positive().nullable().optional(),
   policy_revision_id: z.string().nullable().optional(),
   deadline_outcome: deadlineOutcome.nullable().optional(),
+  /** the action's hedging-experiment cohort (issue 11; absent or null outside an experiment) */
+  cohort: experimentCohort.nullable().optional(),
 });
 export type UsageSettledV1 = z.infer<typeof usageSettledV1>;
 
@@ -229,6 +233,8 @@ export const attemptCompletedV1 = sanitisedFields.extend({
   winner: z.boolean().optional(),
   deadline_outcome: deadlineOutcome.nullable().optional(),
   policy_revision_id: z.string().nullable().optional(),
+  /** the action's hedging-experiment cohort (issue 11; absent outside an experiment) */
+  cohort: experimentCohort.optional(),
 });
 export type AttemptCompletedV1 = z.infer<typeof attemptCompletedV1>;
 

@@ -31,4 +31,5 @@ export * from './quota-scopes';
 export * from './exception-projection';
 export * from './hedging';
 export * from './experiment';
+export * from './experiment-report';
 export * from './controls';

@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import { decimalMicrousd, hedgePolicyFromWire, hedgePolicyWireFields, HedgeSettingsDomain } from '@gateway/contracts';
+import {
+  decimalMicrousd,
+  experimentDesignFromWire,
+  experimentDesignWireFields,
+  hedgePolicyFromWire,
+  hedgePolicyWireFields,
+  HedgeSettingsDomain,
+} from '@gateway/contracts';
+import type { ExperimentDesign } from '@gateway/domain';
 
 /**
  * Request bodies for the policy API as an operator sends them (snake_case, money as strings), shared
@@ -90,6 +98,12 @@ export function experimentBody(revisionId: string, overrides: Record<string, unk
     reason: 'does the hedge buy on-time answers?',
     ...overrides,
   };
+}
+
+/** An experiment design as the policy service stores it from `experimentBody(revisionId, overrides)` (tests that write it directly). */
+export function experimentDesign(revisionId: string, overrides: Record<string, unknown> = {}): ExperimentDesign {
+  const { reason: _reason, ...body } = experimentBody(revisionId, overrides);
+  return experimentDesignFromWire(z.object(experimentDesignWireFields(decimalMicrousd, z.string())).parse(body));
 }
 
 /**

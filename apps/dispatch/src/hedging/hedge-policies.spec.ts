@@ -46,4 +46,46 @@ describe('HedgePolicies: the policy in force, read briefly cached per instance',
     expect(await cache.forAction('wl', 'r1', 1)).toBe(policy);
     expect(reads).toHaveLength(2);
   });
+
+  describe('forCommand: the experiment cohort decides the policy (issue 11)', () => {
+    const experimentRevision: HedgePolicyRevision = { ...policy, revisionId: 'hp-exp', revision: 1 };
+    const inForce: HedgePolicyRevision = { ...policy, revisionId: 'hp-2', revision: 2 };
+    function both() {
+      const reads: string[] = [];
+      const s: HedgePolicySource = {
+        hedgePolicyFor: async (w, r) => {
+          reads.push(`for:${w}/${r}`);
+          return inForce;
+        },
+        revisionById: async (id) => {
+          reads.push(`id:${id}`);
+          return id === 'hp-exp' ? experimentRevision : null;
+        },
+      };
+      return { cache: new HedgePolicies(s, 1_000), reads };
+    }
+    const cmd = (cohort?: 'hedged' | 'holdout' | 'ineligible') => ({
+      workload_id: 'wl',
+      route: { route_id: 'r1' },
+      ...(cohort ? { experiment: { id: 'exp-1', cohort, policy_revision_id: 'hp-exp' } } : {}),
+    });
+
+    it('holdout runs primary-only: no policy, nothing read', async () => {
+      const { cache, reads } = both();
+      expect(await cache.forCommand(cmd('holdout'), 0)).toBeNull();
+      expect(reads).toEqual([]);
+    });
+
+    it('hedged runs under the experiment revision even when a later revision is in force', async () => {
+      const { cache, reads } = both();
+      expect(await cache.forCommand(cmd('hedged'), 0)).toBe(experimentRevision);
+      expect(reads).toEqual(['id:hp-exp']);
+    });
+
+    it('ineligible and outside an experiment: the policy in force', async () => {
+      const { cache } = both();
+      expect(await cache.forCommand(cmd('ineligible'), 0)).toBe(inForce);
+      expect(await cache.forCommand(cmd(), 0)).toBe(inForce);
+    });
+  });
 });

@@ -1,6 +1,8 @@
 import { CurrentOperator, Operator, OperatorApi, Roles } from '@gateway/service-kit';
-import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import type { Response } from 'express';
+import { DomainError, experimentReportCsv } from '@gateway/domain';
+import { ApiBody, ApiOperation, ApiProduces, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { parseBody } from '../usecases/input';
 import { StartExperiment } from '../usecases/start-experiment/start-experiment.usecase';
 import { stopExperimentBody } from '../usecases/stop-experiment/stop-experiment.command';
@@ -23,6 +25,25 @@ export class ExperimentsController {
   @Roles('operator', 'finance')
   get(@Param('id') id: string) {
     return this.experiments.get(id);
+  }
+
+  @Get(':id/report')
+  @ApiOperation({
+    summary:
+      'The experiment report: per cohort eligible actions, on-time valid answers, settled cost (with the per-attempt overhead) and unresolved exposure apart; the on-time rate difference and the incremental cost per additional on-time answer with 95 % seeded-bootstrap intervals; the verdict. Money in integer micro-USD strings. Role: operator or finance',
+  })
+  @ApiProduces('application/json', 'text/csv')
+  @ApiQuery({ name: 'format', required: false, enum: ['json', 'csv'] })
+  @ApiResponse({ status: 404, description: 'not_found' })
+  @Roles('operator', 'finance')
+  async report(@Param('id') id: string, @Res({ passthrough: true }) res: Response, @Query('format') format?: string) {
+    if (format !== undefined && format !== 'json' && format !== 'csv') {
+      throw new DomainError('invalid_request', 'format must be json or csv', 'format');
+    }
+    const wire = await this.experiments.report(id);
+    if (format !== 'csv') return wire;
+    res.setHeader('content-type', 'text/csv; charset=utf-8');
+    return experimentReportCsv(wire);
   }
 
   @Post(':id/stop')

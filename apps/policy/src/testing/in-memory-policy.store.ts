@@ -26,7 +26,7 @@ import type {
   WorkloadView,
 } from '@gateway/db';
 import type { Clock, Entropy, IdGenerator } from '@gateway/service-kit';
-import { Experiment, HedgePolicyRevision, startedExperiment } from '@gateway/domain';
+import { Experiment, ExperimentReportRow, HedgePolicyRevision, startedExperiment } from '@gateway/domain';
 import type {
   ChangeRequestStore,
   ExceptionStore,
@@ -429,6 +429,13 @@ export class InMemoryExperimentStore implements ExperimentStore {
     const experiment = startedExperiment(clone(input), revision.approvedPremiumMicrousd, now);
     this.rows.push(experiment);
     return { ok: true, experiment: clone(experiment) };
+  }
+
+  /** the report's action rows, as a test sets them (the database builds them from actions, attempts and the ledger) */
+  readonly reportRowsById = new Map<string, ExperimentReportRow[]>();
+
+  async reportRows(id: string): Promise<ExperimentReportRow[]> {
+    return this.reportRowsById.get(id) ?? [];
   }
 
   async stop(id: string, actor: string, reason: string, now: Date): Promise<Experiment | null> {

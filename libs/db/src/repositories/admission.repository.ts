@@ -23,6 +23,9 @@ export interface AdmitInput {
     requestFingerprint: string;
     deadlineAt: Date;
     dispatchDeadlineAt: Date;
+    /** the running experiment and the action's cohort in it (issue 11); absent or null: none */
+    experimentId?: string | null;
+    cohort?: 'hedged' | 'holdout' | 'ineligible' | null;
   };
   reservation: { id: string; reservedOutputTokens: number; reservedMicrousd: bigint; priceRevisionId: string };
   workloadBudget: { budgetMicrousd: bigint; periodStart: Date };
@@ -339,6 +342,8 @@ function prepare(input: AdmitInput): PreparedAdmission {
       request_id: event.request_id,
       quota_scope: input.quotaScope ?? event.quota_scope,
       workflow_id_hash: input.workflowIdHash ?? null,
+      experiment_id: a.experimentId ?? null,
+      cohort: a.cohort ?? null,
     },
     reservation: {
       id: input.reservation.id,

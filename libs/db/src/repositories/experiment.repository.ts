@@ -1,4 +1,5 @@
-import { Experiment, ExperimentDesign, startedExperiment } from '@gateway/domain';
+import { experimentCohort } from '@gateway/contracts';
+import { Experiment, ExperimentDesign, ExperimentReportRow, startedExperiment } from '@gateway/domain';
 import { z } from 'zod';
 import { Database, prismaTx, Tx } from '../database';
 import type { Experiment as ExperimentRow } from '../generated/prisma/client';
@@ -7,6 +8,14 @@ import { OutboxRepository } from './outbox.repository';
 export type StartExperimentResult =
   | { ok: true; experiment: Experiment }
   | { ok: false; reason: 'workload_not_found' | 'policy_revision_not_found' | 'already_running'; runningId?: string };
+
+/** What admission needs of a workload's running experiment to assign a cohort. */
+export interface RunningExperiment {
+  id: string;
+  holdoutShareBps: number;
+  hedgePolicyRevisionId: string;
+  readOnlyTools: string[];
+}
 
 /**
  * Hedging experiments (issue 11). The design is written once, when the approval starts the
@@ -68,6 +77,67 @@ export class ExperimentRepository {
     });
   }
 
+  /**
+   * The workload's running experiment as admission assigns with it: the holdout share, the policy
+   * revision the hedged cohort runs under and that revision's read-only tools (for
+   * `hedgeIneligibility`); null when none runs. One indexed query.
+   */
+  async runningFor(workloadId: string): Promise<RunningExperiment | null> {
+    const row = await this.db.prisma.experiment.findFirst({
+      where: { workloadId, status: 'running' },
+      select: { id: true, holdoutShareBps: true, hedgePolicyRevisionId: true, hedgePolicyRevision: { select: { readOnlyTools: true } } },
+    });
+    if (!row) return null;
+    return {
+      id: row.id,
+      holdoutShareBps: row.holdoutShareBps,
+      hedgePolicyRevisionId: row.hedgePolicyRevisionId,
+      readOnlyTools: row.hedgePolicyRevision.readOnlyTools,
+    };
+  }
+
+  /**
+   * One row per action of the experiment for its report: cohort, admission time, when the
+   * winner's answer ended, the acceptance verdict, attempts sent, the ledger's settled cost of
+   * its attempts, and the holds of attempts whose money is not decided (pending or unresolved).
+   * Reads the action, attempt and ledger tables by the experiment index.
+   */
+  async reportRows(experimentId: string): Promise<ExperimentReportRow[]> {
+    const rows = await this.db.prisma.$queryRaw<
+      Array<{
+        id: string;
+        cohort: string;
+        created_at: Date;
+        answered_at: Date | null;
+        acceptance_verdict: string | null;
+        winner_candidates: unknown;
+        attempts: number;
+        settled: bigint;
+        unresolved: bigint;
+      }>
+    >`
+      SELECT a.id, a.cohort, a.created_at, w.ended_at AS answered_at, a.acceptance_verdict, w.candidate_outcomes AS winner_candidates,
+        (SELECT count(*)::int FROM attempt t WHERE t.action_id = a.id) AS attempts,
+        (SELECT coalesce(sum(l.cost_microusd), 0)::bigint FROM ledger_entry l WHERE l.action_id = a.id) AS settled,
+        (SELECT coalesce(sum(t.hold_microusd), 0)::bigint FROM attempt t
+          WHERE t.action_id = a.id AND t.financial_state IS DISTINCT FROM 'settled'
+            AND NOT EXISTS (SELECT 1 FROM ledger_entry l WHERE l.attempt_id = t.id)) AS unresolved
+      FROM action a LEFT JOIN attempt w ON w.id = a.winner_attempt_id
+      WHERE a.experiment_id = ${experimentId}
+      ORDER BY a.id`;
+    return rows.map((r) => ({
+      actionId: r.id,
+      cohort: experimentCohort.parse(r.cohort),
+      admittedAt: r.created_at,
+      answeredAt: r.answered_at,
+      acceptanceVerdict: r.acceptance_verdict,
+      winnerCandidates: candidatesOf(r.winner_candidates),
+      attempts: r.attempts,
+      settledMicrousd: r.settled,
+      unresolvedMicrousd: r.unresolved,
+    }));
+  }
+
   async findById(id: string): Promise<Experiment | null> {
     const row = await this.db.prisma.experiment.findUnique({ where: { id } });
     return row ? experimentFromRow(row) : null;
@@ -81,6 +151,14 @@ export class ExperimentRepository {
 }
 
 const status = z.enum(['running', 'stopped']);
+
+const candidateOutcomes = z.array(z.object({ finish_reason: z.string().nullable(), outcome: z.string() }));
+
+/** The winner's recorded candidates for the experiment's acceptance; null when none were recorded. */
+function candidatesOf(json: unknown): ExperimentReportRow['winnerCandidates'] {
+  const parsed = candidateOutcomes.safeParse(json);
+  return parsed.success ? parsed.data.map((c) => ({ finishReason: c.finish_reason, outcome: c.outcome })) : null;
+}
 
 /** The one mapping from an `experiment` row to the domain. */
 function experimentFromRow(r: ExperimentRow): Experiment {

@@ -60,6 +60,12 @@ export class HedgePolicyRepository {
     return row ? hedgePolicyFromRow(row) : null;
   }
 
+  /** One revision by id (an experiment's hedged cohort runs under the revision it names); null when unknown. */
+  async revisionById(id: string): Promise<HedgePolicyRevision | null> {
+    const row = await this.db.prisma.hedgePolicyRevision.findUnique({ where: { id } });
+    return row ? hedgePolicyFromRow(row) : null;
+  }
+
   /** Every revision of the workload, workload-wide scope first, then by route, newest first in each scope. */
   async history(workloadId: string): Promise<HedgePolicyRevision[]> {
     const rows = await this.db.prisma.hedgePolicyRevision.findMany({

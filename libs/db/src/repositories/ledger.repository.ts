@@ -227,7 +227,12 @@ export function costFieldsOf(
  * `gateway.usage.settled.v1` for a ledger row: the same fields whichever service settled it.
  * `quotaScope` is what admission recorded on the action (every scope the money was held on).
  */
-export function usageSettledEvent(row: LedgerRow, eventId: string, quotaScope: string | null = null): UsageSettledV1 {
+export function usageSettledEvent(
+  row: LedgerRow,
+  eventId: string,
+  quotaScope: string | null = null,
+  cohort: UsageSettledV1['cohort'] = null,
+): UsageSettledV1 {
   return {
     event_id: eventId,
     timestamp: row.settledAt.toISOString(),
@@ -262,6 +267,7 @@ export function usageSettledEvent(row: LedgerRow, eventId: string, quotaScope: s
     attempts_total: row.attemptsTotal ?? null,
     policy_revision_id: row.policyRevisionId ?? null,
     deadline_outcome: row.deadlineOutcome ?? null,
+    ...(cohort ? { cohort } : {}),
   };
 }
 
@@ -291,11 +297,20 @@ export class LedgerRepository {
     // transaction's connection (`txQuery`): one string to pass instead of 43 arrays of 500
     // elements for Prisma to round-trip through JSON and `pg` to escape one by one.
     const rows = JSON.stringify(unique.map((e) => ledgerColumns(e.row)));
-    const inserted = await txQuery<{ attempt_id: string; quota_scope: string | null }>(tx, INSERT_LEDGER_ROWS, [rows]);
+    const inserted = await txQuery<{ attempt_id: string; quota_scope: string | null; cohort: UsageSettledV1['cohort'] }>(
+      tx,
+      INSERT_LEDGER_ROWS,
+      [rows],
+    );
     const scopeOf = new Map(inserted.map((r) => [r.attempt_id, r.quota_scope]));
+    // the cohort the row got from its action (trigger cohort_from_action), for the settled event
+    const cohortOf = new Map(inserted.map((r) => [r.attempt_id, r.cohort]));
     const events = unique
       .filter(({ row }) => scopeOf.has(row.attemptId))
-      .map(({ row, eventId }) => ({ key: row.workloadId, payload: usageSettledEvent(row, eventId, scopeOf.get(row.attemptId) ?? null) }));
+      .map(({ row, eventId }) => ({
+        key: row.workloadId,
+        payload: usageSettledEvent(row, eventId, scopeOf.get(row.attemptId) ?? null, cohortOf.get(row.attemptId) ?? null),
+      }));
     await this.outbox.appendMany(tx, 'usageSettled', events);
     return new Set(scopeOf.keys());
   }
@@ -410,7 +425,7 @@ const INSERT_LEDGER_ROWS = `
   INSERT INTO ledger_entry (${LEDGER_COLUMNS.join(', ')})
   SELECT ${LEDGER_COLUMNS.join(', ')} FROM json_populate_recordset(NULL::ledger_entry, $1::json)
   ON CONFLICT (attempt_id) DO NOTHING
-  RETURNING attempt_id, (SELECT a.quota_scope FROM action a WHERE a.id = ledger_entry.action_id) AS quota_scope`;
+  RETURNING attempt_id, (SELECT a.quota_scope FROM action a WHERE a.id = ledger_entry.action_id) AS quota_scope, cohort`;
 
 export interface LedgerQuery {
   workloadId: string | null;

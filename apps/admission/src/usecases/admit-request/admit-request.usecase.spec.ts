@@ -16,10 +16,11 @@ import type {
   CatalogRepository,
   PriceRevision,
   RouteContract,
+  RunningExperiment,
   ScopeLimits,
   WorkloadPolicy,
 } from '@gateway/db';
-import { DEFAULT_MEDIA_INPUT_TOKENS, DenialCode, DomainError } from '@gateway/domain';
+import { assignCohort, DEFAULT_MEDIA_INPUT_TOKENS, DenialCode, DomainError } from '@gateway/domain';
 import { ContentCipher, EncryptedBody, KafkaBus, ReplyRouter } from '@gateway/messaging';
 import { Metrics, ServiceConfig } from '@gateway/service-kit';
 import { AdmissionMetrics } from '../../admission.metrics';
@@ -182,6 +183,11 @@ class FakeCatalog {
   ]);
   readonly keyLookups: string[] = [];
   scopeLimits: ScopeLimits = { team: null, environment: null };
+  experiment: RunningExperiment | null = null;
+
+  async runningExperiment(): Promise<RunningExperiment | null> {
+    return this.experiment;
+  }
 
   async scopeLimitsFor(): Promise<ScopeLimits> {
     return this.scopeLimits;
@@ -1291,6 +1297,50 @@ describe('AdmitRequest', () => {
       await f.admit.execute(chat({}, KEY, 'idem-1'));
       await expect(f.admit.execute(chat({}, 'gw-key-nobody', 'idem-1'))).rejects.toMatchObject({ code: 'unauthorized' });
       await expect(f.admit.execute(chat({ model: 'nope' }, KEY, 'idem-1'))).rejects.toMatchObject({ code: 'unknown_route' });
+    });
+  });
+
+  describe('the hedging experiment (issue 11)', () => {
+    const EXPERIMENT: RunningExperiment = { id: 'exp-1', holdoutShareBps: 5_000, hedgePolicyRevisionId: 'hp-1', readOnlyTools: ['lookup'] };
+
+    it('without a running experiment, the action and the command carry no cohort', async () => {
+      const f = setup();
+      const admitted = await f.admit.execute(chat());
+      expect(f.admissions.admitted[0].action).toMatchObject({ experimentId: null, cohort: null });
+      expect(admitted.command.experiment).toBeUndefined();
+    });
+
+    it('an eligible action gets the cohort assignCohort gives it, on the action row and the dispatch command', async () => {
+      const f = setup();
+      f.catalog.experiment = EXPERIMENT;
+      const seen = new Set<string>();
+      for (let i = 0; i < 40; i++) {
+        const admitted = await f.admit.execute(chat());
+        const expected = assignCohort('exp-1', admitted.actionId, 5_000);
+        seen.add(expected);
+        expect(f.admissions.admitted[i].action).toMatchObject({ experimentId: 'exp-1', cohort: expected });
+        expect(admitted.command.experiment).toEqual({ id: 'exp-1', cohort: expected, policy_revision_id: 'hp-1' });
+        expect(() => dispatchCommandV1.parse(admitted.command)).not.toThrow();
+      }
+      expect([...seen].sort()).toEqual(['hedged', 'holdout']);
+    });
+
+    it.each([
+      ['streaming', { stream: true }],
+      ['a tool the policy does not list as read-only', { tools: [{ type: 'function', function: { name: 'send_mail' } }] }],
+    ])('%s is ineligible, excluded from both cohorts', async (_what, change) => {
+      const f = setup();
+      f.catalog.experiment = EXPERIMENT;
+      const admitted = await f.admit.execute(chat(change));
+      expect(f.admissions.admitted[0].action).toMatchObject({ experimentId: 'exp-1', cohort: 'ineligible' });
+      expect(admitted.command.experiment).toEqual({ id: 'exp-1', cohort: 'ineligible', policy_revision_id: 'hp-1' });
+    });
+
+    it('a read-only tool stays eligible', async () => {
+      const f = setup();
+      f.catalog.experiment = EXPERIMENT;
+      const admitted = await f.admit.execute(chat({ tools: [{ type: 'function', function: { name: 'lookup' } }] }));
+      expect(f.admissions.admitted[0].action.cohort).toBe(assignCohort('exp-1', admitted.actionId, 5_000));
     });
   });
 });

@@ -17,7 +17,10 @@ import {
   readWorkflowId,
   workflowIdHash,
   hashCredential,
+  assignCohort,
+  hedgeIneligibility,
   normaliseRequest,
+  requestToolNames,
   featureUnpricedBy,
   pricedFeaturesUsed,
   pricedShapeOf,
@@ -186,6 +189,7 @@ export class AdmitRequest {
       ',',
     );
     base.quota_scope = appliedScope;
+    const experiment = await this.experimentOf(workload.id, actionId, cmd, decision.effective, shape.body);
     const result = await this.admissions.admit({
       now,
       action: {
@@ -206,6 +210,8 @@ export class AdmitRequest {
         requestFingerprint: fingerprintHex,
         deadlineAt: deadline,
         dispatchDeadlineAt: dispatchDeadline,
+        experimentId: experiment?.id ?? null,
+        cohort: experiment?.cohort ?? null,
       },
       reservation: {
         id: this.ids.next(),
@@ -309,6 +315,7 @@ export class AdmitRequest {
         { apiKind: cmd.apiKind, body: shape.body, effective: decision.effective, outputCeiling: decision.outputCeiling, now },
       ),
       acceptance: { allow_length: workload.allowLength, allow_content_filter: workload.allowContentFilter },
+      ...(experiment ? { experiment } : {}),
       request: shape.body,
     };
     return {
@@ -365,6 +372,32 @@ export class AdmitRequest {
       );
     }
     throw new IdempotentReplay(prior.id);
+  }
+
+  /**
+   * The action's cohort in the workload's running experiment (issue 11), or null without one. A
+   * request hedging could never apply to (streaming, several candidates, a tool the experiment's
+   * policy does not list as read-only) is `ineligible` and excluded from both cohorts, so the
+   * cohorts compare like with like; the rest are assigned by `assignCohort`, a pure hash.
+   */
+  private async experimentOf(
+    workloadId: string,
+    actionId: string,
+    cmd: AdmitRequestCommand,
+    effectiveCandidates: number,
+    body: Record<string, unknown>,
+  ): Promise<NonNullable<DispatchCommandV1['experiment']> | null> {
+    const running = await this.catalog.runningExperiment(workloadId);
+    if (!running) return null;
+    const ineligible = hedgeIneligibility(
+      { enabled: true, maxHedges: 1 },
+      { stream: cmd.stream, effectiveCandidates, toolNames: requestToolNames(body, cmd.apiKind), readOnlyTools: running.readOnlyTools },
+    );
+    return {
+      id: running.id,
+      cohort: ineligible ? 'ineligible' : assignCohort(running.id, actionId, running.holdoutShareBps),
+      policy_revision_id: running.hedgePolicyRevisionId,
+    };
   }
 
   /**

@@ -94,8 +94,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
     }
     // Probes and streams run one attempt (streams are never hedged; a retry after a stream's first
     // chunk would pay twice); everything else runs under the hedge policy in force, if any.
-    const policy =
-      cmd.stream || cmd.attempt_role === 'probe' ? null : await this.policies.forAction(cmd.workload_id, cmd.route.route_id, now.getTime());
+    const policy = cmd.stream || cmd.attempt_role === 'probe' ? null : await this.policies.forCommand(cmd, now.getTime());
     const attemptId = this.ids.next();
     const holdMicrousd = cmd.hold_microusd === undefined ? null : BigInt(cmd.hold_microusd);
     const claim = await this.repo.claim({
@@ -441,6 +440,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
               ? 'on_time'
               : 'late',
       policy_revision_id: report.policyRevisionId,
+      ...(cmd.experiment ? { cohort: cmd.experiment.cohort } : {}),
     };
     if (parsed && cmd.effective_candidates > 0) {
       const s = shortfallOf(cmd, parsed);

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ChangeRequestRepository, ExperimentRepository, HedgePolicyRepository, PolicyRepository, Tx } from '@gateway/db';
 import { experimentDesignFromWire, experimentToWire } from '@gateway/contracts';
+import { experimentReport, experimentReportToWire } from '@gateway/domain';
 import type { Operator } from '@gateway/service-kit';
 import { Clock, CLOCK, IdGenerator, InjectIds } from '@gateway/service-kit';
 import { PolicyError } from '../../policy.errors';
@@ -87,6 +88,18 @@ export class StartExperiment {
     const e = await this.experiments.findById(id);
     if (!e) throw new PolicyError('not_found', `experiment ${id} not found`);
     return experimentToWire(e);
+  }
+
+  /**
+   * The experiment's report (issue 11): per cohort and between cohorts, the seeded bootstrap and
+   * the verdict, computed from the action, attempt and ledger rows (the policy service owns the
+   * experiment record; the rows are in the same database).
+   */
+  async report(id: string) {
+    parseValue(resourceId, id, 'id');
+    const e = await this.experiments.findById(id);
+    if (!e) throw new PolicyError('not_found', `experiment ${id} not found`);
+    return experimentReportToWire(experimentReport(e, await this.experiments.reportRows(id)));
   }
 
   private alreadyRunning(workloadId: string, runningId: string): PolicyError {
