@@ -141,7 +141,7 @@ export class ControlsRepository {
     }));
   }
 
-  /** Approved exceptions still active at the start of the day, with their account's spend (pending + unresolved + settled). */
+  /** Active (approved, unexpired) exceptions at the start of the day, with their account's spend (pending + unresolved + settled). */
   async exceptionUsage(dayStart: Date, workloadId?: string): Promise<Array<ExceptionUsage & { workloadId: string }>> {
     const rows = await this.db.prisma.$queryRaw<
       Array<{ id: string; workload_id: string; route_id: string | null; budget_microusd: bigint; spent: bigint | null; expires_at: Date }>
@@ -149,7 +149,7 @@ export class ControlsRepository {
       SELECT e.id, e.workload_id, e.route_id, e.budget_microusd, e.expires_at,
         (b.pending_microusd + b.unresolved_microusd + b.settled_microusd) AS spent
       FROM candidate_exception e LEFT JOIN budget_account b ON b.scope = 'exception' AND b.scope_id = e.id
-      WHERE e.status = 'approved' AND e.expires_at > ${dayStart}
+      WHERE e.status IN ('active', 'expired') AND e.expires_at > ${dayStart}
         AND (${workloadId ?? null}::text IS NULL OR e.workload_id = ${workloadId ?? null}::text)
       ORDER BY e.workload_id, e.id`;
     return rows.map((r) => ({
