@@ -30,7 +30,7 @@ export class ControlsController {
       "One UTC day's controls per workload × route: requested/effective counts, refusals by code, output tokens per request, " +
       'exception usage, unresolved exposure by age, and the alerts recorded for the day. Roles: operator, finance',
   })
-  @ApiParam({ name: 'day', description: 'UTC day YYYY-MM-DD (a past day)' })
+  @ApiParam({ name: 'day', description: 'UTC day YYYY-MM-DD (today at the latest: a partial day)' })
   @ApiQuery({ name: 'workload_id', required: false })
   @ApiOkResponse({ schema: { type: 'object' } })
   @Roles('operator', 'finance')
@@ -41,7 +41,8 @@ export class ControlsController {
   @Post('run')
   @HttpCode(200)
   @ApiOperation({
-    summary: 'Run the daily controls for a past UTC day (default yesterday); idempotent: a re-run adds no alert. Role: operator',
+    summary:
+      'Run the daily controls for a UTC day (default yesterday; today runs the partial day); idempotent: a re-run adds no second alert of a kind. Role: operator',
   })
   @ApiBody({ schema: { type: 'object', properties: { day: { type: 'string', example: '2026-12-01' } } } })
   @Roles('operator')

@@ -144,10 +144,11 @@ describe('RunDailyControls', () => {
 });
 
 describe('controlsDay', () => {
-  it('defaults to yesterday and accepts only past calendar days', () => {
+  it('defaults to yesterday and accepts calendar days up to today (a partial day)', () => {
     expect(controlsDay(undefined, NOW)).toBe(DAY);
     expect(controlsDay('2026-11-08', NOW)).toBe(DAY);
-    for (const bad of ['2026-11-09', '2027-01-01', '2026-02-30', 'yesterday', 20261108, '2026-11-08T00:00:00Z'])
+    expect(controlsDay('2026-11-09', NOW)).toBe('2026-11-09');
+    for (const bad of ['2026-11-10', '2027-01-01', '2026-02-30', 'yesterday', 20261108, '2026-11-08T00:00:00Z'])
       expect(() => controlsDay(bad, NOW)).toThrow(DomainError);
   });
 });

@@ -27,13 +27,16 @@ export type ControlsPorts = Pick<
 export const BASELINE_DAYS = 7;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-/** A day argument: `YYYY-MM-DD`, strictly before today (UTC); absent = yesterday. */
+/**
+ * A day argument: `YYYY-MM-DD`, today (UTC) at the latest; absent = yesterday. Today is a partial
+ * day: an operator may run it to see what has been decided so far, and its alerts stand (a later
+ * run adds what it finds since, never a second alert of a kind).
+ */
 export function controlsDay(day: unknown, now: Date): string {
   if (day === undefined || day === null || day === '') return addUtcDays(utcDayOf(now), -1);
   const parsed = typeof day === 'string' ? parseUtcDay(day) : null;
   if (!parsed) throw new DomainError('invalid_request', 'day: must be a UTC day YYYY-MM-DD', 'day');
-  if (parsed.getTime() + DAY_MS > now.getTime())
-    throw new DomainError('invalid_request', 'day: must be a past UTC day (it has ended)', 'day');
+  if (parsed.getTime() > now.getTime()) throw new DomainError('invalid_request', 'day: must not be in the future (UTC)', 'day');
   return day as string;
 }
 
