@@ -8,10 +8,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { AdmissionDecisionV1, ControlAlertV1 } from '@gateway/contracts';
-import { budgetAccountId, Database } from '@gateway/db';
+import { budgetAccountId, Database, LedgerRepository, LedgerRow, OutboxRepository } from '@gateway/db';
 import { KafkaBus } from '@gateway/messaging';
 import { RunningService } from '@gateway/service-kit';
-import { admissionDecisionEvent, eventually, Seeder } from '@gateway/testing';
+import { admissionDecisionEvent, eventually, insertAdmittedAction, ledgerRow, Seeder } from '@gateway/testing';
 import { startReconciliation } from '../src/app';
 
 const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
@@ -24,6 +24,7 @@ const suffix = randomUUID().slice(0, 8);
 const routeId = `route-controls-${suffix}`;
 const workloadId = `wl-controls-${suffix}`;
 const spentWorkloadId = `wl-controls-ex-${suffix}`;
+const wordyWorkloadId = `wl-controls-out-${suffix}`;
 const db = new Database(url, { poolMax: 4 });
 let bus: KafkaBus;
 let service: RunningService;
@@ -42,6 +43,7 @@ beforeAll(async () => {
   });
   await seed.workload({ id: workloadId, allowedAliases: [`alias-${routeId}`] });
   await seed.workload({ id: spentWorkloadId, allowedAliases: [`alias-${routeId}`] });
+  await seed.workload({ id: wordyWorkloadId, allowedAliases: [`alias-${routeId}`], perCandidateOutputCeiling: 256 });
   operatorToken = await seed.operator(`ops-controls-${suffix}`, ['operator']);
 
   bus = new KafkaBus({ brokers: BROKERS.split(','), clientId: `controls-int-${process.pid}`, logger: quiet });
@@ -206,7 +208,45 @@ describe('daily controls on Kafka and Postgres', () => {
     expect(alerts.filter((a) => a.workload_id === spentWorkloadId).map((a) => a.kind)).toEqual(['exception_budget']);
   });
 
-  it('refuses a day that has not ended, a malformed day, and a caller without an operator token', async () => {
+  it('output per request from the ledger: p95 above the ceiling alerts; an action of unknown output is left out, not zero', async () => {
+    const ledger = new LedgerRepository(new OutboxRepository(db));
+    const settledAt = new Date(`${DAY8}T12:00:00Z`);
+    const rows: LedgerRow[] = [];
+    for (const output of [100, 200, 900, null]) {
+      const actionId = await insertAdmittedAction(db, { workloadId: wordyWorkloadId, deadline: settledAt });
+      const base = ledgerRow({ workloadId: wordyWorkloadId, routeId: 'r', priceRevisionId: 'p', settledAt });
+      rows.push({ ...base, actionId, outputTokensTotal: output, returnedCandidates: 1 });
+    }
+    await db.transaction((tx) =>
+      ledger.recordMany(
+        tx,
+        rows.map((row) => ({ row, eventId: randomUUID() })),
+      ),
+    );
+
+    const report = await call('GET', `/controls/days/${DAY8}?workload_id=${wordyWorkloadId}`);
+    expect(report.body.routes).toEqual([
+      expect.objectContaining({
+        workload_id: wordyWorkloadId,
+        route_id: 'r',
+        requested_counts: {},
+        returned_candidates_total: 3,
+        output_tokens_per_request: { requests: 3, mean: 400, p50: 200, p95: 900 },
+      }),
+    ]);
+    const r = await call('POST', '/controls/run', { day: DAY8 });
+    expect((r.body.added as ControlAlertV1[]).filter((a) => a.workload_id === wordyWorkloadId)).toEqual([
+      expect.objectContaining({
+        kind: 'output_per_request',
+        route_id: 'r',
+        day_total: 3,
+        p95_output_tokens: 900,
+        threshold_output_tokens: 256,
+      }),
+    ]);
+  });
+
+  it('refuses a future day, a malformed day, and a caller without an operator token', async () => {
     expect((await call('POST', '/controls/run', { day: '2999-01-01' })).status).toBe(400);
     expect((await call('GET', '/controls/days/2026-02-30')).body).toMatchObject({ error: { code: 'invalid_request' } });
     const anon = await fetch(`${base}/controls/alerts`);

@@ -113,22 +113,27 @@ export class ControlsRepository {
 
   /**
    * Output tokens per request (all attempts of an action) for actions whose ledger rows settled on
-   * the day, per workload → route of the action, with returned counts.
+   * the day, per workload → route of the action, with returned counts. An action with a row whose
+   * output is unknown (an operator release) is left out: unknown output is never zero.
    */
   async outputPerRequest(
     day: string,
     workloadId?: string,
   ): Promise<Array<{ workloadId: string; routeId: string; stats: OutputStats; returnedTotal: number }>> {
+    // the UTC day as instants, whatever the session's time zone
+    const from = new Date(`${day}T00:00:00.000Z`);
+    const to = new Date(from.getTime() + 24 * 60 * 60 * 1000);
     const rows = await this.db.prisma.$queryRaw<
       Array<{ workload_id: string; route_id: string; requests: bigint; mean: number; p50: number; p95: number; returned_total: bigint }>
     >`
       WITH per_action AS (
-        SELECT l.workload_id, a.route_id, l.action_id, sum(coalesce(l.output_tokens_total, 0))::bigint AS output,
+        SELECT l.workload_id, a.route_id, l.action_id, sum(l.output_tokens_total)::bigint AS output,
           max(l.returned_candidates) AS returned
         FROM ledger_entry l JOIN action a ON a.id = l.action_id
-        WHERE l.settled_at >= ${day}::date AND l.settled_at < ${day}::date + 1
+        WHERE l.settled_at >= ${from} AND l.settled_at < ${to}
           AND (${workloadId ?? null}::text IS NULL OR l.workload_id = ${workloadId ?? null}::text)
-        GROUP BY l.workload_id, a.route_id, l.action_id)
+        GROUP BY l.workload_id, a.route_id, l.action_id
+        HAVING bool_and(l.output_tokens_total IS NOT NULL))
       SELECT workload_id, route_id, count(*) AS requests, avg(output)::float8 AS mean,
         percentile_disc(0.5) WITHIN GROUP (ORDER BY output)::float8 AS p50,
         percentile_disc(0.95) WITHIN GROUP (ORDER BY output)::float8 AS p95, sum(returned)::bigint AS returned_total

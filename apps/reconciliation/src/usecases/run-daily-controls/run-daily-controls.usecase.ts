@@ -82,24 +82,28 @@ export class RunDailyControls {
       this.controls.listAlerts({ day, workloadId, limit: 1000 }),
     ]);
     const routes: unknown[] = [];
-    for (const [wid, byRoute] of [...a.tallies].sort(([x], [y]) => x.localeCompare(y)))
-      for (const [routeId, t] of [...byRoute].sort(([x], [y]) => x.localeCompare(y))) {
-        const out = a.output.find((o) => o.workloadId === wid && o.routeId === routeId);
-        routes.push({
-          workload_id: wid,
-          route_id: routeId,
-          requested_counts: t.requested,
-          effective_counts: Object.fromEntries(
-            effective.filter((e) => e.workloadId === wid && e.routeId === routeId).map((e) => [e.effective, e.n]),
-          ),
-          returned_candidates_total: out?.returnedTotal ?? null,
-          admitted: t.admitted,
-          refused: t.refused,
-          refusals_by_code: t.refusals,
-          baseline_requested_counts: a.baselines.get(wid)?.get(routeId)?.requested ?? {},
-          output_tokens_per_request: out ? outputDto(out.stats) : null,
-        });
-      }
+    // every workload × route with decisions or settled output on the day
+    const pairs = new Map<string, [string, string]>();
+    for (const [wid, byRoute] of a.tallies) for (const routeId of byRoute.keys()) pairs.set(JSON.stringify([wid, routeId]), [wid, routeId]);
+    for (const o of a.output) pairs.set(JSON.stringify([o.workloadId, o.routeId]), [o.workloadId, o.routeId]);
+    for (const [, [wid, routeId]] of [...pairs].sort(([x], [y]) => x.localeCompare(y))) {
+      const t = a.tallies.get(wid)?.get(routeId) ?? EMPTY_TALLY;
+      const out = a.output.find((o) => o.workloadId === wid && o.routeId === routeId);
+      routes.push({
+        workload_id: wid,
+        route_id: routeId,
+        requested_counts: t.requested,
+        effective_counts: Object.fromEntries(
+          effective.filter((e) => e.workloadId === wid && e.routeId === routeId).map((e) => [e.effective, e.n]),
+        ),
+        returned_candidates_total: out?.returnedTotal ?? null,
+        admitted: t.admitted,
+        refused: t.refused,
+        refusals_by_code: t.refusals,
+        baseline_requested_counts: a.baselines.get(wid)?.get(routeId)?.requested ?? {},
+        output_tokens_per_request: out ? outputDto(out.stats) : null,
+      });
+    }
     return {
       day,
       baseline_days: BASELINE_DAYS,
