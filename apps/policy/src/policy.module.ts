@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import {
   AdmissionRepository,
   ChangeRequestRepository,
+  ControlsRepository,
   Database,
   ExceptionRepository,
   ExperimentRepository,
@@ -21,6 +22,7 @@ import { StartExperiment } from './usecases/start-experiment/start-experiment.us
 import { StopExperiment } from './usecases/stop-experiment/stop-experiment.usecase';
 import { ExperimentsController } from './http/experiments.controller';
 import { PutScopeLimit } from './usecases/put-scope-limit/put-scope-limit.usecase';
+import { PutControlThresholds } from './usecases/put-control-thresholds/put-control-thresholds.usecase';
 import { PROBE_OPTIONS, RouteProbe } from './probe/route-probe';
 import { UPSTREAM_ALLOWLIST } from './upstream-allowlist';
 import { AddPriceRevision } from './usecases/add-price-revision/add-price-revision.usecase';
@@ -78,6 +80,12 @@ export class PolicyModule {
         },
         DispatchRepliesIntake,
         RouteProbe,
+        {
+          provide: ControlsRepository,
+          useFactory: (db: Database, outbox: OutboxRepository) => new ControlsRepository(db, outbox),
+          inject: [Database, OutboxRepository],
+        },
+        PutControlThresholds,
         {
           provide: ExceptionRepository,
           useFactory: (db: Database, outbox: OutboxRepository) => new ExceptionRepository(db, outbox),

@@ -43,3 +43,15 @@ export function sweepConfigFromEnv(env: NodeJS.ProcessEnv = process.env): SweepC
     batchSize: parsed.RECONCILIATION_SWEEP_BATCH,
   };
 }
+
+export interface ControlsConfig {
+  /** how often yesterday's daily controls run (idempotent); 0 disables the timer */
+  runIntervalMs: number;
+}
+
+export const CONTROLS_CONFIG = 'RECONCILIATION_CONTROLS_CONFIG';
+
+export function controlsConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ControlsConfig {
+  const raw = env.CONTROLS_RUN_MS;
+  return { runIntervalMs: raw === undefined || raw === '' ? 3_600_000 : ms.parse(raw) };
+}

@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import {
   AttemptRepository,
   CaseRepository,
+  ControlsRepository,
   Database,
   LedgerRepository,
   OutboxRepository,
@@ -15,7 +16,13 @@ import { ExposureController } from './http/exposure.controller';
 import { QuotaCountersController } from './http/quota-counters.controller';
 import { InstanceCountersScheduler } from './schedulers/instance-counters.scheduler';
 import { ReconcileInstanceCounters } from './usecases/reconcile-instance-counters/reconcile-instance-counters.usecase';
-import { SWEEP_CONFIG, SweepConfig } from './reconciliation.config';
+import { CONTROLS_CONFIG, ControlsConfig, SWEEP_CONFIG, SweepConfig } from './reconciliation.config';
+import { ControlsController } from './http/controls.controller';
+import { AdmissionDecisionsConsumer } from './consumers/admission-decisions.consumer';
+import { DailyControlsScheduler } from './schedulers/daily-controls.scheduler';
+import { RecordDecisions } from './usecases/record-decisions/record-decisions.usecase';
+import { RunDailyControls } from './usecases/run-daily-controls/run-daily-controls.usecase';
+import { ListControlAlerts } from './usecases/run-daily-controls/list-control-alerts.usecase';
 import { ReconciliationMetrics } from './reconciliation.metrics';
 import { SweepScheduler } from './schedulers/sweep.scheduler';
 import { ImportUsage } from './usecases/import-usage/import-usage.usecase';
@@ -28,13 +35,30 @@ import { SweepReservations } from './usecases/sweep-reservations/sweep-reservati
 
 @Module({})
 export class ReconciliationModule {
-  static register(core: CoreOptions & { sweep: SweepConfig }): DynamicModule {
+  static register(core: CoreOptions & { sweep: SweepConfig; controls?: ControlsConfig }): DynamicModule {
     return {
       module: ReconciliationModule,
       imports: [CoreModule.forService(core)],
-      controllers: [CasesController, ExposureController, QuotaCountersController, UsageExportsController],
+      controllers: [
+        CasesController,
+        ExposureController,
+        QuotaCountersController,
+        UsageExportsController,
+        ControlsController,
+        AdmissionDecisionsConsumer,
+      ],
       providers: [
         { provide: SWEEP_CONFIG, useValue: core.sweep },
+        { provide: CONTROLS_CONFIG, useValue: core.controls ?? { runIntervalMs: 0 } },
+        {
+          provide: ControlsRepository,
+          useFactory: (db: Database, outbox: OutboxRepository) => new ControlsRepository(db, outbox),
+          inject: [Database, OutboxRepository],
+        },
+        RecordDecisions,
+        RunDailyControls,
+        ListControlAlerts,
+        DailyControlsScheduler,
         { provide: ReconciliationRepository, useFactory: (db: Database) => new ReconciliationRepository(db), inject: [Database] },
         { provide: ReservationHoldRepository, useValue: new ReservationHoldRepository() },
         { provide: QuotaCounterRepository, useFactory: (db: Database) => new QuotaCounterRepository(db), inject: [Database] },

@@ -12,3 +12,4 @@ export * from './price-revision';
 export * from './hedge-policy';
 export * from './wire-path';
 export * from './experiment';
+export * from './controls';

@@ -11,6 +11,7 @@ import {
   usageSettledV1,
 } from './events';
 import { deadLetterV1 } from './dead-letter';
+import { controlAlertV1 } from './controls';
 
 /**
  * The topic registry: the only place a topic name is written. Public topics are fixed by
@@ -58,6 +59,14 @@ export const Topics = {
     name: 'gateway.reconciliation.required.v1',
     schema: reconciliationRequiredV1,
     partitions: 3,
+    retentionMs: 30 * DAY,
+    visibility: 'public',
+    contentBearing: false,
+  }),
+  controlAlerts: topic({
+    name: 'gateway.controls.alerts.v1',
+    schema: controlAlertV1,
+    partitions: 1,
     retentionMs: 30 * DAY,
     visibility: 'public',
     contentBearing: false,

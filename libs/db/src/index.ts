@@ -24,3 +24,4 @@ export * from './repositories/hedge-policy.repository';
 export * from './repositories/experiment.repository';
 export * from './repositories/gateway-meta.repository';
 export { migrate } from './migrations/migrate';
+export * from './repositories/controls.repository';

@@ -140,6 +140,9 @@ function expectedColumn(f: DmmfField): ExpectedColumn {
     case 'DateTime':
       scalar = { data_type: 'timestamp without time zone', udt_name: 'timestamp', datetime_precision: 3 };
       break;
+    case 'DateTime @db.Date()':
+      scalar = { data_type: 'date', udt_name: 'date', datetime_precision: 0 };
+      break;
     case 'DateTime @db.Timestamptz(3)':
       scalar = { data_type: 'timestamp with time zone', udt_name: 'timestamptz', datetime_precision: 3 };
       break;

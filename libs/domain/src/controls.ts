@@ -151,3 +151,213 @@ function assertCounts(d: CountDistribution, name: string): void {
     if (!Number.isSafeInteger(v) || (v ?? 0) < 0) throw new RangeError(`${name}: ${k} must be a non-negative integer`);
   }
 }
+
+// ---------------------------------------------------------------- the daily job's rules
+
+/** A workload's daily-control thresholds (policy API `PUT /workloads/{id}/controls`). */
+export interface ControlThresholds {
+  shift: ShiftThresholds;
+  /**
+   * output tokens per request (all attempts of an action, all candidates): the day's p95 above
+   * this alerts. null = the workload's per-candidate output ceiling, i.e. more than one full
+   * candidate's worth (multi-candidate, hedges, retries) on the p95 request.
+   */
+  outputP95MaxTokens: number | null;
+  /** an active exception whose spend (pending + unresolved + settled) reaches this share of its budget alerts */
+  exceptionBudgetShare: number;
+  /** refusal rate jump: the day's rate minus the trailing baseline's, alerting at or above `minIncrease` */
+  refusal: { minSample: number; minIncrease: number };
+}
+
+export const DEFAULT_CONTROL_THRESHOLDS: ControlThresholds = {
+  shift: DEFAULT_SHIFT_THRESHOLDS,
+  outputP95MaxTokens: null,
+  exceptionBudgetShare: 0.8,
+  refusal: { minSample: 50, minIncrease: 0.1 },
+};
+
+const SIGNIFICANCES: readonly ShiftSignificance[] = [0.05, 0.025, 0.01, 0.005];
+
+/**
+ * Problems of a thresholds document (empty = valid): field path and why. Every threshold only
+ * decides when an alert is raised; none admits or funds anything, so lowering one is not a
+ * spend raise and needs no second approver.
+ */
+export function controlThresholdProblems(t: ControlThresholds): { param: string; message: string }[] {
+  const out: { param: string; message: string }[] = [];
+  const int = (param: string, v: number, min: number, max: number) => {
+    if (!Number.isSafeInteger(v) || v < min || v > max) out.push({ param, message: `must be an integer from ${min} to ${max}` });
+  };
+  const share = (param: string, v: number, minExclusive: number, max: number) => {
+    if (typeof v !== 'number' || !Number.isFinite(v) || v <= minExclusive || v > max)
+      out.push({ param, message: `must be a number above ${minExclusive} and at most ${max}` });
+  };
+  int('shift.min_sample', t.shift.minSample, 20, 10_000_000);
+  share('shift.min_distance', t.shift.minDistance, 0, 1);
+  if (!SIGNIFICANCES.includes(t.shift.significance))
+    out.push({ param: 'shift.significance', message: `must be one of ${SIGNIFICANCES.join(', ')}` });
+  if (t.outputP95MaxTokens !== null) int('output_p95_max_tokens', t.outputP95MaxTokens, 1, 10_000_000);
+  share('exception_budget_share', t.exceptionBudgetShare, 0, 1);
+  int('refusal.min_sample', t.refusal.minSample, 1, 10_000_000);
+  share('refusal.min_increase', t.refusal.minIncrease, 0, 1);
+  return out;
+}
+
+/** One workload × route's counts for a day (or a baseline, summed). */
+export interface DayTally {
+  requested: CountDistribution;
+  /** admitted and refused decisions */
+  admitted: number;
+  refused: number;
+  /** refusals by stable error code */
+  refusals: Readonly<Record<string, number>>;
+}
+
+export const EMPTY_TALLY: DayTally = { requested: {}, admitted: 0, refused: 0, refusals: {} };
+
+export function addTallies(a: DayTally, b: DayTally): DayTally {
+  const merge = (x: Readonly<Record<string, number | undefined>>, y: Readonly<Record<string, number | undefined>>) => {
+    const r: Record<string, number> = {};
+    for (const [k, v] of [...Object.entries(x), ...Object.entries(y)]) r[k] = (r[k] ?? 0) + (v ?? 0);
+    return r;
+  };
+  return {
+    requested: merge(a.requested, b.requested),
+    admitted: a.admitted + b.admitted,
+    refused: a.refused + b.refused,
+    refusals: merge(a.refusals, b.refusals),
+  };
+}
+
+export interface OutputStats {
+  requests: number;
+  mean: number;
+  p50: number;
+  p95: number;
+}
+
+export interface ExceptionUsage {
+  exceptionId: string;
+  /** null: workload-wide */
+  routeId: string | null;
+  budgetMicrousd: bigint;
+  spentMicrousd: bigint;
+  expiresAt: Date;
+}
+
+export type ControlAlertKind = 'count_shift' | 'output_per_request' | 'exception_budget' | 'refusal_rate_jump';
+export const CONTROL_ALERT_KINDS: readonly ControlAlertKind[] = [
+  'count_shift',
+  'output_per_request',
+  'exception_budget',
+  'refusal_rate_jump',
+];
+
+/** Route id of an alert about the whole workload (an exception without a route). */
+export const ALL_ROUTES = '*';
+
+export type ControlAlertFinding =
+  | {
+      kind: 'count_shift';
+      routeId: string;
+      dayTotal: number;
+      baselineTotal: number;
+      distance: number;
+      grew: { category: CountCategory; dayShare: number; baselineShare: number }[];
+    }
+  | { kind: 'output_per_request'; routeId: string; requests: number; p95: number; thresholdTokens: number }
+  | {
+      kind: 'exception_budget';
+      routeId: string;
+      exceptions: { exceptionId: string; share: number; spentMicrousd: bigint; budgetMicrousd: bigint; daysToExpiry: number }[];
+    }
+  | {
+      kind: 'refusal_rate_jump';
+      routeId: string;
+      dayTotal: number;
+      dayRate: number;
+      baselineRate: number;
+      refusals: Record<string, number>;
+    };
+
+export interface WorkloadDayInput {
+  thresholds: ControlThresholds;
+  /** the workload's per-candidate output ceiling (the default output threshold) */
+  perCandidateOutputCeiling: number;
+  /** per route id */
+  day: ReadonlyMap<string, DayTally>;
+  baseline: ReadonlyMap<string, DayTally>;
+  output: ReadonlyMap<string, OutputStats>;
+  exceptions: readonly ExceptionUsage[];
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The alerts of one workload for one UTC day (`dayEnd` = the next midnight): count shift per
+ * route against the trailing baseline, output per request per route, exception budget per
+ * exception scope, refusal-rate jump per route. Pure: the job loads, this decides.
+ */
+export function assessWorkloadDay(input: WorkloadDayInput, dayEnd: Date): ControlAlertFinding[] {
+  const t = input.thresholds;
+  const out: ControlAlertFinding[] = [];
+  const routes = [...new Set([...input.day.keys(), ...input.output.keys()])].sort();
+  for (const routeId of routes) {
+    const day = input.day.get(routeId) ?? EMPTY_TALLY;
+    const base = input.baseline.get(routeId) ?? EMPTY_TALLY;
+    const shift = detectCountShift(day.requested, base.requested, t.shift);
+    if (shift.alert && shift.reason === 'shift')
+      out.push({
+        kind: 'count_shift',
+        routeId,
+        dayTotal: shift.dayTotal,
+        baselineTotal: shift.baselineTotal,
+        distance: shift.distance,
+        grew: shift.grew,
+      });
+    const stats = input.output.get(routeId);
+    const limit = t.outputP95MaxTokens ?? input.perCandidateOutputCeiling;
+    if (stats && stats.requests > 0 && stats.p95 > limit)
+      out.push({ kind: 'output_per_request', routeId, requests: stats.requests, p95: stats.p95, thresholdTokens: limit });
+    const dayTotal = day.admitted + day.refused;
+    const baseTotal = base.admitted + base.refused;
+    if (dayTotal >= t.refusal.minSample && baseTotal >= t.refusal.minSample) {
+      const dayRate = day.refused / dayTotal;
+      const baselineRate = base.refused / baseTotal;
+      if (dayRate - baselineRate >= t.refusal.minIncrease)
+        out.push({ kind: 'refusal_rate_jump', routeId, dayTotal, dayRate, baselineRate, refusals: { ...day.refusals } });
+    }
+  }
+  const over = new Map<string, Extract<ControlAlertFinding, { kind: 'exception_budget' }>['exceptions']>();
+  for (const e of input.exceptions) {
+    if (e.budgetMicrousd <= 0n || e.expiresAt.getTime() <= dayEnd.getTime() - DAY_MS) continue;
+    const share = Number((e.spentMicrousd * 1_000_000n) / e.budgetMicrousd) / 1_000_000;
+    if (share < t.exceptionBudgetShare) continue;
+    const key = e.routeId ?? ALL_ROUTES;
+    const daysToExpiry = Math.max(0, Math.ceil((e.expiresAt.getTime() - dayEnd.getTime()) / DAY_MS));
+    over.set(key, [
+      ...(over.get(key) ?? []),
+      { exceptionId: e.exceptionId, share, spentMicrousd: e.spentMicrousd, budgetMicrousd: e.budgetMicrousd, daysToExpiry },
+    ]);
+  }
+  for (const [routeId, exceptions] of [...over].sort(([a], [b]) => a.localeCompare(b)))
+    out.push({ kind: 'exception_budget', routeId, exceptions });
+  return out;
+}
+
+/** A UTC day `YYYY-MM-DD` that exists in the calendar, or null. */
+export function parseUtcDay(day: string): Date | null {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) return null;
+  const d = new Date(`${day}T00:00:00.000Z`);
+  return Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== day ? null : d;
+}
+
+export function utcDayOf(at: Date): string {
+  return at.toISOString().slice(0, 10);
+}
+
+export function addUtcDays(day: string, days: number): string {
+  const d = parseUtcDay(day);
+  if (!d) throw new RangeError(`not a UTC day: ${day}`);
+  return utcDayOf(new Date(d.getTime() + days * DAY_MS));
+}

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { AdmissionDecisionV1 } from '@gateway/contracts';
 import type { AdmitInput } from '@gateway/db';
+import { admissionDecisionEvent } from './events';
 
 /**
  * One admission as AdmissionRepository.admit takes it: an action on route `r` reserving 1 000
@@ -10,33 +10,7 @@ import type { AdmitInput } from '@gateway/db';
 export function admitInput(workloadId: string, over: Partial<AdmitInput> = {}): AdmitInput {
   const actionId = randomUUID();
   const now = new Date();
-  const event: AdmissionDecisionV1 = {
-    event_id: randomUUID(),
-    timestamp: now.toISOString(),
-    request_id: randomUUID(),
-    action_id: actionId,
-    attempt_id: null,
-    attempt_role: null,
-    workload_id: workloadId,
-    environment: 'test',
-    route_id: 'r',
-    route_version: 1,
-    model_alias: 'r',
-    provider_request_id: null,
-    requested_candidate_count: null,
-    effective_candidate_count: 1,
-    returned_candidate_count: null,
-    input_tokens: null,
-    output_tokens_total: null,
-    total_tokens: null,
-    stream_mode: 'none',
-    usage_source: null,
-    quota_scope: 'workload',
-    policy_result: 'allow',
-    policy_reason: 'within_policy',
-    reserved_microusd: '1000',
-    exception_id: null,
-  };
+  const event = admissionDecisionEvent(workloadId, { timestamp: now.toISOString(), action_id: actionId });
   return {
     now,
     action: {

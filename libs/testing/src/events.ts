@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AttemptCompletedV1, DispatchReplyV1, PolicyChangedV1, Topics } from '@gateway/contracts';
+import { AdmissionDecisionV1, AttemptCompletedV1, DispatchReplyV1, PolicyChangedV1, Topics } from '@gateway/contracts';
 
 /** A valid `gateway.policy.changed.v1` event: the small message bus tests send around. */
 export function policyChangedEvent(entityId: string, actor = 'int-spec', change = 'test'): PolicyChangedV1 {
@@ -63,6 +63,41 @@ export function answeredAttemptEvent(
     prompt_block_reason: null,
     attempts_total: 1,
     action_final: true,
+    ...over,
+  });
+}
+
+/**
+ * A validated admission decision: admitted on route `r` within policy, count omitted, 1 000
+ * micro-USD reserved, fresh event, action and request ids unless overridden.
+ */
+export function admissionDecisionEvent(workloadId: string, over: Partial<AdmissionDecisionV1> = {}): AdmissionDecisionV1 {
+  return Topics.admissionDecisions.schema.parse({
+    event_id: randomUUID(),
+    timestamp: new Date().toISOString(),
+    request_id: randomUUID(),
+    action_id: randomUUID(),
+    attempt_id: null,
+    attempt_role: null,
+    workload_id: workloadId,
+    environment: 'test',
+    route_id: 'r',
+    route_version: 1,
+    model_alias: 'r',
+    provider_request_id: null,
+    requested_candidate_count: null,
+    effective_candidate_count: 1,
+    returned_candidate_count: null,
+    input_tokens: null,
+    output_tokens_total: null,
+    total_tokens: null,
+    stream_mode: 'none',
+    usage_source: null,
+    quota_scope: 'workload',
+    policy_result: 'allow',
+    policy_reason: 'within_policy',
+    reserved_microusd: '1000',
+    exception_id: null,
     ...over,
   });
 }

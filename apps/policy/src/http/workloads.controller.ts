@@ -1,7 +1,9 @@
 import { CurrentOperator, Operator, OperatorApi, Roles } from '@gateway/service-kit';
 import { Body, Controller, Get, HttpCode, Param, Post, Put, UseInterceptors } from '@nestjs/common';
 import { ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { controlThresholdsBody } from '@gateway/contracts';
 import { GetWorkload } from '../usecases/get-workload/get-workload.usecase';
+import { PutControlThresholds } from '../usecases/put-control-thresholds/put-control-thresholds.usecase';
 import { parseBody } from '../usecases/input';
 import { IssueApiKey } from '../usecases/issue-api-key/issue-api-key.usecase';
 import { PutHedgePolicy } from '../usecases/put-hedge-policy/put-hedge-policy.usecase';
@@ -28,7 +30,29 @@ export class WorkloadsController {
     private readonly revokeKey: RevokeApiKey,
     private readonly putHedging: PutHedgePolicy,
     private readonly experiments: StartExperiment,
+    private readonly controls: PutControlThresholds,
   ) {}
+
+  @Put(':id/controls')
+  @ApiOperation({
+    summary:
+      "Set the workload's daily-control thresholds (absent fields take the defaults; reason required). Thresholds only decide when an " +
+      'alert is raised, so no change is a spend raise: applied at once, no second operator. Role: operator',
+  })
+  @ApiBody({ schema: bodySchema(controlThresholdsBody) })
+  @ApiResponse({ status: 404, description: 'not_found' })
+  @Roles('operator')
+  putControls(@CurrentOperator() op: Operator, @Param('id') id: string, @Body() body: unknown) {
+    return this.controls.execute(op, id, parseBody(controlThresholdsBody, body));
+  }
+
+  @Get(':id/controls')
+  @ApiOperation({ summary: "The workload's daily-control thresholds (the defaults when none were set). Roles: operator, finance" })
+  @ApiResponse({ status: 404, description: 'not_found' })
+  @Roles('operator', 'finance')
+  getControls(@Param('id') id: string) {
+    return this.controls.get(id);
+  }
 
   @Put(':id')
   @ApiOperation({ summary: 'Create or replace a workload policy (money as integer micro-USD). Role: operator' })
