@@ -107,6 +107,9 @@ describe('hedges, retries and fallbacks (issue 10)', () => {
     );
     const aborted = seen.find((e) => e.aborted)!;
     expect(seen.filter((e) => e.fingerprint === aborted.fingerprint)).toHaveLength(2);
+    // each upstream request carried its attempt id, so the export line of the aborted one names its attempt
+    expect(aborted.clientRequestId).toBe(primary.attempt_id);
+    expect(seen.find((e) => e.fingerprint === aborted.fingerprint && !e.aborted)?.clientRequestId).toBe(hedge.attempt_id);
     const bill = aborted.wouldBill as { promptTokens: number; cachedTokens: number; outputTokens: number; reasoningTokens: number };
     const imported = await fetch(`${reconciliation}/cases/${lossCase.case_id}/import-usage`, {
       method: 'POST',

@@ -26,6 +26,15 @@ import pg from 'pg';
 import { startKafka } from './kafka.mjs';
 import { ensurePrismaClient } from './prisma-generate.mjs';
 import { runTs, sleep, scriptArgs, startOwnInfra, startServices, tsRequire, withStops } from './services.mjs';
+import {
+  ledgerSnapshot,
+  overBudgetAccounts,
+  quiesce as quiesceStack,
+  rng,
+  settledTopicSum,
+  unhealthyServices,
+  waitForLag as lagZero,
+} from './stack-checks.mjs';
 
 const args = scriptArgs();
 const SHORT = args.short === 'true';
@@ -44,18 +53,6 @@ const { Kafka, logLevel } = require('kafkajs');
 
 const t0 = Date.now();
 const log = (msg) => console.log(`[chaos ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)}s] ${msg}`);
-
-/** Deterministic pseudo-random numbers (mulberry32), so a seed reproduces the same load mix. */
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const violations = [];
 const violate = (what) => {
@@ -285,13 +282,7 @@ async function oneRequest(base, r, count) {
 }
 
 async function checkBudgets(db, when) {
-  const { rows } = await db.query(
-    `SELECT id, budget_microusd::text AS b, pending_microusd::text AS p, unresolved_microusd::text AS u, settled_microusd::text AS s
-     FROM budget_account
-     WHERE pending_microusd + unresolved_microusd + settled_microusd > budget_microusd
-        OR pending_microusd < 0 OR unresolved_microusd < 0 OR settled_microusd < 0`,
-  );
-  for (const r of rows) violate(`${when}: account ${r.id} pending ${r.p} + unresolved ${r.u} + settled ${r.s} vs budget ${r.b}`);
+  for (const v of await overBudgetAccounts(db)) violate(`${when}: ${v}`);
 }
 
 async function checkLedger(db) {
@@ -311,23 +302,7 @@ async function checkLedger(db) {
 
 /** Waits until no attempt is in flight and no action is open (bounded). */
 async function quiesce(db) {
-  const until = Date.now() + DEADLINE_MS + ORPHAN_GRACE_MS + 40_000;
-  while (Date.now() < until) {
-    const { rows } = await db.query(`SELECT
-      (SELECT count(*) FROM attempt WHERE status IN ('claimed', 'in_flight', 'succeeded', 'failed', 'cancelled', 'usage_missing'))::int AS a,
-      (SELECT count(*) FROM action WHERE status IN ('received', 'admitted', 'dispatched'))::int AS b,
-      (SELECT count(*) FROM outbox_message WHERE published_at IS NULL)::int AS c`);
-    if (rows[0].a === 0 && rows[0].b === 0 && rows[0].c === 0) return;
-    await sleep(500);
-  }
-  log('quiesce: still busy at the limit; checking anyway');
-}
-
-async function ledgerSnapshot(db) {
-  const { rows } = await db.query(`SELECT count(*)::int AS rows, COALESCE(sum(cost_microusd), 0)::text AS sum,
-    md5(COALESCE(string_agg(attempt_id || ':' || cost_microusd || ':' || usage_source, ',' ORDER BY attempt_id), '')) AS digest
-    FROM ledger_entry`);
-  return { rows: rows[0].rows, sum: rows[0].sum, digest: rows[0].digest };
+  if (!(await quiesceStack(db, DEADLINE_MS + ORPHAN_GRACE_MS + 40_000))) log('quiesce: still busy at the limit; checking anyway');
 }
 
 /** Offsets of the groups reset to earliest while their services are down: every event is delivered again. */
@@ -358,80 +333,11 @@ async function replay(services, brokers, groups) {
 }
 
 async function waitForLag(brokers, groupId, topic) {
-  const admin = new Kafka({ clientId: 'chaos', brokers: [brokers], logLevel: logLevel.NOTHING }).admin();
-  await admin.connect();
-  try {
-    const until = Date.now() + 60_000;
-    while (Date.now() < until) {
-      const ends = await admin.fetchTopicOffsets(topic);
-      const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
-      const lag = ends.reduce((sum, e) => {
-        const c = committed.partitions.find((p) => p.partition === e.partition);
-        const at = c && Number(c.offset) >= 0 ? Number(c.offset) : 0;
-        return sum + (Number(e.high) - at);
-      }, 0);
-      if (lag === 0) return;
-      await sleep(500);
-    }
-    violate(`${groupId} did not catch up on ${topic} within 60 s`);
-  } finally {
-    await admin.disconnect();
-  }
-}
-
-/** Reads the whole settled topic; finance counts each attempt once. */
-async function settledTopicSum(brokers) {
-  const kafka = new Kafka({ clientId: 'chaos-finance', brokers: [brokers], logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  const ends = await admin.fetchTopicOffsets(Topics.usageSettled.name);
-  await admin.disconnect();
-  const target = new Map(ends.map((e) => [e.partition, Number(e.high)]));
-  const byAttempt = new Map();
-  let deliveries = 0;
-  if ([...target.values()].every((h) => h === 0)) return { attempts: 0, sum: '0', duplicates: 0 };
-  const consumer = kafka.consumer({ groupId: `chaos-finance-${Date.now()}` });
-  await consumer.connect();
-  await consumer.subscribe({ topic: Topics.usageSettled.name, fromBeginning: true });
-  const seen = new Map();
-  await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('settled topic not read within 60 s')), 60_000);
-    consumer
-      .run({
-        eachMessage: async ({ partition, message }) => {
-          deliveries += 1;
-          const e = JSON.parse(message.value.toString('utf8'));
-          byAttempt.set(e.attempt_id, BigInt(e.cost_microusd));
-          seen.set(partition, Number(message.offset) + 1);
-          if ([...target.entries()].every(([p, h]) => h === 0 || (seen.get(p) ?? 0) >= h)) {
-            clearTimeout(timer);
-            resolve();
-          }
-        },
-      })
-      .catch(reject);
-  });
-  await consumer.disconnect();
-  const sum = [...byAttempt.values()].reduce((a, b) => a + b, 0n);
-  return { attempts: byAttempt.size, sum: sum.toString(), duplicates: deliveries - byAttempt.size };
+  if (!(await lagZero(brokers, groupId, topic))) violate(`${groupId} did not catch up on ${topic} within 60 s`);
 }
 
 async function waitHealthy(services, env, when) {
-  const until = Date.now() + 60_000;
-  for (const c of services.children) {
-    const port = Number(env[c.service.portEnv]);
-    for (;;) {
-      const ok = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(2000) })
-        .then((r) => r.ok)
-        .catch(() => false);
-      if (ok) break;
-      if (Date.now() > until) {
-        violate(`${c.service.name} not healthy ${when}`);
-        break;
-      }
-      await sleep(500);
-    }
-  }
+  for (const name of await unhealthyServices(services, env)) violate(`${name} not healthy ${when}`);
 }
 
 main().then(

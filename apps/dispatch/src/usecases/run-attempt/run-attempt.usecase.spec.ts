@@ -19,7 +19,7 @@ import { UpstreamCredentials } from '@gateway/providers';
 import { DispatchMetrics } from '../../dispatch.metrics';
 import { dispatchCommand } from './dispatch-command.fixture';
 import type { AttemptStore, ReplyPublisher } from './ports';
-import { RunAttempt } from './run-attempt.usecase';
+import { CLIENT_REQUEST_ID_HEADER, RunAttempt } from './run-attempt.usecase';
 
 const NOW = new Date('2026-03-01T12:00:00.000Z');
 const ADMISSION_1: ReplyAddress = { instanceId: 'admission-1', topic: 'dispatchReplies' };
@@ -268,6 +268,30 @@ describe('RunAttempt', () => {
       await f.attempt({ ...cmd, route: { ...cmd.route, credential_ref: 'UPSTREAM_A' } });
       expect(f.store.completed).toHaveLength(1);
       expect(f.replies()[0]).toMatchObject({ kind: 'error', code: 'upstream_error' });
+    });
+
+    it.each([
+      ['openai-chat', OPENAI_PATH, false],
+      ['openai-chat', OPENAI_PATH, true],
+      ['gemini-generate', '/v1beta/models/model-x:generateContent', false],
+    ] as const)('%s (stream %s): sends the attempt id upstream as x-client-request-id', async (kind, path, stream) => {
+      const f = setup();
+      const seen: string[] = [];
+      const cmd = dispatchCommand({ requested_candidates: null, effective_candidates: 1, stream }, kind);
+      f.pool
+        .intercept({
+          path: (p: string) => p.startsWith(stream ? '/v1/chat/completions' : path),
+          method: 'POST',
+          headers: (h: Record<string, string>) => {
+            seen.push(h[CLIENT_REQUEST_ID_HEADER]);
+            return true;
+          },
+        })
+        .reply(400, { error: { code: 'x', status: 'x' } });
+      await f.attempt(cmd);
+      expect(f.store.claims).toHaveLength(1);
+      // (the matcher may run more than once for one request)
+      expect([...new Set(seen)]).toEqual([f.store.claims[0].attemptId]);
     });
 
     it('sends nothing when the single-use claim is refused (a redelivered command)', async () => {

@@ -162,7 +162,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
     let body: unknown;
     let firstByte = false;
     try {
-      const res = await this.send(req, timeoutMs, ctx.abort.signal);
+      const res = await this.send(req, ctx, timeoutMs);
       firstByte = true;
       statusCode = res.statusCode;
       headers = res.headers;
@@ -296,7 +296,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
     let statusCode = 0;
     let acc: ReturnType<typeof adapter.streamAccumulator> | null = null;
     try {
-      const res = await this.send(req, timeoutMs, ctx.abort.signal);
+      const res = await this.send(req, ctx, timeoutMs);
       statusCode = res.statusCode;
       this.metrics.upstream.inc({ route: cmd.route.route_id, status: String(statusCode) });
       if (statusCode >= 400) {
@@ -369,15 +369,21 @@ export class RunAttempt implements BeforeApplicationShutdown {
   }
 
   /** One upstream call, bounded by what is left of the action's deadline. */
-  private send(req: UpstreamRequest, timeoutMs: number, signal: AbortSignal) {
+  /**
+   * Every upstream request carries its attempt id as `x-client-request-id` (OpenAI documents the
+   * header and echoes it; Gemini ignores it). A provider's usage export can then name an attempt
+   * that never got a response (an aborted hedge loser, a cut connection), which has no provider
+   * request id the gateway could know; the usage-export import matches those lines by it.
+   */
+  private send(req: UpstreamRequest, ctx: Ctx, timeoutMs: number) {
     return request(req.url, {
       method: 'POST',
-      headers: req.headers,
+      headers: { ...req.headers, [CLIENT_REQUEST_ID_HEADER]: ctx.attemptId },
       body: JSON.stringify(req.body),
       dispatcher: this.upstream,
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
-      signal,
+      signal: ctx.abort.signal,
     });
   }
 
@@ -564,6 +570,9 @@ export type ReplyExtras = { attempts_total: number; winner_role: AttemptRole | n
  * send the action id in it, so a provider that saw the first try answers the retry from it. A hedge
  * never carries it (a duplicate the provider deduplicated would not be a hedge).
  */
+/** The header that carries the attempt id upstream (see `send`). */
+export const CLIENT_REQUEST_ID_HEADER = 'x-client-request-id';
+
 function withIdempotency(req: UpstreamRequest, ctx: Ctx): UpstreamRequest {
   const header = ctx.cmd.route.idempotency_header;
   if (!header || ctx.role === 'hedge' || ctx.role === 'probe') return req;

@@ -140,7 +140,13 @@ export class ImportUsageExport {
     if (m.openCaseId) {
       try {
         const resolved = await this.importUsage.execute(
-          { caseId: m.openCaseId, providerRequestId: value.provider_request_id, usage, actor },
+          {
+            caseId: m.openCaseId,
+            providerRequestId: value.provider_request_id,
+            clientRequestId: value.client_request_id ?? null,
+            usage,
+            actor,
+          },
           now,
         );
         return report(line, value, 'resolved', m.attemptId, m.openCaseId, resolved.cost_microusd, resolved.cost_microusd, null);

@@ -63,6 +63,13 @@ export interface ImportUsageCommand {
   usage: Usage;
   /** the operator who imported it */
   actor: string;
+  /**
+   * The attempt id the provider's export echoes as the request's client request id (bulk import:
+   * dispatch sends it upstream). It names the attempt itself, so the evidence may carry another of
+   * the provider's ids for the same request than the one the attempt recorded (OpenAI: the
+   * response's `id` on the export, the `x-request-id` header on the attempt).
+   */
+  clientRequestId?: string | null;
 }
 
 export function importUsageCommand(caseId: string, body: unknown, actor: string): ImportUsageCommand {

@@ -161,6 +161,20 @@ describe('ImportUsage', () => {
     expect(store.s.ledger.size).toBe(0);
   });
 
+  it('accepts another of the provider ids for the request when the evidence echoes the attempt id as its client request id', async () => {
+    const { store, caseId, importUsage } = await orphanCase();
+    store.s.cases.get(caseId)!.providerRequestId = 'req_sim_1';
+    const attemptId = store.s.cases.get(caseId)!.attemptId!;
+    // another attempt's id does not vouch for this one
+    await expect(
+      importUsage.execute({ ...importUsageCommand(caseId, EVIDENCE, 'x'), clientRequestId: 'another-attempt' }, LATER),
+    ).rejects.toMatchObject({ code: 'provider_request_mismatch' });
+    expect(store.s.ledger.size).toBe(0);
+    const result = await importUsage.execute({ ...importUsageCommand(caseId, EVIDENCE, 'x'), clientRequestId: attemptId }, LATER);
+    expect(result).toMatchObject({ settled_microusd: String(COST) });
+    expect(store.s.ledger.size).toBe(1);
+  });
+
   it('refuses an unknown case', async () => {
     const { importUsage } = await orphanCase();
     await expect(importUsage.execute(importUsageCommand('nope', EVIDENCE, 'x'), LATER)).rejects.toEqual(expect.any(ReconciliationError));

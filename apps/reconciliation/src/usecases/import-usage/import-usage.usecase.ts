@@ -76,9 +76,10 @@ export class ImportUsage {
         throw new ReconciliationError('case_not_resolvable', `attempt ${attempt.id} is ${attempt.status} and cannot be settled yet`);
       }
       if (!reservation) throw new ReconciliationError('case_not_resolvable', `action ${action.id} has no reservation to price against`);
-      // Evidence for another provider request would settle the wrong call.
+      // Evidence for another provider request would settle the wrong call, unless the provider
+      // echoes the attempt's own id (then the request ids are two names of one call).
       const knownRequestId = c.providerRequestId ?? attempt.providerRequestId;
-      if (knownRequestId && knownRequestId !== cmd.providerRequestId) {
+      if (knownRequestId && knownRequestId !== cmd.providerRequestId && cmd.clientRequestId !== attempt.id) {
         throw new ReconciliationError(
           'provider_request_mismatch',
           `attempt ${attempt.id} was provider request ${knownRequestId}, the evidence is for ${cmd.providerRequestId}`,

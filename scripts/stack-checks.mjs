@@ -1,0 +1,126 @@
+// Checks and helpers shared by the scripts that run a whole stack of their own and then prove
+// invariants over it (scripts/chaos.mjs, scripts/simulate-day.mjs): a seeded random sequence, the
+// budget accounts' sum rule, quiescence, the ledger's digest, the settled topic's totals, lag.
+import path from 'node:path';
+import { ROOT, sleep, tsRequire } from './services.mjs';
+
+const require = tsRequire();
+const { Topics } = require('@gateway/contracts');
+const { Kafka, logLevel } = require('kafkajs');
+
+/** Deterministic pseudo-random numbers (the provider simulator's mulberry32), so a seed reproduces the same load mix. */
+export const rng = require(path.join(ROOT, 'apps/provider-sim/src/text.ts')).createRng;
+
+/** Budget accounts where pending + unresolved + settled > budget, or any part is negative. */
+export async function overBudgetAccounts(db) {
+  const { rows } = await db.query(
+    `SELECT id, budget_microusd::text AS b, pending_microusd::text AS p, unresolved_microusd::text AS u, settled_microusd::text AS s
+     FROM budget_account
+     WHERE pending_microusd + unresolved_microusd + settled_microusd > budget_microusd
+        OR pending_microusd < 0 OR unresolved_microusd < 0 OR settled_microusd < 0`,
+  );
+  return rows.map((r) => `account ${r.id} pending ${r.p} + unresolved ${r.u} + settled ${r.s} vs budget ${r.b}`);
+}
+
+/** Waits until no attempt is in flight or awaiting settlement, no action is open and the outbox is empty; false at the limit. */
+export async function quiesce(db, limitMs) {
+  const until = Date.now() + limitMs;
+  while (Date.now() < until) {
+    const { rows } = await db.query(`SELECT
+      (SELECT count(*) FROM attempt WHERE status IN ('claimed', 'in_flight', 'succeeded', 'failed', 'cancelled', 'usage_missing'))::int AS a,
+      (SELECT count(*) FROM action WHERE status IN ('received', 'admitted', 'dispatched'))::int AS b,
+      (SELECT count(*) FROM outbox_message WHERE published_at IS NULL)::int AS c`);
+    if (rows[0].a === 0 && rows[0].b === 0 && rows[0].c === 0) return true;
+    await sleep(500);
+  }
+  return false;
+}
+
+/** Rows, sum and a digest of the whole ledger (what a replay or a second import must not change). */
+export async function ledgerSnapshot(db) {
+  const { rows } = await db.query(`SELECT count(*)::int AS rows, COALESCE(sum(cost_microusd), 0)::text AS sum,
+    md5(COALESCE(string_agg(attempt_id || ':' || cost_microusd || ':' || usage_source, ',' ORDER BY attempt_id), '')) AS digest
+    FROM ledger_entry`);
+  return { rows: rows[0].rows, sum: rows[0].sum, digest: rows[0].digest };
+}
+
+/** Consumer lag of a group on a topic reaches 0 within 60 s (false otherwise). */
+export async function waitForLag(brokers, groupId, topic) {
+  const admin = new Kafka({ clientId: 'stack-checks', brokers: [brokers], logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const until = Date.now() + 60_000;
+    while (Date.now() < until) {
+      const ends = await admin.fetchTopicOffsets(topic);
+      const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+      const lag = ends.reduce((sum, e) => {
+        const c = committed.partitions.find((p) => p.partition === e.partition);
+        const at = c && Number(c.offset) >= 0 ? Number(c.offset) : 0;
+        return sum + (Number(e.high) - at);
+      }, 0);
+      if (lag === 0) return true;
+      await sleep(500);
+    }
+    return false;
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** Reads the whole settled topic; finance counts each attempt once. */
+export async function settledTopicSum(brokers) {
+  const kafka = new Kafka({ clientId: 'stack-checks-finance', brokers: [brokers], logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  const ends = await admin.fetchTopicOffsets(Topics.usageSettled.name);
+  await admin.disconnect();
+  const target = new Map(ends.map((e) => [e.partition, Number(e.high)]));
+  const byAttempt = new Map();
+  let deliveries = 0;
+  if ([...target.values()].every((h) => h === 0)) return { attempts: 0, sum: '0', duplicates: 0 };
+  const consumer = kafka.consumer({ groupId: `stack-checks-finance-${Date.now()}` });
+  await consumer.connect();
+  await consumer.subscribe({ topic: Topics.usageSettled.name, fromBeginning: true });
+  const seen = new Map();
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('settled topic not read within 60 s')), 60_000);
+    consumer
+      .run({
+        eachMessage: async ({ partition, message }) => {
+          deliveries += 1;
+          const e = JSON.parse(message.value.toString('utf8'));
+          byAttempt.set(e.attempt_id, BigInt(e.cost_microusd));
+          seen.set(partition, Number(message.offset) + 1);
+          if ([...target.entries()].every(([p, h]) => h === 0 || (seen.get(p) ?? 0) >= h)) {
+            clearTimeout(timer);
+            resolve();
+          }
+        },
+      })
+      .catch(reject);
+  });
+  await consumer.disconnect();
+  const sum = [...byAttempt.values()].reduce((a, b) => a + b, 0n);
+  return { attempts: byAttempt.size, sum: sum.toString(), duplicates: deliveries - byAttempt.size };
+}
+
+/** Every service of a `startServices` stack answers /health within 60 s; the names of those that do not. */
+export async function unhealthyServices(services, env) {
+  const until = Date.now() + 60_000;
+  const down = [];
+  for (const c of services.children) {
+    const port = Number(env[c.service.portEnv]);
+    for (;;) {
+      const ok = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(2000) })
+        .then((r) => r.ok)
+        .catch(() => false);
+      if (ok) break;
+      if (Date.now() > until) {
+        down.push(c.service.name);
+        break;
+      }
+      await sleep(500);
+    }
+  }
+  return down;
+}
