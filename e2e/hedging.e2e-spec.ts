@@ -1,4 +1,4 @@
-import { hedgeSettings } from '@gateway/testing';
+import { DEFAULT_PRICES, hedgeSettings } from '@gateway/testing';
 import { actionStatus, settledAction } from './actions';
 import { countingFetch, eventually, failureOf, openai, SDK_ERRORS, simLastSeq, simRequestsSince, stack, uid, withSeeder } from './support';
 
@@ -27,6 +27,13 @@ describe('hedges, retries and fallbacks (issue 10)', () => {
   const policy = hedgeSettings;
   const noHedge = (over: Record<string, unknown> = {}) => policy({ max_hedges: 0, ...over });
 
+  const BACKUP_PRICE = {
+    inputPerMTokMicrousd: 4n * DEFAULT_PRICES.inputPerMTokMicrousd,
+    cachedInputPerMTokMicrousd: 4n * DEFAULT_PRICES.cachedInputPerMTokMicrousd,
+    outputPerMTokMicrousd: 4n * DEFAULT_PRICES.outputPerMTokMicrousd,
+    reasoningPerMTokMicrousd: 4n * DEFAULT_PRICES.reasoningPerMTokMicrousd,
+  };
+
   const get = async (url: string, token: string) => {
     const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
     return { status: res.status, body: (await res.json()) as Record<string, any> };
@@ -52,7 +59,8 @@ describe('hedges, retries and fallbacks (issue 10)', () => {
       await seed.route({ routeId: stingy, alias: stingy, upstreamModel: 'sim-gpt;slow-first=1:1500', ...sim });
       await seed.route({ routeId: flaky, alias: flaky, upstreamModel: 'sim-gpt;fail-first=1', ...sim });
       await seed.route({ routeId: down, alias: down, upstreamModel: 'sim-gpt;status=503', ...sim });
-      await seed.route({ routeId: backup, alias: backup, upstreamModel: 'sim-gpt', ...sim });
+      // the fallback route costs four times the others, on every rate (whole micro-USD per token: 10 / 5 / 40 / 40)
+      await seed.route({ routeId: backup, alias: backup, upstreamModel: 'sim-gpt', ...sim }, { price: BACKUP_PRICE });
       await seed.route({ routeId: broken, alias: broken, upstreamModel: 'sim-gpt;status=503', ...sim });
       key = (await seed.workload({ id: workloadId, allowedAliases: [slow, stingy, flaky, down, broken], fallbackChain: [backup] })).key;
       await seed.hedgePolicy(workloadId, policy(), slow);
@@ -153,7 +161,7 @@ describe('hedges, retries and fallbacks (issue 10)', () => {
     ]);
   });
 
-  it('the primary route down → the fallback route answers, held at its own price', async () => {
+  it('the primary route down → the fallback route answers, held and settled at its own price', async () => {
     const { response } = await ask(down, 'fall back');
     expect(response.headers.get('x-gateway-attempts')).toBe('2');
     expect(response.headers.get('x-gateway-winner-role')).toBe('fallback');
@@ -163,7 +171,25 @@ describe('hedges, retries and fallbacks (issue 10)', () => {
       expect.objectContaining({ role: 'primary', route_id: down, winner: false }),
       expect.objectContaining({ role: 'fallback', route_id: backup, winner: true }),
     ]);
-    expect(await ledgerOf(actionId, 2)).toHaveLength(2);
+    const [primary, fallback] = status.attempts;
+    // admission held the fallback at its route's (dearer) price
+    expect(BigInt(fallback.hold_microusd)).toBeGreaterThan(BigInt(primary.hold_microusd));
+    const rows = await ledgerOf(actionId, 2);
+    const byRole = new Map(rows.map((r) => [r.attempt_role, r]));
+    expect(byRole.get('primary')).toMatchObject({ price_revision: `price-${down}-v1` });
+    const row = byRole.get('fallback')!;
+    // priced at the fallback route's revision, not the reservation's (the primary route's)
+    expect(row.price_revision).toBe(`price-${backup}-v1`);
+    const cost = BigInt(row.cost_microusd);
+    const c = row.cost_microusd_by_category as Record<string, string>;
+    // at 10 / 5 / 40 / 40 micro-USD per token every line is exact: a plain input token costs 10, a
+    // cached one 5 (so input + 2 × cached = 10 × all input), every output token (reasoning included) 40
+    expect(BigInt(c.input) + 2n * BigInt(c.cached_input)).toBe(10n * BigInt(row.input_tokens));
+    expect(BigInt(c.output) + BigInt(c.reasoning)).toBe(40n * BigInt(row.output_tokens_total));
+    expect(cost).toBeGreaterThan(0n);
+    // the hold the fallback took covers what it cost
+    expect(cost).toBeLessThanOrEqual(BigInt(fallback.hold_microusd));
+    expect(BigInt(status.money_microusd.settled)).toBe(cost + BigInt(byRole.get('primary')!.cost_microusd));
   });
 
   it('after the gateway retried, the SDK is told not to retry: one SDK call, two upstream attempts', async () => {

@@ -134,6 +134,7 @@ export class InMemoryReconciliationStore implements ReconciliationStore, LedgerP
     status?: AttemptState;
     role?: ReconciliationAttemptView['role'];
     holdMicrousd?: bigint | null;
+    priceRevisionId?: string | null;
   }): void {
     this.s.attempts.set(input.attemptId, {
       id: input.attemptId,
@@ -150,6 +151,7 @@ export class InMemoryReconciliationStore implements ReconciliationStore, LedgerP
       holdMicrousd: input.holdMicrousd ?? null,
       winner: false,
       policyRevisionId: null,
+      priceRevisionId: input.priceRevisionId ?? null,
       usageSource: null,
       financialState: null,
       tokens: {},

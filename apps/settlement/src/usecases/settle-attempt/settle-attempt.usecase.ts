@@ -9,6 +9,8 @@ import {
   CatalogRepository,
   LedgerRepository,
   LedgerRow,
+  LockedAttempt,
+  priceRevisionOf,
   ProcessedEventRepository,
   ReservationHoldRepository,
   ReservationView,
@@ -102,15 +104,18 @@ export class SettleAttempt {
   private async settleFresh(tx: Tx, events: AttemptCompletedV1[], now: Date): Promise<SettleOutcome[]> {
     // Global lock order (docs/architecture.md): attempts, then reservations (each set in id
     // order); the budget accounts last, in moveMany.
-    const statuses = await this.attempts.lockAttempts(tx, unique(events.map((e) => e.attempt_id)));
+    const locked = await this.attempts.lockAttempts(tx, unique(events.map((e) => e.attempt_id)));
     const actionIds = unique(events.map((e) => e.action_id));
     const reservations = await this.holds.lockMany(tx, actionIds);
-    const batch = new SettlementBatch(statuses, await this.attempts.awaitingSettlementByAction(tx, actionIds));
+    const batch = new SettlementBatch(locked, await this.attempts.awaitingSettlementByAction(tx, actionIds));
     // The ledger rows first, in one insert: whether an attempt's row is new decides what it moves.
     const entries = new Map<AttemptCompletedV1, { row: LedgerRow; eventId: string; unpriced: string[] }>();
     for (const e of events) {
       const r = reservations.get(e.action_id);
-      if (r && settlesFromUsage(e)) entries.set(e, { ...(await this.ledgerRow(e, r, now)), eventId: this.ids.next() });
+      if (r && settlesFromUsage(e)) {
+        const priceRevisionId = priceRevisionOf(locked.get(e.attempt_id)?.priceRevisionId, r.priceRevisionId);
+        entries.set(e, { ...(await this.ledgerRow(e, priceRevisionId, now)), eventId: this.ids.next() });
+      }
     }
     const inserted = await this.ledger.recordMany(tx, [...entries.values()]);
     const outcomes: SettleOutcome[] = [];
@@ -198,12 +203,13 @@ export class SettleAttempt {
   }
 
   /**
-   * The attempt's ledger row, priced from the provider-reported usage at the reservation's price
-   * revision and at the tiers the usage reached, and what the usage reported that it does not price.
+   * The attempt's ledger row, priced from the provider-reported usage at the attempt's own price
+   * revision (`priceRevisionOf`: a fallback at its route's price) and at the tiers the usage
+   * reached, and what the usage reported that it does not price.
    */
-  private async ledgerRow(e: AttemptCompletedV1, r: ReservationView, now: Date): Promise<{ row: LedgerRow; unpriced: string[] }> {
-    const price = await this.catalog.priceById(r.priceRevisionId);
-    if (!price) throw new Error(`price revision ${r.priceRevisionId} missing`);
+  private async ledgerRow(e: AttemptCompletedV1, priceRevisionId: string, now: Date): Promise<{ row: LedgerRow; unpriced: string[] }> {
+    const price = await this.catalog.priceById(priceRevisionId);
+    if (!price) throw new Error(`price revision ${priceRevisionId} missing`);
     const usage = usageOfAttempt(e);
     const cost = priceUsage(usage, price);
     const row = buildLedgerRow({
@@ -285,11 +291,14 @@ export class SettleAttempt {
 class SettlementBatch {
   readonly transitions: Array<{ attemptId: string; event: AttemptEvent; reason: string }> = [];
   private readonly byReservation = new Map<string, { r: ReservationView; hold: Hold; steps: Movement[]; reason: string }>();
+  private readonly statuses: Map<string, AttemptState>;
 
   constructor(
-    private readonly statuses: Map<string, AttemptState>,
+    locked: Map<string, LockedAttempt>,
     private readonly awaiting: Map<string, number>,
-  ) {}
+  ) {
+    this.statuses = new Map([...locked].map(([id, a]) => [id, a.status]));
+  }
 
   transition(e: AttemptCompletedV1, event: AttemptEvent, reason: string): void {
     this.transitions.push({ attemptId: e.attempt_id, event, reason });

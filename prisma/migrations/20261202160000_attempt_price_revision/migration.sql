@@ -1,0 +1,28 @@
+-- Each attempt records the price revision it is priced at (issue 10): the primary the reservation's,
+-- an extra attempt its own route's revision in force (admission puts it in the command's RouteTarget;
+-- a fallback on another route is no longer billed at the primary route's price). Settlement,
+-- reconciliation's imports and releases read it (AttemptRepository.priceRevisionOf is the one rule:
+-- the attempt's own, else, on rows written before this column, the reservation's). Existing rows
+-- are back-filled with their reservation's revision, which is what they were priced at.
+ALTER TABLE "attempt" ADD COLUMN "price_revision_id" TEXT;
+UPDATE "attempt" t SET "price_revision_id" = r."price_revision_id" FROM "reservation" r WHERE r."action_id" = t."action_id";
+
+-- The extra-attempt admission with the attempt's price revision: the serialised function of
+-- migration 20261202100100, unchanged, then — in the same autocommit call, only when it admitted —
+-- the revision written on the attempt row it has just inserted (a row no other path can hold yet).
+CREATE FUNCTION dispatch_admit_extra_attempt_priced(
+  p_action text, p_attempt text, p_attempt_no int, p_role text, p_route text, p_route_version int, p_effective int,
+  p_hold bigint, p_policy_revision text, p_max_attempts int, p_max_hedges int, p_max_retries int, p_max_extra bigint,
+  p_floor bigint, p_min_remaining_ms int, p_claimed_by text, p_now timestamptz, p_extendable text[], p_attempt_status text,
+  p_lock_order text[], p_price_revision text
+) RETURNS TABLE (refused text, attempts_total int) LANGUAGE plpgsql AS $$
+BEGIN
+  SELECT d.refused, d.attempts_total INTO refused, attempts_total
+  FROM dispatch_admit_extra_attempt(p_action, p_attempt, p_attempt_no, p_role, p_route, p_route_version, p_effective, p_hold,
+    p_policy_revision, p_max_attempts, p_max_hedges, p_max_retries, p_max_extra, p_floor, p_min_remaining_ms, p_claimed_by, p_now,
+    p_extendable, p_attempt_status, p_lock_order) d;
+  IF refused IS NULL THEN
+    UPDATE attempt t SET price_revision_id = p_price_revision WHERE t.id = p_attempt;
+  END IF;
+  RETURN NEXT;
+END $$;
