@@ -26,3 +26,14 @@ BEGIN
   END IF;
   RETURN NEXT;
 END $$;
+
+-- The winner compare-and-set in the global lock order (docs/architecture.md: attempt → action):
+-- the asking attempt's row first, then dispatch_choose_winner (migration 20261202100100, unchanged:
+-- the action, then the winning attempt, which this call already holds). Before, it locked the action
+-- and then the attempt, against settlement, which locks the attempt and then the action.
+CREATE FUNCTION dispatch_choose_winner_in_order(p_action text, p_attempt text, p_now timestamptz, p_open text[])
+RETURNS TABLE (won boolean, winner_attempt_id text) LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM 1 FROM attempt t WHERE t.id = p_attempt AND t.action_id = p_action FOR UPDATE;
+  RETURN QUERY SELECT w.won, w.winner_attempt_id FROM dispatch_choose_winner(p_action, p_attempt, p_now, p_open) w;
+END $$;

@@ -310,10 +310,13 @@ const ADMIT_EXTRA: PreparedStatement = {
     $18::text[], $19::text, $20::text[], $21::text)`,
 };
 
-/** $1 action, $2 attempt, $3 now, $4 the action states a winner may still be chosen in. */
+/**
+ * $1 action, $2 attempt, $3 now, $4 the action states a winner may still be chosen in. The attempt
+ * is locked before the action (`dispatch_choose_winner_in_order`, the global lock order).
+ */
 const CHOOSE_WINNER: PreparedStatement = {
-  name: 'dispatch_choose_winner',
-  text: `SELECT won, winner_attempt_id FROM dispatch_choose_winner($1::text, $2::text, $3::timestamptz, $4::text[])`,
+  name: 'dispatch_choose_winner_in_order',
+  text: `SELECT won, winner_attempt_id FROM dispatch_choose_winner_in_order($1::text, $2::text, $3::timestamptz, $4::text[])`,
 };
 
 /**

@@ -19,7 +19,11 @@ export class ReservationHoldRepository {
     return (await this.lockMany(tx, [actionId])).get(actionId) ?? null;
   }
 
-  /** Locks and reads the actions' reservations (in id order) in one round trip, by action id. */
+  /**
+   * Locks and reads the actions' reservations in one round trip, by action id: each action row and
+   * then its reservation, in action id order (the global lock order: action before reservation —
+   * `moveMany` updates both, and an extra attempt's admission locks the action, then the reservation).
+   */
   async lockMany(tx: Tx, actionIds: readonly string[]): Promise<Map<string, ReservationView>> {
     if (actionIds.length === 0) return new Map();
     const rows = await prismaTx(tx).$queryRaw<
@@ -36,9 +40,10 @@ export class ReservationHoldRepository {
         exception_account_id: string | null;
         scope_account_ids: string[] | null;
       }>
-    >`SELECT id, action_id, status, reserved_microusd, settled_microusd, unresolved_microusd, released_microusd,
-             price_revision_id, workload_account_id, exception_account_id, scope_account_ids
-      FROM reservation WHERE action_id = ANY(${[...actionIds]}::text[]) ORDER BY id FOR UPDATE`;
+    >`SELECT r.id, r.action_id, r.status, r.reserved_microusd, r.settled_microusd, r.unresolved_microusd, r.released_microusd,
+             r.price_revision_id, r.workload_account_id, r.exception_account_id, r.scope_account_ids
+      FROM action a JOIN reservation r ON r.action_id = a.id
+      WHERE a.id = ANY(${[...actionIds]}::text[]) ORDER BY a.id FOR UPDATE OF a, r`;
     return new Map(
       rows.map((r) => [
         r.action_id,
