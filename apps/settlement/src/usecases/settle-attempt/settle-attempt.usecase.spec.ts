@@ -1,6 +1,6 @@
 import { AttemptCompletedV1, ReconciliationRequiredV1, TopicKey, Topics, UsageSettledV1 } from '@gateway/contracts';
 import { LedgerRow, NewCase, ReservationView, Tx, usageSettledEvent } from '@gateway/db';
-import { applyMovement, attemptMachine, AttemptEvent, AttemptState, Movement, PriceRevision } from '@gateway/domain';
+import { ActionState, applyMovement, attemptMachine, AttemptEvent, AttemptState, Movement, PriceRevision } from '@gateway/domain';
 import { structuredPrice } from '@gateway/testing';
 import { SettleAttempt, SettlementPorts, usageOfAttempt } from './settle-attempt.usecase';
 
@@ -40,6 +40,8 @@ function harness(
     attempts?: Array<{ id: string; status: string; hold: bigint; priceRevisionId?: string }>;
     /** price revisions besides the reservation's (an extra attempt's route) */
     otherPrices?: PriceRevision[];
+    /** the action's state as settlement's lock reads it (default dispatched) */
+    actionStatus?: ActionState;
   } = {},
 ) {
   const reserved = opts.attempts ? opts.attempts.reduce((sum, a) => sum + a.hold, 0n) : RESERVED;
@@ -58,6 +60,7 @@ function harness(
             releasedMicrousd: 0n,
             priceRevisionId: PRICE.id,
             accountIds: ['acct-wl'],
+            actionStatus: opts.actionStatus ?? 'dispatched',
           },
     account: { pending: reserved, settled: 0n, unresolved: 0n },
     attempts: new Map(opts.attempts ? opts.attempts.map((a) => [a.id, a.status]) : [['att-1', opts.attemptStatus ?? 'succeeded']]),
@@ -656,6 +659,31 @@ describe('SettleAttempt', () => {
         expect.objectContaining({ attempt_id: 'att-2', price_revision: DEAR.id, cost_microusd: '20000' }),
       ]);
       expect(s.reservation).toMatchObject({ status: 'settled', settledMicrousd: 20_000n, releasedMicrousd: 30_000n });
+    });
+
+    it('after the sweeper failed the action, a sibling whose event said action_final=false still releases the rest', async () => {
+      // the hedge ended without usage (its own hold unresolved on a case, as the sweeper leaves an
+      // orphan) and the action was failed; the primary's event, sent before with action_final=false,
+      // settles afterwards: the action's state says it is over, so the rest of the pool is released
+      const { useCase, state } = harness({ attempts: [PRIMARY, HEDGE], actionStatus: 'failed' });
+      await expect(useCase.execute(hedgeCancelled(), NOW)).resolves.toBe('reconciliation_required');
+      expect(state().reservation).toMatchObject({ unresolvedMicrousd: 12_000n, releasedMicrousd: 0n });
+      await expect(useCase.execute(primaryWon({ action_final: false, winner: false }), NOW)).resolves.toBe('settled');
+      expect(state().reservation).toMatchObject({
+        status: 'unresolved',
+        settledMicrousd: 5000n,
+        releasedMicrousd: 15_000n,
+        unresolvedMicrousd: 12_000n,
+      });
+      expect(state().account).toEqual({ pending: 0n, settled: 5000n, unresolved: 12_000n });
+    });
+
+    it('the same events while the action is still dispatched keep the rest pending (another attempt may start)', async () => {
+      const { useCase, state } = harness({ attempts: [PRIMARY, HEDGE] });
+      await useCase.execute(hedgeCancelled(), NOW);
+      await expect(useCase.execute(primaryWon({ action_final: false, winner: false }), NOW)).resolves.toBe('settled');
+      expect(state().reservation).toMatchObject({ settledMicrousd: 5000n, releasedMicrousd: 0n, unresolvedMicrousd: 12_000n });
+      expect(state().account).toEqual({ pending: 15_000n, settled: 5000n, unresolved: 12_000n });
     });
 
     it('the last attempt without usage, once the action is over: its hold unresolved, the rest released', async () => {

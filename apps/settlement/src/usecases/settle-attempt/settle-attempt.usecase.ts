@@ -17,6 +17,7 @@ import {
   Tx,
 } from '@gateway/db';
 import {
+  actionMachine,
   applyMovement,
   attemptMachine,
   AttemptEvent,
@@ -224,7 +225,7 @@ export class SettleAttempt {
 
   private settle(e: AttemptCompletedV1, r: ReservationView, row: LedgerRow, batch: SettlementBatch): SettleOutcome {
     batch.transition(e, 'settle', 'settled from provider-reported usage');
-    const plan = planSettle(batch.hold(r), { costMicrousd: row.costMicrousd, actionDone: batch.actionDone(e) });
+    const plan = planSettle(batch.hold(r), { costMicrousd: row.costMicrousd, actionDone: batch.actionDone(e, r) });
     batch.move(r, plan.movement, `attempt ${e.attempt_no} settled${plan.releasedMicrousd > 0n ? '; unused hold released' : ''}`);
     return 'settled';
   }
@@ -253,7 +254,7 @@ export class SettleAttempt {
     let movement: Movement = toUnresolved.movement;
     // The action is over: the rest of the pool (holds no attempt needs any more) is released; the
     // reservation stays unresolved while any exposure is.
-    if (batch.actionDone(e)) movement = combineMovements(movement, planReleaseRest(applyMovement(hold, movement)));
+    if (batch.actionDone(e, r)) movement = combineMovements(movement, planReleaseRest(applyMovement(hold, movement)));
     batch.move(r, movement, `attempt ${e.attempt_no}: ${reason}`);
     return 'reconciliation_required';
   }
@@ -309,9 +310,14 @@ class SettlementBatch {
     this.statuses.set(e.attempt_id, attemptMachine.transition(from, event));
   }
 
-  /** No attempt of the action can still bring usage through settlement. */
-  actionDone(e: AttemptCompletedV1): boolean {
-    return e.action_final && (this.awaiting.get(e.action_id) ?? 0) === 0;
+  /**
+   * No attempt of the action can still bring usage through settlement: the action is over — the
+   * event says so, or the action row (read under the batch's lock) is already terminal, e.g. failed
+   * by the sweeper after this attempt's event said more would come — and none awaits settlement.
+   */
+  actionDone(e: AttemptCompletedV1, r: ReservationView): boolean {
+    const over = e.action_final || actionMachine.terminal(r.actionStatus);
+    return over && (this.awaiting.get(e.action_id) ?? 0) === 0;
   }
 
   hold(r: ReservationView): Hold {
