@@ -57,7 +57,14 @@ describe('hedges, retries and fallbacks (issue 10)', () => {
       // the first request of each body waits 8 s; the same body sent again (the hedge) answers at once
       await seed.route({ routeId: slow, alias: slow, upstreamModel: 'sim-gpt;slow-first=1:8000', ...sim });
       await seed.route({ routeId: stingy, alias: stingy, upstreamModel: 'sim-gpt;slow-first=1:1500', ...sim });
-      await seed.route({ routeId: flaky, alias: flaky, upstreamModel: 'sim-gpt;fail-first=1', ...sim });
+      // its contract names the upstream's idempotency header: the retry sends the primary's value
+      await seed.route({
+        routeId: flaky,
+        alias: flaky,
+        upstreamModel: 'sim-gpt;fail-first=1',
+        upstreamIdempotencyHeader: 'Idempotency-Key',
+        ...sim,
+      });
       await seed.route({ routeId: down, alias: down, upstreamModel: 'sim-gpt;status=503', ...sim });
       // the fallback route costs four times the others, on every rate (whole micro-USD per token: 10 / 5 / 40 / 40)
       await seed.route({ routeId: backup, alias: backup, upstreamModel: 'sim-gpt', ...sim }, { price: BACKUP_PRICE });
@@ -147,13 +154,20 @@ describe('hedges, retries and fallbacks (issue 10)', () => {
     expect(await ledgerOf(actionId, 1)).toEqual([expect.objectContaining({ attempt_role: 'primary' })]);
   });
 
-  it('a transient 503 → a retry answers; two ledger rows, the failed attempt settled from the error answer', async () => {
+  it('a transient 503 → a retry answers, with the same idempotency value; two ledger rows, the failed attempt settled from the error answer', async () => {
+    const before = await simLastSeq();
     const { response } = await ask(flaky, 'retry me');
     expect(response.headers.get('x-gateway-attempts')).toBe('2');
     expect(response.headers.get('x-gateway-winner-role')).toBe('retry');
     const actionId = response.headers.get('x-gateway-action-id')!;
     const rows = await ledgerOf(actionId, 2);
     expect(rows.map((r) => r.attempt_role).sort()).toEqual(['primary', 'retry']);
+    // the route contract's header reached the provider on both tries, carrying the same value (the action id)
+    const upstream = (await simRequestsSince(before)).filter((e) => e.directives.includes('fail-first=1'));
+    expect(upstream.map((e) => [e.status, e.idempotencyKey])).toEqual([
+      [503, actionId],
+      [200, actionId],
+    ]);
     const status = await settledAction(key, actionId);
     expect(status.attempts).toEqual([
       expect.objectContaining({ attempt_no: 1, role: 'primary', winner: false, status: 'settled' }),

@@ -37,3 +37,9 @@ BEGIN
   PERFORM 1 FROM attempt t WHERE t.id = p_attempt AND t.action_id = p_action FOR UPDATE;
   RETURN QUERY SELECT w.won, w.winner_attempt_id FROM dispatch_choose_winner(p_action, p_attempt, p_now, p_open) w;
 END $$;
+
+-- Route contracts may name the upstream's idempotency header (issue 10): admission puts it in the
+-- dispatch command's RouteTarget and dispatch sends the action id in it on the primary and its
+-- retries. It changes no spend, so it takes no four-eyes approval; like any contract field, a
+-- change makes a new, unverified contract version.
+ALTER TABLE "route_contract_version" ADD COLUMN "upstream_idempotency_header" TEXT;
