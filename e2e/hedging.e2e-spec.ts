@@ -1,4 +1,4 @@
-import { hedgeSettings } from '@gateway/testing';
+import { DEFAULT_PRICES, hedgeSettings } from '@gateway/testing';
 import { actionStatus, settledAction } from './actions';
 import { countingFetch, eventually, failureOf, openai, SDK_ERRORS, simLastSeq, simRequestsSince, stack, uid, withSeeder } from './support';
 
@@ -27,6 +27,13 @@ describe('hedges, retries and fallbacks (issue 10)', () => {
   const policy = hedgeSettings;
   const noHedge = (over: Record<string, unknown> = {}) => policy({ max_hedges: 0, ...over });
 
+  const BACKUP_PRICE = {
+    inputPerMTokMicrousd: 4n * DEFAULT_PRICES.inputPerMTokMicrousd,
+    cachedInputPerMTokMicrousd: 4n * DEFAULT_PRICES.cachedInputPerMTokMicrousd,
+    outputPerMTokMicrousd: 4n * DEFAULT_PRICES.outputPerMTokMicrousd,
+    reasoningPerMTokMicrousd: 4n * DEFAULT_PRICES.reasoningPerMTokMicrousd,
+  };
+
   const get = async (url: string, token: string) => {
     const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
     return { status: res.status, body: (await res.json()) as Record<string, any> };
@@ -50,9 +57,17 @@ describe('hedges, retries and fallbacks (issue 10)', () => {
       // the first request of each body waits 8 s; the same body sent again (the hedge) answers at once
       await seed.route({ routeId: slow, alias: slow, upstreamModel: 'sim-gpt;slow-first=1:8000', ...sim });
       await seed.route({ routeId: stingy, alias: stingy, upstreamModel: 'sim-gpt;slow-first=1:1500', ...sim });
-      await seed.route({ routeId: flaky, alias: flaky, upstreamModel: 'sim-gpt;fail-first=1', ...sim });
+      // its contract names the upstream's idempotency header: the retry sends the primary's value
+      await seed.route({
+        routeId: flaky,
+        alias: flaky,
+        upstreamModel: 'sim-gpt;fail-first=1',
+        upstreamIdempotencyHeader: 'Idempotency-Key',
+        ...sim,
+      });
       await seed.route({ routeId: down, alias: down, upstreamModel: 'sim-gpt;status=503', ...sim });
-      await seed.route({ routeId: backup, alias: backup, upstreamModel: 'sim-gpt', ...sim });
+      // the fallback route costs four times the others, on every rate (whole micro-USD per token: 10 / 5 / 40 / 40)
+      await seed.route({ routeId: backup, alias: backup, upstreamModel: 'sim-gpt', ...sim }, { price: BACKUP_PRICE });
       await seed.route({ routeId: broken, alias: broken, upstreamModel: 'sim-gpt;status=503', ...sim });
       key = (await seed.workload({ id: workloadId, allowedAliases: [slow, stingy, flaky, down, broken], fallbackChain: [backup] })).key;
       await seed.hedgePolicy(workloadId, policy(), slow);
@@ -142,13 +157,20 @@ describe('hedges, retries and fallbacks (issue 10)', () => {
     expect(await ledgerOf(actionId, 1)).toEqual([expect.objectContaining({ attempt_role: 'primary' })]);
   });
 
-  it('a transient 503 → a retry answers; two ledger rows, the failed attempt settled from the error answer', async () => {
+  it('a transient 503 → a retry answers, with the same idempotency value; two ledger rows, the failed attempt settled from the error answer', async () => {
+    const before = await simLastSeq();
     const { response } = await ask(flaky, 'retry me');
     expect(response.headers.get('x-gateway-attempts')).toBe('2');
     expect(response.headers.get('x-gateway-winner-role')).toBe('retry');
     const actionId = response.headers.get('x-gateway-action-id')!;
     const rows = await ledgerOf(actionId, 2);
     expect(rows.map((r) => r.attempt_role).sort()).toEqual(['primary', 'retry']);
+    // the route contract's header reached the provider on both tries, carrying the same value (the action id)
+    const upstream = (await simRequestsSince(before)).filter((e) => e.directives.includes('fail-first=1'));
+    expect(upstream.map((e) => [e.status, e.idempotencyKey])).toEqual([
+      [503, actionId],
+      [200, actionId],
+    ]);
     const status = await settledAction(key, actionId);
     expect(status.attempts).toEqual([
       expect.objectContaining({ attempt_no: 1, role: 'primary', winner: false, status: 'settled' }),
@@ -156,7 +178,7 @@ describe('hedges, retries and fallbacks (issue 10)', () => {
     ]);
   });
 
-  it('the primary route down → the fallback route answers, held at its own price', async () => {
+  it('the primary route down → the fallback route answers, held and settled at its own price', async () => {
     const { response } = await ask(down, 'fall back');
     expect(response.headers.get('x-gateway-attempts')).toBe('2');
     expect(response.headers.get('x-gateway-winner-role')).toBe('fallback');
@@ -166,7 +188,25 @@ describe('hedges, retries and fallbacks (issue 10)', () => {
       expect.objectContaining({ role: 'primary', route_id: down, winner: false }),
       expect.objectContaining({ role: 'fallback', route_id: backup, winner: true }),
     ]);
-    expect(await ledgerOf(actionId, 2)).toHaveLength(2);
+    const [primary, fallback] = status.attempts;
+    // admission held the fallback at its route's (dearer) price
+    expect(BigInt(fallback.hold_microusd)).toBeGreaterThan(BigInt(primary.hold_microusd));
+    const rows = await ledgerOf(actionId, 2);
+    const byRole = new Map(rows.map((r) => [r.attempt_role, r]));
+    expect(byRole.get('primary')).toMatchObject({ price_revision: `price-${down}-v1` });
+    const row = byRole.get('fallback')!;
+    // priced at the fallback route's revision, not the reservation's (the primary route's)
+    expect(row.price_revision).toBe(`price-${backup}-v1`);
+    const cost = BigInt(row.cost_microusd);
+    const c = row.cost_microusd_by_category as Record<string, string>;
+    // at 10 / 5 / 40 / 40 micro-USD per token every line is exact: a plain input token costs 10, a
+    // cached one 5 (so input + 2 × cached = 10 × all input), every output token (reasoning included) 40
+    expect(BigInt(c.input) + 2n * BigInt(c.cached_input)).toBe(10n * BigInt(row.input_tokens));
+    expect(BigInt(c.output) + BigInt(c.reasoning)).toBe(40n * BigInt(row.output_tokens_total));
+    expect(cost).toBeGreaterThan(0n);
+    // the hold the fallback took covers what it cost
+    expect(cost).toBeLessThanOrEqual(BigInt(fallback.hold_microusd));
+    expect(BigInt(status.money_microusd.settled)).toBe(cost + BigInt(byRole.get('primary')!.cost_microusd));
   });
 
   it('after the gateway retried, the SDK is told not to retry: one SDK call, two upstream attempts', async () => {

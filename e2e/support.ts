@@ -175,33 +175,24 @@ export function countingFetch(): { fetch: typeof fetch; calls: () => number; url
   };
 }
 
-export async function simRequestsSince(seq: number): Promise<
-  Array<{
-    seq: number;
-    model: string;
-    candidateCount: number | null;
-    maxTokens: number | null;
-    stream: boolean;
-    directives: string[];
-    keyHeader: 'none' | 'authorization' | 'x-goog-api-key';
-    keyVerdict: 'not_required' | 'matched' | 'mismatched' | 'missing';
-    status: number;
-  }>
-> {
+/** What the provider simulator logged of one request (no prompt text), as `/_sim/requests` lists it. */
+export interface SimRequest {
+  seq: number;
+  model: string;
+  candidateCount: number | null;
+  maxTokens: number | null;
+  stream: boolean;
+  directives: string[];
+  keyHeader: 'none' | 'authorization' | 'x-goog-api-key';
+  keyVerdict: 'not_required' | 'matched' | 'mismatched' | 'missing';
+  status: number;
+  /** the `Idempotency-Key` header the provider received, if any */
+  idempotencyKey: string | null;
+}
+
+export async function simRequestsSince(seq: number): Promise<SimRequest[]> {
   const res = await fetch(`${stack.providerSim}/_sim/requests?since=${seq}`);
-  const body = (await res.json()) as {
-    requests: Array<{
-      seq: number;
-      model: string;
-      candidateCount: number | null;
-      maxTokens: number | null;
-      stream: boolean;
-      directives: string[];
-      keyHeader: 'none' | 'authorization' | 'x-goog-api-key';
-      keyVerdict: 'not_required' | 'matched' | 'mismatched' | 'missing';
-      status: number;
-    }>;
-  };
+  const body = (await res.json()) as { requests: SimRequest[] };
   return body.requests;
 }
 

@@ -51,6 +51,7 @@ describe('extra attempts: serialised admission and the winner', () => {
       effectiveCandidates: 1,
       holdMicrousd: HOLD,
       policyRevisionId: 'rev-1',
+      priceRevisionId: 'p',
       limits: {
         maxAttempts: 3,
         maxHedges: 1,
@@ -80,23 +81,25 @@ describe('extra attempts: serialised admission and the winner', () => {
     const a = await dispatchedAction();
     const before = await snapshot(a.actionId, a.accounts);
     const attemptId = randomUUID();
-    expect(await extra(a.actionId, { attemptId })).toEqual({ ok: true, attemptsTotal: 2 });
+    // a fallback-like extra attempt on a route priced by another revision: the attempt records that one
+    expect(await extra(a.actionId, { attemptId, priceRevisionId: 'p-other-route' })).toEqual({ ok: true, attemptsTotal: 2 });
     const after = await snapshot(a.actionId, a.accounts);
     expect(after.reserved).toBe(before.reserved + HOLD);
     expect(after.pending).toEqual(before.pending.map((p) => p + HOLD));
     expect([after.attempts, after.claims]).toEqual([2, 2]);
     const t = await db.prisma.attempt.findUniqueOrThrow({ where: { id: attemptId } });
-    expect([t.role, t.attemptNo, t.holdMicrousd, t.hedgePolicyRevisionId, t.status, t.winner]).toEqual([
+    expect([t.role, t.attemptNo, t.holdMicrousd, t.hedgePolicyRevisionId, t.priceRevisionId, t.status, t.winner]).toEqual([
       'hedge',
       2,
       HOLD,
       'rev-1',
+      'p-other-route',
       'in_flight',
       false,
     ]);
-    // the primary recorded the reservation's amount at admission as its own hold
+    // the primary recorded the reservation's amount at admission as its own hold, and the reservation's price revision
     const p = await db.prisma.attempt.findUniqueOrThrow({ where: { id: a.primary } });
-    expect(p.holdMicrousd).toBe(1_000n);
+    expect([p.holdMicrousd, p.priceRevisionId]).toEqual([1_000n, 'p']);
   });
 
   it('every refusal is reachable, in order, and writes nothing', async () => {

@@ -105,6 +105,7 @@ export async function handleProviderRequest(
     durationMs: null,
     providerRequestId: null,
     clientRequestId: headerText(req.headers['x-client-request-id']),
+    idempotencyKey: headerText(req.headers['idempotency-key']),
     ...emptySpendFields(),
   });
   const abort = new AbortController();

@@ -12,6 +12,7 @@ const entry = (path: string): Omit<SimRequestLogEntry, 'seq'> => ({
   directives: ['serve=1'],
   providerRequestId: null,
   clientRequestId: null,
+  idempotencyKey: null,
   fingerprint: 'f',
   keyHeader: 'none',
   keyVerdict: 'not_required',

@@ -38,6 +38,8 @@ export interface SimRequestLogEntry extends SpendFields {
   providerRequestId: string | null;
   /** The client's `x-client-request-id` header, if sent (the gateway's attempt id). */
   clientRequestId: string | null;
+  /** The `Idempotency-Key` header, if sent (a gateway route naming it sends the action id). */
+  idempotencyKey: string | null;
 }
 
 /** Keeps the newest `limit` entries so long benchmark runs don't grow memory without bound. */

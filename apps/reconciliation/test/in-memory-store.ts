@@ -45,7 +45,7 @@ interface State {
       tokens: Omit<AttemptEvidence, 'usageSource'>;
     }
   >;
-  reservations: Map<string, ReservationView & { statusReason: string }>;
+  reservations: Map<string, Omit<ReservationView, 'actionStatus'> & { statusReason: string }>;
   accounts: Map<string, BudgetAccountView>;
   cases: Map<string, ReconciliationCaseView>;
   ledger: Map<string, LedgerRow>;
@@ -134,6 +134,7 @@ export class InMemoryReconciliationStore implements ReconciliationStore, LedgerP
     status?: AttemptState;
     role?: ReconciliationAttemptView['role'];
     holdMicrousd?: bigint | null;
+    priceRevisionId?: string | null;
   }): void {
     this.s.attempts.set(input.attemptId, {
       id: input.attemptId,
@@ -150,6 +151,7 @@ export class InMemoryReconciliationStore implements ReconciliationStore, LedgerP
       holdMicrousd: input.holdMicrousd ?? null,
       winner: false,
       policyRevisionId: null,
+      priceRevisionId: input.priceRevisionId ?? null,
       usageSource: null,
       financialState: null,
       tokens: {},
@@ -265,7 +267,7 @@ export class InMemoryReconciliationStore implements ReconciliationStore, LedgerP
   readonly holds: HoldPort = {
     lock: async (_tx, actionId) => {
       const r = this.s.reservations.get(actionId);
-      return r ? { ...r, accountIds: [...r.accountIds] } : null;
+      return r ? { ...r, accountIds: [...r.accountIds], actionStatus: this.s.actions.get(actionId)!.status } : null;
     },
     move: (tx, r, m, reason) => this.move(tx, r, m, reason),
   };

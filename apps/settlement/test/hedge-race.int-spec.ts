@@ -108,6 +108,7 @@ describe('the primary answer races the hedge admission (1,000 rounds, shared tea
         effectiveCandidates: 1,
         holdMicrousd: HOLD,
         policyRevisionId: `rev-${w.id}`,
+        priceRevisionId: priceId,
         limits: w.limits,
         claimedBy: `d-${i % 3}`,
         now,

@@ -79,6 +79,8 @@ export interface RouteContract {
   upstreamModel: string;
   /** name of the upstream credential dispatch resolves; null: none */
   credentialRef: string | null;
+  /** the upstream's idempotency header (retries of one action send the same value); null: none */
+  upstreamIdempotencyHeader: string | null;
   candidateParam: string | null;
   maxCandidates: number;
   outputCapParam: string;

@@ -9,6 +9,9 @@ import { int, text } from './input';
  * `output_cap_semantics` must be stated, even as null: null means "undocumented", and admission
  * then fails closed for more than one candidate.
  */
+/** An HTTP header name (RFC 9110 token), at most 64 characters. */
+const HTTP_HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/;
+
 export const contractFields = {
   provider_kind: providerKind,
   upstream_base_url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2000),
@@ -20,6 +23,15 @@ export const contractFields = {
   credential_ref: z
     .string()
     .regex(CREDENTIAL_REF_PATTERN, 'must be 1-64 characters of A-Z, 0-9 and _ (a name, not the key)')
+    .nullable()
+    .optional(),
+  /**
+   * the upstream's idempotency header (an HTTP header name, e.g. `Idempotency-Key`): the primary and
+   * its retries send the action id in it. null: none. Omitted: none on a new route, unchanged on a PUT.
+   */
+  upstream_idempotency_header: z
+    .string()
+    .regex(HTTP_HEADER_NAME, "must be an HTTP header name: 1-64 characters of letters, digits and !#$%&'*+.^_`|~-")
     .nullable()
     .optional(),
   candidate_param: text(64).nullable(),
@@ -55,6 +67,7 @@ export function toContractInput(routeId: string, alias: string, c: ContractField
     upstreamBaseUrl: c.upstream_base_url,
     upstreamModel: c.upstream_model,
     credentialRef: c.credential_ref ?? null,
+    upstreamIdempotencyHeader: c.upstream_idempotency_header ?? null,
     candidateParam: c.candidate_param,
     maxCandidates: c.max_candidates,
     outputCapParam: c.output_cap_param,
@@ -81,6 +94,7 @@ export function contractDiffers(v: RouteContractVersionView, c: ContractFields):
     v.upstreamBaseUrl !== c.upstream_base_url ||
     v.upstreamModel !== c.upstream_model ||
     (v.credentialRef ?? null) !== (c.credential_ref ?? null) ||
+    (v.upstreamIdempotencyHeader ?? null) !== (c.upstream_idempotency_header ?? null) ||
     v.candidateParam !== c.candidate_param ||
     v.maxCandidates !== c.max_candidates ||
     v.outputCapParam !== c.output_cap_param ||

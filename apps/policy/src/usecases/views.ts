@@ -26,6 +26,7 @@ export function contractVersionJson(v: RouteContractVersionView, currentVersion:
     upstream_base_url: v.upstreamBaseUrl,
     upstream_model: v.upstreamModel,
     credential_ref: v.credentialRef ?? null,
+    upstream_idempotency_header: v.upstreamIdempotencyHeader ?? null,
     candidate_param: v.candidateParam,
     max_candidates: v.maxCandidates,
     output_cap_param: v.outputCapParam,

@@ -31,6 +31,7 @@ describe('sanitisedFields', () => {
     holdMicrousd: null,
     winner: false,
     policyRevisionId: null,
+    priceRevisionId: null,
   };
 
   it.each([

@@ -25,6 +25,26 @@ export interface AttemptView {
   /** whether this attempt won the action's compare-and-set, and the hedge policy revision it ran under */
   winner: boolean;
   policyRevisionId: string | null;
+  /** the price revision this attempt is priced at (null: recorded before attempts carried one; `priceRevisionOf`) */
+  priceRevisionId: string | null;
+}
+
+/** An attempt as settlement locks it: its state and the price revision it is priced at. */
+export interface LockedAttempt {
+  status: AttemptState;
+  priceRevisionId: string | null;
+}
+
+/**
+ * Which price applies to an attempt (the one rule, issue 10): the revision recorded on the attempt
+ * — the reservation's for the primary, its own route's in force for a hedge, retry or fallback —
+ * else, on an attempt recorded before attempts carried one (migration 20261202160000 back-fills
+ * them), its reservation's.
+ */
+export function priceRevisionOf(attemptRevision: string | null | undefined, reservationRevision: string): string;
+export function priceRevisionOf(attemptRevision: string | null | undefined, reservationRevision: string | null): string | null;
+export function priceRevisionOf(attemptRevision: string | null | undefined, reservationRevision: string | null): string | null {
+  return attemptRevision ?? reservationRevision;
 }
 
 /** What a late piece of evidence records on the attempt row. */
@@ -67,13 +87,13 @@ export class AttemptRepository {
 
   /**
    * Locks a batch's attempts in id order (the global lock order, then id) and returns the status
-   * of each that exists.
+   * and price revision of each that exists (read with the lock: pricing costs no extra query).
    */
-  async lockAttempts(tx: Tx, attemptIds: readonly string[]): Promise<Map<string, AttemptState>> {
+  async lockAttempts(tx: Tx, attemptIds: readonly string[]): Promise<Map<string, LockedAttempt>> {
     if (attemptIds.length === 0) return new Map();
-    const rows = await prismaTx(tx).$queryRaw<Array<{ id: string; status: string }>>`
-      SELECT id, status FROM attempt WHERE id = ANY(${[...attemptIds]}::text[]) ORDER BY id FOR UPDATE`;
-    return new Map(rows.map((r) => [r.id, r.status as AttemptState]));
+    const rows = await prismaTx(tx).$queryRaw<Array<{ id: string; status: string; price_revision_id: string | null }>>`
+      SELECT id, status, price_revision_id FROM attempt WHERE id = ANY(${[...attemptIds]}::text[]) ORDER BY id FOR UPDATE`;
+    return new Map(rows.map((r) => [r.id, { status: r.status as AttemptState, priceRevisionId: r.price_revision_id }]));
   }
 
   async byId(tx: Tx, attemptId: string): Promise<AttemptView | null> {
@@ -162,6 +182,7 @@ export function toAttemptView(a: {
   holdMicrousd: bigint | null;
   winner: boolean;
   hedgePolicyRevisionId: string | null;
+  priceRevisionId: string | null;
 }): AttemptView {
   return {
     id: a.id,
@@ -177,5 +198,6 @@ export function toAttemptView(a: {
     holdMicrousd: a.holdMicrousd,
     winner: a.winner,
     policyRevisionId: a.hedgePolicyRevisionId,
+    priceRevisionId: a.priceRevisionId,
   };
 }

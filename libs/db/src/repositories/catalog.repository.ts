@@ -60,6 +60,7 @@ export class CatalogRepository {
       upstreamBaseUrl: v.upstreamBaseUrl,
       upstreamModel: v.upstreamModel,
       credentialRef: v.credentialRef,
+      upstreamIdempotencyHeader: v.upstreamIdempotencyHeader,
       candidateParam: v.candidateParam,
       maxCandidates: v.maxCandidates,
       outputCapParam: v.outputCapParam,

@@ -75,6 +75,8 @@ export interface ExtraAttemptInput {
   holdMicrousd: bigint;
   /** the hedge_policy_revision row id in force (every extra attempt records it) */
   policyRevisionId: string;
+  /** the price revision of THIS attempt's route in force (the command's RouteTarget `price_revision_id`): what settles it */
+  priceRevisionId: string;
   limits: {
     maxAttempts: number; // including the primary
     maxHedges: number;
@@ -159,7 +161,8 @@ export class DispatchRepository {
    * that the attempt is not claimed yet, no winner, the action still open, the deadline, the role's
    * limit, the attempt count, the extra spend, and every budget account's room and floor; then it
    * adds the attempt's own hold to the reservation and to every one of its accounts' pending and
-   * inserts the claim and the attempt row. A refusal writes nothing; the primary's hold stays.
+   * inserts the claim and the attempt row, with the price revision it will be settled at
+   * (`dispatch_admit_extra_attempt_priced`). A refusal writes nothing; the primary's hold stays.
    */
   async admitExtraAttempt(input: ExtraAttemptInput): Promise<ExtraAttemptResult> {
     if (input.holdMicrousd < 0n) throw new RangeError('holdMicrousd must not be negative');
@@ -185,6 +188,7 @@ export class DispatchRepository {
       EXTENDABLE,
       CLAIMED_ATTEMPT_STATUS,
       [...BUDGET_ACCOUNT_LOCK_ORDER],
+      input.priceRevisionId,
     ]);
     const r = rows[0];
     if (r.refused === null) return { ok: true, attemptsTotal: Number(r.attempts_total) };
@@ -295,18 +299,24 @@ const CLAIMED_ATTEMPT_STATUS = attemptMachine.transition('claimed', 'start');
 /** An action that may still gain an attempt or a winner: dispatched and not ended. */
 const EXTENDABLE: string[] = [DISPATCH.to];
 
-/** $1..$20 as `dispatch_admit_extra_attempt` declares them (migration 20261202100100). */
+/**
+ * $1..$20 as `dispatch_admit_extra_attempt` declares them (migration 20261202100100), $21 the
+ * attempt's price revision (`dispatch_admit_extra_attempt_priced`, migration 20261202160000).
+ */
 const ADMIT_EXTRA: PreparedStatement = {
-  name: 'dispatch_admit_extra_attempt',
-  text: `SELECT refused, attempts_total FROM dispatch_admit_extra_attempt($1::text, $2::text, $3::int, $4::text, $5::text, $6::int,
+  name: 'dispatch_admit_extra_attempt_priced',
+  text: `SELECT refused, attempts_total FROM dispatch_admit_extra_attempt_priced($1::text, $2::text, $3::int, $4::text, $5::text, $6::int,
     $7::int, $8::bigint, $9::text, $10::int, $11::int, $12::int, $13::bigint, $14::bigint, $15::int, $16::text, $17::timestamptz,
-    $18::text[], $19::text, $20::text[])`,
+    $18::text[], $19::text, $20::text[], $21::text)`,
 };
 
-/** $1 action, $2 attempt, $3 now, $4 the action states a winner may still be chosen in. */
+/**
+ * $1 action, $2 attempt, $3 now, $4 the action states a winner may still be chosen in. The attempt
+ * is locked before the action (`dispatch_choose_winner_in_order`, the global lock order).
+ */
 const CHOOSE_WINNER: PreparedStatement = {
-  name: 'dispatch_choose_winner',
-  text: `SELECT won, winner_attempt_id FROM dispatch_choose_winner($1::text, $2::text, $3::timestamptz, $4::text[])`,
+  name: 'dispatch_choose_winner_in_order',
+  text: `SELECT won, winner_attempt_id FROM dispatch_choose_winner_in_order($1::text, $2::text, $3::timestamptz, $4::text[])`,
 };
 
 /**
@@ -314,7 +324,8 @@ const CHOOSE_WINNER: PreparedStatement = {
  * $7 role, $8 route, $9 route version, $10 attempt status, $11 effective candidates,
  * $12/$13 the action's dispatch transition (to / from), $14 the attempt's own hold (null: the
  * reservation's amount, which is the admission's while only the primary exists), $15 the hedge
- * policy revision in force.
+ * policy revision in force. The attempt's price revision is the reservation's (the primary is priced
+ * at what admission reserved at).
  */
 const CLAIM: PreparedStatement = {
   name: 'dispatch_claim',
@@ -330,10 +341,10 @@ const CLAIM: PreparedStatement = {
     ),
     t AS (
       INSERT INTO attempt (id, action_id, attempt_no, role, route_id, route_version, status, status_reason, effective_candidates,
-        hold_microusd, hedge_policy_revision_id, started_at, updated_at)
+        hold_microusd, hedge_policy_revision_id, price_revision_id, started_at, updated_at)
       SELECT $6::text, action_id, $3::int, $7::text, $8::text, $9::int, $10::text, 'sent upstream', $11::int,
         COALESCE($14::bigint, (SELECT r.reserved_microusd FROM reservation r WHERE r.action_id = $1::text)), $15::text,
-        $2::timestamptz, $2::timestamptz
+        (SELECT r.price_revision_id FROM reservation r WHERE r.action_id = $1::text), $2::timestamptz, $2::timestamptz
       FROM c
       RETURNING id
     ),

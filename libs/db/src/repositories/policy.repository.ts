@@ -13,6 +13,8 @@ export interface ContractFields {
   upstreamModel: string;
   /** name of the upstream credential (never its value); null or omitted: none */
   credentialRef?: string | null;
+  /** the upstream's idempotency header name; null or omitted: none */
+  upstreamIdempotencyHeader?: string | null;
   candidateParam: string | null;
   maxCandidates: number;
   outputCapParam: string;
@@ -38,6 +40,7 @@ export function contractFields(c: ContractFields): ContractFields {
     upstreamBaseUrl: c.upstreamBaseUrl,
     upstreamModel: c.upstreamModel,
     credentialRef: c.credentialRef,
+    upstreamIdempotencyHeader: c.upstreamIdempotencyHeader,
     candidateParam: c.candidateParam,
     maxCandidates: c.maxCandidates,
     outputCapParam: c.outputCapParam,
@@ -496,6 +499,7 @@ function toRouteView(r: {
       upstreamBaseUrl: v.upstreamBaseUrl,
       upstreamModel: v.upstreamModel,
       credentialRef: v.credentialRef,
+      upstreamIdempotencyHeader: v.upstreamIdempotencyHeader,
       candidateParam: v.candidateParam,
       maxCandidates: v.maxCandidates,
       outputCapParam: v.outputCapParam,

@@ -1,7 +1,7 @@
 import type { ActionState } from '@gateway/domain';
 import { Database, Tx, prismaTx } from '../database';
 import { Prisma } from '../generated/prisma/client';
-import { AttemptView, toAttemptView } from './attempt.repository';
+import { AttemptView, priceRevisionOf, toAttemptView } from './attempt.repository';
 
 /** The attempt fields reconciliation reads (the attempt aggregate's view). */
 export type ReconciliationAttemptView = AttemptView;
@@ -206,6 +206,7 @@ export class ReconciliationRepository implements ReconciliationStore {
         status: string;
         provider_request_id: string | null;
         price_revision_id: string | null;
+        attempt_price_revision_id: string | null;
         open_case_id: string | null;
         input_tokens: number | null;
         cached_input_tokens: number | null;
@@ -214,7 +215,8 @@ export class ReconciliationRepository implements ReconciliationStore {
         cost_microusd: bigint | null;
       }>
     >`
-      SELECT at.id, at.action_id, at.status, at.provider_request_id, r.price_revision_id, oc.id AS open_case_id,
+      SELECT at.id, at.action_id, at.status, at.provider_request_id, r.price_revision_id,
+             at.price_revision_id AS attempt_price_revision_id, oc.id AS open_case_id,
              le.input_tokens, le.cached_input_tokens, le.output_tokens_total, le.reasoning_tokens, le.cost_microusd
       FROM attempt at
       LEFT JOIN reservation r ON r.action_id = at.action_id
@@ -230,7 +232,7 @@ export class ReconciliationRepository implements ReconciliationStore {
       actionId: r.action_id,
       attemptStatus: r.status,
       providerRequestId: r.provider_request_id,
-      priceRevisionId: r.price_revision_id,
+      priceRevisionId: priceRevisionOf(r.attempt_price_revision_id, r.price_revision_id),
       openCaseId: r.open_case_id,
       ledger:
         r.cost_microusd === null

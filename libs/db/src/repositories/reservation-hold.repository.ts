@@ -1,4 +1,13 @@
-import { accountDeltas, BUDGET_ACCOUNT_LOCK_ORDER, foldMovements, Hold, isNoMovement, Movement, ReservationState } from '@gateway/domain';
+import {
+  accountDeltas,
+  ActionState,
+  BUDGET_ACCOUNT_LOCK_ORDER,
+  foldMovements,
+  Hold,
+  isNoMovement,
+  Movement,
+  ReservationState,
+} from '@gateway/domain';
 import { prismaTx, Tx } from '../database';
 
 /** A reservation as the money paths see it, read under a row lock. */
@@ -7,6 +16,8 @@ export interface ReservationView extends Hold {
   actionId: string;
   priceRevisionId: string;
   accountIds: string[];
+  /** the action's state, read under the same lock (settlement: is the action over?) */
+  actionStatus: ActionState;
 }
 
 /**
@@ -19,7 +30,11 @@ export class ReservationHoldRepository {
     return (await this.lockMany(tx, [actionId])).get(actionId) ?? null;
   }
 
-  /** Locks and reads the actions' reservations (in id order) in one round trip, by action id. */
+  /**
+   * Locks and reads the actions' reservations in one round trip, by action id: each action row and
+   * then its reservation, in action id order (the global lock order: action before reservation —
+   * `moveMany` updates both, and an extra attempt's admission locks the action, then the reservation).
+   */
   async lockMany(tx: Tx, actionIds: readonly string[]): Promise<Map<string, ReservationView>> {
     if (actionIds.length === 0) return new Map();
     const rows = await prismaTx(tx).$queryRaw<
@@ -35,10 +50,12 @@ export class ReservationHoldRepository {
         workload_account_id: string;
         exception_account_id: string | null;
         scope_account_ids: string[] | null;
+        action_status: string;
       }>
-    >`SELECT id, action_id, status, reserved_microusd, settled_microusd, unresolved_microusd, released_microusd,
-             price_revision_id, workload_account_id, exception_account_id, scope_account_ids
-      FROM reservation WHERE action_id = ANY(${[...actionIds]}::text[]) ORDER BY id FOR UPDATE`;
+    >`SELECT r.id, r.action_id, r.status, r.reserved_microusd, r.settled_microusd, r.unresolved_microusd, r.released_microusd,
+             r.price_revision_id, r.workload_account_id, r.exception_account_id, r.scope_account_ids, a.status AS action_status
+      FROM action a JOIN reservation r ON r.action_id = a.id
+      WHERE a.id = ANY(${[...actionIds]}::text[]) ORDER BY a.id FOR UPDATE OF a, r`;
     return new Map(
       rows.map((r) => [
         r.action_id,
@@ -53,6 +70,7 @@ export class ReservationHoldRepository {
           priceRevisionId: r.price_revision_id,
           // The budget accounts' lock order: workload → exception → team → environment (as admission).
           accountIds: [r.workload_account_id, ...(r.exception_account_id ? [r.exception_account_id] : []), ...(r.scope_account_ids ?? [])],
+          actionStatus: r.action_status as ActionState,
         },
       ]),
     );

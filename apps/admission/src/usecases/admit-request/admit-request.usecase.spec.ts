@@ -127,6 +127,7 @@ function route(alias: string, routeId: string, change: Partial<RouteContract> = 
     upstreamBaseUrl: 'https://upstream.example/v1',
     upstreamModel: 'model-x',
     credentialRef: null,
+    upstreamIdempotencyHeader: null,
     candidateParam: 'n',
     maxCandidates: 4,
     outputCapParam: 'max_completion_tokens',

@@ -593,5 +593,7 @@ function routeTarget(route: RouteContract, alias: string, priceRevisionId: strin
     output_cap_param: route.outputCapParam,
     output_cap_semantics: route.outputCapSemantics,
     price_revision_id: priceRevisionId,
+    // the primary and its retries send the action id in it (dispatch; hedges never)
+    idempotency_header: route.upstreamIdempotencyHeader,
   };
 }

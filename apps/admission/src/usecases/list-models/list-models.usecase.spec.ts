@@ -16,6 +16,7 @@ function route(alias: string, providerKind: RouteContract['providerKind']): Rout
     upstreamBaseUrl: 'https://upstream.example',
     upstreamModel: 'm',
     credentialRef: null,
+    upstreamIdempotencyHeader: null,
     candidateParam: gemini ? 'candidateCount' : 'n',
     maxCandidates: 4,
     outputCapParam: gemini ? 'maxOutputTokens' : 'max_completion_tokens',

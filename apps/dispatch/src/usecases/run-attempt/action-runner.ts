@@ -419,6 +419,8 @@ export class ActionRunner {
       effectiveCandidates: cmd.effective_candidates,
       holdMicrousd,
       policyRevisionId: p.revisionId,
+      // the route this attempt runs on prices it (a fallback's own route, not the primary's)
+      priceRevisionId: cmd.route.price_revision_id,
       limits: {
         maxAttempts: p.allowance.maxAttempts,
         maxHedges: p.maxHedges,

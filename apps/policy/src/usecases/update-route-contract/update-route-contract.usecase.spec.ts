@@ -21,6 +21,8 @@ describe('UpdateRouteContract', () => {
     ['client library version', { client_library_version: 'openai@7.0.0' }],
     ['cap semantics', { output_cap_semantics: null }],
     ['verification TTL', { verification_ttl_seconds: 7200 }],
+    // names where the upstream deduplicates a retry: changes no spend, so no four-eyes
+    ['upstream idempotency header', { upstream_idempotency_header: 'Idempotency-Key' }],
   ])('a change of %s appends a new unverified version; the old one keeps its verification', async (_what, change) => {
     const { store, contract, update } = await setup();
     const route = await update.execute(olga, 'rt-openai', { ...contract, ...change });
@@ -85,6 +87,23 @@ describe('UpdateRouteContract', () => {
     for (const good of ['OPENAI', 'GEMINI_PROD_2', null]) {
       expect(updateRouteContractBody.safeParse({ ...contract, credential_ref: good }).success).toBe(true);
     }
+  });
+
+  it('upstream_idempotency_header: an HTTP header name, shown, kept when left out of a PUT, removed by null', async () => {
+    const { id: _id, ...body } = routeCommand();
+    for (const bad of ['', 'Idempotency Key', 'X-Key:', 'a'.repeat(65), 'Ключ', 'x\r\ny']) {
+      expect(updateRouteContractBody.safeParse({ ...body, upstream_idempotency_header: bad }).success).toBe(false);
+    }
+    const { contract, update } = await setup();
+    const set = await update.execute(olga, 'rt-openai', { ...contract, upstream_idempotency_header: 'Idempotency-Key' });
+    if (set instanceof PendingChange) throw new Error('expected a direct change');
+    expect(set.versions[0]).toMatchObject({ version: 2, upstream_idempotency_header: 'Idempotency-Key' });
+    const kept = await update.execute(olga, 'rt-openai', contract);
+    if (kept instanceof PendingChange) throw new Error('expected no change');
+    expect(kept).toMatchObject({ changed: false, current_version: 2 });
+    const removed = await update.execute(olga, 'rt-openai', { ...contract, upstream_idempotency_header: null });
+    if (removed instanceof PendingChange) throw new Error('expected a direct change');
+    expect(removed.versions[0]).toMatchObject({ version: 3, upstream_idempotency_header: null });
   });
 
   it('re-sending the current contract changes nothing', async () => {

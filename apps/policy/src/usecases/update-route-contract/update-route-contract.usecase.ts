@@ -30,7 +30,7 @@ export class UpdateRouteContract {
 
   async execute(op: Operator, routeId: string, sent: UpdateRouteContractCommand) {
     const now = this.clock.now();
-    const cmd = await this.keepCredentialWhenOmitted(routeId, sent);
+    const cmd = await this.keepWhenOmitted(routeId, sent);
     const prepared = await this.prepare(routeId, cmd);
     if (!prepared.changed) return { ...routeJson(prepared.route, now), changed: false };
     const current = currentVersionOf(prepared.route);
@@ -67,14 +67,21 @@ export class UpdateRouteContract {
   }
 
   /**
-   * `credential_ref` left out of a PUT keeps the route's credential (null removes it), so a contract
-   * edit by someone who never saw the credential does not silently drop it. The change request
-   * stores the resolved name, so an approval applies exactly what was shown.
+   * `credential_ref` and `upstream_idempotency_header` left out of a PUT keep the route's (null
+   * removes them), so a contract edit by someone who never saw them does not silently drop them.
+   * The change request stores the resolved values, so an approval applies exactly what was shown.
    */
-  private async keepCredentialWhenOmitted(routeId: string, cmd: UpdateRouteContractCommand): Promise<UpdateRouteContractCommand> {
-    if (cmd.credential_ref !== undefined) return cmd;
+  private async keepWhenOmitted(routeId: string, cmd: UpdateRouteContractCommand): Promise<UpdateRouteContractCommand> {
+    if (cmd.credential_ref !== undefined && cmd.upstream_idempotency_header !== undefined) return cmd;
     const route = await this.routes.routeById(routeId);
-    return route ? { ...cmd, credential_ref: currentVersionOf(route).credentialRef ?? null } : cmd;
+    if (!route) return cmd;
+    const current = currentVersionOf(route);
+    return {
+      ...cmd,
+      credential_ref: cmd.credential_ref !== undefined ? cmd.credential_ref : (current.credentialRef ?? null),
+      upstream_idempotency_header:
+        cmd.upstream_idempotency_header !== undefined ? cmd.upstream_idempotency_header : (current.upstreamIdempotencyHeader ?? null),
+    };
   }
 
   private async prepare(routeId: string, cmd: UpdateRouteContractCommand) {

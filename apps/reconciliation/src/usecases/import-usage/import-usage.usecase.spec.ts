@@ -18,7 +18,7 @@ const EVIDENCE = {
 const COST = 5250n;
 
 /** An orphaned attempt turned into a case by the real sweeper, so the fixture is what production makes. */
-async function orphanCase(reservedMicrousd = 20_000n) {
+async function orphanCase(reservedMicrousd = 20_000n, attemptPriceRevisionId: string | null = null) {
   const store = new InMemoryReconciliationStore();
   const outbox = store.outbox;
   store.addAccount('acct-wl', 1_000_000n);
@@ -29,7 +29,7 @@ async function orphanCase(reservedMicrousd = 20_000n) {
     deadlineAt: new Date('2026-11-30T09:00:00Z'),
     dispatchDeadlineAt: new Date('2026-11-30T08:59:00Z'),
   });
-  store.addAttempt({ attemptId: 't1', actionId: 'a1' });
+  store.addAttempt({ attemptId: 't1', actionId: 'a1', priceRevisionId: attemptPriceRevisionId });
   const sweep = sweeperFor(store);
   const [orphan] = (await sweep.execute(NOW)).orphans;
   outbox.events.length = 0;
@@ -124,6 +124,23 @@ describe('ImportUsage', () => {
       service_tier: 'flex',
       fee_lines: [{ feature: 'web_search', calls: 1, microusd: '0' }],
     });
+  });
+
+  it("prices an attempt at its own price revision (a fallback on another route), not the reservation's", async () => {
+    const { store, caseId } = await orphanCase(20_000n, 'price-fallback');
+    // twice PRICE's rates: 5 / 2.5 / 20 / 20 micro-USD per token
+    const fallbackPrice: PriceRevision = {
+      id: 'price-fallback',
+      inputPerMTokMicrousd: 5_000_000n,
+      cachedInputPerMTokMicrousd: 2_500_000n,
+      outputPerMTokMicrousd: 20_000_000n,
+      reasoningPerMTokMicrousd: 20_000_000n,
+    };
+    const catalog = { priceById: async (id: string) => [PRICE, fallbackPrice].find((p) => p.id === id) ?? null };
+    const importUsage = new ImportUsage(store, store.cases, store.holds, store, store, catalog, sequentialIds(), silentLog);
+    const result = await importUsage.execute(importUsageCommand(caseId, EVIDENCE, 'fin-ops'), LATER);
+    expect(result).toMatchObject({ price_revision: 'price-fallback', cost_microusd: String(2n * COST) });
+    expect(store.s.ledger.get('t1')).toMatchObject({ priceRevisionId: 'price-fallback', costMicrousd: 2n * COST });
   });
 
   it('refuses detail counts that exceed the totals they are part of', () => {

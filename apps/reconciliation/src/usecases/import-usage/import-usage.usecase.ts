@@ -7,6 +7,7 @@ import {
   CaseRepository,
   CatalogRepository,
   LedgerRepository,
+  priceRevisionOf,
   ReconciliationRepository,
   ReconciliationStore,
   ReservationHoldRepository,
@@ -85,8 +86,10 @@ export class ImportUsage {
           `attempt ${attempt.id} was provider request ${knownRequestId}, the evidence is for ${cmd.providerRequestId}`,
         );
       }
-      const price = await this.catalog.priceById(reservation.priceRevisionId);
-      if (!price) throw new Error(`price revision ${reservation.priceRevisionId} missing`);
+      // the attempt's own price (a fallback at its route's), the rule settlement applies too
+      const priceRevisionId = priceRevisionOf(attempt.priceRevisionId, reservation.priceRevisionId);
+      const price = await this.catalog.priceById(priceRevisionId);
+      if (!price) throw new Error(`price revision ${priceRevisionId} missing`);
       const usage = cmd.usage;
       const cost = priceUsage(usage, price);
       const row = buildLedgerRow({

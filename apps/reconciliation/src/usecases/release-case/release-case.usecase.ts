@@ -5,6 +5,7 @@ import {
   buildLedgerRow,
   CaseRepository,
   LedgerRepository,
+  priceRevisionOf,
   ReconciliationRepository,
   ReconciliationStore,
   ReservationHoldRepository,
@@ -86,7 +87,7 @@ export class ReleaseCase {
           id: this.ids.next(),
           facts: attemptFacts(action, attempt, c.providerRequestId ?? attempt.providerRequestId),
           evidence: { kind: 'attested', amountMicrousd: attested, caseId: c.id, attestedBy: cmd.actor, reason: cmd.reason },
-          priceRevisionId: reservation.priceRevisionId,
+          priceRevisionId: priceRevisionOf(attempt.priceRevisionId, reservation.priceRevisionId),
           settledAt: now,
         });
         if (!(await this.ledger.record(tx, row, this.ids.next()))) {

@@ -1,6 +1,6 @@
 import { AttemptCompletedV1, ReconciliationRequiredV1, TopicKey, Topics, UsageSettledV1 } from '@gateway/contracts';
 import { LedgerRow, NewCase, ReservationView, Tx, usageSettledEvent } from '@gateway/db';
-import { applyMovement, attemptMachine, AttemptEvent, AttemptState, Movement, PriceRevision } from '@gateway/domain';
+import { ActionState, applyMovement, attemptMachine, AttemptEvent, AttemptState, Movement, PriceRevision } from '@gateway/domain';
 import { structuredPrice } from '@gateway/testing';
 import { SettleAttempt, SettlementPorts, usageOfAttempt } from './settle-attempt.usecase';
 
@@ -36,8 +36,12 @@ function harness(
     reservation?: boolean;
     attemptStatus?: string;
     price?: PriceRevision | null;
-    /** several attempts of the action, each with its own hold; the reservation holds their sum */
-    attempts?: Array<{ id: string; status: string; hold: bigint }>;
+    /** several attempts of the action, each with its own hold (and price revision); the reservation holds their sum */
+    attempts?: Array<{ id: string; status: string; hold: bigint; priceRevisionId?: string }>;
+    /** price revisions besides the reservation's (an extra attempt's route) */
+    otherPrices?: PriceRevision[];
+    /** the action's state as settlement's lock reads it (default dispatched) */
+    actionStatus?: ActionState;
   } = {},
 ) {
   const reserved = opts.attempts ? opts.attempts.reduce((sum, a) => sum + a.hold, 0n) : RESERVED;
@@ -56,6 +60,7 @@ function harness(
             releasedMicrousd: 0n,
             priceRevisionId: PRICE.id,
             accountIds: ['acct-wl'],
+            actionStatus: opts.actionStatus ?? 'dispatched',
           },
     account: { pending: reserved, settled: 0n, unresolved: 0n },
     attempts: new Map(opts.attempts ? opts.attempts.map((a) => [a.id, a.status]) : [['att-1', opts.attemptStatus ?? 'succeeded']]),
@@ -143,7 +148,12 @@ function harness(
 
   const attempts: SettlementPorts['attempts'] = {
     async lockAttempts(_tx, attemptIds) {
-      return new Map(attemptIds.filter((id) => s.attempts.has(id)).map((id) => [id, s.attempts.get(id) as AttemptState]));
+      const own = new Map((opts.attempts ?? []).map((a) => [a.id, a.priceRevisionId ?? null]));
+      return new Map(
+        attemptIds
+          .filter((id) => s.attempts.has(id))
+          .map((id) => [id, { status: s.attempts.get(id) as AttemptState, priceRevisionId: own.get(id) ?? null }]),
+      );
     },
     async transitionMany(_tx, items: ReadonlyArray<{ attemptId: string; event: AttemptEvent }>) {
       // the real repository is a compare-and-set on the states the domain machine allows
@@ -164,7 +174,7 @@ function harness(
   const catalog: SettlementPorts['catalog'] = {
     async priceById(id: string): Promise<PriceRevision | null> {
       const price = opts.price === undefined ? PRICE : opts.price;
-      return price && price.id === id ? price : null;
+      return [price, ...(opts.otherPrices ?? [])].find((p) => p?.id === id) ?? null;
     },
   };
 
@@ -217,6 +227,22 @@ function attemptEvent(over: Partial<AttemptCompletedV1> = {}): AttemptCompletedV
     ...over,
   };
 }
+
+/** A provider error answer: failed, zero usage reported. */
+const errorAnswer = (httpStatus: number, over: Partial<AttemptCompletedV1> = {}) =>
+  attemptEvent({
+    outcome: 'failed',
+    http_status: httpStatus,
+    provider_request_id: null,
+    returned_candidate_count: 0,
+    candidates: [],
+    input_tokens: 0,
+    output_tokens_total: 0,
+    total_tokens: 0,
+    cached_input_tokens: 0,
+    reasoning_tokens: 0,
+    ...over,
+  });
 
 const NO_USAGE = {
   input_tokens: null,
@@ -485,18 +511,7 @@ describe('SettleAttempt', () => {
 
   it('settles a provider error (zero usage) at 0 and releases the whole hold', async () => {
     const { useCase, state } = harness({ attemptStatus: 'failed' });
-    const e = attemptEvent({
-      outcome: 'failed',
-      http_status: 400,
-      provider_request_id: null,
-      returned_candidate_count: 0,
-      candidates: [],
-      input_tokens: 0,
-      output_tokens_total: 0,
-      total_tokens: 0,
-      cached_input_tokens: 0,
-      reasoning_tokens: 0,
-    });
+    const e = errorAnswer(400);
 
     await expect(useCase.execute(e, NOW)).resolves.toBe('settled');
 
@@ -604,6 +619,71 @@ describe('SettleAttempt', () => {
       ]);
       expect(s.reservation).toMatchObject({ status: 'settled', settledMicrousd: 8500n, releasedMicrousd: 23_500n, unresolvedMicrousd: 0n });
       expect(s.account).toEqual({ pending: 0n, settled: 8500n, unresolved: 0n });
+    });
+
+    it("a fallback on another route is priced at its own route's revision, the primary at the reservation's", async () => {
+      // the fallback route costs four times as much: 10 / 5 / 40 / 40 micro-USD per token
+      const DEAR: PriceRevision = {
+        id: 'price-fallback',
+        inputPerMTokMicrousd: 10_000_000n,
+        cachedInputPerMTokMicrousd: 5_000_000n,
+        outputPerMTokMicrousd: 40_000_000n,
+        reasoningPerMTokMicrousd: 40_000_000n,
+      };
+      const { useCase, state } = harness({
+        attempts: [
+          { ...PRIMARY, status: 'failed' },
+          { id: 'att-2', status: 'succeeded', hold: 30_000n, priceRevisionId: DEAR.id },
+        ],
+        otherPrices: [DEAR],
+      });
+      const primaryFailed = errorAnswer(503, { attempts_total: 2, action_final: false });
+      const fallbackWon = attemptEvent({
+        event_id: '3d6f5b0e-8a57-4c4e-9c0f-6a1f2d3b4c5d',
+        attempt_id: 'att-2',
+        attempt_no: 2,
+        attempt_role: 'fallback',
+        route_id: 'route-2',
+        attempts_total: 2,
+        winner: true,
+      });
+      await expect(useCase.executeBatch([primaryFailed, fallbackWon], NOW)).resolves.toEqual(['settled', 'settled']);
+      const s = state();
+      // fallback: 600 × 10 + 400 × 5 + 300 × 40 = 20 000 (at the primary's price it would be 5 000)
+      expect(s.ledger.map((l) => [l.attemptId, l.priceRevisionId, l.costMicrousd])).toEqual([
+        ['att-1', PRICE.id, 0n],
+        ['att-2', DEAR.id, 20_000n],
+      ]);
+      expect(byTopic(s, 'usageSettled')).toEqual([
+        expect.objectContaining({ attempt_id: 'att-1', price_revision: PRICE.id }),
+        expect.objectContaining({ attempt_id: 'att-2', price_revision: DEAR.id, cost_microusd: '20000' }),
+      ]);
+      expect(s.reservation).toMatchObject({ status: 'settled', settledMicrousd: 20_000n, releasedMicrousd: 30_000n });
+    });
+
+    it('after the sweeper failed the action, a sibling whose event said action_final=false still releases the rest', async () => {
+      // the hedge ended without usage (its own hold unresolved on a case, as the sweeper leaves an
+      // orphan) and the action was failed; the primary's event, sent before with action_final=false,
+      // settles afterwards: the action's state says it is over, so the rest of the pool is released
+      const { useCase, state } = harness({ attempts: [PRIMARY, HEDGE], actionStatus: 'failed' });
+      await expect(useCase.execute(hedgeCancelled(), NOW)).resolves.toBe('reconciliation_required');
+      expect(state().reservation).toMatchObject({ unresolvedMicrousd: 12_000n, releasedMicrousd: 0n });
+      await expect(useCase.execute(primaryWon({ action_final: false, winner: false }), NOW)).resolves.toBe('settled');
+      expect(state().reservation).toMatchObject({
+        status: 'unresolved',
+        settledMicrousd: 5000n,
+        releasedMicrousd: 15_000n,
+        unresolvedMicrousd: 12_000n,
+      });
+      expect(state().account).toEqual({ pending: 0n, settled: 5000n, unresolved: 12_000n });
+    });
+
+    it('the same events while the action is still dispatched keep the rest pending (another attempt may start)', async () => {
+      const { useCase, state } = harness({ attempts: [PRIMARY, HEDGE] });
+      await useCase.execute(hedgeCancelled(), NOW);
+      await expect(useCase.execute(primaryWon({ action_final: false, winner: false }), NOW)).resolves.toBe('settled');
+      expect(state().reservation).toMatchObject({ settledMicrousd: 5000n, releasedMicrousd: 0n, unresolvedMicrousd: 12_000n });
+      expect(state().account).toEqual({ pending: 15_000n, settled: 5000n, unresolved: 12_000n });
     });
 
     it('the last attempt without usage, once the action is over: its hold unresolved, the rest released', async () => {

@@ -9,12 +9,15 @@ import {
   CatalogRepository,
   LedgerRepository,
   LedgerRow,
+  LockedAttempt,
+  priceRevisionOf,
   ProcessedEventRepository,
   ReservationHoldRepository,
   ReservationView,
   Tx,
 } from '@gateway/db';
 import {
+  actionMachine,
   applyMovement,
   attemptMachine,
   AttemptEvent,
@@ -102,15 +105,18 @@ export class SettleAttempt {
   private async settleFresh(tx: Tx, events: AttemptCompletedV1[], now: Date): Promise<SettleOutcome[]> {
     // Global lock order (docs/architecture.md): attempts, then reservations (each set in id
     // order); the budget accounts last, in moveMany.
-    const statuses = await this.attempts.lockAttempts(tx, unique(events.map((e) => e.attempt_id)));
+    const locked = await this.attempts.lockAttempts(tx, unique(events.map((e) => e.attempt_id)));
     const actionIds = unique(events.map((e) => e.action_id));
     const reservations = await this.holds.lockMany(tx, actionIds);
-    const batch = new SettlementBatch(statuses, await this.attempts.awaitingSettlementByAction(tx, actionIds));
+    const batch = new SettlementBatch(locked, await this.attempts.awaitingSettlementByAction(tx, actionIds));
     // The ledger rows first, in one insert: whether an attempt's row is new decides what it moves.
     const entries = new Map<AttemptCompletedV1, { row: LedgerRow; eventId: string; unpriced: string[] }>();
     for (const e of events) {
       const r = reservations.get(e.action_id);
-      if (r && settlesFromUsage(e)) entries.set(e, { ...(await this.ledgerRow(e, r, now)), eventId: this.ids.next() });
+      if (r && settlesFromUsage(e)) {
+        const priceRevisionId = priceRevisionOf(locked.get(e.attempt_id)?.priceRevisionId, r.priceRevisionId);
+        entries.set(e, { ...(await this.ledgerRow(e, priceRevisionId, now)), eventId: this.ids.next() });
+      }
     }
     const inserted = await this.ledger.recordMany(tx, [...entries.values()]);
     const outcomes: SettleOutcome[] = [];
@@ -198,12 +204,13 @@ export class SettleAttempt {
   }
 
   /**
-   * The attempt's ledger row, priced from the provider-reported usage at the reservation's price
-   * revision and at the tiers the usage reached, and what the usage reported that it does not price.
+   * The attempt's ledger row, priced from the provider-reported usage at the attempt's own price
+   * revision (`priceRevisionOf`: a fallback at its route's price) and at the tiers the usage
+   * reached, and what the usage reported that it does not price.
    */
-  private async ledgerRow(e: AttemptCompletedV1, r: ReservationView, now: Date): Promise<{ row: LedgerRow; unpriced: string[] }> {
-    const price = await this.catalog.priceById(r.priceRevisionId);
-    if (!price) throw new Error(`price revision ${r.priceRevisionId} missing`);
+  private async ledgerRow(e: AttemptCompletedV1, priceRevisionId: string, now: Date): Promise<{ row: LedgerRow; unpriced: string[] }> {
+    const price = await this.catalog.priceById(priceRevisionId);
+    if (!price) throw new Error(`price revision ${priceRevisionId} missing`);
     const usage = usageOfAttempt(e);
     const cost = priceUsage(usage, price);
     const row = buildLedgerRow({
@@ -218,7 +225,7 @@ export class SettleAttempt {
 
   private settle(e: AttemptCompletedV1, r: ReservationView, row: LedgerRow, batch: SettlementBatch): SettleOutcome {
     batch.transition(e, 'settle', 'settled from provider-reported usage');
-    const plan = planSettle(batch.hold(r), { costMicrousd: row.costMicrousd, actionDone: batch.actionDone(e) });
+    const plan = planSettle(batch.hold(r), { costMicrousd: row.costMicrousd, actionDone: batch.actionDone(e, r) });
     batch.move(r, plan.movement, `attempt ${e.attempt_no} settled${plan.releasedMicrousd > 0n ? '; unused hold released' : ''}`);
     return 'settled';
   }
@@ -247,7 +254,7 @@ export class SettleAttempt {
     let movement: Movement = toUnresolved.movement;
     // The action is over: the rest of the pool (holds no attempt needs any more) is released; the
     // reservation stays unresolved while any exposure is.
-    if (batch.actionDone(e)) movement = combineMovements(movement, planReleaseRest(applyMovement(hold, movement)));
+    if (batch.actionDone(e, r)) movement = combineMovements(movement, planReleaseRest(applyMovement(hold, movement)));
     batch.move(r, movement, `attempt ${e.attempt_no}: ${reason}`);
     return 'reconciliation_required';
   }
@@ -285,11 +292,14 @@ export class SettleAttempt {
 class SettlementBatch {
   readonly transitions: Array<{ attemptId: string; event: AttemptEvent; reason: string }> = [];
   private readonly byReservation = new Map<string, { r: ReservationView; hold: Hold; steps: Movement[]; reason: string }>();
+  private readonly statuses: Map<string, AttemptState>;
 
   constructor(
-    private readonly statuses: Map<string, AttemptState>,
+    locked: Map<string, LockedAttempt>,
     private readonly awaiting: Map<string, number>,
-  ) {}
+  ) {
+    this.statuses = new Map([...locked].map(([id, a]) => [id, a.status]));
+  }
 
   transition(e: AttemptCompletedV1, event: AttemptEvent, reason: string): void {
     this.transitions.push({ attemptId: e.attempt_id, event, reason });
@@ -300,9 +310,14 @@ class SettlementBatch {
     this.statuses.set(e.attempt_id, attemptMachine.transition(from, event));
   }
 
-  /** No attempt of the action can still bring usage through settlement. */
-  actionDone(e: AttemptCompletedV1): boolean {
-    return e.action_final && (this.awaiting.get(e.action_id) ?? 0) === 0;
+  /**
+   * No attempt of the action can still bring usage through settlement: the action is over — the
+   * event says so, or the action row (read under the batch's lock) is already terminal, e.g. failed
+   * by the sweeper after this attempt's event said more would come — and none awaits settlement.
+   */
+  actionDone(e: AttemptCompletedV1, r: ReservationView): boolean {
+    const over = e.action_final || actionMachine.terminal(r.actionStatus);
+    return over && (this.awaiting.get(e.action_id) ?? 0) === 0;
   }
 
   hold(r: ReservationView): Hold {
