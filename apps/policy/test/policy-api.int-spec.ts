@@ -281,6 +281,44 @@ describe('routes, contracts and prices', () => {
     ).toBe(0);
   });
 
+  it('hostile experiment designs and control thresholds (1e999, a NUL, 10k-deep JSON, another spelling) are 400s; nothing is stored or requested', async () => {
+    const wl = `wl-hostile-exp-${run}`;
+    await approvedWorkload(await call('PUT', `/workloads/${wl}`, tokens.operator, workload()));
+    const exp = JSON.stringify(experimentBody('some-revision'));
+    const deep = '['.repeat(10_000) + ']'.repeat(10_000);
+    const experiments = `/workloads/${wl}/experiments`;
+    const controls = `/workloads/${wl}/controls`;
+    const cases: Array<[string, 'POST' | 'PUT', string, string]> = [
+      [experiments, 'POST', exp.replace('"holdout_share_bps":1000', '"holdout_share_bps":1e999'), 'holdout_share_bps'],
+      [
+        experiments,
+        'POST',
+        exp.replace('"overhead_microusd_per_attempt":"20"', '"overhead_microusd_per_attempt":"1e999"'),
+        'overhead_microusd_per_attempt',
+      ],
+      [experiments, 'POST', exp.replace('"owner":"search-team"', '"owner":"search\\u0000team"'), 'owner'],
+      [experiments, 'POST', exp.replace('"holdout_share_bps":1000', '"holdoutShareBps":1000'), ''],
+      [experiments, 'POST', exp.replace('"seed":11', `"seed":${deep}`), ''],
+      [controls, 'PUT', JSON.stringify({ exception_budget_share: 1e999, reason: 'x' }).replace('null', '1e999'), 'exception_budget_share'],
+      [controls, 'PUT', JSON.stringify({ reason: 'a\u0000b', shift: { min_sample: 50 } }), ''],
+      [controls, 'PUT', `{"reason":"x","shift":${deep}}`, ''],
+    ];
+    for (const [path, method, text, param] of cases) {
+      const res = await fetch(`${policy.url}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${tokens.operator}` },
+        body: text,
+      });
+      expect({ path, text: text.slice(0, 60), status: res.status }).toEqual({ path, text: text.slice(0, 60), status: 400 });
+      const body = (await res.json()) as { error: { code: string; param: string | null } };
+      expect(body.error.code).toBe('invalid_request');
+      if (param) expect(body.error.param ?? '').toContain(param);
+    }
+    expect(await db.prisma.experiment.count({ where: { workloadId: wl } })).toBe(0);
+    expect(await db.prisma.changeRequest.count({ where: { targetId: wl, kind: 'experiment' } })).toBe(0);
+    expect(await db.prisma.controlThreshold.count({ where: { workloadId: wl } })).toBe(0);
+  });
+
   it('a lowered service-tier rate is a change request a different approver must approve', async () => {
     const routeId = `rt-tiers-low-${run}`;
     await call('POST', '/routes', tokens.operator, contract({ id: routeId, alias: `tiers-low-${run}` }));

@@ -7,7 +7,7 @@
  * past 80 % of its budget raises its own alert.
  */
 import { randomUUID } from 'node:crypto';
-import type { AdmissionDecisionV1, ControlAlertV1 } from '@gateway/contracts';
+import { Topics, type AdmissionDecisionV1, type ControlAlertV1 } from '@gateway/contracts';
 import { budgetAccountId, Database, LedgerRepository, LedgerRow, OutboxRepository } from '@gateway/db';
 import { KafkaBus } from '@gateway/messaging';
 import { RunningService } from '@gateway/service-kit';
@@ -162,7 +162,7 @@ describe('daily controls on Kafka and Postgres', () => {
     expect((again.body.added as ControlAlertV1[]).filter((a) => a.workload_id === workloadId)).toEqual([]);
     const listed = await call('GET', `/controls/alerts?day=${DAY8}&workload_id=${workloadId}`);
     expect((listed.body.alerts as ControlAlertV1[]).map((a) => a.kind)).toEqual(['count_shift']);
-    const outboxRows = await db.prisma.outboxMessage.count({ where: { topic: 'gateway.controls.alerts.v1', key: workloadId } });
+    const outboxRows = await db.prisma.outboxMessage.count({ where: { topic: Topics.controlAlerts.name, key: workloadId } });
     expect(outboxRows).toBe(1);
     // a baseline day alone: too small a day to judge, no alert
     const day7 = await call('POST', '/controls/run', { day: DAYS[6] });

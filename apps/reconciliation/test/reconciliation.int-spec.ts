@@ -639,7 +639,7 @@ describe('HTTP: bulk provider usage export (issue 15)', () => {
       unmatched_tokens: { input: 500, output: 120 },
       invalid: [
         { line: 4, param: 'reasoning_tokens', message: expect.any(String) },
-        { line: 5, param: '', message: 'not a JSON object' },
+        { line: 5, param: '', message: expect.stringMatching(/not valid JSON/) },
       ],
     });
     expect(first.body.results.find((r: { provider_request_id: string }) => r.provider_request_id === ghost)).toMatchObject({
@@ -689,5 +689,33 @@ describe('HTTP: bulk provider usage export (issue 15)', () => {
     expect(typo.body.counts.invalid).toBe(1);
     expect(typo.body.invalid[0]).toMatchObject({ line: 2 });
     expect((await http('POST', '/usage-exports', null, { format: 'csv', content: 'x' })).status).toBe(401);
+    // hostile lines: 1e999, a NUL in an id, another spelling of a count, a 10k-deep value — each refused
+    // on its line (nothing matched, nothing written), never a 500
+    const good = {
+      provider_request_id: `chatcmpl-hostile-${randomUUID()}`,
+      input_tokens: 1,
+      cached_input_tokens: 0,
+      output_tokens_total: 1,
+      reasoning_tokens: 0,
+    };
+    const lines = [
+      JSON.stringify(good).replace('"input_tokens":1', '"input_tokens":1e999'),
+      JSON.stringify({ ...good, provider_request_id: 'chatcmpl-\u0000x' }),
+      JSON.stringify(good).replace('"output_tokens_total"', '"outputTokensTotal"'),
+      JSON.stringify(good).replace('"reasoning_tokens":0', `"reasoning_tokens":${'['.repeat(10_000)}${']'.repeat(10_000)}`),
+    ].join('\n');
+    const casesBefore = await db.prisma.reconciliationCase.count();
+    const hostile = await http('POST', '/usage-exports', financeToken, { format: 'jsonl', content: lines });
+    expect(hostile.status).toBe(200);
+    expect(hostile.body.counts).toMatchObject({ invalid: 4, unmatched: 0, resolved: 0, mismatch: 0 });
+    expect(hostile.body.invalid.map((i: { line: number }) => i.line)).toEqual([1, 2, 3, 4]);
+    expect(await db.prisma.reconciliationCase.count()).toBe(casesBefore);
+    // a body that is itself 10k deep is refused before it is read
+    const deepBody = await fetch(`${service.url}/usage-exports`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${financeToken}`, 'content-type': 'application/json' },
+      body: `{"format":"jsonl","content":${'['.repeat(10_000)}${']'.repeat(10_000)}}`,
+    });
+    expect(deepBody.status).toBe(400);
   });
 });

@@ -93,6 +93,28 @@ describe('parseUsageExport', () => {
     expect(parseUsageExport('csv', 'a,b\n"unterminated').invalid).toEqual([expect.objectContaining({ line: 0 })]);
   });
 
+  it('refuses hostile lines on their own line: 1e999, a NUL, a lone surrogate, 10k-deep JSON, a NUL in a CSV cell', () => {
+    const r = parseUsageExport(
+      'jsonl',
+      [
+        line('a').replace('"input_tokens":10', '"input_tokens":1e999'),
+        line('b\u0000c'),
+        line('\ud800'),
+        line('d').replace('"reasoning_tokens":1', `"reasoning_tokens":${'['.repeat(10_000)}${']'.repeat(10_000)}`),
+        line('ok'),
+      ].join('\n'),
+    );
+    expect(r.lines.map((l) => l.value.provider_request_id)).toEqual(['ok']);
+    expect(r.invalid.map((i) => i.line)).toEqual([1, 2, 3, 4]);
+    expect(r.invalid[0].message).toMatch(/too large/);
+    expect(r.invalid[1].message).toMatch(/NUL/);
+    const csv = parseUsageExport(
+      'csv',
+      'provider_request_id,input_tokens,cached_input_tokens,output_tokens_total,reasoning_tokens\nx\u0000y,1,0,1,0',
+    );
+    expect(csv.invalid).toEqual([expect.objectContaining({ line: 2, message: expect.stringMatching(/NUL/) })]);
+  });
+
   it(`refuses more than ${MAX_EXPORT_LINES} lines in one call`, () => {
     const big = Array.from({ length: MAX_EXPORT_LINES + 1 }, (_, i) => line(`r${i}`)).join('\n');
     expect(parseUsageExport('jsonl', big)).toEqual({ lines: [], invalid: [expect.objectContaining({ line: 0, param: 'content' })] });

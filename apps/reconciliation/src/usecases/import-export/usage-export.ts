@@ -1,5 +1,7 @@
 import { parse as parseCsv } from 'csv-parse/sync';
 import { z } from 'zod';
+import { DomainError } from '@gateway/domain';
+import { parseJsonBody, textProblem } from '@gateway/service-kit';
 import { usageEvidenceFields, usageEvidenceRules } from '../import-usage/import-usage.command';
 
 /**
@@ -86,14 +88,19 @@ export function parseUsageExport(format: ExportFormat, content: string): ParsedE
 
 type RawLine = { line: number; value: unknown } | { line: number; error: string };
 
+/**
+ * Each line through the gateway's one strict JSON reader (`parseJsonBody`: no NUL or lone
+ * surrogate, no number beyond ±(2^53 − 1) such as 1e999, bounded nesting), so a hostile line is
+ * refused on its own line instead of reaching Postgres.
+ */
 function jsonLines(content: string): RawLine[] {
   const out: RawLine[] = [];
   content.split(/\r?\n/).forEach((text, i) => {
     if (text.trim() === '') return;
     try {
-      out.push({ line: i + 1, value: JSON.parse(text) as unknown });
-    } catch {
-      out.push({ line: i + 1, error: 'not a JSON object' });
+      out.push({ line: i + 1, value: parseJsonBody(Buffer.from(text, 'utf8')) });
+    } catch (err) {
+      out.push({ line: i + 1, error: err instanceof DomainError ? err.message : 'not a JSON object' });
     }
   });
   return out;
@@ -109,6 +116,8 @@ function csvLines(content: string): RawLine[] {
   return records.map((record, i) => {
     const value: Record<string, unknown> = {};
     for (const [column, cell] of Object.entries(record)) {
+      const problem = textProblem(column) ?? textProblem(cell);
+      if (problem) return { line: i + 2, error: `column ${column.replace(/\u0000/g, '\\u0000')}: ${problem}` };
       if (cell === '') continue;
       if (COUNT_COLUMNS.has(column)) value[column] = /^\d{1,10}$/.test(cell) ? Number(cell) : cell;
       else if (column === 'feature_calls') value[column] = jsonOrText(cell);
