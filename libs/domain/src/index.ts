@@ -33,3 +33,4 @@ export * from './hedging';
 export * from './experiment';
 export * from './experiment-report';
 export * from './controls';
+export * from './funding';
