@@ -1,5 +1,13 @@
 import fc from 'fast-check';
-import { allowanceFunding, allowanceScopeId, applyToGroup, FundingGroup, fundingAccountsOf, splitMovement } from './funding';
+import {
+  allowanceFunding,
+  allowanceScopeId,
+  applyToGroup,
+  FundingGroup,
+  fundedAccountDeltas,
+  fundingAccountsOf,
+  splitMovement,
+} from './funding';
 import { accountDeltas } from './hold-batch';
 import { applyMovement, Hold, Movement, pendingOf, planCaseResolution, planMoveToUnresolved, planReleaseRest, planSettle } from './holds';
 
@@ -10,6 +18,15 @@ const group = (accountIds: readonly string[], pendingMicrousd: bigint, unresolve
   accountIds,
   pendingMicrousd,
   unresolvedMicrousd,
+});
+
+/** A pool of `pending` no attempt has touched yet. */
+const pool = (pending: bigint): Hold => ({
+  status: 'pending',
+  reservedMicrousd: pending,
+  settledMicrousd: 0n,
+  unresolvedMicrousd: 0n,
+  releasedMicrousd: 0n,
 });
 
 describe('fundingAccountsOf', () => {
@@ -41,14 +58,6 @@ describe('allowanceScopeId', () => {
 });
 
 describe('splitMovement', () => {
-  const pool = (pending: bigint): Hold => ({
-    status: 'pending',
-    reservedMicrousd: pending,
-    settledMicrousd: 0n,
-    unresolvedMicrousd: 0n,
-    releasedMicrousd: 0n,
-  });
-
   it("settles a hedge's cost on the allowance group only, its hold leaving the allowance's pending", () => {
     // primary held 100 on its own accounts, the hedge 100 on the allowance
     const groups = [group(OWN, 100n), group(ALLOWANCE, 100n)];
@@ -179,5 +188,53 @@ describe('splitMovement', () => {
       ),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('fundedAccountDeltas', () => {
+  it('with one group per reservation is accountDeltas of the folded movements (no allowance: unchanged)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ held: fc.bigInt({ min: 0n, max: 500n }), cost: fc.bigInt({ min: 0n, max: 600n }), done: fc.boolean() }), {
+          minLength: 1,
+          maxLength: 5,
+        }),
+        (rs) => {
+          const moves = rs.map((r, k) => {
+            const accounts = [`w${k % 2}`, 'team'];
+            const m = planSettle(pool(r.held), { costMicrousd: r.cost, actionDone: r.done }).movement;
+            return { accounts, m, groups: [group(accounts, r.held)] };
+          });
+          const funded = fundedAccountDeltas(moves.map((x) => ({ groups: x.groups, steps: [{ movement: x.m, funding: x.accounts }] })));
+          expect(funded.deltas).toEqual(accountDeltas(moves.map((x) => ({ accountIds: x.accounts, movement: x.m }))));
+        },
+      ),
+    );
+  });
+
+  it("moves a hedge's settle on the allowance and the primary's on the workload, in one batch, and the groups after it", () => {
+    const groups = [group(OWN, 100n), group(ALLOWANCE, 100n)];
+    const first = planSettle(pool(200n), { costMicrousd: 40n, actionDone: false }).movement; // the hedge won
+    const h1 = applyMovement(pool(200n), first);
+    const second = planSettle(h1, { costMicrousd: 10n, actionDone: true }).movement; // the primary's partial usage, then the rest
+    const { deltas, groups: after } = fundedAccountDeltas([
+      {
+        groups,
+        steps: [
+          { movement: first, funding: ALLOWANCE },
+          { movement: second, funding: OWN },
+        ],
+      },
+    ]);
+    const d = (id: string) => deltas.find((x) => x.accountId === id)!;
+    expect(d('a1')).toEqual({ accountId: 'a1', fromPendingMicrousd: 100n, toSettledMicrousd: 40n, unresolvedDeltaMicrousd: 0n });
+    expect(d('w1')).toEqual({ accountId: 'w1', fromPendingMicrousd: 100n, toSettledMicrousd: 10n, unresolvedDeltaMicrousd: 0n });
+    expect(d('team')).toEqual({ accountId: 'team', fromPendingMicrousd: 200n, toSettledMicrousd: 50n, unresolvedDeltaMicrousd: 0n });
+    expect(after[0].map((g) => g.pendingMicrousd)).toEqual([0n, 0n]);
+  });
+
+  it('refuses a step whose funding set no group holds', () => {
+    const m = planSettle(pool(10n), { costMicrousd: 1n, actionDone: false }).movement;
+    expect(() => fundedAccountDeltas([{ groups: [group(OWN, 10n)], steps: [{ movement: m, funding: ALLOWANCE }] }])).toThrow(RangeError);
   });
 });

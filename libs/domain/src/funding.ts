@@ -12,6 +12,7 @@
  * `splitMovement` is the one rule that turns a reservation-level movement into one movement per
  * group, so `pending + unresolved + settled` on every account stays the sum over the holds on it.
  */
+import { AccountDelta, accountDeltas } from './hold-batch';
 import { Movement } from './holds';
 
 /** The budget-account scope of an experiment allowance (scope id: the hedge policy's lineage). */
@@ -117,4 +118,35 @@ export function applyToGroup(g: FundingGroup, m: Movement): FundingGroup {
   };
   if (next.pendingMicrousd < 0n || next.unresolvedMicrousd < 0n) throw new RangeError('a funding group would go negative');
   return next;
+}
+
+/** The index of the funding group holding on exactly `accountIds` (an attempt's `fundingAccountsOf`). */
+export function groupOf(groups: readonly FundingGroup[], accountIds: readonly string[]): number {
+  const key = accountIds.join('\u0000');
+  const i = groups.findIndex((g) => g.accountIds.join('\u0000') === key);
+  if (i < 0) throw new RangeError(`no funding group holds on ${accountIds.join(', ')}`);
+  return i;
+}
+
+/**
+ * A batch of reservations' steps (each planned in sequence on its reservation and about the attempt
+ * whose funding set it names) as budget-account deltas: each step is split across its reservation's
+ * funding groups (`splitMovement`), each part mirrored on its group's accounts, summed per account
+ * (`accountDeltas`). Returns the groups after the batch too. For reservations with one group this
+ * is `accountDeltas` of their movements, so an action without an allowance moves as before.
+ */
+export function fundedAccountDeltas(
+  moves: ReadonlyArray<{ groups: readonly FundingGroup[]; steps: ReadonlyArray<{ movement: Movement; funding: readonly string[] }> }>,
+): { deltas: AccountDelta[]; groups: FundingGroup[][] } {
+  const parts: Array<{ accountIds: readonly string[]; movement: Movement }> = [];
+  const after = moves.map(({ groups, steps }) => {
+    let gs = [...groups];
+    for (const { movement, funding } of steps) {
+      const split = splitMovement(gs, movement, groupOf(gs, funding));
+      split.forEach((m, i) => parts.push({ accountIds: gs[i].accountIds, movement: m }));
+      gs = gs.map((g, i) => applyToGroup(g, split[i]));
+    }
+    return gs;
+  });
+  return { deltas: accountDeltas(parts), groups: after };
 }
