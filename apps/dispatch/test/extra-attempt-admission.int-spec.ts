@@ -1,11 +1,24 @@
 import { randomUUID } from 'node:crypto';
-import { AdmissionRepository, budgetAccountId, Database, DispatchRepository, ExtraAttemptInput, OutboxRepository } from '@gateway/db';
+import {
+  AdmissionRepository,
+  budgetAccountId,
+  Database,
+  DispatchRepository,
+  ExtraAttemptInput,
+  OutboxRepository,
+  ReservationHoldRepository,
+} from '@gateway/db';
+import { allowanceFundingOf, applyMovement, EXPERIMENT_ALLOWANCE_SCOPE, Movement, planMoveToUnresolved, planSettle } from '@gateway/domain';
 import { admitInput, primaryClaim } from '@gateway/testing';
 
 /**
  * The serialised extra-attempt admission and the winner compare-and-set (issue 10) on the real
  * Postgres: a funded hedge grows the reservation and every budget account it holds on by exactly
- * its own hold, every refusal is reachable and writes nothing, and the first winner wins.
+ * its own hold, every refusal is reachable and writes nothing, and the first winner wins. Under an
+ * experiment allowance the hedge holds on the allowance and the team account, never the workload's;
+ * an allowance without room refuses it with its own reason and leaves the primary alone; settling,
+ * moving to unresolved and releasing move each attempt's money on the accounts its hold sits on;
+ * racing hedges of many actions on one allowance never overspend it.
  */
 const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
 const PERIOD = new Date('2026-12-01T00:00:00Z');
@@ -186,5 +199,117 @@ describe('extra attempts: serialised admission and the winner', () => {
     const after = await snapshot(a.actionId, a.accounts);
     expect(after.pending).toEqual(before.pending.map((p) => p + HOLD));
     expect(after.attempts).toBe(2);
+  });
+
+  describe('under an experiment allowance', () => {
+    const holds = new ReservationHoldRepository();
+    const funded = (a: Awaited<ReturnType<typeof dispatchedAction>>) => ({ ...a, workload: a.accounts[0], team: a.accounts[1] });
+    /** The allowance a policy of `lineage` (its workload) with `budgetMicrousd` a month funds, and its account's id. */
+    const allowanceOf = (lineage: string, budgetMicrousd: bigint) => {
+      const funding = allowanceFundingOf(
+        { workloadId: lineage, routeId: null, experimentAllowance: { budgetMicrousd, period: 'month' } },
+        new Date('2026-12-15T00:00:00Z'),
+      )!;
+      return { ...funding, accountId: budgetAccountId(EXPERIMENT_ALLOWANCE_SCOPE, funding.scopeId, funding.periodStart) };
+    };
+
+    async function account(id: string) {
+      const a = await db.prisma.budgetAccount.findUnique({ where: { id } });
+      if (!a) return null;
+      expect(a.pendingMicrousd + a.unresolvedMicrousd + a.settledMicrousd).toBeLessThanOrEqual(a.budgetMicrousd);
+      return { pending: a.pendingMicrousd, unresolved: a.unresolvedMicrousd, settled: a.settledMicrousd };
+    }
+
+    /** One step through the repository every money path uses, on the attempt's funding set. */
+    async function move(
+      actionId: string,
+      plan: (r: Awaited<ReturnType<ReservationHoldRepository['lock']>> & object) => Movement,
+      funding: string[] | null,
+    ) {
+      await db.transaction(async (tx) => {
+        const r = (await holds.lock(tx, actionId))!;
+        const m = plan(r);
+        applyMovement(r, m);
+        await holds.moveMany(tx, [{ r, steps: [m], reason: 'test', fundings: [funding] }], new Date());
+      });
+    }
+
+    it('a hedge under an allowance holds on the allowance and the team, not the workload; settling moves each attempt on its own accounts', async () => {
+      const a = funded(await dispatchedAction({ teamBudget: 1_000_000n }));
+      const al = allowanceOf(`lineage-${randomUUID()}`, 5_000n);
+      const attemptId = randomUUID();
+      expect(await extra(a.actionId, { attemptId, allowance: al })).toEqual({ ok: true, attemptsTotal: 2 });
+      expect(await account(a.workload)).toEqual({ pending: HOLD, unresolved: 0n, settled: 0n }); // the primary's only
+      expect(await account(al.accountId)).toEqual({ pending: HOLD, unresolved: 0n, settled: 0n });
+      expect(await account(a.team)).toEqual({ pending: 2n * HOLD, unresolved: 0n, settled: 0n });
+      const t = await db.prisma.attempt.findUniqueOrThrow({ where: { id: attemptId } });
+      expect(t.fundingAccountIds).toEqual([al.accountId, a.team]);
+      const allowanceAccount = await db.prisma.budgetAccount.findUniqueOrThrow({ where: { id: al.accountId } });
+      expect([allowanceAccount.scope, allowanceAccount.budgetMicrousd]).toEqual([EXPERIMENT_ALLOWANCE_SCOPE, 5_000n]);
+
+      // the hedge settles at 300 (action not over yet), then the primary at 200 and the rest is released
+      await move(a.actionId, (r) => planSettle(r, { costMicrousd: 300n, actionDone: false }).movement, t.fundingAccountIds);
+      expect(await account(al.accountId)).toEqual({ pending: HOLD - 300n, unresolved: 0n, settled: 300n });
+      expect(await account(a.workload)).toEqual({ pending: HOLD, unresolved: 0n, settled: 0n });
+      await move(a.actionId, (r) => planSettle(r, { costMicrousd: 200n, actionDone: true }).movement, null);
+      expect(await account(al.accountId)).toEqual({ pending: 0n, unresolved: 0n, settled: 300n });
+      expect(await account(a.workload)).toEqual({ pending: 0n, unresolved: 0n, settled: 200n });
+      expect(await account(a.team)).toEqual({ pending: 0n, unresolved: 0n, settled: 500n });
+      const f = await db.prisma.reservationFunding.findMany({ where: { accountId: al.accountId } });
+      expect(f.map((x) => [x.pendingMicrousd, x.unresolvedMicrousd])).toEqual([[0n, 0n]]);
+    });
+
+    it("a hedge without usage evidence moves its own hold to unresolved on the allowance; the workload's stays pending", async () => {
+      const a = funded(await dispatchedAction({ teamBudget: 1_000_000n }));
+      const al = allowanceOf(`lineage-${randomUUID()}`, 5_000n);
+      const attemptId = randomUUID();
+      expect(await extra(a.actionId, { attemptId, allowance: al })).toEqual({ ok: true, attemptsTotal: 2 });
+      const funding = [al.accountId, a.team];
+      await move(a.actionId, (r) => planMoveToUnresolved(r, [HOLD]).movement, funding);
+      expect(await account(al.accountId)).toEqual({ pending: 0n, unresolved: HOLD, settled: 0n });
+      expect(await account(a.workload)).toEqual({ pending: HOLD, unresolved: 0n, settled: 0n });
+      expect(await account(a.team)).toEqual({ pending: HOLD, unresolved: HOLD, settled: 0n });
+    });
+
+    it('an allowance without room refuses the hedge with experiment_allowance_spent; its floor is the spend floor; the primary is untouched', async () => {
+      const lineage = `lineage-${randomUUID()}`;
+      const first = funded(await dispatchedAction({ teamBudget: 1_000_000n }));
+      expect(await extra(first.actionId, { allowance: allowanceOf(lineage, 1_500n) })).toEqual({ ok: true, attemptsTotal: 2 });
+      const second = funded(await dispatchedAction({ teamBudget: 1_000_000n }));
+      const before = { workload: await account(second.workload), team: await account(second.team) };
+      expect(await extra(second.actionId, { allowance: allowanceOf(lineage, 1_500n) })).toEqual({
+        ok: false,
+        reason: 'experiment_allowance_spent',
+      });
+      expect({ workload: await account(second.workload), team: await account(second.team) }).toEqual(before);
+      expect(await db.prisma.attempt.count({ where: { actionId: second.actionId } })).toBe(1);
+      const p = await db.prisma.attempt.findUniqueOrThrow({ where: { id: second.primary } });
+      expect(p.status).toBe('in_flight');
+      expect(await account(allowanceOf(lineage, 0n).accountId)).toEqual({ pending: HOLD, unresolved: 0n, settled: 0n });
+      // room for the hold, but not for the floor after it
+      const third = funded(await dispatchedAction({ teamBudget: 1_000_000n }));
+      const roomy = allowanceOf(`lineage-${randomUUID()}`, 1_500n);
+      expect(await extra(third.actionId, { allowance: roomy }, { spendFloorMicrousd: 600n })).toEqual({
+        ok: false,
+        reason: 'spend_floor',
+      });
+      // and without an allowance the same hedge draws on the workload, as before
+      expect(await extra(third.actionId, { allowance: null })).toEqual({ ok: true, attemptsTotal: 2 });
+      expect(await account(third.workload)).toEqual({ pending: 2n * HOLD, unresolved: 0n, settled: 0n });
+    });
+
+    it('24 racing hedges of different actions on one allowance of 10 holds: exactly 10 admitted, the sum rule holds', async () => {
+      const team = `team-${randomUUID()}`;
+      const al = allowanceOf(`lineage-${randomUUID()}`, 10n * HOLD);
+      const actions = await Promise.all(
+        Array.from({ length: 24 }, async () => funded(await dispatchedAction({ team, teamBudget: 1_000_000n }))),
+      );
+      const results = await Promise.all(actions.map((a) => extra(a.actionId, { allowance: al })));
+      expect(results.filter((r) => r.ok)).toHaveLength(10);
+      expect(results.filter((r) => !r.ok).map((r) => (r.ok ? null : r.reason))).toEqual(Array(14).fill('experiment_allowance_spent'));
+      expect(await account(al.accountId)).toEqual({ pending: 10n * HOLD, unresolved: 0n, settled: 0n });
+      expect(await account(actions[0].team)).toEqual({ pending: 34n * HOLD, unresolved: 0n, settled: 0n });
+      for (const a of actions) expect(await account(a.workload)).toEqual({ pending: HOLD, unresolved: 0n, settled: 0n });
+    });
   });
 });

@@ -270,6 +270,10 @@ export class InMemoryReconciliationStore implements ReconciliationStore, LedgerP
       return r ? { ...r, accountIds: [...r.accountIds], actionStatus: this.s.actions.get(actionId)!.status } : null;
     },
     move: (tx, r, m, reason) => this.move(tx, r, m, reason),
+    // no experiment allowance here: every step lands on the reservation's accounts
+    moveMany: async (tx, moves) => {
+      for (const { r, steps, reason } of moves) for (const m of steps) await this.move(tx, r, m, reason);
+    },
   };
 
   async move(_tx: Tx, r: ReservationView, m: Movement, reason: string): Promise<void> {

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import {
   allowanceFunding,
+  allowanceFundingOf,
   allowanceScopeId,
   applyToGroup,
   FundingGroup,
@@ -45,14 +46,33 @@ describe('allowanceFunding', () => {
   });
 });
 
+describe('allowanceFundingOf', () => {
+  const policy = { workloadId: 'wl', routeId: null, experimentAllowance: { budgetMicrousd: 5_000_000n, period: 'month' as const } };
+  it("is the lineage's account for the period now falls in, at the revision's budget", () => {
+    expect(allowanceFundingOf(policy, new Date('2026-12-02T21:00:00Z'))).toEqual({
+      scopeId: allowanceScopeId('wl', null),
+      periodStart: new Date('2026-12-01T00:00:00Z'),
+      budgetMicrousd: 5_000_000n,
+    });
+    expect(
+      allowanceFundingOf({ ...policy, experimentAllowance: { budgetMicrousd: 1n, period: 'day' } }, new Date('2026-12-02T21:00:00Z'))
+        ?.periodStart,
+    ).toEqual(new Date('2026-12-02T00:00:00Z'));
+  });
+  it('is none without an allowance (extra attempts draw on the reservation, as before)', () => {
+    expect(allowanceFundingOf({ ...policy, experimentAllowance: null }, new Date())).toBeNull();
+  });
+});
+
 describe('allowanceScopeId', () => {
   it('is per policy lineage: the workload-wide policy and a route override differ', () => {
     expect(allowanceScopeId('wl', null)).not.toBe(allowanceScopeId('wl', 'r1'));
     expect(allowanceScopeId('wl', 'r1')).not.toBe(allowanceScopeId('wl', 'r2'));
   });
-  it('cannot be forged by a NUL in an id', () => {
-    expect(() => allowanceScopeId('w\u0000x', null)).toThrow(RangeError);
-    expect(() => allowanceScopeId('w', 'r\u0000')).toThrow(RangeError);
+  it('is unambiguous whatever the ids contain, and holds no NUL', () => {
+    expect(allowanceScopeId('a","b', null)).not.toBe(allowanceScopeId('a', 'b'));
+    expect(allowanceScopeId('w', 'null')).not.toBe(allowanceScopeId('w', null));
+    expect(allowanceScopeId('w\u0000', 'r\u0000')).not.toContain('\u0000');
     expect(() => allowanceScopeId('', null)).toThrow(RangeError);
   });
 });

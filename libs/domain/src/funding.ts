@@ -12,7 +12,9 @@
  * `splitMovement` is the one rule that turns a reservation-level movement into one movement per
  * group, so `pending + unresolved + settled` on every account stays the sum over the holds on it.
  */
+import { budgetPeriodStart } from './admission';
 import { AccountDelta, accountDeltas } from './hold-batch';
+import type { ExperimentAllowance } from './hedging';
 import { Movement } from './holds';
 
 /** The budget-account scope of an experiment allowance (scope id: the hedge policy's lineage). */
@@ -23,14 +25,39 @@ export const ORG_WIDE_SCOPES: readonly string[] = ['team', 'environment'];
 
 /**
  * The budget-account scope id of a policy lineage's allowance: the workload and the route the
- * policy is scoped to (`*` for the workload-wide policy). Per lineage, not per workload, because a
+ * policy is scoped to (null for the workload-wide policy), as a JSON pair — unambiguous whatever the
+ * ids contain, and never a NUL (Postgres text refuses it). Per lineage, not per workload, because a
  * route override carries an allowance of its own size, and one account has one budget.
  */
 export function allowanceScopeId(workloadId: string, routeId: string | null): string {
-  if (workloadId.length === 0 || workloadId.includes('\u0000') || (routeId !== null && routeId.includes('\u0000'))) {
-    throw new RangeError('allowanceScopeId needs a workload id without NUL');
-  }
-  return `${workloadId}\u0000${routeId ?? '*'}`;
+  if (workloadId.length === 0) throw new RangeError('allowanceScopeId needs a workload id');
+  return JSON.stringify([workloadId, routeId]);
+}
+
+/** The allowance budget account an extra attempt under `policy` draws on at `now` (null: none configured). */
+export interface AllowanceFunding {
+  scopeId: string;
+  periodStart: Date;
+  budgetMicrousd: bigint;
+}
+
+/**
+ * The experiment allowance of the revision in force, as the account that funds its extra attempts:
+ * the policy lineage's account for the period `now` falls in (UTC day or month, like workload
+ * budgets), its budget the revision's. Null without an allowance: extra attempts draw on the
+ * reservation's own accounts, as before.
+ */
+export function allowanceFundingOf(
+  policy: { workloadId: string; routeId: string | null; experimentAllowance: ExperimentAllowance | null },
+  now: Date,
+): AllowanceFunding | null {
+  const a = policy.experimentAllowance;
+  if (!a) return null;
+  return {
+    scopeId: allowanceScopeId(policy.workloadId, policy.routeId),
+    periodStart: budgetPeriodStart(a.period, now),
+    budgetMicrousd: a.budgetMicrousd,
+  };
 }
 
 /**

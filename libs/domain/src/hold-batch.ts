@@ -8,9 +8,11 @@ import { applyMovement, combineMovements, Hold, Movement } from './holds';
 
 /**
  * The order budget accounts are locked in, by scope, then by id (docs/architecture.md "Lock
- * order"; admission takes a workload's accounts in this order too).
+ * order"; admission takes a workload's accounts in this order too). An experiment allowance
+ * (`EXPERIMENT_ALLOWANCE_SCOPE`) is locked where the workload's account would be: before the
+ * org-wide team and environment accounts it shares the extra attempt with.
  */
-export const BUDGET_ACCOUNT_LOCK_ORDER: readonly string[] = ['workload', 'exception', 'team', 'environment'];
+export const BUDGET_ACCOUNT_LOCK_ORDER: readonly string[] = ['workload', 'exception', 'experiment_allowance', 'team', 'environment'];
 
 /**
  * Movements planned in sequence on one hold (each on the hold the previous one left) as one

@@ -54,6 +54,7 @@ export async function resolveHold(
     actionDone,
     otherOpenExposureMicrousd: await p.cases.openExposureOnAction(tx, open.action.id, open.c.id),
   });
-  await p.holds.move(tx, r, plan.movement, reason, now);
+  // on the accounts the case's attempt's hold sits on (an allowance-funded extra attempt: the allowance)
+  await p.holds.move(tx, r, plan.movement, reason, now, open.attempt?.fundingAccountIds ?? null);
   return plan;
 }

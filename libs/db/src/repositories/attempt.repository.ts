@@ -27,12 +27,16 @@ export interface AttemptView {
   policyRevisionId: string | null;
   /** the price revision this attempt is priced at (null: recorded before attempts carried one; `priceRevisionOf`) */
   priceRevisionId: string | null;
+  /** the accounts its hold sits on when not the reservation's (an allowance-funded extra attempt; `fundingAccountsOf`) */
+  fundingAccountIds?: string[] | null;
 }
 
 /** An attempt as settlement locks it: its state and the price revision it is priced at. */
 export interface LockedAttempt {
   status: AttemptState;
   priceRevisionId: string | null;
+  /** the accounts its hold sits on when not the reservation's (libs/domain `fundingAccountsOf`) */
+  fundingAccountIds?: string[] | null;
 }
 
 /**
@@ -91,9 +95,15 @@ export class AttemptRepository {
    */
   async lockAttempts(tx: Tx, attemptIds: readonly string[]): Promise<Map<string, LockedAttempt>> {
     if (attemptIds.length === 0) return new Map();
-    const rows = await prismaTx(tx).$queryRaw<Array<{ id: string; status: string; price_revision_id: string | null }>>`
-      SELECT id, status, price_revision_id FROM attempt WHERE id = ANY(${[...attemptIds]}::text[]) ORDER BY id FOR UPDATE`;
-    return new Map(rows.map((r) => [r.id, { status: r.status as AttemptState, priceRevisionId: r.price_revision_id }]));
+    const rows = await prismaTx(tx).$queryRaw<
+      Array<{ id: string; status: string; price_revision_id: string | null; funding_account_ids: string[] | null }>
+    >`SELECT id, status, price_revision_id, funding_account_ids FROM attempt WHERE id = ANY(${[...attemptIds]}::text[]) ORDER BY id FOR UPDATE`;
+    return new Map(
+      rows.map((r) => [
+        r.id,
+        { status: r.status as AttemptState, priceRevisionId: r.price_revision_id, fundingAccountIds: r.funding_account_ids },
+      ]),
+    );
   }
 
   async byId(tx: Tx, attemptId: string): Promise<AttemptView | null> {
@@ -183,6 +193,7 @@ export function toAttemptView(a: {
   winner: boolean;
   hedgePolicyRevisionId: string | null;
   priceRevisionId: string | null;
+  fundingAccountIds?: string[] | null;
 }): AttemptView {
   return {
     id: a.id,
@@ -199,5 +210,6 @@ export function toAttemptView(a: {
     winner: a.winner,
     policyRevisionId: a.hedgePolicyRevisionId,
     priceRevisionId: a.priceRevisionId,
+    fundingAccountIds: a.fundingAccountIds?.length ? a.fundingAccountIds : null,
   };
 }

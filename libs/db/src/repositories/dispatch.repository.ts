@@ -4,11 +4,14 @@ import {
   ActionState,
   attemptMachine,
   AttemptState,
+  AllowanceFunding,
   BUDGET_ACCOUNT_LOCK_ORDER,
+  EXPERIMENT_ALLOWANCE_SCOPE,
   InvalidTransitionError,
   transitionGuard,
 } from '@gateway/domain';
 import { Database, PreparedStatement } from '../database';
+import { budgetAccountId } from './admission.repository';
 import { OutboxRepository } from './outbox.repository';
 
 export interface ClaimInput {
@@ -87,7 +90,15 @@ export interface ExtraAttemptInput {
   };
   claimedBy: string;
   now: Date;
+  /**
+   * The experiment allowance that funds this attempt (issue 10), or none: then it holds on the
+   * reservation's own accounts as before. With one it holds on the allowance account of this period
+   * (created on first use, its budget the revision's) and the reservation's team/environment accounts.
+   */
+  allowance?: ExtraAttemptAllowance | null;
 }
+/** libs/domain `allowanceFundingOf`: the policy lineage's allowance account for the period. */
+export type ExtraAttemptAllowance = AllowanceFunding;
 export type ExtraAttemptDenial =
   | 'winner_chosen'
   | 'action_terminal'
@@ -98,6 +109,7 @@ export type ExtraAttemptDenial =
   | 'attempt_allowance_spent'
   | 'spend_allowance_spent'
   | 'budget_exhausted'
+  | 'experiment_allowance_spent'
   | 'already_claimed';
 export type ExtraAttemptResult = { ok: true; attemptsTotal: number } | { ok: false; reason: ExtraAttemptDenial };
 
@@ -111,6 +123,7 @@ const EXTRA_ATTEMPT_DENIALS: readonly ExtraAttemptDenial[] = [
   'attempt_allowance_spent',
   'spend_allowance_spent',
   'budget_exhausted',
+  'experiment_allowance_spent',
   'already_claimed',
 ];
 
@@ -156,13 +169,15 @@ export class DispatchRepository {
 
   /**
    * Admits a hedge, retry or fallback of an action as ONE serialised step (the plpgsql function
-   * `dispatch_admit_extra_attempt`, one autocommit call): under the action's row lock, then the
+   * `dispatch_admit_extra_attempt_funded`, one autocommit call): under the action's row lock, then the
    * reservation's, then its budget accounts' in `BUDGET_ACCOUNT_LOCK_ORDER`, it checks (in order)
    * that the attempt is not claimed yet, no winner, the action still open, the deadline, the role's
    * limit, the attempt count, the extra spend, and every budget account's room and floor; then it
    * adds the attempt's own hold to the reservation and to every one of its accounts' pending and
    * inserts the claim and the attempt row, with the price revision it will be settled at
-   * (`dispatch_admit_extra_attempt_priced`). A refusal writes nothing; the primary's hold stays.
+   * and, under an experiment allowance, its funding set (`input.allowance`: the allowance account
+   * instead of the workload and exception ones; `experiment_allowance_spent` when it has no room).
+   * A refusal writes nothing but a new allowance account; the primary's hold stays.
    */
   async admitExtraAttempt(input: ExtraAttemptInput): Promise<ExtraAttemptResult> {
     if (input.holdMicrousd < 0n) throw new RangeError('holdMicrousd must not be negative');
@@ -189,11 +204,15 @@ export class DispatchRepository {
       CLAIMED_ATTEMPT_STATUS,
       [...BUDGET_ACCOUNT_LOCK_ORDER],
       input.priceRevisionId,
+      input.allowance ? budgetAccountId(EXPERIMENT_ALLOWANCE_SCOPE, input.allowance.scopeId, input.allowance.periodStart) : null,
+      input.allowance?.scopeId ?? null,
+      input.allowance?.periodStart ?? null,
+      input.allowance?.budgetMicrousd ?? null,
     ]);
     const r = rows[0];
     if (r.refused === null) return { ok: true, attemptsTotal: Number(r.attempts_total) };
     const reason = EXTRA_ATTEMPT_DENIALS.find((d) => d === r.refused);
-    if (!reason) throw new Error(`dispatch_admit_extra_attempt answered an unknown refusal: ${r.refused}`);
+    if (!reason) throw new Error(`dispatch_admit_extra_attempt_funded answered an unknown refusal: ${r.refused}`);
     return { ok: false, reason };
   }
 
@@ -300,14 +319,15 @@ const CLAIMED_ATTEMPT_STATUS = attemptMachine.transition('claimed', 'start');
 const EXTENDABLE: string[] = [DISPATCH.to];
 
 /**
- * $1..$20 as `dispatch_admit_extra_attempt` declares them (migration 20261202100100), $21 the
- * attempt's price revision (`dispatch_admit_extra_attempt_priced`, migration 20261202160000).
+ * `dispatch_admit_extra_attempt_funded` (migration 20261202200000, the one extra-attempt admission;
+ * it replaced `dispatch_admit_extra_attempt` and its priced wrapper): $1..$20 as those declared them,
+ * $21 the attempt's price revision, $22..$25 the experiment allowance, all null without one.
  */
 const ADMIT_EXTRA: PreparedStatement = {
-  name: 'dispatch_admit_extra_attempt_priced',
-  text: `SELECT refused, attempts_total FROM dispatch_admit_extra_attempt_priced($1::text, $2::text, $3::int, $4::text, $5::text, $6::int,
+  name: 'dispatch_admit_extra_attempt_funded',
+  text: `SELECT refused, attempts_total FROM dispatch_admit_extra_attempt_funded($1::text, $2::text, $3::int, $4::text, $5::text, $6::int,
     $7::int, $8::bigint, $9::text, $10::int, $11::int, $12::int, $13::bigint, $14::bigint, $15::int, $16::text, $17::timestamptz,
-    $18::text[], $19::text, $20::text[], $21::text)`,
+    $18::text[], $19::text, $20::text[], $21::text, $22::text, $23::text, $24::timestamptz, $25::bigint)`,
 };
 
 /**

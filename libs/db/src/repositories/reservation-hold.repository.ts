@@ -1,11 +1,16 @@
 import {
+  AccountDelta,
   accountDeltas,
   ActionState,
   BUDGET_ACCOUNT_LOCK_ORDER,
   foldMovements,
+  fundedAccountDeltas,
+  FundingGroup,
+  fundingAccountsOf,
   Hold,
   isNoMovement,
   Movement,
+  pendingOf,
   ReservationState,
 } from '@gateway/domain';
 import { prismaTx, Tx } from '../database';
@@ -18,6 +23,68 @@ export interface ReservationView extends Hold {
   accountIds: string[];
   /** the action's state, read under the same lock (settlement: is the action over?) */
   actionStatus: ActionState;
+  /**
+   * What the pool holds per funding set (libs/domain `funding.ts`): the reservation's own accounts
+   * first, then one group per experiment allowance that funds an extra attempt of the action. One
+   * group (the common case, no allowance), or none (a view built without them), is the reservation itself.
+   */
+  fundingGroups?: FundingGroup[];
+}
+
+/** One planned step on a reservation and the funding set of the attempt it is about (null: the reservation's). */
+export type FundedSteps = {
+  r: ReservationView;
+  steps: readonly Movement[];
+  reason: string;
+  fundings?: ReadonlyArray<readonly string[] | null>;
+};
+
+type LockedRow = {
+  id: string;
+  action_id: string;
+  status: string;
+  reserved_microusd: bigint;
+  settled_microusd: bigint;
+  unresolved_microusd: bigint;
+  released_microusd: bigint;
+  price_revision_id: string;
+  workload_account_id: string;
+  exception_account_id: string | null;
+  scope_account_ids: string[] | null;
+  action_status: string;
+  funding: Array<{ account_ids: string[]; pending: string; unresolved: string }> | null;
+};
+
+/** A locked row as the view; the reservation's own funding group is its totals minus the allowance groups. */
+function reservationView(r: LockedRow): ReservationView {
+  const hold: Hold = {
+    status: r.status as ReservationState,
+    reservedMicrousd: BigInt(r.reserved_microusd),
+    settledMicrousd: BigInt(r.settled_microusd),
+    unresolvedMicrousd: BigInt(r.unresolved_microusd),
+    releasedMicrousd: BigInt(r.released_microusd),
+  };
+  // The budget accounts' lock order: workload → exception → team → environment (as admission).
+  const accountIds = [r.workload_account_id, ...(r.exception_account_id ? [r.exception_account_id] : []), ...(r.scope_account_ids ?? [])];
+  const allowances: FundingGroup[] = (r.funding ?? []).map((f) => ({
+    accountIds: f.account_ids,
+    pendingMicrousd: BigInt(f.pending),
+    unresolvedMicrousd: BigInt(f.unresolved),
+  }));
+  const own: FundingGroup = {
+    accountIds,
+    pendingMicrousd: pendingOf(hold) - allowances.reduce((a, g) => a + g.pendingMicrousd, 0n),
+    unresolvedMicrousd: hold.unresolvedMicrousd - allowances.reduce((a, g) => a + g.unresolvedMicrousd, 0n),
+  };
+  return {
+    id: r.id,
+    actionId: r.action_id,
+    ...hold,
+    priceRevisionId: r.price_revision_id,
+    accountIds,
+    actionStatus: r.action_status as ActionState,
+    fundingGroups: [own, ...allowances],
+  };
 }
 
 /**
@@ -38,42 +105,15 @@ export class ReservationHoldRepository {
   async lockMany(tx: Tx, actionIds: readonly string[]): Promise<Map<string, ReservationView>> {
     if (actionIds.length === 0) return new Map();
     const rows = await prismaTx(tx).$queryRaw<
-      Array<{
-        id: string;
-        action_id: string;
-        status: string;
-        reserved_microusd: bigint;
-        settled_microusd: bigint;
-        unresolved_microusd: bigint;
-        released_microusd: bigint;
-        price_revision_id: string;
-        workload_account_id: string;
-        exception_account_id: string | null;
-        scope_account_ids: string[] | null;
-        action_status: string;
-      }>
+      LockedRow[]
     >`SELECT r.id, r.action_id, r.status, r.reserved_microusd, r.settled_microusd, r.unresolved_microusd, r.released_microusd,
-             r.price_revision_id, r.workload_account_id, r.exception_account_id, r.scope_account_ids, a.status AS action_status
+             r.price_revision_id, r.workload_account_id, r.exception_account_id, r.scope_account_ids, a.status AS action_status,
+             (SELECT json_agg(json_build_object('account_ids', f.account_ids, 'pending', f.pending_microusd::text,
+                'unresolved', f.unresolved_microusd::text) ORDER BY f.account_id)
+              FROM reservation_funding f WHERE f.reservation_id = r.id) AS funding
       FROM action a JOIN reservation r ON r.action_id = a.id
       WHERE a.id = ANY(${[...actionIds]}::text[]) ORDER BY a.id FOR UPDATE OF a, r`;
-    return new Map(
-      rows.map((r) => [
-        r.action_id,
-        {
-          id: r.id,
-          actionId: r.action_id,
-          status: r.status as ReservationState,
-          reservedMicrousd: BigInt(r.reserved_microusd),
-          settledMicrousd: BigInt(r.settled_microusd),
-          unresolvedMicrousd: BigInt(r.unresolved_microusd),
-          releasedMicrousd: BigInt(r.released_microusd),
-          priceRevisionId: r.price_revision_id,
-          // The budget accounts' lock order: workload → exception → team → environment (as admission).
-          accountIds: [r.workload_account_id, ...(r.exception_account_id ? [r.exception_account_id] : []), ...(r.scope_account_ids ?? [])],
-          actionStatus: r.action_status as ActionState,
-        },
-      ]),
-    );
+    return new Map(rows.map((r) => [r.action_id, reservationView(r)]));
   }
 
   /**
@@ -83,10 +123,10 @@ export class ReservationHoldRepository {
    * accounts are locked by scope (workload → exception → team → environment, the order admission
    * takes), so a team account shared by many workloads cannot deadlock against an admission. The movement
    * is checked against the hold first (`applyMovement` refuses negative buckets and edges the
-   * machine lacks).
+   * machine lacks). `funding` is that of the attempt the movement is about (null: the reservation's).
    */
-  async move(tx: Tx, r: ReservationView, m: Movement, reason: string, now: Date): Promise<void> {
-    await this.moveMany(tx, [{ r, steps: [m], reason }], now);
+  async move(tx: Tx, r: ReservationView, m: Movement, reason: string, now: Date, funding: readonly string[] | null = null): Promise<void> {
+    await this.moveMany(tx, [{ r, steps: [m], reason, fundings: [funding] }], now);
   }
 
   /**
@@ -96,18 +136,12 @@ export class ReservationHoldRepository {
    * (`accountDeltas`), the accounts locked by scope rank then id (`BUDGET_ACCOUNT_LOCK_ORDER`,
    * the order admission takes), after the reservations.
    */
-  async moveMany(
-    tx: Tx,
-    moves: ReadonlyArray<{ r: ReservationView; steps: readonly Movement[]; reason: string }>,
-    now: Date,
-  ): Promise<void> {
+  async moveMany(tx: Tx, moves: ReadonlyArray<FundedSteps>, now: Date): Promise<void> {
     const folded = moves
-      .map(({ r, steps, reason }) => ({ r, reason, movement: foldMovements(r, steps).movement }))
-      .filter(
-        (f): f is { r: ReservationView; reason: string; movement: Movement } => f.movement !== null && !isNoMovement(f.r, f.movement),
-      );
+      .map((m) => ({ ...m, movement: foldMovements(m.r, m.steps).movement }))
+      .filter((f): f is FundedSteps & { movement: Movement } => f.movement !== null && !isNoMovement(f.r, f.movement));
     if (folded.length === 0) return;
-    const deltas = accountDeltas(folded.map((f) => ({ accountIds: f.r.accountIds, movement: f.movement })));
+    const { deltas, allowanceGroups } = ReservationHoldRepository.deltasOf(folded);
     const col = <T>(pick: (f: (typeof folded)[number]) => T) => folded.map(pick);
     // `id = ANY(ids)` beside each join on the batch's values: the rows are found through the
     // primary key whatever the planner guesses of the unnest's size (without it, it hashed a
@@ -148,5 +182,47 @@ export class ReservationHoldRepository {
         unresolved_microusd = b.unresolved_microusd + d.unresolved_delta,
         updated_at = now()
       FROM d WHERE b.id = d.id AND b.id IN (SELECT id FROM locked)`;
+    // the allowance groups' rows: children of reservations this transaction holds locked
+    if (allowanceGroups.length > 0) {
+      await prismaTx(tx).$executeRaw`
+        UPDATE reservation_funding f SET pending_microusd = v.pending, unresolved_microusd = v.unresolved
+        FROM unnest(${allowanceGroups.map((g) => g.reservationId)}::text[], ${allowanceGroups.map((g) => g.accountId)}::text[],
+          ${allowanceGroups.map((g) => g.pendingMicrousd)}::bigint[], ${allowanceGroups.map((g) => g.unresolvedMicrousd)}::bigint[])
+          AS v(reservation_id, account_id, pending, unresolved)
+        WHERE f.reservation_id = v.reservation_id AND f.account_id = v.account_id`;
+    }
+  }
+
+  /**
+   * The budget-account deltas of a batch: each reservation's movement mirrored on its accounts
+   * (`accountDeltas`) when the pool has one funding group — every action without an experiment
+   * allowance; else each step split across the funding groups by the funding set of the attempt
+   * it is about (`fundedAccountDeltas`; `fundingAccountsOf` is the one rule), with the allowance
+   * groups after the batch to write back.
+   */
+  private static deltasOf(folded: ReadonlyArray<FundedSteps & { movement: Movement }>): {
+    deltas: AccountDelta[];
+    allowanceGroups: Array<{ reservationId: string; accountId: string; pendingMicrousd: bigint; unresolvedMicrousd: bigint }>;
+  } {
+    if (folded.every((f) => (f.r.fundingGroups?.length ?? 0) <= 1)) {
+      return { deltas: accountDeltas(folded.map((f) => ({ accountIds: f.r.accountIds, movement: f.movement }))), allowanceGroups: [] };
+    }
+    const { deltas, groups } = fundedAccountDeltas(
+      folded.map(({ r, steps, fundings }) => ({
+        groups: r.fundingGroups?.length
+          ? r.fundingGroups
+          : [{ accountIds: r.accountIds, pendingMicrousd: pendingOf(r), unresolvedMicrousd: r.unresolvedMicrousd }],
+        steps: steps.map((movement, i) => ({ movement, funding: fundingAccountsOf(fundings?.[i] ?? null, r.accountIds) })),
+      })),
+    );
+    const allowanceGroups = groups.flatMap((gs, k) =>
+      gs.slice(1).map((g) => ({
+        reservationId: folded[k].r.id,
+        accountId: g.accountIds[0],
+        pendingMicrousd: g.pendingMicrousd,
+        unresolvedMicrousd: g.unresolvedMicrousd,
+      })),
+    );
+    return { deltas, allowanceGroups };
   }
 }

@@ -1,5 +1,6 @@
 import type { AttemptRole, DispatchCommandV1, ReplyAddress } from '@gateway/contracts';
 import {
+  allowanceFundingOf,
   AttemptExposure,
   AttemptFailure,
   decideHedge,
@@ -431,6 +432,8 @@ export class ActionRunner {
       },
       claimedBy: this.deps.config.instanceId,
       now,
+      // an experiment allowance funds the extra attempt instead of the workload's budget (issue 10)
+      allowance: allowanceFundingOf(p, now),
     });
     if (!res.ok) {
       this.denied(role, res.reason);

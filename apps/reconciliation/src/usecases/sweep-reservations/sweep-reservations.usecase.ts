@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { caseReason } from '@gateway/contracts';
 import { AttemptRepository, CaseRepository, ReconciliationRepository, ReconciliationStore, ReservationHoldRepository } from '@gateway/db';
-import { actionMachine, applyMovement, combineMovements, planMoveToUnresolved, planReleaseRest, planVoid } from '@gateway/domain';
+import { actionMachine, applyMovement, combineMovements, Movement, planMoveToUnresolved, planReleaseRest, planVoid } from '@gateway/domain';
 import { IdGenerator, InjectIds, InjectLogger } from '@gateway/service-kit';
 import { SWEEP_CONFIG, SweepConfig } from '../../reconciliation.config';
 import { AttemptPort, CasePort, HoldPort } from '../ports';
@@ -163,13 +163,21 @@ export class SweepReservations {
         let movement = plan.movement;
         // The action is over now; once no other attempt may bring usage, the rest of the pool is released.
         const rest = (await this.attempts.awaitingSettlement(tx, actionId)) === 0;
-        if (rest) movement = combineMovements(movement, planReleaseRest(applyMovement(reservation, movement)));
+        const release = rest ? planReleaseRest(applyMovement(reservation, movement)) : null;
+        if (release) movement = combineMovements(movement, release);
         if (movement.fromPendingMicrousd > 0n || movement.status !== reservation.status) {
-          await this.holds.move(
+          // one step per orphan, each on the accounts its own hold sits on (`fundingAccountsOf`), then the rest
+          const steps = [...perAttempt(plan.movement, plan.exposuresMicrousd), ...(release ? [release] : [])];
+          await this.holds.moveMany(
             tx,
-            reservation,
-            movement,
-            `${attempts.length} orphaned attempt(s): their own holds kept as unresolved exposure${rest ? '; the rest released' : ''}`,
+            [
+              {
+                r: reservation,
+                steps,
+                fundings: [...attempts.map((a) => a.fundingAccountIds ?? null), ...(release ? [null] : [])],
+                reason: `${attempts.length} orphaned attempt(s): their own holds kept as unresolved exposure${rest ? '; the rest released' : ''}`,
+              },
+            ],
             now,
           );
         }
@@ -177,4 +185,9 @@ export class SweepReservations {
       return out;
     });
   }
+}
+
+/** A move of several attempts to unresolved as one step per attempt (the same sum, the same end state). */
+function perAttempt(m: Movement, exposures: readonly bigint[]): Movement[] {
+  return exposures.map((x) => ({ ...m, fromPendingMicrousd: x, toUnresolvedMicrousd: x }));
 }

@@ -13,6 +13,7 @@ import {
   priceRevisionOf,
   ProcessedEventRepository,
   ReservationHoldRepository,
+  FundedSteps,
   ReservationView,
   Tx,
 } from '@gateway/db';
@@ -226,7 +227,12 @@ export class SettleAttempt {
   private settle(e: AttemptCompletedV1, r: ReservationView, row: LedgerRow, batch: SettlementBatch): SettleOutcome {
     batch.transition(e, 'settle', 'settled from provider-reported usage');
     const plan = planSettle(batch.hold(r), { costMicrousd: row.costMicrousd, actionDone: batch.actionDone(e, r) });
-    batch.move(r, plan.movement, `attempt ${e.attempt_no} settled${plan.releasedMicrousd > 0n ? '; unused hold released' : ''}`);
+    batch.move(
+      r,
+      plan.movement,
+      `attempt ${e.attempt_no} settled${plan.releasedMicrousd > 0n ? '; unused hold released' : ''}`,
+      e.attempt_id,
+    );
     return 'settled';
   }
 
@@ -255,7 +261,7 @@ export class SettleAttempt {
     // The action is over: the rest of the pool (holds no attempt needs any more) is released; the
     // reservation stays unresolved while any exposure is.
     if (batch.actionDone(e, r)) movement = combineMovements(movement, planReleaseRest(applyMovement(hold, movement)));
-    batch.move(r, movement, `attempt ${e.attempt_no}: ${reason}`);
+    batch.move(r, movement, `attempt ${e.attempt_no}: ${reason}`, e.attempt_id);
     return 'reconciliation_required';
   }
 
@@ -291,11 +297,14 @@ export class SettleAttempt {
  */
 class SettlementBatch {
   readonly transitions: Array<{ attemptId: string; event: AttemptEvent; reason: string }> = [];
-  private readonly byReservation = new Map<string, { r: ReservationView; hold: Hold; steps: Movement[]; reason: string }>();
+  private readonly byReservation = new Map<
+    string,
+    { r: ReservationView; hold: Hold; steps: Movement[]; fundings: Array<string[] | null>; reason: string }
+  >();
   private readonly statuses: Map<string, AttemptState>;
 
   constructor(
-    locked: Map<string, LockedAttempt>,
+    private readonly locked: Map<string, LockedAttempt>,
     private readonly awaiting: Map<string, number>,
   ) {
     this.statuses = new Map([...locked].map(([id, a]) => [id, a.status]));
@@ -324,15 +333,17 @@ class SettlementBatch {
     return this.byReservation.get(r.id)?.hold ?? r;
   }
 
-  move(r: ReservationView, m: Movement, reason: string): void {
-    const cur = this.byReservation.get(r.id) ?? { r, hold: r, steps: [], reason };
+  /** A step about `attemptId`: it lands on the accounts that attempt's hold sits on (`moveMany` splits it). */
+  move(r: ReservationView, m: Movement, reason: string, attemptId: string): void {
+    const cur = this.byReservation.get(r.id) ?? { r, hold: r, steps: [], fundings: [], reason };
     cur.hold = applyMovement(cur.hold, m);
     cur.steps.push(m);
+    cur.fundings.push(this.locked.get(attemptId)?.fundingAccountIds ?? null);
     cur.reason = reason;
     this.byReservation.set(r.id, cur);
   }
 
-  moves(): Array<{ r: ReservationView; steps: Movement[]; reason: string }> {
+  moves(): FundedSteps[] {
     return [...this.byReservation.values()];
   }
 }
