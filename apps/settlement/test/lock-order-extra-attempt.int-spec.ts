@@ -12,8 +12,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { AdmissionRepository, budgetAccountId, Database, DispatchRepository, LedgerRepository, OutboxRepository } from '@gateway/db';
-import { admitInput, answeredAttemptEvent, primaryClaim } from '@gateway/testing';
-import { settleOnPostgres, uniqueRoute } from './settle-on-postgres';
+import { admitInput, primaryClaim } from '@gateway/testing';
+import { billedFailureEvent, retryInput, settleOnPostgres, uniqueRoute } from './settle-on-postgres';
 
 const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
 /** the primary's reservation and the retry's own hold */
@@ -65,46 +65,12 @@ describe('extra-attempt admission and the winner against settlement: one lock or
     return { actionId: input.action.id, primary };
   }
 
+  // billed usage, and a retry or fallback is about to start: not the action's last word
   const failedEvent = (actionId: string, attemptId: string) =>
-    answeredAttemptEvent(
-      { workloadId, actionId, attemptId, routeId: route.routeId },
-      {
-        outcome: 'failed',
-        http_status: 503,
-        returned_candidate_count: 0,
-        candidates: [],
-        // billed usage: settlement moves money, so it updates the reservation AND the action row
-        input_tokens: 100,
-        output_tokens_total: 0,
-        total_tokens: 100,
-        // a retry or fallback is about to start: not the action's last word
-        action_final: false,
-      },
-    );
+    billedFailureEvent({ workloadId, actionId, attemptId, routeId: route.routeId }, false);
 
   const admitRetry = (actionId: string, attemptId: string) =>
-    dispatch.admitExtraAttempt({
-      actionId,
-      attemptId,
-      attemptNo: 2,
-      role: 'retry',
-      routeId: route.routeId,
-      routeVersion: 1,
-      effectiveCandidates: 1,
-      holdMicrousd: HOLD,
-      policyRevisionId: 'rev-lock-order',
-      priceRevisionId: route.priceId,
-      limits: {
-        maxAttempts: 3,
-        maxHedges: 1,
-        maxRetries: 1,
-        maxExtraSpendMicrousd: 10_000n,
-        spendFloorMicrousd: 0n,
-        minUsefulRemainingMs: 0,
-      },
-      claimedBy: 'd-lock-order',
-      now: new Date(),
-    });
+    dispatch.admitExtraAttempt(retryInput(route, actionId, attemptId, HOLD, 'lock-order'));
 
   /** Until a statement of this database waits for a row lock (at most about 3 s: then it goes on regardless). */
   async function untilBlocked(): Promise<void> {

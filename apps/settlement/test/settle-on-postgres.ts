@@ -4,13 +4,14 @@ import {
   CaseRepository,
   CatalogRepository,
   Database,
+  ExtraAttemptInput,
   LedgerRepository,
   OutboxRepository,
   ProcessedEventRepository,
   ReservationHoldRepository,
 } from '@gateway/db';
 import { randomIds } from '@gateway/service-kit';
-import { Seeder } from '@gateway/testing';
+import { answeredAttemptEvent, Seeder } from '@gateway/testing';
 import { SettleAttempt } from '../src/usecases/settle-attempt/settle-attempt.usecase';
 
 /** The settle use case over the real repositories on `db` (what the service wires), logging nothing. */
@@ -42,5 +43,58 @@ export function uniqueRoute(prefix: string): { routeId: string; priceId: string;
         upstreamModel: 'm',
       });
     },
+  };
+}
+
+/**
+ * An attempt's error answer (a transient 503) that billed 100 prompt tokens: settlement moves money
+ * for it, so it updates the reservation and the action row. `actionFinal` false: a retry or fallback
+ * is about to start.
+ */
+export function billedFailureEvent(
+  ids: { workloadId: string; actionId: string; attemptId: string; routeId: string },
+  actionFinal: boolean,
+) {
+  return answeredAttemptEvent(ids, {
+    outcome: 'failed',
+    http_status: 503,
+    returned_candidate_count: 0,
+    candidates: [],
+    input_tokens: 100,
+    output_tokens_total: 0,
+    total_tokens: 100,
+    action_final: actionFinal,
+  });
+}
+
+/** A retry (attempt 2) of `actionId` on `route` holding `holdMicrousd`, with room in every limit but the budgets. */
+export function retryInput(
+  route: { routeId: string; priceId: string },
+  actionId: string,
+  attemptId: string,
+  holdMicrousd: bigint,
+  label: string,
+): ExtraAttemptInput {
+  return {
+    actionId,
+    attemptId,
+    attemptNo: 2,
+    role: 'retry',
+    routeId: route.routeId,
+    routeVersion: 1,
+    effectiveCandidates: 1,
+    holdMicrousd,
+    policyRevisionId: `rev-${label}`,
+    priceRevisionId: route.priceId,
+    limits: {
+      maxAttempts: 3,
+      maxHedges: 1,
+      maxRetries: 1,
+      maxExtraSpendMicrousd: 10_000n,
+      spendFloorMicrousd: 0n,
+      minUsefulRemainingMs: 0,
+    },
+    claimedBy: `d-${label}`,
+    now: new Date(),
   };
 }
