@@ -17,6 +17,7 @@ describe('hedges, retries and fallbacks (issue 10)', () => {
   const down = `h-down-${run}`;
   const backup = `h-backup-${run}`;
   const broken = `h-broken-${run}`;
+  const funded = `h-funded-${run}`;
   const settlement = process.env.E2E_SETTLEMENT_URL!;
   const reconciliation = process.env.E2E_RECONCILIATION_URL!;
   let key: string;
@@ -69,7 +70,10 @@ describe('hedges, retries and fallbacks (issue 10)', () => {
       // the fallback route costs four times the others, on every rate (whole micro-USD per token: 10 / 5 / 40 / 40)
       await seed.route({ routeId: backup, alias: backup, upstreamModel: 'sim-gpt', ...sim }, { price: BACKUP_PRICE });
       await seed.route({ routeId: broken, alias: broken, upstreamModel: 'sim-gpt;status=503', ...sim });
-      key = (await seed.workload({ id: workloadId, allowedAliases: [slow, stingy, flaky, down, broken], fallbackChain: [backup] })).key;
+      // every request body's first send waits 1.5 s: each action's primary is slow, its hedge answers
+      await seed.route({ routeId: funded, alias: funded, upstreamModel: 'sim-gpt;slow-first=1:1500', ...sim });
+      key = (await seed.workload({ id: workloadId, allowedAliases: [slow, stingy, flaky, down, broken, funded], fallbackChain: [backup] }))
+        .key;
       await seed.hedgePolicy(workloadId, policy(), slow);
       await seed.hedgePolicy(workloadId, policy({ allowance: { max_attempts: 3, max_extra_spend_microusd: '1' } }), stingy);
       await seed.hedgePolicy(workloadId, noHedge(), flaky);
@@ -155,6 +159,51 @@ describe('hedges, retries and fallbacks (issue 10)', () => {
     const status = await settledAction(key, actionId);
     expect(status.attempts).toEqual([expect.objectContaining({ role: 'primary', winner: true, deadline_outcome: 'on_time' })]);
     expect(await ledgerOf(actionId, 1)).toEqual([expect.objectContaining({ attempt_role: 'primary' })]);
+  });
+
+  it("an experiment allowance funds the hedge (its account, not the workload's, holds it); once spent, the next hedge is denied and the primary answers alone", async () => {
+    // the hold of a request this long on a route at the default price: the stingy route's primary (its hedge is always denied)
+    const probe = await ask(stingy, 'allowance probe');
+    const probed = await settledAction(key, probe.response.headers.get('x-gateway-action-id')!);
+    const hold = BigInt(probed.attempts[0].hold_microusd);
+    expect(hold).toBeGreaterThan(0n);
+    // room for exactly one hedge hold: after it, whatever it settles at, another does not fit
+    await withSeeder((seed) =>
+      seed.hedgePolicy(workloadId, policy({ experiment_allowance: { budget_microusd: (hold + 1n).toString(), period: 'month' } }), funded),
+    );
+    const exposureBefore = await get(`${reconciliation}/exposure?workload_id=${workloadId}`, finance);
+    const workloadAccount = (body: Record<string, any>) => body.accounts.find((a: any) => a.scope === 'workload');
+    const allowanceAccount = (body: Record<string, any>) => body.accounts.find((a: any) => a.scope === 'experiment_allowance');
+    expect(allowanceAccount(exposureBefore.body)).toBeUndefined();
+
+    const first = await ask(funded, 'allowance hedge');
+    expect(first.response.headers.get('x-gateway-attempts')).toBe('2');
+    expect(first.response.headers.get('x-gateway-winner-role')).toBe('hedge');
+    const firstId = first.response.headers.get('x-gateway-action-id')!;
+    const [winnerRow] = await ledgerOf(firstId, 1);
+    expect(winnerRow).toMatchObject({ attempt_role: 'hedge' });
+    // the allowance account holds the hedge: its cost settled there, the rest of its hold released
+    const funding = await eventually(
+      async () => {
+        const e = await get(`${reconciliation}/exposure?workload_id=${workloadId}`, finance);
+        const a = allowanceAccount(e.body);
+        return a && a.settled_microusd === winnerRow.cost_microusd && a.pending_microusd === '0' ? { e: e.body, a } : undefined;
+      },
+      { what: 'the hedge settled on the experiment allowance' },
+    );
+    expect(funding.a).toMatchObject({ budget_microusd: (hold + 1n).toString(), unresolved_microusd: '0' });
+    // the workload account never held the hedge: what it gained since is the aborted primary's hold alone
+    const w0 = workloadAccount(exposureBefore.body);
+    const w1 = workloadAccount(funding.e);
+    const used = (a: any) => BigInt(a.pending_microusd) + BigInt(a.unresolved_microusd) + BigInt(a.settled_microusd);
+    expect(used(w1) - used(w0)).toBe(hold);
+
+    const second = await ask(funded, 'allowance again');
+    expect(second.data.choices[0].message.content?.length).toBeGreaterThan(0);
+    expect(second.response.headers.get('x-gateway-attempts')).toBe('1');
+    expect(second.response.headers.get('x-gateway-winner-role')).toBe('primary');
+    const status = await settledAction(key, second.response.headers.get('x-gateway-action-id')!);
+    expect(status.attempts).toEqual([expect.objectContaining({ role: 'primary', winner: true })]);
   });
 
   it('a transient 503 → a retry answers, with the same idempotency value; two ledger rows, the failed attempt settled from the error answer', async () => {

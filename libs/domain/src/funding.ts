@@ -27,7 +27,8 @@ export const ORG_WIDE_SCOPES: readonly string[] = ['team', 'environment'];
  * The budget-account scope id of a policy lineage's allowance: the workload and the route the
  * policy is scoped to (null for the workload-wide policy), as a JSON pair — unambiguous whatever the
  * ids contain, and never a NUL (Postgres text refuses it). Per lineage, not per workload, because a
- * route override carries an allowance of its own size, and one account has one budget.
+ * route override carries an allowance of its own size, and one account has one budget. The
+ * exposure query finds a workload's allowances by the pair's first element (`scope_id::jsonb ->> 0`).
  */
 export function allowanceScopeId(workloadId: string, routeId: string | null): string {
   if (workloadId.length === 0) throw new RangeError('allowanceScopeId needs a workload id');

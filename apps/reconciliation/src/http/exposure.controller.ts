@@ -18,7 +18,8 @@ export class ExposureController {
   @ApiQuery({
     name: 'workload_id',
     required: false,
-    description: "the workload's accounts and those of its exceptions; all accounts when omitted",
+    description:
+      "the workload's accounts, those of its exceptions and of its hedge policies' experiment allowances; all accounts when omitted",
   })
   @ApiOkResponse({ schema: exposureSchema })
   @Roles('operator', 'finance')

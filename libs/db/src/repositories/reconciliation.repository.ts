@@ -160,11 +160,12 @@ export class ReconciliationRepository implements ReconciliationStore {
       WHERE scope = 'workload' AND scope_id = ${workloadId} AND window_start = ${NO_WINDOW}`;
   }
 
-  /** The workload's own accounts and those of its exceptions; every account when no workload is given. */
+  /** The workload's own accounts, its exceptions' and its hedge policies' experiment allowances; every account when no workload is given. */
   async budgetAccounts(workloadId: string | null, limit: number): Promise<BudgetAccountView[]> {
     const where = workloadId
       ? Prisma.sql`WHERE (b.scope = 'workload' AND b.scope_id = ${workloadId})
-          OR (b.scope = 'exception' AND b.scope_id IN (SELECT id FROM candidate_exception WHERE workload_id = ${workloadId}))`
+          OR (b.scope = 'exception' AND b.scope_id IN (SELECT id FROM candidate_exception WHERE workload_id = ${workloadId}))
+          OR CASE WHEN b.scope = 'experiment_allowance' THEN (b.scope_id::jsonb ->> 0) = ${workloadId} ELSE false END`
       : Prisma.empty;
     const rows = await this.db.prisma.$queryRaw<
       Array<{
