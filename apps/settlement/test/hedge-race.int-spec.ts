@@ -6,7 +6,10 @@
  * attempt wins; the hedge is either claimed — and then completed (dispatch's `complete`) and
  * settled through the real settlement use case (in batches of a few rounds racing each other, as
  * its consumer runs it), as a loser with or without usage or as the winner —
- * or never claimed (no attempt row, no hold added). Four workloads with different allowances race
+ * or never claimed (no attempt row, no hold added). One workload's hedges are funded by an
+ * experiment allowance (its own budget account instead of the workload's, tight enough to refuse
+ * with `experiment_allowance_spent`), whose sum rule is sampled like every other account's.
+ * Four workloads with different allowances race
  * on one shared team budget tight enough that hedges (and later admissions) are refused, and a
  * read of every budget account after each step of each round (admission, the race, completion,
  * settlement) finds pending + unresolved + settled never above its
@@ -25,6 +28,7 @@ import {
   ExtraAttemptInput,
   OutboxRepository,
 } from '@gateway/db';
+import { allowanceFundingOf, EXPERIMENT_ALLOWANCE_SCOPE } from '@gateway/domain';
 import { admitInput, answeredAttemptEvent, primaryClaim } from '@gateway/testing';
 import { SettleOutcome } from '../src/usecases/settle-attempt/settle-attempt.usecase';
 import { settleOnPostgres, uniqueRoute } from './settle-on-postgres';
@@ -62,16 +66,26 @@ describe('the primary answer races the hedge admission (1,000 rounds, shared tea
   const route = uniqueRoute('route-hedge-race');
   const { routeId, priceId } = route;
   const team = `team-hedge-race-${randomUUID()}`;
-  const workloads: Array<{ id: string; limits: Limits }> = [
+  const workloads: Array<{ id: string; limits: Limits; allowance?: ExtraAttemptInput['allowance'] }> = [
     { id: `wl-race-a-${randomUUID()}`, limits: LIMITS },
     // refuses hedges once the team's headroom after the hedge would fall below a sixth of its budget
     { id: `wl-race-b-${randomUUID()}`, limits: { ...LIMITS, spendFloorMicrousd: TEAM_BUDGET / 6n } },
     // an extra-spend allowance below one hedge's hold: never hedges
     { id: `wl-race-c-${randomUUID()}`, limits: { ...LIMITS, maxExtraSpendMicrousd: HOLD - 1n } },
-    { id: `wl-race-d-${randomUUID()}`, limits: LIMITS },
+    // hedges funded by an experiment allowance of 30 holds a month, not by its workload budget
+    ((id) => ({
+      id,
+      limits: LIMITS,
+      allowance: allowanceFundingOf(
+        { workloadId: id, routeId: null, experimentAllowance: { budgetMicrousd: 30n * HOLD, period: 'month' } },
+        new Date('2026-12-15T00:00:00Z'),
+      ),
+    }))(`wl-race-d-${randomUUID()}`),
   ];
+  const allowance = workloads[3].allowance!;
+  const allowanceAccount = budgetAccountId(EXPERIMENT_ALLOWANCE_SCOPE, allowance.scopeId, allowance.periodStart);
   const teamAccount = budgetAccountId('team', team, PERIOD);
-  const accounts = [...workloads.map((w) => budgetAccountId('workload', w.id, PERIOD)), teamAccount];
+  const accounts = [...workloads.map((w) => budgetAccountId('workload', w.id, PERIOD)), teamAccount, allowanceAccount];
 
   beforeAll(() => route.seed(db));
   afterAll(() => Promise.all([db.close(), samplerDb.close()]));
@@ -112,6 +126,7 @@ describe('the primary answer races the hedge admission (1,000 rounds, shared tea
         limits: w.limits,
         claimedBy: `d-${i % 3}`,
         now,
+        allowance: w.allowance ?? null,
       });
     const hedgeAnswers = () => dispatch.chooseWinner({ actionId, attemptId: hedge, now });
     const hedgeRuns = async () => {
@@ -325,26 +340,39 @@ describe('the primary answer races the hedge admission (1,000 rounds, shared tea
     const tally = new Map<string, number>();
     for (const r of results) tally.set(r.admitted ? r.hedge : 'not_admitted', (tally.get(r.admitted ? r.hedge : 'not_admitted') ?? 0) + 1);
     // each way the race ends happened (the scripted rounds make sure), and each workload's own limit refused hedges
-    for (const k of ['won', 'lost', 'winner_chosen', 'spend_allowance_spent', 'spend_floor'])
+    for (const k of ['won', 'lost', 'winner_chosen', 'spend_allowance_spent', 'spend_floor', 'experiment_allowance_spent'])
       expect({ k, seen: (tally.get(k) ?? 0) > 0 }).toEqual({ k, seen: true });
     // the shared team budget binds: later admissions are refused, and many were admitted before
     expect(tally.get('not_admitted') ?? 0).toBeGreaterThan(0);
     expect(count((r) => r.admitted)).toBeGreaterThan(ROUNDS / 3);
     expect(samples).toBeGreaterThan(0);
 
-    // every account equals the sum of its reservations' buckets; nothing is left pending
+    // every account equals the sum of what its attempts settled and hold unresolved; nothing is left
+    // pending. An attempt's money is on the accounts its hold sits on: an allowance-funded hedge's on
+    // the allowance and the team, every other attempt's on its reservation's accounts.
     const admittedIds = results.flatMap((r) => (r.admitted ? [r.actionId] : []));
-    const reservations = await db.prisma.reservation.findMany({ where: { actionId: { in: admittedIds } } });
-    const sum = (pick: (r: (typeof reservations)[number]) => bigint, of: (r: (typeof reservations)[number]) => boolean) =>
-      reservations.filter(of).reduce((s, r) => s + pick(r), 0n);
+    const [reservations, attempts, ledger, cases] = await Promise.all([
+      db.prisma.reservation.findMany({ where: { actionId: { in: admittedIds } } }),
+      db.prisma.attempt.findMany({ where: { actionId: { in: admittedIds } } }),
+      db.prisma.ledgerEntry.findMany({ where: { actionId: { in: admittedIds } } }),
+      db.prisma.reconciliationCase.findMany({ where: { actionId: { in: admittedIds }, status: 'open' } }),
+    ]);
+    const reservationOf = new Map(reservations.map((r) => [r.actionId, r]));
+    const fundingOf = new Map(
+      attempts.map((t) => {
+        const r = reservationOf.get(t.actionId)!;
+        return [t.id, t.fundingAccountIds.length > 0 ? t.fundingAccountIds : [r.workloadAccountId, ...r.scopeAccountIds]];
+      }),
+    );
+    expect(attempts.filter((t) => t.fundingAccountIds.includes(allowanceAccount)).length).toBeGreaterThan(0);
     for (const id of accounts) {
       const a = await db.prisma.budgetAccount.findUniqueOrThrow({ where: { id } });
-      const mine = (r: (typeof reservations)[number]) => r.workloadAccountId === id || r.scopeAccountIds.includes(id);
+      const on = (attemptId: string | null) => attemptId !== null && fundingOf.get(attemptId)!.includes(id);
       expect({ id, pending: a.pendingMicrousd, settled: a.settledMicrousd, unresolved: a.unresolvedMicrousd }).toEqual({
         id,
         pending: 0n,
-        settled: sum((r) => r.settledMicrousd, mine),
-        unresolved: sum((r) => r.unresolvedMicrousd, mine),
+        settled: ledger.filter((l) => on(l.attemptId)).reduce((x, l) => x + l.costMicrousd, 0n),
+        unresolved: cases.filter((c) => on(c.attemptId)).reduce((x, c) => x + c.exposureMicrousd, 0n),
       });
     }
     console.log(
