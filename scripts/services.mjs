@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureBuilt, markInUse } from './build.mjs';
+import { ensureConsoleBuilt } from './console-build.mjs';
 import { startKafka } from './kafka.mjs';
 import { ensurePostgres, recreateDatabase } from './postgres.mjs';
 
@@ -18,7 +19,15 @@ export const SERVICES = [
   { name: 'dispatch', entry: 'apps/dispatch/src/main.ts', portEnv: 'DISPATCH_PORT', port: 3002 },
   { name: 'settlement', entry: 'apps/settlement/src/main.ts', portEnv: 'SETTLEMENT_PORT', port: 3003 },
   { name: 'reconciliation', entry: 'apps/reconciliation/src/main.ts', portEnv: 'RECONCILIATION_PORT', port: 3004 },
+  // the web console (issue 13): static files + a proxy to policy, settlement and reconciliation
+  { name: 'console', entry: 'apps/console/src/main.ts', portEnv: 'CONSOLE_PORT', port: 3005 },
 ];
+
+/** What a service needs beyond the stack's environment: the console its built web app (scripts/console-build.mjs). */
+export async function serviceExtraEnv(service, env = process.env, log = () => {}) {
+  if (service.name !== 'console' || env.CONSOLE_STATIC_DIR) return {};
+  return { CONSOLE_STATIC_DIR: await ensureConsoleBuilt({ log }) };
+}
 
 export function portOf(service, env = process.env) {
   return Number(env[service.portEnv] ?? service.port);
@@ -113,6 +122,8 @@ export async function startServices({ env, logDir, echo = false, timeoutMs = 90_
     .filter((s) => fs.existsSync(path.join(ROOT, s.entry)))
     .flatMap((s) => instancesOf(s, env, scale));
   const build = await serviceBuild({ env, log });
+  const extraEnv = new Map();
+  for (const s of new Set(list.map((i) => i.service))) extraEnv.set(s.name, await serviceExtraEnv(s, env, log));
   // A supervised service restarts from this tree, so it must outlive the pruning of old builds.
   const inUse = build ? setInterval(() => markInUse(build), 3600_000).unref() : null;
   const spawnChild = (inst, entry) => {
@@ -121,7 +132,7 @@ export async function startServices({ env, logDir, echo = false, timeoutMs = 90_
     const cmd = serviceCommand(s, build, env);
     const child = spawn(process.execPath, cmd.args, {
       cwd: ROOT,
-      env: { ...env, ...inst.env, ...cmd.env },
+      env: { ...env, ...extraEnv.get(s.name), ...inst.env, ...cmd.env },
       stdio: ['ignore', echo ? 'pipe' : out, echo ? 'pipe' : out],
     });
     if (echo) {
@@ -258,7 +269,7 @@ export function runTs(entry, env) {
   });
 }
 
-/** The port variables of a stack of its own (tests, chaos, fuzz): admission at `base`, policy +1 … reconciliation +4, provider-sim +10. */
+/** The port variables of a stack of its own (tests, chaos, fuzz): admission at `base`, policy +1 … reconciliation +4, console +5, provider-sim +10. */
 export function stackPorts(base) {
   return {
     ADMISSION_PORT: String(base),
@@ -266,6 +277,7 @@ export function stackPorts(base) {
     DISPATCH_PORT: String(base + 2),
     SETTLEMENT_PORT: String(base + 3),
     RECONCILIATION_PORT: String(base + 4),
+    CONSOLE_PORT: String(base + 5),
     PROVIDER_SIM_PORT: String(base + 10),
   };
 }
