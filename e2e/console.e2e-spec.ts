@@ -78,7 +78,7 @@ describeIf('the web console in headless Chromium', () => {
     await el.waitFor();
     return (await el.textContent()) ?? '';
   };
-  const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+  const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
   const ledgerSum = async () => {
     const res = await fetch(`${settlement}/ledger?workload_id=${workloadId}&limit=1000`, {
       headers: { authorization: `Bearer ${finance}` },
@@ -123,7 +123,7 @@ describeIf('the web console in headless Chromium', () => {
     await fill('target', '0.45');
     await fill('justification', 'rerank two drafts for the eval');
     await form.locator('button[type=submit]').click();
-    expect(await outcome()).toContain('Requested exception');
+    expect(await outcome()).toMatch(/Requested exception .* projected cost \$\d+\.\d{6}/);
     await shot('exceptions-requested');
     const row = page.locator('[data-testid=exceptions] tr', { hasText: workloadId });
     await row.waitFor();

@@ -105,7 +105,7 @@ export function scaleFrom(args = scriptArgs(), env = process.env) {
 }
 
 /**
- * Spawns every service with `env` (`scale` instances of each SCALABLE one: instancesOf);
+ * Spawns every service with `env` (the console only `withConsole` or named in `only`; `scale` instances of each SCALABLE one: instancesOf);
  * stdout/stderr go to `<logDir>/<instance name>.log` (and, with `echo`, to ours). Resolves when
  * every /health answers 200.
  *
@@ -114,11 +114,23 @@ export function scaleFrom(args = scriptArgs(), env = process.env) {
  * again after a backoff (1 s doubling to 30 s; reset after a minute of running). Each child's pid
  * is kept in `<logDir>/<name>.pid` so a single service can be restarted from another shell.
  */
-export async function startServices({ env, logDir, echo = false, timeoutMs = 90_000, only, supervise = false, scale = 1, log = () => {} }) {
+export async function startServices({
+  env,
+  logDir,
+  echo = false,
+  timeoutMs = 90_000,
+  only,
+  supervise = false,
+  scale = 1,
+  withConsole = false,
+  log = () => {},
+}) {
   fs.mkdirSync(logDir, { recursive: true });
   const children = [];
   let stopping = false;
-  const list = SERVICES.filter((s) => !only || only.includes(s.name))
+  // The web console runs where someone looks at it (npm start, the e2e stack): chaos, fuzz, the
+  // simulated day and the benchmarks measure the gateway without it unless they name it in `only`.
+  const list = SERVICES.filter((s) => (only ? only.includes(s.name) : s.name !== 'console' || withConsole))
     .filter((s) => fs.existsSync(path.join(ROOT, s.entry)))
     .flatMap((s) => instancesOf(s, env, scale));
   const build = await serviceBuild({ env, log });

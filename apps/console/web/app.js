@@ -98,6 +98,9 @@ function Table({ cols, rows, empty = 'nothing yet', testid }) {
   </table>`;
 }
 
+/** A count distribution ({ omitted: 3, "1": 2 }) as "omitted 3 · 1 2". */
+const counts = (d) => (d && Object.keys(d).length ? Object.entries(d).map(([k, v]) => `${k}: ${v}`).join(' · ') : '—');
+
 const badge = (s) => html`<span class="badge ${s}">${s}</span>`;
 
 function Field({ name, label, value, onInput, type = 'text' }) {
@@ -143,7 +146,8 @@ function ExceptionForm({ onDone }) {
           typical_input_tokens: Number(f.typical_input_tokens),
         },
       });
-      setOk(`Requested exception ${created.id} (${created.status}); projected cost ${created.projected_cost_microusd ? usd(created.projected_cost_microusd) : 'n/a'}.`);
+      const projected = created.projection?.at_request;
+      setOk(`Requested exception ${created.id} (${created.status}); projected cost ${projected ? usd(projected.cost_microusd) : 'n/a'}.`);
       onDone();
     });
   };
@@ -170,7 +174,11 @@ function Exceptions({ roles }) {
   const [done, setDone] = useState(null);
   const decide = (x, decision) =>
     run(async () => {
-      const body = decision === 'approve' ? {} : { reason: 'rejected in the console' };
+      // a projection above the budget needs an override reason (the API says so with projection_exceeds_budget)
+      const over = decision === 'approve' && x.projection?.at_request?.exceeds_budget;
+      const reason = decision === 'reject' ? prompt(`Reject ${x.id}: why?`) : over ? prompt('The projected cost exceeds the budget. Override reason:') : null;
+      if (decision === 'reject' && !reason) return;
+      const body = decision === 'approve' ? (over && reason ? { override_reason: reason } : {}) : { reason };
       await api('policy', `/exceptions/${x.id}/${decision}`, { method: 'POST', body });
       setDone(`${decision === 'approve' ? 'Approved' : 'Rejected'} ${x.id}.`);
       list.reload();
@@ -191,6 +199,7 @@ function Exceptions({ roles }) {
           { key: 'route_id', title: 'Route' },
           { key: 'max_candidates', title: 'Candidates', num: true },
           { key: 'budget_microusd', title: 'Budget', num: true, render: (r) => usd(r.budget_microusd) },
+          { key: 'projected', title: 'Projected', num: true, render: (r) => (r.projection?.at_request ? usd(r.projection.at_request.cost_microusd) : '') },
           { key: 'requested_by', title: 'Requested by' },
           { key: 'status', title: 'Status', render: (r) => badge(r.status) },
           { key: 'expires_at', title: 'Expires' },
@@ -418,7 +427,25 @@ function Controls() {
       <h2>Daily controls</h2>
       <label>UTC day <input type="date" value=${day} onChange=${(e) => setDay(e.target.value)} /></label>
       <${Problem} error=${report.error} />
-      ${report.data && html`<pre data-testid="controls-day">${JSON.stringify(report.data, null, 2)}</pre>`}
+      ${report.data &&
+      html`<div data-testid="controls-day">
+        <${Table}
+          testid="controls-routes"
+          rows=${report.data.routes}
+          empty="no traffic on this day"
+          cols=${[
+            { key: 'workload_id', title: 'Workload' },
+            { key: 'route_id', title: 'Route' },
+            { key: 'requested_counts', title: 'Requested counts', render: (r) => counts(r.requested_counts) },
+            { key: 'baseline_requested_counts', title: '7-day baseline', render: (r) => counts(r.baseline_requested_counts) },
+            { key: 'effective_counts', title: 'Effective counts', render: (r) => counts(r.effective_counts) },
+            { key: 'admitted', title: 'Admitted', num: true },
+            { key: 'refused', title: 'Refused', num: true },
+            { key: 'output_tokens_per_request', title: 'Output / request', render: (r) => (r.output_tokens_per_request ? JSON.stringify(r.output_tokens_per_request) : '—') },
+          ]}
+        />
+        <details><summary>The day's full report (JSON)</summary><pre>${JSON.stringify(report.data, null, 2)}</pre></details>
+      </div>`}
     </section>
   </div>`;
 }
