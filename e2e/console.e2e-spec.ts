@@ -16,10 +16,18 @@ const CONSOLE = process.env.E2E_CONSOLE_URL ?? '';
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SHOTS = path.resolve(__dirname, '..', process.env.E2E_CONSOLE_SCREENSHOTS === '1' ? 'docs/console' : '.local/console-screenshots');
 
-const describeIf = CONSOLE && fs.existsSync(CHROMIUM) ? describe : describe.skip;
-if (!CONSOLE || !fs.existsSync(CHROMIUM)) {
-  // Skipping silently would hide a broken tier: say why (npm test sets E2E_CONSOLE_URL; apt-get install chromium).
-  console.warn(`console browser tests skipped: ${!CONSOLE ? 'E2E_CONSOLE_URL unset' : `no ${CHROMIUM}`}`);
+// No Chromium is a failure, not a silent skip (the tier would look green while testing nothing);
+// CONSOLE_BROWSER_TESTS=skip opts out on a machine that cannot have one.
+const skip = process.env.CONSOLE_BROWSER_TESTS === 'skip';
+const describeIf = !skip && CONSOLE && fs.existsSync(CHROMIUM) ? describe : describe.skip;
+if (!skip && !(CONSOLE && fs.existsSync(CHROMIUM))) {
+  it('has what the browser tests need', () => {
+    throw new Error(
+      !CONSOLE
+        ? 'E2E_CONSOLE_URL is unset: run through npm test (scripts/test.mjs starts the console)'
+        : `no Chromium at ${CHROMIUM}: apt-get install -y chromium (or CHROMIUM_PATH=…; CONSOLE_BROWSER_TESTS=skip to skip)`,
+    );
+  });
 }
 
 describeIf('the web console in headless Chromium', () => {

@@ -70,11 +70,3 @@ export async function probeRoles(token) {
   if (exceptions !== 'ok' && exposure === 'ok') roles.push('finance');
   return roles;
 }
-
-/** Micro-USD (a decimal string or bigint) as dollars, exactly: 1234567 → "$1.234567". */
-export function usd(micro) {
-  const v = BigInt(micro);
-  const neg = v < 0n;
-  const a = neg ? -v : v;
-  return `${neg ? '−' : ''}$${a / 1_000_000n}.${String(a % 1_000_000n).padStart(6, '0')}`;
-}

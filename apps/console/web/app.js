@@ -7,8 +7,9 @@ import { h, render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import embed from 'vega-embed';
 import { expressionInterpreter } from 'vega-interpreter';
-import { api, ApiError, isWorkloadKey, probeRoles, session, usd } from './api';
-import { exposure, exposureChart, ledgerRows, settledByWorkloadDay, settledChart } from './spend';
+import { api, ApiError, isWorkloadKey, probeRoles, session } from './api';
+import { exposureChart, settledByWorkloadDay, settledChart, usd } from './figures';
+import { exposure, ledgerRows } from './spend';
 
 const html = htm.bind(h);
 
