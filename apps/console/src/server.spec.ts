@@ -31,7 +31,7 @@ describe('the console server', () => {
   let upstream: http.Server;
   let server: http.Server;
   let base = '';
-  const seen: { method?: string; url?: string; auth?: string; body: string; host?: string }[] = [];
+  const seen: { method?: string; url?: string; auth?: string; body: string; host?: string; xff?: string }[] = [];
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'console-static-'));
 
   beforeAll(async () => {
@@ -41,7 +41,14 @@ describe('the console server', () => {
       let body = '';
       req.on('data', (d: Buffer) => (body += d.toString()));
       req.on('end', () => {
-        seen.push({ method: req.method, url: req.url, auth: req.headers.authorization, body, host: req.headers.host });
+        seen.push({
+          method: req.method,
+          url: req.url,
+          auth: req.headers.authorization,
+          body,
+          host: req.headers.host,
+          xff: req.headers['x-forwarded-for'] as string | undefined,
+        });
         res.writeHead(418, { 'content-type': 'application/json', 'x-upstream': 'yes' });
         res.end(JSON.stringify({ error: { code: 'teapot', message: 'from upstream' } }));
       });
@@ -75,6 +82,12 @@ describe('the console server', () => {
       body: '{"note":"ü"}',
     });
     expect(seen.at(-1)?.host).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(seen.at(-1)?.xff).toMatch(/^(::ffff:)?127\.0\.0\.1$/);
+  });
+
+  it("appends the browser's address to a forwarded-for chain it was given (a trusting service reads the last hop)", async () => {
+    await fetch(`${base}/api/policy/routes`, { headers: { 'x-forwarded-for': '203.0.113.9' } });
+    expect(seen.at(-1)?.xff).toMatch(/^203\.0\.113\.9, (::ffff:)?127\.0\.0\.1$/);
   });
 
   it('passes hostile paths through for the service to refuse (percent-encoded NUL, dot segments)', async () => {

@@ -103,6 +103,11 @@ function proxy(req: http.IncomingMessage, res: http.ServerResponse, base: URL, p
   const headers: http.OutgoingHttpHeaders = {};
   for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k) && k !== 'host') headers[k] = v;
   headers.host = base.host;
+  // The browser's address appended as a proxy does, so a service with GATEWAY_TRUST_PROXY=loopback
+  // throttles failed sign-ins per browser rather than per console (docs/decisions.md, Console).
+  const peer = req.socket.remoteAddress ?? 'unknown';
+  const prior = req.headers['x-forwarded-for'];
+  headers['x-forwarded-for'] = prior ? `${Array.isArray(prior) ? prior.join(', ') : prior}, ${peer}` : peer;
   let upstream: http.ClientRequest;
   try {
     upstream = http.request({ host: base.hostname, port: base.port, method: req.method, path: pathAndQuery, headers }, (up) => {
