@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureBuilt, markInUse } from './build.mjs';
+import { ensureConsoleBuilt } from './console-build.mjs';
 import { startKafka } from './kafka.mjs';
 import { ensurePostgres, recreateDatabase } from './postgres.mjs';
 
@@ -18,7 +19,15 @@ export const SERVICES = [
   { name: 'dispatch', entry: 'apps/dispatch/src/main.ts', portEnv: 'DISPATCH_PORT', port: 3002 },
   { name: 'settlement', entry: 'apps/settlement/src/main.ts', portEnv: 'SETTLEMENT_PORT', port: 3003 },
   { name: 'reconciliation', entry: 'apps/reconciliation/src/main.ts', portEnv: 'RECONCILIATION_PORT', port: 3004 },
+  // the web console (issue 13): static files + a proxy to policy, settlement and reconciliation
+  { name: 'console', entry: 'apps/console/src/main.ts', portEnv: 'CONSOLE_PORT', port: 3005 },
 ];
+
+/** What a service needs beyond the stack's environment: the console its built web app (scripts/console-build.mjs). */
+export async function serviceExtraEnv(service, env = process.env, log = () => {}) {
+  if (service.name !== 'console' || env.CONSOLE_STATIC_DIR) return {};
+  return { CONSOLE_STATIC_DIR: await ensureConsoleBuilt({ log }) };
+}
 
 export function portOf(service, env = process.env) {
   return Number(env[service.portEnv] ?? service.port);
@@ -96,7 +105,7 @@ export function scaleFrom(args = scriptArgs(), env = process.env) {
 }
 
 /**
- * Spawns every service with `env` (`scale` instances of each SCALABLE one: instancesOf);
+ * Spawns every service with `env` (the console only `withConsole` or named in `only`; `scale` instances of each SCALABLE one: instancesOf);
  * stdout/stderr go to `<logDir>/<instance name>.log` (and, with `echo`, to ours). Resolves when
  * every /health answers 200.
  *
@@ -105,14 +114,28 @@ export function scaleFrom(args = scriptArgs(), env = process.env) {
  * again after a backoff (1 s doubling to 30 s; reset after a minute of running). Each child's pid
  * is kept in `<logDir>/<name>.pid` so a single service can be restarted from another shell.
  */
-export async function startServices({ env, logDir, echo = false, timeoutMs = 90_000, only, supervise = false, scale = 1, log = () => {} }) {
+export async function startServices({
+  env,
+  logDir,
+  echo = false,
+  timeoutMs = 90_000,
+  only,
+  supervise = false,
+  scale = 1,
+  withConsole = false,
+  log = () => {},
+}) {
   fs.mkdirSync(logDir, { recursive: true });
   const children = [];
   let stopping = false;
-  const list = SERVICES.filter((s) => !only || only.includes(s.name))
+  // The web console runs where someone looks at it (npm start, the e2e stack): chaos, fuzz, the
+  // simulated day and the benchmarks measure the gateway without it unless they name it in `only`.
+  const list = SERVICES.filter((s) => (only ? only.includes(s.name) : s.name !== 'console' || withConsole))
     .filter((s) => fs.existsSync(path.join(ROOT, s.entry)))
     .flatMap((s) => instancesOf(s, env, scale));
   const build = await serviceBuild({ env, log });
+  const extraEnv = new Map();
+  for (const s of new Set(list.map((i) => i.service))) extraEnv.set(s.name, await serviceExtraEnv(s, env, log));
   // A supervised service restarts from this tree, so it must outlive the pruning of old builds.
   const inUse = build ? setInterval(() => markInUse(build), 3600_000).unref() : null;
   const spawnChild = (inst, entry) => {
@@ -121,7 +144,7 @@ export async function startServices({ env, logDir, echo = false, timeoutMs = 90_
     const cmd = serviceCommand(s, build, env);
     const child = spawn(process.execPath, cmd.args, {
       cwd: ROOT,
-      env: { ...env, ...inst.env, ...cmd.env },
+      env: { ...env, ...extraEnv.get(s.name), ...inst.env, ...cmd.env },
       stdio: ['ignore', echo ? 'pipe' : out, echo ? 'pipe' : out],
     });
     if (echo) {
@@ -258,7 +281,7 @@ export function runTs(entry, env) {
   });
 }
 
-/** The port variables of a stack of its own (tests, chaos, fuzz): admission at `base`, policy +1 … reconciliation +4, provider-sim +10. */
+/** The port variables of a stack of its own (tests, chaos, fuzz): admission at `base`, policy +1 … reconciliation +4, console +5, provider-sim +10. */
 export function stackPorts(base) {
   return {
     ADMISSION_PORT: String(base),
@@ -266,6 +289,7 @@ export function stackPorts(base) {
     DISPATCH_PORT: String(base + 2),
     SETTLEMENT_PORT: String(base + 3),
     RECONCILIATION_PORT: String(base + 4),
+    CONSOLE_PORT: String(base + 5),
     PROVIDER_SIM_PORT: String(base + 10),
   };
 }

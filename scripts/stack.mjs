@@ -24,6 +24,7 @@ import {
   scaleFrom,
   serviceBuild,
   serviceCommand,
+  serviceExtraEnv,
   SERVICES,
   startServices,
 } from './services.mjs';
@@ -71,7 +72,7 @@ async function start() {
     wireRealProviders(env, seeded.real);
     const logDir = LOG_DIR;
     log(`starting services (logs in ${path.relative(ROOT, logDir)}/)`);
-    const services = await startServices({ env, logDir, supervise: true, scale, log });
+    const services = await startServices({ env, logDir, supervise: true, scale, withConsole: true, log });
     stops.push(services.stop);
     const admission = `http://127.0.0.1:${portOf(SERVICES[1], env)}`;
     console.log(`
@@ -81,6 +82,7 @@ Gateway is up.
   settlement      http://127.0.0.1:${portOf(SERVICES[4], env)}/docs
   reconciliation  http://127.0.0.1:${portOf(SERVICES[5], env)}/docs
   provider-sim    ${env.PROVIDER_SIM_URL}
+  console         http://127.0.0.1:${portOf(SERVICES[6], env)}/   (web console: sign in with the operator or approver token below)
 
 Demo workload support-draft key:  ${seeded.supportDraftKey}
 Demo workload eval-rerank key:    ${seeded.evalRerankKey}   (approved exception: up to 2 candidates, 7 days)
@@ -173,12 +175,13 @@ async function service(name) {
     console.error(`unknown service "${name}" (known: ${SERVICES.map((x) => x.name).join(', ')})`);
     process.exit(2);
   }
-  if (s.name !== 'provider-sim' && (!process.env.DATABASE_URL || !process.env.KAFKA_BROKERS)) {
+  if (!['provider-sim', 'console'].includes(s.name) && (!process.env.DATABASE_URL || !process.env.KAFKA_BROKERS)) {
     console.error('set DATABASE_URL and KAFKA_BROKERS (and GATEWAY_CONTENT_KEY for admission and dispatch) first');
     process.exit(2);
   }
   const cmd = serviceCommand(s, await serviceBuild());
-  const child = spawn(process.execPath, cmd.args, { cwd: ROOT, env: { ...process.env, ...cmd.env }, stdio: 'inherit' });
+  const extra = await serviceExtraEnv(s);
+  const child = spawn(process.execPath, cmd.args, { cwd: ROOT, env: { ...process.env, ...extra, ...cmd.env }, stdio: 'inherit' });
   for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
   child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 }

@@ -2,7 +2,7 @@
 // `npm test`: every tier, starting what it needs.
 //   1. unit        jest.unit.config.js   (pure logic, fakes) + the OpenAPI documents are current
 //   2. integration jest.int.config.js    (real Postgres + Kafka)
-//   3. e2e         jest.e2e.config.js    (official SDKs against the running services)
+//   3. e2e         jest.e2e.config.js    (official SDKs against the running services; the console in headless Chromium)
 //   4. chaos       scripts/chaos.mjs --short (faults injected into a stack of its own; invariants)
 // Options: --only=unit,int,e2e,chaos   (default: all). Exit code is non-zero when anything failed.
 //          any other argument is handed to jest as a test path pattern, e.g.
@@ -103,7 +103,7 @@ async function main() {
       ...e2eCredentials(),
     };
     log('starting the stack for e2e tests');
-    const services = await startServices({ env: e2eEnv, logDir, timeoutMs: 240_000 }); // six services starting at once on a loaded 2-core box
+    const services = await startServices({ env: e2eEnv, logDir, timeoutMs: 240_000, withConsole: true }); // six services starting at once on a loaded 2-core box
     stops.push(services.stop);
     failed =
       (await jest('jest.e2e.config.js', {
@@ -113,6 +113,8 @@ async function main() {
         E2E_SETTLEMENT_URL: `http://127.0.0.1:${E2E_PORT_BASE + 3}`,
         E2E_RECONCILIATION_URL: `http://127.0.0.1:${E2E_PORT_BASE + 4}`,
         E2E_PROVIDER_SIM_URL: `http://127.0.0.1:${E2E_PORT_BASE + 10}`,
+        // the web console (issue 13); e2e/console.e2e-spec.ts drives it in headless Chromium
+        E2E_CONSOLE_URL: `http://127.0.0.1:${E2E_PORT_BASE + 5}`,
         E2E_LOG_DIR: logDir,
         // the compiled tree the stack runs, for specs that start an instance of their own
         ...(services.build ? { GATEWAY_SERVICE_BUILD: services.build } : {}),
