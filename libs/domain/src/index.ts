@@ -32,5 +32,6 @@ export * from './exception-projection';
 export * from './hedging';
 export * from './experiment';
 export * from './experiment-report';
+export * from './experiment-pause';
 export * from './controls';
 export * from './funding';
