@@ -79,7 +79,9 @@ async function main() {
   stops.push(pg.stop);
   await recreateDatabase(pg.url);
   const kafkaPort = Number(process.env.KAFKA_PORT ?? 9092);
-  const kafka = await startKafka({ port: kafkaPort, log });
+  // The database is recreated, so the broker starts empty too: events a previous run left on the
+  // topics would otherwise be consumed into the fresh database (stale workloads in daily controls).
+  const kafka = await startKafka({ port: kafkaPort, log, fresh: true });
   stops.push(kafka.stop);
   const env = { ...baseEnv, DATABASE_URL: pg.url, KAFKA_BROKERS: kafka.brokers, GATEWAY_CONTENT_KEY: contentKey() };
   log('migrating the test database');
