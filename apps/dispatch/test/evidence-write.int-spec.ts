@@ -98,6 +98,23 @@ describe('the attempt evidence write', () => {
     expect(slot.inFlight).toBe(1);
   });
 
+  it('the completion of a winner that ends its action records it as the winner unless one is recorded; a non-winner records none', async () => {
+    const winnerOf = async (actionId: string) => (await db.prisma.action.findUniqueOrThrow({ where: { id: actionId } })).winnerAttemptId;
+    // an action without a hedge policy: no compare-and-set ran, the completion is the winner's record
+    const single = await inFlightAttempt();
+    await repo.complete({ ...single, event: { ...single.event, winner: true } });
+    expect(await winnerOf(single.actionId)).toBe(single.attemptId);
+    // the last failure (or an answer that failed acceptance) ends the action without a winner
+    const loser = await inFlightAttempt();
+    await repo.complete({ ...loser, event: { ...loser.event, winner: false } });
+    expect(await winnerOf(loser.actionId)).toBeNull();
+    // a winner chosen by the compare-and-set before is kept
+    const raced = await inFlightAttempt();
+    await db.prisma.action.update({ where: { id: raced.actionId }, data: { winnerAttemptId: 'chosen-before' } });
+    await repo.complete({ ...raced, event: { ...raced.event, winner: true } });
+    expect(await winnerOf(raced.actionId)).toBe('chosen-before');
+  });
+
   it('a run after one that committed unseen (an ambiguous commit) is recognised as recorded and writes nothing', async () => {
     const o = await inFlightAttempt();
     await expect(repo.complete(o)).resolves.toBe('recorded');

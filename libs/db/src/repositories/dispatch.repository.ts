@@ -238,7 +238,10 @@ export class DispatchRepository {
    * event-loop turn. The statement decides first, under row locks taken in the global order
    * (attempt, then action): both transitions must be allowed by libs/domain's machines and this
    * event must not be recorded yet; only then are the attempt and action updated, the in-flight
-   * slot released when the action ends, and the outbox row written.
+   * slot released when the action ends, and the outbox row written. An action's winner that ends
+   * it becomes `winner_attempt_id` here when none is recorded yet: for an action that can have no
+   * other attempt (no hedge policy), this statement is the winner's record and no compare-and-set
+   * runs before it.
    *
    * Safe to run again with the same outcome: when a previous run committed (a connection lost after
    * COMMIT leaves the caller unsure), the outbox row of this outcome's event id is there, and the
@@ -296,6 +299,8 @@ export class DispatchRepository {
         event.service_tier ?? null,
         event.feature_calls ? JSON.stringify(event.feature_calls) : null,
         event.deadline_outcome ?? null,
+        // the winner of an action that could have no other attempt, recorded without a compare-and-set
+        event.winner === true,
       ],
     );
     const r = rows[0];
@@ -413,7 +418,8 @@ const COMPLETE: PreparedStatement = {
     ),
     ac_end AS (
       UPDATE action SET status = $22::text, status_reason = $23::text, returned_candidates = $24::int,
-        delivery_outcome = $15::text, acceptance_verdict = $16::text, acceptance_reason = $17::text, updated_at = $18::timestamptz
+        delivery_outcome = $15::text, acceptance_verdict = $16::text, acceptance_reason = $17::text, updated_at = $18::timestamptz,
+        winner_attempt_id = CASE WHEN $37::boolean THEN COALESCE(winner_attempt_id, $1::text) ELSE winner_attempt_id END
       WHERE id = $19::text AND $20::boolean AND (SELECT ok FROM g)
       RETURNING id
     ),

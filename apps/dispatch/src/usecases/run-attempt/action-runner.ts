@@ -223,6 +223,10 @@ export class ActionRunner {
    * winner: the answer goes out and the attempt's evidence write keeps retrying on its own.
    */
   private async chooseWinner(ctx: Ctx): Promise<boolean> {
+    // Without a policy no extra attempt can be admitted and the primary's claim is unique, so this
+    // answer is the only one: the completion statement records it as the winner (one statement
+    // and one WAL sync fewer per action).
+    if (this.policy === null) return true;
     for (let run = 1; ; run++) {
       try {
         const { won } = await this.deps.repo.chooseWinner({

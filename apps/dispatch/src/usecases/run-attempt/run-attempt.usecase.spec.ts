@@ -671,13 +671,13 @@ describe('RunAttempt', () => {
     });
     const byAttempt = (f: ReturnType<typeof setup>, attemptId: string) => f.store.completed.find((o) => o.attemptId === attemptId);
 
-    it('without a policy: one attempt, its hold on the claim, attempts 1 and the primary as winner role', async () => {
+    it('without a policy: one attempt, its hold on the claim, attempts 1 and the primary as winner role (no compare-and-set: the completion records the winner)', async () => {
       const f = setup();
       answered(f);
       await f.attempt(cmdWithHold());
       expect(f.store.claims[0]).toMatchObject({ attemptNo: 1, role: 'primary', holdMicrousd: 4000n, policyRevisionId: null });
       expect(f.store.extra).toHaveLength(0);
-      expect(f.store.winnerCalls).toEqual([f.store.claims[0].attemptId]);
+      expect(f.store.winnerCalls).toEqual([]);
       expect(f.replies()).toEqual([
         expect.objectContaining({ kind: 'response', attempts_total: 1, winner_role: 'primary', gateway_retried: false }),
       ]);
@@ -793,7 +793,7 @@ describe('RunAttempt', () => {
     ])(
       'the winner compare-and-set failing %i times (transiently) is asked %i times at most; the answer goes out',
       async (failures, calls) => {
-        const f = setup();
+        const f = setup(undefined, {}, POLICY);
         f.store.winnerFailures = failures;
         answered(f);
         await f.attempt(cmdWithHold());
