@@ -126,9 +126,7 @@ export interface ExperimentPause {
 
 /** What one evaluation of the window decides for the stored pauses. */
 export type PauseDecision =
-  | { kind: 'none'; measure: PauseMeasure }
-  | { kind: 'open'; pause: ExperimentPause }
-  | { kind: 'close'; pause: ExperimentPause };
+  { kind: 'none'; measure: PauseMeasure } | { kind: 'open'; pause: ExperimentPause } | { kind: 'close'; pause: ExperimentPause };
 
 /**
  * Applies `pauseTransition` to the experiment's stored state: `open` is its open pause (at most
@@ -145,7 +143,11 @@ export function decidePause(input: {
 }): PauseDecision {
   const { experimentId, open, samples, rules, now, newId } = input;
   const state: PauseState = open
-    ? { paused: true, rule: open.rule, measured: open.rule === 'holdout_p95_above_ms' ? open.atStart.holdoutP95Ms : open.atStart.routeErrorPerMille }
+    ? {
+        paused: true,
+        rule: open.rule,
+        measured: open.rule === 'holdout_p95_above_ms' ? open.atStart.holdoutP95Ms : open.atStart.routeErrorPerMille,
+      }
     : { paused: false };
   const t = pauseTransition(state, samples, rules);
   if (t.kind === 'none') return { kind: 'none', measure: t.measure };

@@ -194,7 +194,9 @@ describe('experimentReport: figures computed by hand', () => {
     const lines = experimentReportCsv(w).trimEnd().split('\n');
     const at = lines.indexOf('cohort,actions_run_paused');
     expect(lines.slice(at + 1, at + 3)).toEqual(['hedged,10', 'holdout,10']);
-    expect(lines).toContain('p-1,2026-12-02T12:01:00.000Z,2026-12-02T12:02:00.000Z,holdout_p95_above_ms,6100,0,100,4400,10,100,5000,200,100');
+    expect(lines).toContain(
+      'p-1,2026-12-02T12:01:00.000Z,2026-12-02T12:02:00.000Z,holdout_p95_above_ms,6100,0,100,4400,10,100,5000,200,100',
+    );
     expect(lines[lines.length - 1]).toBe('p-2,2026-12-02T12:01:00.000Z,,route_error_per_mille_above,6100,0,100,,,,5000,200,100');
   });
 

@@ -287,7 +287,10 @@ export class ActionRunner {
 
   /** Feeds the route's facts: latency of answered primaries, failures, the overload bucket. */
   private observe(ctx: Ctx, result: WholeResult): void {
-    const failed = result.kind === 'no_answer' ? result.cause !== 'cancelled' : result.kind === 'error_answer' && isProviderFailureStatus(result.statusCode);
+    const failed =
+      result.kind === 'no_answer'
+        ? result.cause !== 'cancelled'
+        : result.kind === 'error_answer' && isProviderFailureStatus(result.statusCode);
     const outcome = result.kind === 'no_answer' && result.cause === 'cancelled' ? 'cancelled' : failed ? 'failure' : 'success';
     const latency = ctx.role === 'primary' && result.kind === 'answer' ? result.receivedAt.getTime() - ctx.startedAtMs : null;
     this.deps.health.ended(ctx.cmd.route.route_id, outcome, this.policy?.bucket ?? null, latency);
