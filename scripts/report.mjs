@@ -142,8 +142,14 @@ async function experimentChart(r) {
   const cohorts = ['hedged', 'holdout'].map((c) => ({ cohort: c, rate: r.cohorts[c].on_time_rate ?? 0, n: r.cohorts[c].eligible_actions }));
   const d = r.on_time_rate_difference;
   const diff = d ? [{ what: 'hedged − holdout', estimate: d.estimate, low: d.interval_95[0], high: d.interval_95[1] }] : [];
+  const pauses = r.pauses ?? [];
+  const paused = r.paused_actions ?? { hedged: 0, holdout: 0 };
   const spec = vl.compile({
-    title: `experiment ${r.experiment_id}: ${r.verdict}${r.verdict_reason ? ` (${r.verdict_reason})` : ''}`,
+    title: {
+      text: `experiment ${r.experiment_id}: ${r.verdict}${r.verdict_reason ? ` (${r.verdict_reason})` : ''}`,
+      // a pause runs hedged actions primary-only; they still count in their cohort (intention to treat)
+      subtitle: `hedging paused ${pauses.length} time(s)${pauses.some((p) => p.ended_at === null) ? ', paused now' : ''}; actions run paused: hedged ${paused.hedged}, holdout ${paused.holdout}`,
+    },
     vconcat: [
       {
         width: 420,

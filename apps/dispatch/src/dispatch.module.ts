@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { Database, DispatchRepository, HedgePolicyRepository, OutboxRepository } from '@gateway/db';
+import { Database, DispatchRepository, ExperimentPauseRepository, HedgePolicyRepository, OutboxRepository } from '@gateway/db';
 import { ContentCipher } from '@gateway/messaging';
 import { upstreamAgent, UpstreamCredentials } from '@gateway/providers';
 import { CoreModule, CoreOptions } from '@gateway/service-kit';
@@ -34,6 +34,11 @@ export class DispatchModule {
           provide: HedgePolicyRepository,
           useFactory: (db: Database, outbox: OutboxRepository) => new HedgePolicyRepository(db, outbox),
           inject: [Database, OutboxRepository],
+        },
+        {
+          provide: ExperimentPauseRepository,
+          useFactory: (db: Database) => new ExperimentPauseRepository(db),
+          inject: [Database],
         },
         DispatchMetrics,
         RunAttempt,

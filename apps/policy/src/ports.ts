@@ -32,4 +32,4 @@ export type WorkloadKeyLookup = Pick<CatalogRepository, 'workloadByKeyHash'>;
 export type ChangeRequestStore = Pick<ChangeRequestRepository, 'create' | 'findById' | 'list' | 'decide'>;
 export type ScopeLimitStore = Pick<PolicyRepository, 'putScopeLimit' | 'scopeLimit' | 'listScopeLimits'>;
 export type HedgePolicyStore = Pick<HedgePolicyRepository, 'append' | 'hedgePolicyFor' | 'history'>;
-export type ExperimentStore = Pick<ExperimentRepository, 'start' | 'stop' | 'findById' | 'listByWorkload' | 'reportRows'>;
+export type ExperimentStore = Pick<ExperimentRepository, 'start' | 'stop' | 'findById' | 'listByWorkload' | 'reportRows' | 'pausesOf'>;

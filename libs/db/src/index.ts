@@ -22,6 +22,7 @@ export * from './repositories/exception.repository';
 export * from './repositories/change-request.repository';
 export * from './repositories/hedge-policy.repository';
 export * from './repositories/experiment.repository';
+export * from './repositories/experiment-pause.repository';
 export * from './repositories/gateway-meta.repository';
 export { migrate } from './migrations/migrate';
 export * from './repositories/controls.repository';

@@ -1,6 +1,14 @@
 import fc from 'fast-check';
 import type { PauseRules } from './experiment';
-import { measurePauseWindow, pauseMinSamples, pauseTransition, type PauseSample, type PauseState } from './experiment-pause';
+import {
+  decidePause,
+  measurePauseWindow,
+  pauseMinSamples,
+  pauseSampleOf,
+  pauseTransition,
+  type PauseSample,
+  type PauseState,
+} from './experiment-pause';
 
 const rules: PauseRules = { holdoutP95AboveMs: 1000, routeErrorPerMilleAbove: 100, windowActions: 40 };
 const fill = (n: number, latency: number, errors = 0): PauseSample[] =>
@@ -80,5 +88,58 @@ describe('experiment pause rule', () => {
         },
       ),
     );
+  });
+});
+
+describe('pauseSampleOf: a recorded holdout primary', () => {
+  const at = (ms: number) => new Date(Date.UTC(2026, 11, 3, 8) + ms);
+  it.each<[string, string, number | null, boolean]>([
+    ['an answer', 'succeeded', 200, false],
+    ['a 4xx is the request, not the route', 'failed', 400, false],
+    ['429', 'failed', 429, true],
+    ['503', 'failed', 503, true],
+    ['no answer (timeout, connection)', 'usage_missing', null, true],
+    ['cancelled by the gateway', 'cancelled', null, false],
+  ])('%s', (_name, status, httpStatus, routeError) => {
+    expect(pauseSampleOf({ startedAt: at(0), endedAt: at(1234), status, httpStatus })).toEqual({ primaryLatencyMs: 1234, routeError });
+  });
+});
+
+describe('decidePause: the stored state and the rule', () => {
+  const now = new Date('2026-12-03T08:00:00.000Z');
+  const later = new Date('2026-12-03T08:01:00.000Z');
+  const ids = () => 'pause-1';
+  const base = { experimentId: 'exp-1', rules, newId: ids };
+
+  it('opens a pause with the figures, thresholds and window; closes it with the end figures', () => {
+    const opened = decidePause({ ...base, open: null, samples: fill(40, 1500, 2), now });
+    expect(opened).toEqual({
+      kind: 'open',
+      pause: {
+        id: 'pause-1',
+        experimentId: 'exp-1',
+        rule: 'holdout_p95_above_ms',
+        startedAt: now,
+        endedAt: null,
+        atStart: { holdoutP95Ms: 1500, routeErrorPerMille: 50, samples: 40 },
+        atEnd: null,
+        thresholds: { holdoutP95AboveMs: 1000, routeErrorPerMilleAbove: 100 },
+        windowActions: 40,
+      },
+    });
+    if (opened.kind !== 'open') throw new Error('unreachable');
+    // still slow: stays open; at 90 % of both: closes
+    expect(decidePause({ ...base, open: opened.pause, samples: fill(40, 950), now: later }).kind).toBe('none');
+    expect(decidePause({ ...base, open: opened.pause, samples: fill(40, 900), now: later })).toEqual({
+      kind: 'close',
+      pause: { ...opened.pause, endedAt: later, atEnd: { holdoutP95Ms: 900, routeErrorPerMille: 0, samples: 40 } },
+    });
+  });
+
+  it('an open pause is never opened twice, and nothing happens on too few samples', () => {
+    const open = decidePause({ ...base, open: null, samples: fill(40, 1500), now });
+    if (open.kind !== 'open') throw new Error('unreachable');
+    expect(decidePause({ ...base, open: open.pause, samples: fill(40, 5000, 40), now }).kind).toBe('none');
+    expect(decidePause({ ...base, open: null, samples: fill(19, 5000, 19), now }).kind).toBe('none');
   });
 });

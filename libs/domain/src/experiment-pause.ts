@@ -78,3 +78,94 @@ export function pauseTransition(current: PauseState, samples: readonly PauseSamp
   const own = figures.find((f) => f.rule === current.rule)!;
   return { kind: 'end', rule: current.rule, measured: own.value, measure };
 }
+
+/**
+ * 429 and 5xx are the route failing; other 4xx are the request's fault, not the route's health.
+ * One rule for dispatch's in-memory route facts and for the pause window's recorded attempts.
+ */
+export function isProviderFailureStatus(httpStatus: number): boolean {
+  return httpStatus === 429 || httpStatus >= 500;
+}
+
+/** A recorded, ended primary attempt of a holdout action as the pause window reads it. */
+export interface RecordedPrimary {
+  startedAt: Date;
+  endedAt: Date;
+  /** the attempt's status: `cancelled` is the gateway's own doing, never the route's */
+  status: string;
+  /** null: no answer at all (timeout or connection failure) */
+  httpStatus: number | null;
+}
+
+/**
+ * The pause window's sample of one recorded primary: its latency from claim to end, and a route
+ * error when the provider failed it (429 / 5xx) or never answered (timeout, connection error).
+ */
+export function pauseSampleOf(p: RecordedPrimary): PauseSample {
+  const routeError = p.httpStatus === null ? p.status !== 'cancelled' : isProviderFailureStatus(p.httpStatus);
+  return { primaryLatencyMs: Math.max(0, p.endedAt.getTime() - p.startedAt.getTime()), routeError };
+}
+
+/** A stored pause of an experiment's hedging, with the figures that opened (and closed) it. */
+export interface ExperimentPause {
+  id: string;
+  experimentId: string;
+  /** the rule that tripped */
+  rule: PauseRule;
+  startedAt: Date;
+  /** null while the pause is open */
+  endedAt: Date | null;
+  /** the window's figures when the pause started */
+  atStart: { holdoutP95Ms: number; routeErrorPerMille: number; samples: number };
+  /** ... and when it ended (null while open) */
+  atEnd: { holdoutP95Ms: number; routeErrorPerMille: number; samples: number } | null;
+  /** the experiment's rules the pause was judged by */
+  thresholds: { holdoutP95AboveMs: number; routeErrorPerMilleAbove: number };
+  windowActions: number;
+}
+
+/** What one evaluation of the window decides for the stored pauses. */
+export type PauseDecision =
+  { kind: 'none'; measure: PauseMeasure } | { kind: 'open'; pause: ExperimentPause } | { kind: 'close'; pause: ExperimentPause };
+
+/**
+ * Applies `pauseTransition` to the experiment's stored state: `open` is its open pause (at most
+ * one), `samples` the window oldest first. Opening needs the new pause's id; closing returns the
+ * open pause with its end.
+ */
+export function decidePause(input: {
+  experimentId: string;
+  open: ExperimentPause | null;
+  samples: readonly PauseSample[];
+  rules: PauseRules;
+  now: Date;
+  newId: () => string;
+}): PauseDecision {
+  const { experimentId, open, samples, rules, now, newId } = input;
+  const state: PauseState = open
+    ? {
+        paused: true,
+        rule: open.rule,
+        measured: open.rule === 'holdout_p95_above_ms' ? open.atStart.holdoutP95Ms : open.atStart.routeErrorPerMille,
+      }
+    : { paused: false };
+  const t = pauseTransition(state, samples, rules);
+  if (t.kind === 'none') return { kind: 'none', measure: t.measure };
+  // a transition is only ever judged on a full enough window, so both figures are numbers
+  const figures = { holdoutP95Ms: t.measure.holdoutP95Ms!, routeErrorPerMille: t.measure.routeErrorPerMille!, samples: t.measure.samples };
+  if (t.kind === 'end') return { kind: 'close', pause: { ...open!, endedAt: now, atEnd: figures } };
+  return {
+    kind: 'open',
+    pause: {
+      id: newId(),
+      experimentId,
+      rule: t.rule,
+      startedAt: now,
+      endedAt: null,
+      atStart: figures,
+      atEnd: null,
+      thresholds: { holdoutP95AboveMs: rules.holdoutP95AboveMs, routeErrorPerMilleAbove: rules.routeErrorPerMilleAbove },
+      windowActions: rules.windowActions,
+    },
+  };
+}

@@ -6,6 +6,7 @@ import {
   experimentReportToWire,
   ExperimentReportRow,
 } from './experiment-report';
+import type { ExperimentPause } from './experiment-pause';
 
 const T0 = new Date('2026-12-02T12:00:00.000Z');
 
@@ -155,7 +156,54 @@ describe('experimentReport: figures computed by hand', () => {
     expect(lines[2]).toBe('holdout,100,60,0.6,101000,0,1010,1684');
     const icer = w.incremental_cost_per_on_time_answer_microusd!;
     expect(lines).toContain(`incremental_cost_per_on_time_answer_microusd,2550,${icer.interval_95[0]},${icer.interval_95[1]}`);
-    expect(lines[lines.length - 1]).toBe('established,');
+    expect(lines[lines.indexOf('verdict,reason') + 1]).toBe('established,');
+  });
+
+  it('pauses: listed with their figures; actions run paused counted per cohort, still in their cohort', () => {
+    const pause: ExperimentPause = {
+      id: 'p-1',
+      experimentId: 'exp-1',
+      rule: 'holdout_p95_above_ms',
+      startedAt: new Date(T0.getTime() + 60_000),
+      endedAt: new Date(T0.getTime() + 120_000),
+      atStart: { holdoutP95Ms: 6_100, routeErrorPerMille: 0, samples: 100 },
+      atEnd: { holdoutP95Ms: 4_400, routeErrorPerMille: 10, samples: 100 },
+      thresholds: { holdoutP95AboveMs: 5_000, routeErrorPerMilleAbove: 200 },
+      windowActions: 100,
+    };
+    const open: ExperimentPause = { ...pause, id: 'p-2', rule: 'route_error_per_mille_above', endedAt: null, atEnd: null };
+    const paused = rows.map((r, i) => (i % 10 === 0 ? { ...r, ranPaused: true } : r));
+    const r = experimentReport(experiment(), paused, [pause, open]);
+    // every tenth row runs paused: rows 0–99 are holdout, 100–199 hedged, 200 is ineligible (not counted)
+    expect(r.pausedActions).toEqual({ holdout: 10, hedged: 10 });
+    // intention to treat: a paused action counts in its assigned cohort, so the figures are unchanged
+    expect(r.comparison.hedged).toEqual(experimentReport(experiment(), rows).comparison.hedged);
+    const w = experimentReportToWire(r);
+    expect(w.paused_actions).toEqual({ hedged: 10, holdout: 10 });
+    expect(w.pauses[0]).toEqual({
+      id: 'p-1',
+      started_at: '2026-12-02T12:01:00.000Z',
+      ended_at: '2026-12-02T12:02:00.000Z',
+      reason: 'holdout_p95_above_ms',
+      at_start: { holdout_p95_ms: 6_100, route_error_per_mille: 0, samples: 100 },
+      at_end: { holdout_p95_ms: 4_400, route_error_per_mille: 10, samples: 100 },
+      thresholds: { holdout_p95_above_ms: 5_000, route_error_per_mille_above: 200 },
+      window_actions: 100,
+    });
+    expect(w.pauses[1]).toMatchObject({ id: 'p-2', ended_at: null, at_end: null, reason: 'route_error_per_mille_above' });
+    const lines = experimentReportCsv(w).trimEnd().split('\n');
+    const at = lines.indexOf('cohort,actions_run_paused');
+    expect(lines.slice(at + 1, at + 3)).toEqual(['hedged,10', 'holdout,10']);
+    expect(lines).toContain(
+      'p-1,2026-12-02T12:01:00.000Z,2026-12-02T12:02:00.000Z,holdout_p95_above_ms,6100,0,100,4400,10,100,5000,200,100',
+    );
+    expect(lines[lines.length - 1]).toBe('p-2,2026-12-02T12:01:00.000Z,,route_error_per_mille_above,6100,0,100,,,,5000,200,100');
+  });
+
+  it('no pauses: an empty list and no actions run paused', () => {
+    const w = experimentReportToWire(experimentReport(experiment(), rows));
+    expect(w.pauses).toEqual([]);
+    expect(w.paused_actions).toEqual({ hedged: 0, holdout: 0 });
   });
 
   it('no improvement: not established; unresolved exposure keeps it pending and is never cost', () => {

@@ -14,6 +14,7 @@ import {
   IcerValue,
   CohortSummary,
 } from './experiment';
+import type { ExperimentPause } from './experiment-pause';
 
 /** Resamples the report's bootstrap draws (the issue asks for at least 2,000). */
 export const REPORT_RESAMPLES = 2_000;
@@ -39,13 +40,11 @@ export interface ExperimentReportRow {
   settledMicrousd: bigint;
   /** holds of the attempts whose money is not decided yet (pending or unresolved), micro-USD */
   unresolvedMicrousd: bigint;
-}
-
-/** A pause of hedging for the experiment (pause rules); the report lists them. */
-export interface ExperimentPause {
-  startedAt: Date;
-  endedAt: Date | null;
-  reason: string;
+  /**
+   * dispatched while a pause was open (the hedged cohort then ran primary-only). The action still
+   * counts in its assigned cohort (intention to treat); the report says how many did.
+   */
+  ranPaused?: boolean;
 }
 
 export interface ExperimentReport {
@@ -54,7 +53,10 @@ export interface ExperimentReport {
   };
   ineligibleActions: number;
   comparison: ExperimentComparison;
+  /** the stored pauses, oldest first */
   pauses: ExperimentPause[];
+  /** eligible actions dispatched while a pause was open, per assigned cohort (counted in it too) */
+  pausedActions: { hedged: number; holdout: number };
 }
 
 /**
@@ -96,7 +98,9 @@ export function experimentReport(
   rows: readonly ExperimentReportRow[],
   pauses: ExperimentPause[] = [],
 ): ExperimentReport {
-  const eligible = rows.filter((r) => r.cohort !== 'ineligible').map((r) => experimentActionOf(r, experiment));
+  const eligibleRows = rows.filter((r) => r.cohort !== 'ineligible');
+  const eligible = eligibleRows.map((r) => experimentActionOf(r, experiment));
+  const pausedIn = (cohort: 'hedged' | 'holdout') => eligibleRows.filter((r) => r.cohort === cohort && r.ranPaused === true).length;
   const comparison = compareCohorts(
     eligible,
     {
@@ -119,6 +123,7 @@ export function experimentReport(
     ineligibleActions: rows.length - eligible.length,
     comparison,
     pauses,
+    pausedActions: { hedged: pausedIn('hedged'), holdout: pausedIn('holdout') },
   };
 }
 
@@ -134,6 +139,25 @@ function cohortToWire(c: CohortSummary) {
     unresolved_exposure_microusd: c.unresolvedMicrousd.toString(),
     cost_per_action_microusd: money(c.costPerActionMicrousd),
     cost_per_on_time_answer_microusd: money(c.costPerOnTimeMicrousd),
+  };
+}
+
+const figuresToWire = (f: ExperimentPause['atStart']) => ({
+  holdout_p95_ms: f.holdoutP95Ms,
+  route_error_per_mille: f.routeErrorPerMille,
+  samples: f.samples,
+});
+
+function pauseToWire(p: ExperimentPause) {
+  return {
+    id: p.id,
+    started_at: p.startedAt.toISOString(),
+    ended_at: p.endedAt?.toISOString() ?? null,
+    reason: p.rule,
+    at_start: figuresToWire(p.atStart),
+    at_end: p.atEnd ? figuresToWire(p.atEnd) : null,
+    thresholds: { holdout_p95_above_ms: p.thresholds.holdoutP95AboveMs, route_error_per_mille_above: p.thresholds.routeErrorPerMilleAbove },
+    window_actions: p.windowActions,
   };
 }
 
@@ -163,7 +187,8 @@ export function experimentReportToWire(r: ExperimentReport) {
     bootstrap: { method: 'percentile bootstrap over actions within each cohort', resamples: c.resamples, seed: c.seed },
     verdict: c.result.verdict,
     verdict_reason: 'reason' in c.result ? c.result.reason : null,
-    pauses: r.pauses.map((p) => ({ started_at: p.startedAt.toISOString(), ended_at: p.endedAt?.toISOString() ?? null, reason: p.reason })),
+    pauses: r.pauses.map(pauseToWire),
+    paused_actions: { ...r.pausedActions },
   };
 }
 
@@ -182,7 +207,8 @@ const CSV_HEADER = [
 
 /**
  * The report as CSV: one row per cohort, then the between-cohort figures as metric rows
- * (`metric,estimate,low,high`), then the verdict. Values contain no commas or quotes.
+ * (`metric,estimate,low,high`), then the verdict, then the actions run paused per cohort and one
+ * row per pause. Values contain no commas or quotes.
  */
 export function experimentReportCsv(w: ExperimentReportWire): string {
   const lines: string[] = [CSV_HEADER.join(',')];
@@ -201,5 +227,30 @@ export function experimentReportCsv(w: ExperimentReportWire): string {
       : 'incremental_cost_per_on_time_answer_microusd,,,',
   );
   lines.push('', 'verdict,reason', `${w.verdict},${w.verdict_reason ?? ''}`);
+  lines.push('', 'cohort,actions_run_paused', `hedged,${w.paused_actions.hedged}`, `holdout,${w.paused_actions.holdout}`);
+  lines.push(
+    '',
+    'pause_id,started_at,ended_at,reason,start_holdout_p95_ms,start_route_error_per_mille,start_samples,end_holdout_p95_ms,end_route_error_per_mille,end_samples,threshold_holdout_p95_above_ms,threshold_route_error_per_mille_above,window_actions',
+  );
+  for (const p of w.pauses) {
+    const e = p.at_end;
+    lines.push(
+      [
+        p.id,
+        p.started_at,
+        p.ended_at ?? '',
+        p.reason,
+        p.at_start.holdout_p95_ms,
+        p.at_start.route_error_per_mille,
+        p.at_start.samples,
+        e?.holdout_p95_ms ?? '',
+        e?.route_error_per_mille ?? '',
+        e?.samples ?? '',
+        p.thresholds.holdout_p95_above_ms,
+        p.thresholds.route_error_per_mille_above,
+        p.window_actions,
+      ].join(','),
+    );
+  }
   return lines.join('\n') + '\n';
 }

@@ -88,4 +88,49 @@ describe('HedgePolicies: the policy in force, read briefly cached per instance',
       expect(await cache.forCommand(cmd(), 0)).toBe(inForce);
     });
   });
+
+  describe('runsUnder: an open experiment pause (issue 11)', () => {
+    const experimentRevision: HedgePolicyRevision = { ...policy, revisionId: 'hp-exp', revision: 1 };
+    function paused(states: Array<string | null>) {
+      const reads: string[] = [];
+      const s: HedgePolicySource = { hedgePolicyFor: async () => policy, revisionById: async () => experimentRevision };
+      const pauses = {
+        openPauseId: async (id: string) => {
+          reads.push(id);
+          return states.shift() ?? null;
+        },
+      };
+      return { cache: new HedgePolicies(s, 5_000, pauses, 1_000), reads };
+    }
+    const cmd = (cohort: 'hedged' | 'holdout' | 'ineligible') => ({
+      workload_id: 'wl',
+      route: { route_id: 'r1' },
+      experiment: { id: 'exp-1', cohort, policy_revision_id: 'hp-exp' },
+    });
+
+    it('paused: the hedged cohort runs primary-only; both cohorts record the pause; ineligible reads nothing', async () => {
+      const { cache, reads } = paused(['pause-1']);
+      expect(await cache.runsUnder(cmd('hedged'), 0)).toEqual({ policy: null, pauseId: 'pause-1' });
+      expect(await cache.runsUnder(cmd('holdout'), 10)).toEqual({ policy: null, pauseId: 'pause-1' });
+      expect(await cache.runsUnder(cmd('ineligible'), 20)).toEqual({ policy, pauseId: null });
+      expect(await cache.runsUnder({ workload_id: 'wl', route: { route_id: 'r1' } }, 30)).toEqual({ policy, pauseId: null });
+      expect(reads).toEqual(['exp-1']);
+    });
+
+    it('not paused: the experiment revision; the state is read again after its TTL, or set by notePause', async () => {
+      const { cache, reads } = paused([null, 'pause-2']);
+      expect(await cache.runsUnder(cmd('hedged'), 0)).toEqual({ policy: experimentRevision, pauseId: null });
+      expect(await cache.runsUnder(cmd('hedged'), 999)).toEqual({ policy: experimentRevision, pauseId: null });
+      expect(await cache.runsUnder(cmd('hedged'), 1_000)).toEqual({ policy: null, pauseId: 'pause-2' });
+      expect(reads).toHaveLength(2);
+      cache.notePause('exp-1', null, 1_100);
+      expect(await cache.runsUnder(cmd('hedged'), 1_200)).toEqual({ policy: experimentRevision, pauseId: null });
+      expect(reads).toHaveLength(2);
+    });
+
+    it('without a pause source nothing is ever paused', async () => {
+      const cache = new HedgePolicies({ hedgePolicyFor: async () => policy, revisionById: async () => experimentRevision });
+      expect(await cache.runsUnder(cmd('hedged'), 0)).toEqual({ policy: experimentRevision, pauseId: null });
+    });
+  });
 });

@@ -30,7 +30,7 @@ export class ExperimentsController {
   @Get(':id/report')
   @ApiOperation({
     summary:
-      'The experiment report: per cohort eligible actions, on-time valid answers, settled cost (with the per-attempt overhead) and unresolved exposure apart; the on-time rate difference and the incremental cost per additional on-time answer with 95 % seeded-bootstrap intervals; the verdict. Money in integer micro-USD strings. Role: operator or finance',
+      'The experiment report: per cohort eligible actions, on-time valid answers, settled cost (with the per-attempt overhead) and unresolved exposure apart; the on-time rate difference and the incremental cost per additional on-time answer with 95 % seeded-bootstrap intervals; the verdict; the pauses of hedging (rule that tripped, the window figures at start and end, thresholds, window size) and the actions dispatched while paused per cohort (counted in their assigned cohort). Money in integer micro-USD strings. Role: operator or finance',
   })
   @ApiProduces('application/json', 'text/csv')
   @ApiQuery({ name: 'format', required: false, enum: ['json', 'csv'] })

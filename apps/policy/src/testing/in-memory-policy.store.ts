@@ -26,7 +26,7 @@ import type {
   WorkloadView,
 } from '@gateway/db';
 import type { Clock, Entropy, IdGenerator } from '@gateway/service-kit';
-import { Experiment, ExperimentReportRow, HedgePolicyRevision, startedExperiment } from '@gateway/domain';
+import { Experiment, ExperimentPause, ExperimentReportRow, HedgePolicyRevision, startedExperiment } from '@gateway/domain';
 import type {
   ChangeRequestStore,
   ExceptionStore,
@@ -436,6 +436,13 @@ export class InMemoryExperimentStore implements ExperimentStore {
 
   async reportRows(id: string): Promise<ExperimentReportRow[]> {
     return this.reportRowsById.get(id) ?? [];
+  }
+
+  /** the stored pauses, as a test sets them (dispatch records them in the database) */
+  readonly pausesById = new Map<string, ExperimentPause[]>();
+
+  async pausesOf(id: string): Promise<ExperimentPause[]> {
+    return this.pausesById.get(id) ?? [];
   }
 
   async stop(id: string, actor: string, reason: string, now: Date): Promise<Experiment | null> {

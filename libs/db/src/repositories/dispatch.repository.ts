@@ -26,6 +26,8 @@ export interface ClaimInput {
   holdMicrousd: bigint | null;
   /** the hedge_policy_revision row id in force, or null when the workload has none */
   policyRevisionId: string | null;
+  /** the experiment pause open when the action was dispatched (issue 11); null / absent: none */
+  experimentPauseId?: string | null;
   claimedBy: string;
   now: Date;
 }
@@ -158,6 +160,7 @@ export class DispatchRepository {
       DISPATCH.from,
       input.holdMicrousd,
       input.policyRevisionId,
+      input.experimentPauseId ?? null,
     ]);
     const r = rows[0];
     if (r.status === null) return { ok: false, reason: 'not_dispatchable' };
@@ -349,8 +352,8 @@ const CHOOSE_WINNER: PreparedStatement = {
  * $7 role, $8 route, $9 route version, $10 attempt status, $11 effective candidates,
  * $12/$13 the action's dispatch transition (to / from), $14 the attempt's own hold (null: the
  * reservation's amount, which is the admission's while only the primary exists), $15 the hedge
- * policy revision in force. The attempt's price revision is the reservation's (the primary is priced
- * at what admission reserved at).
+ * policy revision in force, $16 the experiment pause open at dispatch (issue 11). The attempt's price
+ * revision is the reservation's (the primary is priced at what admission reserved at).
  */
 const CLAIM: PreparedStatement = {
   name: 'dispatch_claim',
@@ -366,10 +369,10 @@ const CLAIM: PreparedStatement = {
     ),
     t AS (
       INSERT INTO attempt (id, action_id, attempt_no, role, route_id, route_version, status, status_reason, effective_candidates,
-        hold_microusd, hedge_policy_revision_id, price_revision_id, started_at, updated_at)
+        hold_microusd, hedge_policy_revision_id, price_revision_id, experiment_pause_id, started_at, updated_at)
       SELECT $6::text, action_id, $3::int, $7::text, $8::text, $9::int, $10::text, 'sent upstream', $11::int,
         COALESCE($14::bigint, (SELECT r.reserved_microusd FROM reservation r WHERE r.action_id = $1::text)), $15::text,
-        (SELECT r.price_revision_id FROM reservation r WHERE r.action_id = $1::text), $2::timestamptz, $2::timestamptz
+        (SELECT r.price_revision_id FROM reservation r WHERE r.action_id = $1::text), $16::text, $2::timestamptz, $2::timestamptz
       FROM c
       RETURNING id
     ),

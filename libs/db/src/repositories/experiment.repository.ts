@@ -1,8 +1,9 @@
 import { experimentCohort } from '@gateway/contracts';
-import { Experiment, ExperimentDesign, ExperimentReportRow, startedExperiment } from '@gateway/domain';
+import { Experiment, ExperimentDesign, ExperimentPause, ExperimentReportRow, startedExperiment } from '@gateway/domain';
 import { z } from 'zod';
 import { Database, prismaTx, Tx } from '../database';
 import type { Experiment as ExperimentRow } from '../generated/prisma/client';
+import { ExperimentPauseRepository } from './experiment-pause.repository';
 import { OutboxRepository } from './outbox.repository';
 
 export type StartExperimentResult =
@@ -23,10 +24,19 @@ export interface RunningExperiment {
  * locks the workload row, so two approvals of the same workload are decided one after the other.
  */
 export class ExperimentRepository {
+  private readonly pauses: ExperimentPauseRepository;
+
   constructor(
     private readonly db: Database,
     private readonly outbox: OutboxRepository,
-  ) {}
+  ) {
+    this.pauses = new ExperimentPauseRepository(db);
+  }
+
+  /** The experiment's stored pauses, oldest first (for its report; `ExperimentPauseRepository` owns them). */
+  pausesOf(experimentId: string): Promise<ExperimentPause[]> {
+    return this.pauses.pausesOf(experimentId);
+  }
 
   /**
    * Starts an experiment of `workloadId` under the named policy revision (which must be that
@@ -99,7 +109,8 @@ export class ExperimentRepository {
   /**
    * One row per action of the experiment for its report: cohort, admission time, when the
    * winner's answer ended, the acceptance verdict, attempts sent, the ledger's settled cost of
-   * its attempts, and the holds of attempts whose money is not decided (pending or unresolved).
+   * its attempts, the holds of attempts whose money is not decided (pending or unresolved), and
+   * whether it was dispatched while a pause was open.
    * Reads the action, attempt and ledger tables by the experiment index.
    */
   async reportRows(experimentId: string): Promise<ExperimentReportRow[]> {
@@ -114,6 +125,7 @@ export class ExperimentRepository {
         attempts: number;
         settled: bigint;
         unresolved: bigint;
+        ran_paused: boolean;
       }>
     >`
       SELECT a.id, a.cohort, a.created_at, w.ended_at AS answered_at, a.acceptance_verdict, w.candidate_outcomes AS winner_candidates,
@@ -121,7 +133,8 @@ export class ExperimentRepository {
         (SELECT coalesce(sum(l.cost_microusd), 0)::bigint FROM ledger_entry l WHERE l.action_id = a.id) AS settled,
         (SELECT coalesce(sum(t.hold_microusd), 0)::bigint FROM attempt t
           WHERE t.action_id = a.id AND t.financial_state IS DISTINCT FROM 'settled'
-            AND NOT EXISTS (SELECT 1 FROM ledger_entry l WHERE l.attempt_id = t.id)) AS unresolved
+            AND NOT EXISTS (SELECT 1 FROM ledger_entry l WHERE l.attempt_id = t.id)) AS unresolved,
+        EXISTS (SELECT 1 FROM attempt t WHERE t.action_id = a.id AND t.experiment_pause_id IS NOT NULL) AS ran_paused
       FROM action a LEFT JOIN attempt w ON w.id = a.winner_attempt_id
       WHERE a.experiment_id = ${experimentId}
       ORDER BY a.id`;
@@ -135,6 +148,7 @@ export class ExperimentRepository {
       attempts: r.attempts,
       settledMicrousd: r.settled,
       unresolvedMicrousd: r.unresolved,
+      ranPaused: r.ran_paused,
     }));
   }
 

@@ -7,6 +7,7 @@ import {
   hedgeDelayMs,
   hedgeIneligibility,
   HedgePolicyRevision,
+  isProviderFailureStatus,
   MAX_BUDGET_MICROUSD,
   requestToolNames,
   retryDecision,
@@ -290,7 +291,10 @@ export class ActionRunner {
 
   /** Feeds the route's facts: latency of answered primaries, failures, the overload bucket. */
   private observe(ctx: Ctx, result: WholeResult): void {
-    const failed = result.kind === 'no_answer' ? result.cause !== 'cancelled' : result.kind === 'error_answer' && isProviderFailure(result);
+    const failed =
+      result.kind === 'no_answer'
+        ? result.cause !== 'cancelled'
+        : result.kind === 'error_answer' && isProviderFailureStatus(result.statusCode);
     const outcome = result.kind === 'no_answer' && result.cause === 'cancelled' ? 'cancelled' : failed ? 'failure' : 'success';
     const latency = ctx.role === 'primary' && result.kind === 'answer' ? result.receivedAt.getTime() - ctx.startedAtMs : null;
     this.deps.health.ended(ctx.cmd.route.route_id, outcome, this.policy?.bucket ?? null, latency);
@@ -488,9 +492,4 @@ export class ActionRunner {
       exposureMicrousd: a.holdMicrousd ?? 0n,
     }));
   }
-}
-
-/** 429 and 5xx are the route failing; other 4xx are the request's fault, not the route's health. */
-function isProviderFailure(r: { statusCode: number }): boolean {
-  return r.statusCode === 429 || r.statusCode >= 500;
 }

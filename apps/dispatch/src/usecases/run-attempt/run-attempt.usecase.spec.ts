@@ -17,6 +17,8 @@ import { Clock, Metrics, randomIds, ServiceConfig } from '@gateway/service-kit';
 import { eventually, hedgeSettings } from '@gateway/testing';
 import { UpstreamCredentials } from '@gateway/providers';
 import { DispatchMetrics } from '../../dispatch.metrics';
+import type { PauseSource } from '../../hedging/hedge-policies';
+import type { PauseStore } from '../../hedging/pause-evaluator';
 import { dispatchCommand } from './dispatch-command.fixture';
 import type { AttemptStore, ReplyPublisher } from './ports';
 import { CLIENT_REQUEST_ID_HEADER, RunAttempt } from './run-attempt.usecase';
@@ -161,6 +163,7 @@ function setup(
   interceptor?: Dispatcher.DispatcherComposeInterceptor,
   env: Record<string, string> = {},
   policy: HedgePolicyRevision | null = null,
+  pauses: (PauseSource & PauseStore) | null = null,
 ) {
   const agent = new MockAgent();
   agent.disableNetConnect();
@@ -181,6 +184,7 @@ function setup(
     randomIds,
     new UpstreamCredentials(env),
     { hedgePolicyFor: async () => policy },
+    pauses,
   );
   run.evidenceRetry = { baseMs: 1, capMs: 4 };
   const replies = (): DispatchReplyV1[] =>
@@ -734,6 +738,42 @@ describe('RunAttempt', () => {
       // the loser: no usage reported, so cancelled (settlement holds its exposure), never zero
       expect(primary).toMatchObject({ status: 'cancelled', usage: null, finishAction: null });
       expect(primary?.event).toMatchObject({ attempt_role: 'primary', attempt_no: 1, winner: false, deadline_outcome: 'cancelled' });
+    });
+
+    it('experiment paused (issue 11): a hedged action runs primary-only and records the pause; a holdout answer is judged', async () => {
+      const evaluated: string[] = [];
+      const pauses = (open: string | null): PauseSource & PauseStore => ({
+        openPauseId: async () => open,
+        evaluate: async (experimentId) => {
+          evaluated.push(experimentId);
+          return { decision: null, openPauseId: open };
+        },
+      });
+      const experiment = (cohort: 'hedged' | 'holdout') => ({ experiment: { id: 'exp-1', cohort, policy_revision_id: 'hp-7' } });
+
+      // paused: the slow primary is not hedged, the claim names the pause and no policy
+      const f = setup(undefined, {}, POLICY, pauses('pause-1'));
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, okBody('slow')).delay(200);
+      await f.attempt(cmdWithHold(experiment('hedged')));
+      expect(f.store.claims[0]).toMatchObject({ experimentPauseId: 'pause-1', policyRevisionId: null });
+      expect(f.store.extra).toHaveLength(0);
+      expect(f.replies()).toEqual([expect.objectContaining({ kind: 'response', attempts_total: 1, winner_role: 'primary' })]);
+      expect(evaluated).toEqual([]);
+
+      // not paused: the same action hedges after 20 ms
+      const g = setup(undefined, {}, POLICY, pauses(null));
+      g.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, okBody('slow')).delay(200);
+      g.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, okBody('fast'));
+      await g.attempt(cmdWithHold(experiment('hedged')));
+      expect(g.store.claims[0]).toMatchObject({ experimentPauseId: null, policyRevisionId: 'hp-7' });
+      expect(g.store.extra.map((e) => e.role)).toEqual(['hedge']);
+
+      // a holdout action records the pause too, and once it is recorded the window is judged
+      const h = setup(undefined, {}, POLICY, pauses('pause-1'));
+      answered(h);
+      await h.attempt(cmdWithHold(experiment('holdout')));
+      expect(h.store.claims[0]).toMatchObject({ experimentPauseId: 'pause-1', policyRevisionId: null });
+      expect(evaluated).toEqual(['exp-1']);
     });
 
     it('a hedge the serialised admission denies changes nothing for the primary', async () => {

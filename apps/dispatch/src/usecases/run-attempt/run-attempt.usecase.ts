@@ -1,8 +1,8 @@
-import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Optional } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { Dispatcher, request } from 'undici';
 import { addressTo, AttemptCompletedV1, AttemptRole, DispatchCommandV1, DispatchReplyV1, ReplyAddress } from '@gateway/contracts';
-import { DispatchRepository, HedgePolicyRepository } from '@gateway/db';
+import { DispatchRepository, ExperimentPauseRepository, HedgePolicyRepository } from '@gateway/db';
 import { accept } from '@gateway/domain';
 import { ContentCipher, KafkaBus, PermanentPublishError } from '@gateway/messaging';
 import { adapterForCommand, NO_USAGE_DETAILS, ParsedResponse, SseDecoder, UpstreamRequest } from '@gateway/providers';
@@ -11,7 +11,8 @@ import { AttemptStatus, buildAttemptEvent, deliveryOf, shortfallOf } from './att
 import type { AttemptStore, CredentialSource, ReplyPublisher, ReplySealer } from './ports';
 import { EVIDENCE_RETRY, EvidenceResult, recordEvidence } from './record-evidence';
 import { DispatchMetrics } from '../../dispatch.metrics';
-import { HedgePolicies, HedgePolicySource } from '../../hedging/hedge-policies';
+import { HedgePolicies, HedgePolicySource, PauseSource, RunsUnder } from '../../hedging/hedge-policies';
+import { PauseEvaluator, PauseStore } from '../../hedging/pause-evaluator';
 import { RouteHealth } from '../../hedging/route-health';
 import { UPSTREAM, UPSTREAM_CREDENTIALS } from '../../tokens';
 import { ActionRunner, AttemptReport, Ctx, SINGLE_ATTEMPT, WholeResult } from './action-runner';
@@ -39,6 +40,8 @@ export class RunAttempt implements BeforeApplicationShutdown {
   /** backoff of the evidence write; tests shorten it */
   evidenceRetry = EVIDENCE_RETRY;
   private readonly policies: HedgePolicies;
+  /** the experiment pause rule, applied after each holdout primary (null: no pause store) */
+  private readonly pauseEvaluator: PauseEvaluator | null;
   /** per-route facts of this instance's own traffic (hedge delay quantile, error rate, in-flight, bucket) */
   readonly health = new RouteHealth();
 
@@ -54,8 +57,17 @@ export class RunAttempt implements BeforeApplicationShutdown {
     @InjectIds() private readonly ids: IdGenerator,
     @Inject(UPSTREAM_CREDENTIALS) private readonly credentials: CredentialSource,
     @Inject(HedgePolicyRepository) hedgePolicies: HedgePolicySource,
+    @Optional() @Inject(ExperimentPauseRepository) pauses: (PauseSource & PauseStore) | null = null,
   ) {
-    this.policies = new HedgePolicies(hedgePolicies);
+    this.policies = new HedgePolicies(hedgePolicies, undefined, pauses);
+    this.pauseEvaluator = pauses
+      ? new PauseEvaluator(pauses, {
+          now: () => this.clock.now(),
+          newId: () => this.ids.next(),
+          log: this.log,
+          onState: (experimentId, pauseId, nowMs) => this.policies.notePause(experimentId, pauseId, nowMs),
+        })
+      : null;
   }
 
   /**
@@ -93,8 +105,10 @@ export class RunAttempt implements BeforeApplicationShutdown {
       return { done };
     }
     // Probes and streams run one attempt (streams are never hedged; a retry after a stream's first
-    // chunk would pay twice); everything else runs under the hedge policy in force, if any.
-    const policy = cmd.stream || cmd.attempt_role === 'probe' ? null : await this.policies.forCommand(cmd, now.getTime());
+    // chunk would pay twice); everything else runs under the hedge policy in force, if any, unless
+    // its experiment is paused (issue 11).
+    const { policy, pauseId }: RunsUnder =
+      cmd.stream || cmd.attempt_role === 'probe' ? { policy: null, pauseId: null } : await this.policies.runsUnder(cmd, now.getTime());
     const attemptId = this.ids.next();
     const holdMicrousd = cmd.hold_microusd === undefined ? null : BigInt(cmd.hold_microusd);
     const claim = await this.repo.claim({
@@ -107,6 +121,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
       effectiveCandidates: cmd.effective_candidates,
       holdMicrousd,
       policyRevisionId: policy?.revisionId ?? null,
+      experimentPauseId: pauseId,
       claimedBy: this.config.instanceId,
       now,
     });
@@ -135,6 +150,8 @@ export class RunAttempt implements BeforeApplicationShutdown {
         // A write still retrying after the reply: the process waits for it on shutdown.
         await ctx.evidence;
       }
+      // the holdout's primary is recorded: the experiment's pause window has a new action
+      if (cmd.experiment?.cohort === 'holdout' && this.pauseEvaluator) await this.pauseEvaluator.afterHoldout(cmd.experiment.id);
     };
     const done = run().catch((err) => {
       // The attempt stays in flight without evidence; reconciliation picks it up after its deadline.

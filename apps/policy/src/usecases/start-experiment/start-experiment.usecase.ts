@@ -93,13 +93,14 @@ export class StartExperiment {
   /**
    * The experiment's report (issue 11): per cohort and between cohorts, the seeded bootstrap and
    * the verdict, computed from the action, attempt and ledger rows (the policy service owns the
-   * experiment record; the rows are in the same database).
+   * experiment record; the rows are in the same database); the pauses dispatch recorded.
    */
   async report(id: string) {
     parseValue(resourceId, id, 'id');
     const e = await this.experiments.findById(id);
     if (!e) throw new PolicyError('not_found', `experiment ${id} not found`);
-    return experimentReportToWire(experimentReport(e, await this.experiments.reportRows(id)));
+    const [rows, pauses] = await Promise.all([this.experiments.reportRows(id), this.experiments.pausesOf(id)]);
+    return experimentReportToWire(experimentReport(e, rows, pauses));
   }
 
   private alreadyRunning(workloadId: string, runningId: string): PolicyError {
