@@ -34,7 +34,7 @@ export function experimentAttemptOf(e: UsageSettledV1): ExperimentAttemptFact | 
     attemptsTotal: e.attempts_total ?? null,
     admittedAt: new Date(e.action_admitted_at),
     endedAt: e.attempt_ended_at ? new Date(e.attempt_ended_at) : null,
-    acceptanceVerdict: e.attempt_acceptance_verdict ?? null,
+    acceptanceVerdict: e.action_acceptance_verdict ?? null,
     candidates: e.attempt_candidates ?? null,
     costMicrousd: BigInt(e.cost_microusd),
   };

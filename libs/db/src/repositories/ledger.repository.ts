@@ -265,7 +265,7 @@ export function usageSettledEvent(
     ...costFieldsOf(row),
     settled_at: row.settledAt.toISOString(),
     attempt_no: row.attemptNo ?? null,
-    winner: row.winner ?? null,
+    winner: row.winner ?? copied?.winner ?? null,
     attempts_total: row.attemptsTotal ?? null,
     policy_revision_id: row.policyRevisionId ?? null,
     deadline_outcome: row.deadlineOutcome ?? null,
@@ -276,11 +276,14 @@ export function usageSettledEvent(
 
 /**
  * What the ledger row got from its action and attempt when it was inserted (the trigger
- * `ledger_experiment_facts`: the cohort; for an experiment action also the experiment, the
- * admission time and the attempt's end, verdict and candidate outcomes), as the insert returns it.
+ * `ledger_experiment_facts`: the cohort; for an experiment action also the experiment, its
+ * admission time and acceptance verdict, whether the attempt won when the writer did not say, and
+ * the attempt's end and candidate outcomes), as the insert returns it.
  */
 export type CopiedFacts = {
   cohort: UsageSettledV1['cohort'];
+  /** as the row was stored: for an experiment row without it, from action.winner_attempt_id */
+  winner: boolean | null;
   experiment_id: string | null;
   action_admitted_at: Date | null;
   attempt_ended_at: Date | null;
@@ -297,7 +300,7 @@ export function experimentFieldsOf(c: CopiedFacts): Partial<UsageSettledV1> {
     experiment_id: c.experiment_id,
     action_admitted_at: c.action_admitted_at.toISOString(),
     attempt_ended_at: c.attempt_ended_at?.toISOString() ?? null,
-    attempt_acceptance_verdict: copiedVerdict.parse(c.acceptance_verdict),
+    action_acceptance_verdict: copiedVerdict.parse(c.acceptance_verdict),
     attempt_candidates: recordedCandidatesOf(c.candidate_outcomes),
   };
 }
@@ -451,7 +454,7 @@ const INSERT_LEDGER_ROWS = `
   INSERT INTO ledger_entry (${LEDGER_COLUMNS.join(', ')})
   SELECT ${LEDGER_COLUMNS.join(', ')} FROM json_populate_recordset(NULL::ledger_entry, $1::json)
   ON CONFLICT (attempt_id) DO NOTHING
-  RETURNING attempt_id, (SELECT a.quota_scope FROM action a WHERE a.id = ledger_entry.action_id) AS quota_scope, cohort,
+  RETURNING attempt_id, (SELECT a.quota_scope FROM action a WHERE a.id = ledger_entry.action_id) AS quota_scope, cohort, winner,
     experiment_id, action_admitted_at, attempt_ended_at, acceptance_verdict, candidate_outcomes`;
 
 export interface LedgerQuery {
