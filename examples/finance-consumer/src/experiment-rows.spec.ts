@@ -1,6 +1,7 @@
 import { Topics, UsageSettledV1 } from '@gateway/contracts';
 import { ExperimentReportRow } from '@gateway/domain';
 import { experimentAttemptOf, experimentRowsOf } from './experiment-rows';
+import { settledEvent } from './settled-event.fixture';
 
 const T0 = '2026-12-03T08:00:00.000Z';
 const at = (ms: number) => new Date(Date.parse(T0) + ms).toISOString();
@@ -8,34 +9,12 @@ let seq = 0;
 
 /** A settled event of an experiment attempt, as settlement publishes it. */
 const settled = (over: Partial<UsageSettledV1>): UsageSettledV1 =>
-  Topics.usageSettled.schema.parse({
+  settledEvent({
     event_id: `6f1c1a4e-2d7b-4c55-9a51-${String((seq += 1)).padStart(12, '0')}`,
-    timestamp: at(5_000),
-    request_id: 'req',
     action_id: 'act',
     attempt_id: 'att',
-    attempt_role: 'primary',
-    workload_id: 'wl-x',
-    environment: 'prod',
-    route_id: 'r',
-    route_version: 1,
-    model_alias: 'm',
-    provider_request_id: null,
-    requested_candidate_count: null,
-    effective_candidate_count: 1,
-    returned_candidate_count: 1,
-    input_tokens: 10,
-    output_tokens_total: 20,
-    total_tokens: 30,
-    stream_mode: 'none',
-    usage_source: 'provider_response',
-    quota_scope: 'workload',
-    policy_result: null,
-    policy_reason: null,
-    price_revision: 'p',
     cost_microusd: '100',
     cost_microusd_by_category: { input: '10', cached_input: '0', output: '90', reasoning: '0' },
-    settled_at: at(5_000),
     attempt_no: 1,
     winner: false,
     attempts_total: 1,
