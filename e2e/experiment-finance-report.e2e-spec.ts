@@ -68,25 +68,26 @@ describe('the experiment report rebuilt from gateway.usage.settled.v1 alone (iss
   }
 
   /** Every case of the workload still open after the import: the export has no line for it, nothing was billed. */
-  async function releaseTheRest(workloadId: string): Promise<number> {
+  async function releaseTheRest(workloadId: string): Promise<string[]> {
     const res = await ops(`/cases?status=open&workload_id=${encodeURIComponent(workloadId)}&limit=1000`);
     expect(res.status).toBe(200);
-    const { cases } = (await res.json()) as { cases: Array<{ id: string }> };
+    const { cases } = (await res.json()) as { cases: Array<{ case_id: string; reason: string }> };
     for (const c of cases) {
-      const released = await ops(`/cases/${c.id}/release`, {
+      const released = await ops(`/cases/${c.case_id}/release`, {
         method: 'POST',
         body: JSON.stringify({ reason: "the provider's export has no line for it: nothing billed", amount_microusd: '0' }),
       });
       expect(released.status).toBe(200);
     }
-    return cases.length;
+    return cases.map((c) => c.reason);
   }
 
-  /** The experiment's attempts and how many have no ledger row yet. */
+  /** The experiment's attempts, how many have their money undecided, and how many have no ledger row yet. */
   const ledgerCoverage = (experimentId: string) =>
     withSeeder(async (_seed, db) => {
-      const rows = await db.prisma.$queryRaw<Array<{ attempts: number; without_row: number }>>`
+      const rows = await db.prisma.$queryRaw<Array<{ attempts: number; undecided: number; without_row: number }>>`
         SELECT count(*)::int AS attempts,
+               count(*) FILTER (WHERE t.financial_state IS NULL)::int AS undecided,
                count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM ledger_entry l WHERE l.attempt_id = t.id))::int AS without_row
         FROM attempt t JOIN action a ON a.id = t.action_id WHERE a.experiment_id = ${experimentId}`;
       return rows[0];
@@ -105,8 +106,15 @@ describe('the experiment report rebuilt from gateway.usage.settled.v1 alone (iss
 
     // aborted losers hold exposure the topic does not carry: the API waits (pending)
     const before = await apiReport(x.experimentId, operator);
-    if (before.unresolved_share_bps > 0) expect(before.verdict).toBe('pending');
+    expect(before.unresolved_share_bps).toBeGreaterThan(0);
+    expect(before.verdict).toBe('pending');
 
+    // every attempt's money decided (settled, or unresolved in its case) before the export is read:
+    // an attempt still settling would be neither resolved by its line nor have a case to release
+    await eventually(async () => ((await ledgerCoverage(x.experimentId)).undecided === 0 ? true : undefined), {
+      what: 'every attempt of the experiment settled or unresolved',
+      timeoutMs: 60_000,
+    });
     const lines = await importExport();
     const released = await releaseTheRest(x.workloadId);
     const coverage = await eventually(
@@ -116,7 +124,9 @@ describe('the experiment report rebuilt from gateway.usage.settled.v1 alone (iss
       },
       { what: 'every attempt of the experiment with its ledger row', timeoutMs: 60_000 },
     );
-    console.info(`${coverage.attempts} attempts; ${lines} export lines imported, ${released} cases released at 0`);
+    console.info(
+      `${coverage.attempts} attempts; ${lines} export lines imported, ${released.length} cases released at 0 (${released.join(', ')})`,
+    );
 
     const api = await apiReport(x.experimentId, operator);
     expect(api.cohorts.hedged.unresolved_exposure_microusd).toBe('0');
