@@ -26,6 +26,7 @@ describe('the experiment report rebuilt from gateway.usage.settled.v1 alone (iss
   let operator: string;
   let finance: string;
   let consumer: Consumer | undefined;
+  let consumerOpts: Parameters<typeof startConsumer>[0];
 
   jest.setTimeout(240_000);
 
@@ -34,12 +35,13 @@ describe('the experiment report rebuilt from gateway.usage.settled.v1 alone (iss
       await seed.operator(`xfin-ops-${run}`, ['operator']),
       await seed.operator(`xfin-fin-${run}`, ['finance']),
     ]);
-    consumer = await startConsumer({
+    consumerOpts = {
       port: Number(new URL(stack.admission).port) + 23,
       group: `finance-xfin-${run}`,
       schema: `finance_xfin_${run.replace(/[^a-z0-9]/g, '')}`,
       env: { POLICY_URL: stack.policy, FINANCE_POLICY_TOKEN: finance },
-    });
+    };
+    consumer = await startConsumer(consumerOpts);
   });
 
   afterAll(async () => {
@@ -147,6 +149,22 @@ describe('the experiment report rebuilt from gateway.usage.settled.v1 alone (iss
     const { topic_coverage, ...report } = got;
     expect(topic_coverage).toEqual({ actions: ACTIONS, settled_attempts: coverage.attempts, attempts_not_yet_settled: 0 });
     expect(report).toEqual(api);
+
+    // a replay of the whole topic under a new consumer group into the same tables changes nothing
+    await consumer!.stop();
+    consumer = await startConsumer({ ...consumerOpts, port: consumerOpts.port + 1, group: `${consumerOpts.group}-replay` });
+    const attemptIds = await withSeeder(
+      (_seed, db) =>
+        db.prisma.$queryRaw<Array<{ id: string }>>`
+        SELECT t.id FROM attempt t JOIN action a ON a.id = t.action_id WHERE a.experiment_id = ${x.experimentId}`,
+    );
+    const replayed = consumer;
+    await eventually(
+      async () => (attemptIds.every(({ id }) => replayed.logs().includes(`already counted attempt:${id} `)) ? true : undefined),
+      { what: 'the replay to reach every attempt of the experiment', timeoutMs: 60_000 },
+    );
+    const again = (await (await fetch(`${replayed.url}/experiments/${x.experimentId}/report`)).json()) as Record<string, any>;
+    expect(again).toEqual(got);
     console.info(
       `finance = API: verdict ${api.verdict}, difference ${api.on_time_rate_difference.estimate} ${JSON.stringify(api.on_time_rate_difference.interval_95)}`,
     );
