@@ -21,7 +21,9 @@ export class ExperimentReportController {
 
   @Get(':id/report')
   async report(@Param('id') id: string) {
-    const experiment = experimentFromRecordWire(experimentRecordWire.parse(await this.record(id)));
+    const record = experimentRecordWire.safeParse(await this.record(id));
+    if (!record.success) throw new BadGatewayException(`the policy API's record of experiment ${id} is not the documented shape`);
+    const experiment = experimentFromRecordWire(record.data);
     const { rows, coverage } = experimentRowsOf(await this.facts.ofExperiment(id));
     return { ...experimentReportToWire(experimentReport(experiment, rows)), topic_coverage: coverage };
   }
