@@ -95,7 +95,7 @@ export default tseslint.config(
               onlyDependOnLibsWithTags: ['type:domain', 'type:contracts', 'type:data-access', 'type:infra', 'type:testing'],
             },
             // An example outside the gateway (what a finance team copies): the published contracts only.
-            { sourceTag: 'type:example', onlyDependOnLibsWithTags: ['type:contracts'] },
+            { sourceTag: 'type:example', onlyDependOnLibsWithTags: ['type:contracts', 'type:domain'] },
             { sourceTag: 'type:domain', onlyDependOnLibsWithTags: ['type:domain'] },
             { sourceTag: 'type:contracts', onlyDependOnLibsWithTags: ['type:domain', 'type:contracts'] },
             { sourceTag: 'type:data-access', onlyDependOnLibsWithTags: ['type:domain', 'type:contracts', 'type:infra'] },
@@ -150,6 +150,8 @@ export default tseslint.config(
   {
     // The finance consumer example is a plain NestJS app of another team, not a gateway service:
     // Nest's own HTTP exceptions, no gateway error registry (kafkajs still comes through Nest's transport).
+    // It may use the published pure rules (@gateway/domain): its experiment report is computed by the
+    // gateway's own `experimentReport`, one home for the statistics (issue 11).
     files: ['examples/**/*.ts'],
     rules: {
       'no-restricted-imports': [
@@ -157,8 +159,8 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: ['kafkajs', '@prisma/*', '@gateway/*', '!@gateway/contracts'],
-              message: 'the example uses only Nest, pg, zod and @gateway/contracts',
+              group: ['kafkajs', '@prisma/*', '@gateway/*', '!@gateway/contracts', '!@gateway/domain'],
+              message: 'the example uses only Nest, pg, zod, @gateway/contracts and @gateway/domain',
             },
           ],
         },

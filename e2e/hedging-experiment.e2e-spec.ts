@@ -1,8 +1,6 @@
-import { randomUUID } from 'node:crypto';
-import { ExperimentRepository, OutboxRepository } from '@gateway/db';
-import { experimentDesign, hedgeSettings } from '@gateway/testing';
 import { onTimeProbability } from '../apps/provider-sim/src/latency';
-import { eventually, openai, stack, uid, withSeeder } from './support';
+import { apiReport, drive, experimentOn as experimentOnSim, moneyDecided } from './experiment-run';
+import { stack, uid, withSeeder } from './support';
 
 /**
  * Issue 11 through the running stack with the official `openai` SDK: a seeded experiment on a
@@ -37,82 +35,26 @@ describe('the hedging experiment through the stack (issue 11)', () => {
     operator = await withSeeder((seed) => seed.operator(`xops-${run}`, ['operator']));
   });
 
-  /** A workload on `script` with a hedge policy and a running 50 % holdout experiment; returns its key and experiment id. */
-  async function experimentOn(name: string, script: string): Promise<{ key: string; experimentId: string }> {
-    return withSeeder(async (seed, db) => {
-      const route = `x-${name}-${run}`;
-      const workloadId = `x-wl-${name}-${run}`;
-      await seed.route({
-        routeId: route,
-        alias: route,
-        upstreamModel: `sim-gpt;${script}`,
-        providerKind: 'openai-chat',
-        upstreamBaseUrl: stack.providerSim,
-      });
-      const { key } = await seed.workload({ id: workloadId, allowedAliases: [route], maxInFlight: 256, budgetMicrousd: 10_000_000_000n });
-      const revisionId = await seed.hedgePolicy(
-        workloadId,
-        hedgeSettings({
-          delay: { kind: 'fixed', ms: HEDGE_DELAY_MS },
-          retry: { transient: [], max_retries: 0 },
-          approved_premium_microusd: '1000000',
-        }),
-      );
-      const experimentId = randomUUID();
-      const started = await new ExperimentRepository(db, new OutboxRepository(db)).start(
-        {
-          // aborted losers keep their exposure in a reconciliation case until their usage is imported:
-          // the run tolerates it (the plan states how much) instead of importing hundreds of usages
-          ...experimentDesign(revisionId, {
-            holdout_share_bps: 5_000,
-            useful_deadline_ms: USEFUL_DEADLINE_MS,
-            sample_plan: { min_actions_per_cohort: 100, max_unresolved_share_bps: 10_000 },
-            pause: { holdout_p95_above_ms: 600_000, route_error_per_mille_above: 1_000, window_actions: 100 },
-          }),
-          id: experimentId,
-          workloadId,
-          requestedBy: 'ana',
-          approvedBy: 'ben',
-          reason: 'does the hedge buy on-time answers?',
-        },
-        new Date(),
-      );
-      if (!started.ok) throw new Error(`experiment not started: ${started.reason}`);
-      return { key, experimentId };
+  const experimentOn = (name: string, script: string) =>
+    experimentOnSim({
+      name: `${name}-${run}`,
+      upstreamModel: `sim-gpt;${script}`,
+      hedgeDelayMs: HEDGE_DELAY_MS,
+      usefulDeadlineMs: USEFUL_DEADLINE_MS,
     });
-  }
 
-  async function drive(key: string, model: string, n: number): Promise<void> {
-    const client = openai(key);
-    let next = 0;
-    const worker = async () => {
-      while (next < n) {
-        const i = next++;
-        await client.chat.completions.create({ model, messages: [{ role: 'user', content: `question ${i} ${run}` }] }, { maxRetries: 0 });
-      }
-    };
-    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  }
-
-  /** Every action's money decided (settled, or unresolved in a case), then the report. */
+  // aborted losers keep their exposure in a reconciliation case until their usage is imported: the
+  // run tolerates it (the plan states how much, experimentOn's default) instead of importing hundreds
+  // of usages (e2e/experiment-finance-report.e2e-spec.ts imports them and reconciles everything)
   async function reportOf(experimentId: string, n: number): Promise<Record<string, any>> {
-    await eventually(
-      () =>
-        withSeeder(async (_seed, db) => {
-          const rows = await db.prisma.$queryRaw<Array<{ n: number }>>`
-            SELECT count(*)::int AS n FROM action WHERE experiment_id = ${experimentId} AND financial_state IN ('settled', 'unresolved')`;
-          return rows[0].n === n ? true : undefined;
-        }),
-      { what: `${n} actions settled or unresolved`, timeoutMs: 120_000 },
-    );
-    const res = await fetch(`${stack.policy}/experiments/${experimentId}/report`, { headers: { authorization: `Bearer ${operator}` } });
-    expect(res.status).toBe(200);
-    return (await res.json()) as Record<string, any>;
+    await moneyDecided(experimentId, n);
+    return apiReport(experimentId, operator);
   }
 
   it(`heavy tail: the interval of the on-time rate difference covers the truth, and hedging is established (${ACTIONS} actions)`, async () => {
-    const { key, experimentId } = await experimentOn('tail', TAIL);
-    await drive(key, `x-tail-${run}`, ACTIONS);
+    const tail = await experimentOn('tail', TAIL);
+    const { experimentId } = tail;
+    await drive(tail, ACTIONS, CONCURRENCY, run);
     const report = await reportOf(experimentId, ACTIONS);
 
     const holdoutTruth = onTimeProbability(TAIL, USEFUL_DEADLINE_MS);
@@ -158,8 +100,9 @@ describe('the hedging experiment through the stack (issue 11)', () => {
   });
 
   it(`no tail: hedging cannot help, the verdict is not established (${NO_TAIL_ACTIONS} actions)`, async () => {
-    const { key, experimentId } = await experimentOn('flat', NO_TAIL);
-    await drive(key, `x-flat-${run}`, NO_TAIL_ACTIONS);
+    const flat = await experimentOn('flat', NO_TAIL);
+    const { experimentId } = flat;
+    await drive(flat, NO_TAIL_ACTIONS, CONCURRENCY, run);
     const report = await reportOf(experimentId, NO_TAIL_ACTIONS);
     expect(onTimeProbability(NO_TAIL, USEFUL_DEADLINE_MS)).toBe(1);
     const [low, high] = report.on_time_rate_difference.interval_95 as [number, number];

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Topics } from '@gateway/contracts';
 import { AdmissionRepository, Database, ExperimentRepository, LedgerRepository, OutboxRepository } from '@gateway/db';
 import { assignCohort, Experiment, experimentReport, startedExperiment } from '@gateway/domain';
 import { admitInput, experimentDesign, ledgerRow } from '@gateway/testing';
@@ -66,10 +67,12 @@ describe('experiment cohorts and the report rows', () => {
     // each action: a primary answering on time (odd actions late), hedged ones a second attempt left unsettled
     const expected = { hedged: { n: 0, k: 0, cost: 0n, unresolved: 0n }, holdout: { n: 0, k: 0, cost: 0n, unresolved: 0n } };
     let i = 0;
+    const answeredAtOf = new Map<string, Date>();
     for (const a of actions) {
       const cohort = cohorts.get(a.id)!;
       const primary = randomUUID();
       const answeredAt = new Date(a.createdAt.getTime() + (i++ % 2 === 0 ? 400 : 1_400));
+      answeredAtOf.set(a.id, answeredAt);
       const now = new Date();
       const attempt = (id: string, no: number, role: string, hold: bigint) =>
         db.prisma.attempt.create({
@@ -116,9 +119,21 @@ describe('experiment cohorts and the report rows', () => {
     for (const r of rows) expect(r.cohort).toBe(cohorts.get(r.actionId));
     const events = await db.prisma.outboxMessage.findMany({ where: { key: workloadId, topic: { contains: 'usage.settled' } } });
     expect(events).toHaveLength(43);
+    // ... and the experiment's facts (issue 11: the report rebuilt from the topic alone), copied by
+    // the trigger from the action and the attempt: this writer said nothing of them
+    const admittedAt = new Map(actions.map((a) => [a.id, a.createdAt.toISOString()]));
     for (const ev of events) {
-      const p = ev.payload as { action_id: string; cohort?: string };
+      const p = Topics.usageSettled.schema.parse(ev.payload);
       expect(p.cohort).toBe(cohorts.get(p.action_id));
+      expect(p).toMatchObject({
+        experiment_id: experimentId,
+        action_admitted_at: admittedAt.get(p.action_id),
+        attempt_ended_at: answeredAtOf.get(p.action_id)!.toISOString(),
+        action_acceptance_verdict: 'valid',
+        // the writer did not say whether the attempt won: the action's winner does
+        winner: true,
+        attempt_candidates: null,
+      });
     }
 
     const report = experimentReport(experiment, await experiments.reportRows(experimentId));

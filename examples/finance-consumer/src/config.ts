@@ -8,6 +8,9 @@ export interface FinanceConsumerConfig {
   databaseUrl: string;
   /** Postgres schema of this app's own tables */
   schema: string;
+  /** the policy API and a token with role finance, to read an experiment's design (its report); null: no reports */
+  policyUrl: string | null;
+  policyToken: string | null;
 }
 
 export const FINANCE_CONFIG = Symbol('FINANCE_CONFIG');
@@ -25,5 +28,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): FinanceCons
     groupId: env.FINANCE_CONSUMER_GROUP ?? 'finance-consumer',
     databaseUrl,
     schema,
+    policyUrl: env.POLICY_URL ?? null,
+    policyToken: env.FINANCE_POLICY_TOKEN ?? null,
   };
 }

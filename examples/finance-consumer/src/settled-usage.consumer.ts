@@ -1,6 +1,8 @@
 import { Controller, Logger } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import { Topics } from '@gateway/contracts';
+import { ExperimentFactsStore } from './experiment-facts.store';
+import { experimentAttemptOf } from './experiment-rows';
 import { SpendStore } from './spend.store';
 import { spendRowOf } from './spend-row';
 
@@ -15,7 +17,10 @@ import { spendRowOf } from './spend-row';
 export class SettledUsageConsumer {
   private readonly log = new Logger(SettledUsageConsumer.name);
 
-  constructor(private readonly store: SpendStore) {}
+  constructor(
+    private readonly store: SpendStore,
+    private readonly experiments: ExperimentFactsStore,
+  ) {}
 
   @EventPattern(Topics.usageSettled.name)
   async onSettled(@Payload() message: unknown): Promise<void> {
@@ -28,6 +33,10 @@ export class SettledUsageConsumer {
       return;
     }
     const row = spendRowOf(parsed.data);
+    // an experiment attempt's facts first: both writes are idempotent, so a crash between them is
+    // repaired by the redelivery
+    const fact = experimentAttemptOf(parsed.data);
+    if (fact) await this.experiments.record(fact);
     const counted = await this.store.record(row);
     this.log.log(
       counted

@@ -1,6 +1,6 @@
-import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { Pool } from 'pg';
-import { FINANCE_CONFIG, FinanceConsumerConfig } from './config';
+import { Injectable } from '@nestjs/common';
+import type { Pool } from 'pg';
+import { FinanceDb } from './finance-db';
 import type { SpendRow } from './spend-row';
 
 export interface DailySpend {
@@ -12,56 +12,17 @@ export interface DailySpend {
 }
 
 /**
- * This app's own tables, in a schema of their own, created on start. `settled_attempt` remembers
- * every attempt counted (so a redelivered or replayed event is recognised), `daily_spend` holds the
- * running totals per workload and UTC day. Both change in one statement, so a crash can never
- * count an attempt without remembering it, or the reverse.
+ * Spend per workload and UTC day (FinanceDb's `settled_attempt` and `daily_spend`). Both change in
+ * one statement, so a crash can never count an attempt without remembering it, or the reverse.
  */
 @Injectable()
-export class SpendStore implements OnModuleInit, OnModuleDestroy {
+export class SpendStore {
   private readonly pool: Pool;
   private readonly s: string;
 
-  constructor(@Inject(FINANCE_CONFIG) config: FinanceConsumerConfig) {
-    this.pool = new Pool({ connectionString: config.databaseUrl, max: 4 });
-    this.s = `"${config.schema}"`;
-  }
-
-  async onModuleInit(): Promise<void> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      // Two instances starting together would race on CREATE … IF NOT EXISTS; one waits here.
-      await client.query(`SELECT pg_advisory_xact_lock(hashtext('finance-consumer:' || $1))`, [this.s]);
-      await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.s}`);
-      await client.query(`
-        CREATE TABLE IF NOT EXISTS ${this.s}.settled_attempt (
-          settlement_key text PRIMARY KEY,
-          event_id uuid NOT NULL,
-          workload_id text NOT NULL,
-          day date NOT NULL,
-          cost_microusd bigint NOT NULL,
-          counted_at timestamptz NOT NULL DEFAULT now()
-        )`);
-      await client.query(`
-        CREATE TABLE IF NOT EXISTS ${this.s}.daily_spend (
-          workload_id text NOT NULL,
-          day date NOT NULL,
-          cost_microusd bigint NOT NULL,
-          attempts integer NOT NULL,
-          PRIMARY KEY (workload_id, day)
-        )`);
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK');
-      throw err;
-    } finally {
-      client.release();
-    }
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    await this.pool.end();
+  constructor(db: FinanceDb) {
+    this.pool = db.pool;
+    this.s = db.s;
   }
 
   /** true when the attempt was counted now; false when it had been counted before (a redelivery). */

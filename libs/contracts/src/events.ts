@@ -137,6 +137,24 @@ export const usageSettledV1 = sanitisedFields.extend({
   deadline_outcome: deadlineOutcome.nullable().optional(),
   /** the action's hedging-experiment cohort (issue 11; absent or null outside an experiment) */
   cohort: experimentCohort.nullable().optional(),
+  /**
+   * The experiment's facts (issue 11), present only on attempts of an action in an experiment, so
+   * finance can rebuild the report from this topic (examples/finance-consumer): the experiment,
+   * when the action was admitted, the action's acceptance verdict under the workload's policy as it
+   * stood when the attempt settled (final on the winner's event: the winner ends the action before
+   * it settles), and this attempt's own end (null: it never ended, e.g. swept) and candidates
+   * (finish reason as the provider spelled it, outcome). Facts, not judgements: "on time" is the
+   * winner's end within the experiment's useful deadline of the admission, judged by the report.
+   */
+  experiment_id: z.string().optional(),
+  action_admitted_at: isoTimestamp.optional(),
+  attempt_ended_at: isoTimestamp.nullable().optional(),
+  action_acceptance_verdict: acceptanceVerdict.nullable().optional(),
+  attempt_candidates: z
+    .array(z.object({ finish_reason: z.string().nullable(), outcome: z.string().max(32) }))
+    .max(128)
+    .nullable()
+    .optional(),
 });
 export type UsageSettledV1 = z.infer<typeof usageSettledV1>;
 

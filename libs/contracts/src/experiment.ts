@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Experiment, ExperimentDesign } from '@gateway/domain';
 import { EXPERIMENT_LIMITS } from '@gateway/domain';
+import { decimalMicrousd } from './price-revision';
 
 /**
  * A hedging experiment's wire shape (issue 11): snake_case, as the policy API takes and shows it,
@@ -114,5 +115,43 @@ export function experimentToWire(e: Experiment) {
     stopped_at: e.stoppedAt?.toISOString() ?? null,
     stopped_by: e.stoppedBy,
     stop_reason: e.stopReason,
+  };
+}
+
+/**
+ * The experiment record as the policy API shows it (`GET /experiments/{id}`, `experimentToWire`),
+ * parsed back: what a reader outside the gateway (the finance consumer) needs to compute the
+ * report itself. Not strict: fields added later are ignored.
+ */
+export const experimentRecordWire = z.object({
+  id: z.string(),
+  workload_id: z.string(),
+  status: z.enum(['running', 'stopped']),
+  ...experimentDesignWireFields(decimalMicrousd, z.string()),
+  approved_premium_microusd: decimalMicrousd,
+  requested_by: z.string(),
+  approved_by: z.string(),
+  reason: z.string(),
+  started_at: z.string().datetime({ offset: true }),
+  stopped_at: z.string().datetime({ offset: true }).nullable(),
+  stopped_by: z.string().nullable(),
+  stop_reason: z.string().nullable(),
+});
+
+/** ... and into the domain (`experimentToWire`'s inverse). */
+export function experimentFromRecordWire(w: z.infer<typeof experimentRecordWire>): Experiment {
+  return {
+    ...experimentDesignFromWire(w),
+    id: w.id,
+    workloadId: w.workload_id,
+    status: w.status,
+    approvedPremiumMicrousd: w.approved_premium_microusd,
+    requestedBy: w.requested_by,
+    approvedBy: w.approved_by,
+    reason: w.reason,
+    startedAt: new Date(w.started_at),
+    stoppedAt: w.stopped_at === null ? null : new Date(w.stopped_at),
+    stoppedBy: w.stopped_by,
+    stopReason: w.stop_reason,
   };
 }

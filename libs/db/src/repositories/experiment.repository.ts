@@ -5,6 +5,7 @@ import { Database, prismaTx, Tx } from '../database';
 import type { Experiment as ExperimentRow } from '../generated/prisma/client';
 import { ExperimentPauseRepository } from './experiment-pause.repository';
 import { OutboxRepository } from './outbox.repository';
+import { recordedCandidatesOf } from './recorded-candidates';
 
 export type StartExperimentResult =
   | { ok: true; experiment: Experiment }
@@ -166,12 +167,9 @@ export class ExperimentRepository {
 
 const status = z.enum(['running', 'stopped']);
 
-const candidateOutcomes = z.array(z.object({ finish_reason: z.string().nullable(), outcome: z.string() }));
-
 /** The winner's recorded candidates for the experiment's acceptance; null when none were recorded. */
 function candidatesOf(json: unknown): ExperimentReportRow['winnerCandidates'] {
-  const parsed = candidateOutcomes.safeParse(json);
-  return parsed.success ? parsed.data.map((c) => ({ finishReason: c.finish_reason, outcome: c.outcome })) : null;
+  return recordedCandidatesOf(json)?.map((c) => ({ finishReason: c.finish_reason, outcome: c.outcome })) ?? null;
 }
 
 /** The one mapping from an `experiment` row to the domain. */

@@ -1,9 +1,10 @@
-import { settledCostFields } from '@gateway/contracts';
+import { acceptanceVerdict, settledCostFields } from '@gateway/contracts';
 import type { AttemptRole, DeadlineOutcome, UsageSettledV1, UsageSource } from '@gateway/contracts';
 import { FeeLine, PRICED_FEATURES, PricedFeature, Usage, UsageCost } from '@gateway/domain';
 import { Database, Tx, txQuery } from '../database';
 import { Prisma } from '../generated/prisma/client';
 import { OutboxRepository } from './outbox.repository';
+import { recordedCandidatesOf } from './recorded-candidates';
 
 /** What the ledger row and the settled event say about the attempt, whoever settles it. */
 export interface AttemptFacts {
@@ -231,8 +232,9 @@ export function usageSettledEvent(
   row: LedgerRow,
   eventId: string,
   quotaScope: string | null = null,
-  cohort: UsageSettledV1['cohort'] = null,
+  copied: CopiedFacts | null = null,
 ): UsageSettledV1 {
+  const cohort = copied?.cohort ?? null;
   return {
     event_id: eventId,
     timestamp: row.settledAt.toISOString(),
@@ -263,11 +265,43 @@ export function usageSettledEvent(
     ...costFieldsOf(row),
     settled_at: row.settledAt.toISOString(),
     attempt_no: row.attemptNo ?? null,
-    winner: row.winner ?? null,
+    winner: row.winner ?? copied?.winner ?? null,
     attempts_total: row.attemptsTotal ?? null,
     policy_revision_id: row.policyRevisionId ?? null,
     deadline_outcome: row.deadlineOutcome ?? null,
     ...(cohort ? { cohort } : {}),
+    ...(copied ? experimentFieldsOf(copied) : {}),
+  };
+}
+
+/**
+ * What the ledger row got from its action and attempt when it was inserted (the trigger
+ * `ledger_experiment_facts`: the cohort; for an experiment action also the experiment, its
+ * admission time and acceptance verdict, whether the attempt won when the writer did not say, and
+ * the attempt's end and candidate outcomes), as the insert returns it.
+ */
+export type CopiedFacts = {
+  cohort: UsageSettledV1['cohort'];
+  /** as the row was stored: for an experiment row without it, from action.winner_attempt_id */
+  winner: boolean | null;
+  experiment_id: string | null;
+  action_admitted_at: Date | null;
+  attempt_ended_at: Date | null;
+  acceptance_verdict: string | null;
+  candidate_outcomes: unknown;
+};
+
+const copiedVerdict = acceptanceVerdict.nullable().catch(null);
+
+/** The settled event's experiment fields (issue 11): only on rows of an experiment action. */
+export function experimentFieldsOf(c: CopiedFacts): Partial<UsageSettledV1> {
+  if (c.experiment_id === null || c.action_admitted_at === null) return {};
+  return {
+    experiment_id: c.experiment_id,
+    action_admitted_at: c.action_admitted_at.toISOString(),
+    attempt_ended_at: c.attempt_ended_at?.toISOString() ?? null,
+    action_acceptance_verdict: copiedVerdict.parse(c.acceptance_verdict),
+    attempt_candidates: recordedCandidatesOf(c.candidate_outcomes),
   };
 }
 
@@ -297,22 +331,17 @@ export class LedgerRepository {
     // transaction's connection (`txQuery`): one string to pass instead of 43 arrays of 500
     // elements for Prisma to round-trip through JSON and `pg` to escape one by one.
     const rows = JSON.stringify(unique.map((e) => ledgerColumns(e.row)));
-    const inserted = await txQuery<{ attempt_id: string; quota_scope: string | null; cohort: UsageSettledV1['cohort'] }>(
-      tx,
-      INSERT_LEDGER_ROWS,
-      [rows],
-    );
-    const scopeOf = new Map(inserted.map((r) => [r.attempt_id, r.quota_scope]));
-    // the cohort the row got from its action (trigger cohort_from_action), for the settled event
-    const cohortOf = new Map(inserted.map((r) => [r.attempt_id, r.cohort]));
+    const inserted = await txQuery<{ attempt_id: string; quota_scope: string | null } & CopiedFacts>(tx, INSERT_LEDGER_ROWS, [rows]);
+    // what the row got from its action and attempt (trigger ledger_experiment_facts), for the settled event
+    const copiedOf = new Map(inserted.map((r) => [r.attempt_id, r]));
     const events = unique
-      .filter(({ row }) => scopeOf.has(row.attemptId))
-      .map(({ row, eventId }) => ({
-        key: row.workloadId,
-        payload: usageSettledEvent(row, eventId, scopeOf.get(row.attemptId) ?? null, cohortOf.get(row.attemptId) ?? null),
-      }));
+      .filter(({ row }) => copiedOf.has(row.attemptId))
+      .map(({ row, eventId }) => {
+        const copied = copiedOf.get(row.attemptId)!;
+        return { key: row.workloadId, payload: usageSettledEvent(row, eventId, copied.quota_scope, copied) };
+      });
     await this.outbox.appendMany(tx, 'usageSettled', events);
-    return new Set(scopeOf.keys());
+    return new Set(copiedOf.keys());
   }
 }
 
@@ -425,7 +454,8 @@ const INSERT_LEDGER_ROWS = `
   INSERT INTO ledger_entry (${LEDGER_COLUMNS.join(', ')})
   SELECT ${LEDGER_COLUMNS.join(', ')} FROM json_populate_recordset(NULL::ledger_entry, $1::json)
   ON CONFLICT (attempt_id) DO NOTHING
-  RETURNING attempt_id, (SELECT a.quota_scope FROM action a WHERE a.id = ledger_entry.action_id) AS quota_scope, cohort`;
+  RETURNING attempt_id, (SELECT a.quota_scope FROM action a WHERE a.id = ledger_entry.action_id) AS quota_scope, cohort, winner,
+    experiment_id, action_admitted_at, attempt_ended_at, acceptance_verdict, candidate_outcomes`;
 
 export interface LedgerQuery {
   workloadId: string | null;
