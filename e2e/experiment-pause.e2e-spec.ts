@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { ExperimentRepository, OutboxRepository } from '@gateway/db';
 import { eventually, experimentDesign, hedgeSettings, Seeder } from '@gateway/testing';
+import { closeTheDay, financeReport } from './experiment-run';
+import { Consumer, startConsumer } from './finance-consumer-process';
 import { openai, simLastSeq, simRequestsSince, stack, uid, withSeeder } from './support';
 
 /**
@@ -9,7 +11,10 @@ import { openai, simLastSeq, simRequestsSince, stack, uid, withSeeder } from './
  * script), then fast again. The holdout's primaries get slow → dispatch records a pause; hedged
  * actions dispatched while it is open run primary-only (one attempt, one upstream request, the
  * pause on the attempt); the route recovers → the pause ends; the report lists the pause and counts
- * the actions run paused per cohort. About 30 s.
+ * the actions run paused per cohort. Then the day is closed (the sim's export imported, the rest
+ * released at 0) and the finance consumer's report, rebuilt from gateway.usage.settled.v1 with the
+ * pauses read from the experiment record, equals the API's: paused actions counted from the topic.
+ * About 40 s.
  */
 const FAST = 'latency=10-50';
 const SLOW = 'latency=600-800';
@@ -20,17 +25,20 @@ describe('experiment pauses through the stack (issue 11)', () => {
   const run = uid();
   const route = `xp-${run}`;
   const workloadId = `xp-wl-${run}`;
+  // a sim model of this suite's own, so its export lines are told apart from the other suites'
+  const simModel = `sim-xp-${run}`;
   let operator: string;
+  let consumer: Consumer | undefined;
   let key: string;
   let experimentId: string;
 
-  jest.setTimeout(90_000);
+  jest.setTimeout(150_000);
 
   const routeOn = (seed: Seeder, script: string) =>
     seed.route({
       routeId: route,
       alias: route,
-      upstreamModel: `sim-gpt;${script}`,
+      upstreamModel: `${simModel};${script}`,
       providerKind: 'openai-chat',
       upstreamBaseUrl: stack.providerSim,
     });
@@ -38,6 +46,13 @@ describe('experiment pauses through the stack (issue 11)', () => {
   beforeAll(async () => {
     await withSeeder(async (seed, db) => {
       operator = await seed.operator(`xpops-${run}`, ['operator']);
+      const finance = await seed.operator(`xpfin-${run}`, ['finance']);
+      consumer = await startConsumer({
+        port: Number(new URL(stack.admission).port) + 25,
+        group: `finance-xp-${run}`,
+        schema: `finance_xp_${run.replace(/[^a-z0-9]/g, '')}`,
+        env: { POLICY_URL: stack.policy, FINANCE_POLICY_TOKEN: finance },
+      });
       await routeOn(seed, FAST);
       ({ key } = await seed.workload({ id: workloadId, allowedAliases: [route], maxInFlight: 64, budgetMicrousd: 10_000_000_000n }));
       const revisionId = await seed.hedgePolicy(
@@ -63,6 +78,10 @@ describe('experiment pauses through the stack (issue 11)', () => {
       );
       if (!started.ok) throw new Error(`experiment not started: ${started.reason}`);
     });
+  });
+
+  afterAll(async () => {
+    await consumer?.stop();
   });
 
   async function drive(n: number): Promise<void> {
@@ -169,5 +188,14 @@ describe('experiment pauses through the stack (issue 11)', () => {
     const csv = await (await fetchReport('csv')).text();
     expect(csv).toContain(`hedged,${count('hedged')}`);
     expect(csv).toContain(`${ended.pauses[0].id},${ended.pauses[0].started_at},${ended.pauses[0].ended_at},holdout_p95_above_ms,`);
+
+    // finance: once every attempt is settled, the report from the topic alone equals the API's, pauses included
+    const day = await closeTheDay({ experimentId, workloadId, simModel, operator });
+    const api = await report();
+    expect(api.paused_actions).toEqual(ended.paused_actions);
+    const { topic_coverage, ...fromTopic } = await financeReport(consumer!.url, experimentId, day.attempts);
+    expect(topic_coverage).toMatchObject({ actions: final.length, attempts_not_yet_settled: 0 });
+    expect(fromTopic).toEqual(api);
+    console.info(`finance = API with ${day.attempts} attempts (${day.lines} export lines, ${day.released.length} released at 0)`);
   });
 });

@@ -100,3 +100,80 @@ export async function apiReport(experimentId: string, token: string): Promise<Re
   if (res.status !== 200) throw new Error(`GET /experiments/${experimentId}/report → ${res.status}`);
   return (await res.json()) as Record<string, any>;
 }
+
+/** The experiment's attempts, how many have their money undecided, and how many have no ledger row yet. */
+export const ledgerCoverage = (experimentId: string) =>
+  withSeeder(async (_seed, db) => {
+    const rows = await db.prisma.$queryRaw<Array<{ attempts: number; undecided: number; without_row: number }>>`
+      SELECT count(*)::int AS attempts,
+             count(*) FILTER (WHERE t.financial_state IS NULL)::int AS undecided,
+             count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM ledger_entry l WHERE l.attempt_id = t.id))::int AS without_row
+      FROM attempt t JOIN action a ON a.id = t.action_id WHERE a.experiment_id = ${experimentId}`;
+    return rows[0];
+  });
+
+/**
+ * Reconciles the experiment's day the way an operator closes one, so every attempt gets its ledger
+ * row (and its settled event): once every attempt's money is decided, the provider-sim's export of
+ * today for the sim model `simModel` is imported (calls of at most 5,000 lines), and each case of
+ * the workload the export has no line for is released at 0 (the provider billed nothing).
+ */
+export async function closeTheDay(opts: {
+  experimentId: string;
+  workloadId: string;
+  simModel: string;
+  operator: string;
+}): Promise<{ attempts: number; lines: number; released: string[] }> {
+  const reconciliation = process.env.E2E_RECONCILIATION_URL!;
+  const ops = (p: string, init: RequestInit = {}) =>
+    fetch(`${reconciliation}${p}`, {
+      ...init,
+      headers: { authorization: `Bearer ${opts.operator}`, 'content-type': 'application/json', ...init.headers },
+    });
+  // an attempt still settling would be neither resolved by its line nor have a case to release
+  await eventually(async () => ((await ledgerCoverage(opts.experimentId)).undecided === 0 ? true : undefined), {
+    what: 'every attempt of the experiment settled or unresolved',
+    timeoutMs: 60_000,
+  });
+  const res = await fetch(`${stack.providerSim}/_sim/export?day=${new Date().toISOString().slice(0, 10)}&format=jsonl`);
+  if (res.status !== 200) throw new Error(`GET /_sim/export → ${res.status}`);
+  const lines = (await res.text()).split('\n').filter((l) => l && (JSON.parse(l) as { model?: string }).model === opts.simModel);
+  for (let i = 0; i < lines.length; i += 5_000) {
+    const imported = await ops('/usage-exports', {
+      method: 'POST',
+      body: JSON.stringify({ format: 'jsonl', content: lines.slice(i, i + 5_000).join('\n') + '\n' }),
+    });
+    if (imported.status !== 200) throw new Error(`POST /usage-exports → ${imported.status}: ${await imported.text()}`);
+  }
+  const open = await ops(`/cases?status=open&workload_id=${encodeURIComponent(opts.workloadId)}&limit=1000`);
+  if (open.status !== 200) throw new Error(`GET /cases → ${open.status}`);
+  const { cases } = (await open.json()) as { cases: Array<{ case_id: string; reason: string }> };
+  for (const c of cases) {
+    const released = await ops(`/cases/${c.case_id}/release`, {
+      method: 'POST',
+      body: JSON.stringify({ reason: "the provider's export has no line for it: nothing billed", amount_microusd: '0' }),
+    });
+    if (released.status !== 200) throw new Error(`POST /cases/${c.case_id}/release → ${released.status}`);
+  }
+  const coverage = await eventually(
+    async () => {
+      const c = await ledgerCoverage(opts.experimentId);
+      return c.without_row === 0 ? c : undefined;
+    },
+    { what: 'every attempt of the experiment with its ledger row', timeoutMs: 60_000 },
+  );
+  return { attempts: coverage.attempts, lines: lines.length, released: cases.map((c) => c.reason) };
+}
+
+/** The finance consumer's report of the experiment once it holds `attempts` settled attempts. */
+export function financeReport(consumerUrl: string, experimentId: string, attempts: number): Promise<Record<string, any>> {
+  return eventually(
+    async () => {
+      const res = await fetch(`${consumerUrl}/experiments/${experimentId}/report`);
+      if (res.status !== 200) throw new Error(`finance GET /experiments/{id}/report → ${res.status}: ${await res.text()}`);
+      const body = (await res.json()) as Record<string, any>;
+      return body.topic_coverage.settled_attempts === attempts ? body : undefined;
+    },
+    { what: `the finance consumer to hold ${attempts} settled attempts`, timeoutMs: 60_000 },
+  );
+}

@@ -16,6 +16,7 @@ interface FactRow {
   acceptance_verdict: string | null;
   candidates: ExperimentAttemptFact['candidates'];
   cost_microusd: string;
+  pause_id: string | null;
 }
 
 /**
@@ -37,8 +38,8 @@ export class ExperimentFactsStore {
   async record(f: ExperimentAttemptFact): Promise<boolean> {
     const res = await this.pool.query(
       `INSERT INTO ${this.s}.experiment_attempt (attempt_id, event_id, experiment_id, action_id, cohort, winner, attempts_total,
-         admitted_at, ended_at, acceptance_verdict, candidates, cost_microusd)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12::bigint)
+         admitted_at, ended_at, acceptance_verdict, candidates, cost_microusd, pause_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12::bigint, $13)
        ON CONFLICT (attempt_id) DO NOTHING`,
       [
         f.attemptId,
@@ -53,6 +54,7 @@ export class ExperimentFactsStore {
         f.acceptanceVerdict,
         f.candidates === null ? null : JSON.stringify(f.candidates),
         f.costMicrousd.toString(),
+        f.pauseId,
       ],
     );
     return res.rowCount === 1;
@@ -62,7 +64,7 @@ export class ExperimentFactsStore {
   async ofExperiment(experimentId: string): Promise<ExperimentAttemptFact[]> {
     const res = await this.pool.query<FactRow>(
       `SELECT attempt_id, event_id, experiment_id, action_id, cohort, winner, attempts_total, admitted_at, ended_at,
-         acceptance_verdict, candidates, cost_microusd::text AS cost_microusd
+         acceptance_verdict, candidates, cost_microusd::text AS cost_microusd, pause_id
        FROM ${this.s}.experiment_attempt WHERE experiment_id = $1 ORDER BY action_id, attempt_id`,
       [experimentId],
     );
@@ -79,6 +81,7 @@ export class ExperimentFactsStore {
       acceptanceVerdict: r.acceptance_verdict,
       candidates: r.candidates,
       costMicrousd: BigInt(r.cost_microusd),
+      pauseId: r.pause_id,
     }));
   }
 }

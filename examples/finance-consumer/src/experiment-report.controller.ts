@@ -1,5 +1,5 @@
 import { BadGatewayException, Controller, Get, Inject, NotFoundException, Param, ServiceUnavailableException } from '@nestjs/common';
-import { experimentFromRecordWire, experimentRecordWire } from '@gateway/contracts';
+import { experimentFromRecordWire, experimentPauseFromWire, experimentRecordWire } from '@gateway/contracts';
 import { experimentReport, experimentReportToWire } from '@gateway/domain';
 import { FINANCE_CONFIG, FinanceConsumerConfig } from './config';
 import { ExperimentFactsStore } from './experiment-facts.store';
@@ -9,8 +9,9 @@ import { experimentRowsOf } from './experiment-rows';
  * `GET /experiments/{id}/report`: the hedging experiment's report computed here, with the
  * gateway's own pure `experimentReport` (libs/domain, the one home of the statistics), over the
  * action rows rebuilt from `gateway.usage.settled.v1` alone. The experiment's design (seed, plan,
- * premium, overhead, deadline, acceptance) is the policy API's record (`GET /experiments/{id}`,
- * role finance); every action-level figure comes from the topic.
+ * premium, overhead, deadline, acceptance) and its pauses (when hedging was paused) are the policy
+ * API's record (`GET /experiments/{id}`, role finance); every action-level figure, the actions
+ * dispatched while paused included, comes from the topic.
  */
 @Controller('experiments')
 export class ExperimentReportController {
@@ -25,7 +26,8 @@ export class ExperimentReportController {
     if (!record.success) throw new BadGatewayException(`the policy API's record of experiment ${id} is not the documented shape`);
     const experiment = experimentFromRecordWire(record.data);
     const { rows, coverage } = experimentRowsOf(await this.facts.ofExperiment(id));
-    return { ...experimentReportToWire(experimentReport(experiment, rows)), topic_coverage: coverage };
+    const pauses = (record.data.pauses ?? []).map((p) => experimentPauseFromWire(id, p));
+    return { ...experimentReportToWire(experimentReport(experiment, rows, pauses)), topic_coverage: coverage };
   }
 
   /** The experiment record from the policy API. */

@@ -42,7 +42,9 @@ describe('experimentAttemptOf', () => {
       acceptanceVerdict: 'valid',
       candidates: [{ finish_reason: 'stop', outcome: 'ok' }],
       costMicrousd: 9007199254740993n,
+      pauseId: null,
     });
+    expect(experimentAttemptOf(settled({ experiment_pause_id: 'pause-1' }))?.pauseId).toBe('pause-1');
   });
 
   it('is null outside an experiment, and for events before the fields existed', () => {
@@ -98,6 +100,7 @@ describe('experimentRowsOf', () => {
         attempts: 2,
         settledMicrousd: 220n,
         unresolvedMicrousd: 0n,
+        ranPaused: false,
       },
       {
         actionId: 'a2',
@@ -109,6 +112,7 @@ describe('experimentRowsOf', () => {
         attempts: 1,
         settledMicrousd: 100n,
         unresolvedMicrousd: 0n,
+        ranPaused: false,
       },
       {
         actionId: 'a3',
@@ -120,12 +124,26 @@ describe('experimentRowsOf', () => {
         attempts: 1,
         settledMicrousd: 0n,
         unresolvedMicrousd: 0n,
+        ranPaused: false,
       },
     ];
     // arrival order does not matter: actions sorted by id, as the gateway's query orders them
     const result = experimentRowsOf([...facts].reverse());
     expect(result.rows).toEqual(expected);
     expect(result.coverage).toEqual({ actions: 3, settled_attempts: 4, attempts_not_yet_settled: 1 });
+  });
+
+  it('an action ran paused when one of its settled attempts was dispatched under a pause (as the gateway counts it)', () => {
+    const facts = [
+      settled({ action_id: 'p1', attempt_id: 'p1-1', winner: true, experiment_pause_id: 'pause-1' }),
+      settled({ action_id: 'n1', attempt_id: 'n1-1', winner: true, experiment_pause_id: null }),
+      settled({ action_id: 'o1', attempt_id: 'o1-1', winner: true }),
+    ].map((e) => experimentAttemptOf(e)!);
+    expect(experimentRowsOf(facts).rows.map((r) => [r.actionId, r.ranPaused])).toEqual([
+      ['n1', false],
+      ['o1', false],
+      ['p1', true],
+    ]);
   });
 
   it('no facts, no rows', () => {

@@ -16,6 +16,8 @@ export interface ExperimentAttemptFact {
   acceptanceVerdict: string | null;
   candidates: Array<{ finish_reason: string | null; outcome: string }> | null;
   costMicrousd: bigint;
+  /** the experiment pause the attempt was dispatched under (null: none, or an event without the field) */
+  pauseId: string | null;
 }
 
 /**
@@ -37,6 +39,7 @@ export function experimentAttemptOf(e: UsageSettledV1): ExperimentAttemptFact | 
     acceptanceVerdict: e.action_acceptance_verdict ?? null,
     candidates: e.attempt_candidates ?? null,
     costMicrousd: BigInt(e.cost_microusd),
+    pauseId: e.experiment_pause_id ?? null,
   };
 }
 
@@ -81,6 +84,8 @@ export function experimentRowsOf(facts: readonly ExperimentAttemptFact[]): { row
       attempts: attempts.length,
       settledMicrousd: attempts.reduce((sum, a) => sum + a.costMicrousd, 0n),
       unresolvedMicrousd: 0n,
+      // as the gateway counts it: some attempt of the action was dispatched under an open pause
+      ranPaused: attempts.some((a) => a.pauseId !== null),
     });
   }
   return { rows, coverage: { actions: rows.length, settled_attempts: facts.length, attempts_not_yet_settled: missing } };

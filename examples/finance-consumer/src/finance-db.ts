@@ -58,6 +58,8 @@ export class FinanceDb implements OnModuleInit, OnModuleDestroy {
           candidates jsonb,
           cost_microusd bigint NOT NULL
         )`);
+      // added after the table was first published: a store created before it gains the column
+      await client.query(`ALTER TABLE ${this.s}.experiment_attempt ADD COLUMN IF NOT EXISTS pause_id text`);
       await client.query(`CREATE INDEX IF NOT EXISTS experiment_attempt_experiment ON ${this.s}.experiment_attempt (experiment_id)`);
       await client.query('COMMIT');
     } catch (err) {

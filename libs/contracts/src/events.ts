@@ -155,6 +155,8 @@ export const usageSettledV1 = sanitisedFields.extend({
     .max(128)
     .nullable()
     .optional(),
+  /** the experiment pause the attempt was dispatched under (null: none); the report counts such actions apart */
+  experiment_pause_id: z.string().nullable().optional(),
 });
 export type UsageSettledV1 = z.infer<typeof usageSettledV1>;
 

@@ -1,5 +1,11 @@
-import { Experiment, startedExperiment } from '@gateway/domain';
-import { experimentFromRecordWire, experimentRecordWire, experimentToWire } from './experiment';
+import { Experiment, ExperimentPause, experimentPauseToWire, startedExperiment } from '@gateway/domain';
+import {
+  experimentFromRecordWire,
+  experimentPauseFromWire,
+  experimentPauseWire,
+  experimentRecordWire,
+  experimentToWire,
+} from './experiment';
 
 const running: Experiment = startedExperiment(
   {
@@ -43,5 +49,35 @@ describe('the experiment record read back from the policy API (finance consumer)
     expect(experimentRecordWire.safeParse(noWorkload).success).toBe(false);
     expect(experimentRecordWire.safeParse({ ...wire, approved_premium_microusd: 1.5 }).success).toBe(false);
     expect(experimentRecordWire.safeParse({ ...wire, status: 'paused' }).success).toBe(false);
+  });
+});
+
+describe('the pauses on the experiment record (finance computes paused actions from the topic, the pauses from the record)', () => {
+  const closed: ExperimentPause = {
+    id: 'pause-1',
+    experimentId: 'exp-1',
+    rule: 'holdout_p95_above_ms',
+    startedAt: new Date('2026-12-03T08:10:00.000Z'),
+    endedAt: new Date('2026-12-03T08:10:13.250Z'),
+    atStart: { holdoutP95Ms: 643, routeErrorPerMille: 0, samples: 20 },
+    atEnd: { holdoutP95Ms: 221, routeErrorPerMille: 0, samples: 20 },
+    thresholds: { holdoutP95AboveMs: 450, routeErrorPerMilleAbove: 1_000 },
+    windowActions: 20,
+  };
+  const open: ExperimentPause = { ...closed, id: 'pause-2', rule: 'route_error_per_mille_above', endedAt: null, atEnd: null };
+
+  it.each([
+    ['closed', closed],
+    ['open', open],
+  ])('a %s pause round-trips exactly', (_name, p) => {
+    const wire = JSON.parse(JSON.stringify(experimentPauseToWire(p))) as unknown;
+    expect(experimentPauseFromWire('exp-1', experimentPauseWire.parse(wire))).toEqual(p);
+  });
+
+  it('a record with pauses parses; an unknown rule is refused', () => {
+    const wire = { ...(overTheWire(running) as Record<string, unknown>), pauses: [experimentPauseToWire(closed)] };
+    expect(experimentRecordWire.parse(JSON.parse(JSON.stringify(wire))).pauses).toHaveLength(1);
+    const bad = { ...wire, pauses: [{ ...experimentPauseToWire(closed), reason: 'gut_feeling' }] };
+    expect(experimentRecordWire.safeParse(bad).success).toBe(false);
   });
 });

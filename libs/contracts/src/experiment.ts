@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Experiment, ExperimentDesign } from '@gateway/domain';
+import type { Experiment, ExperimentDesign, ExperimentPause } from '@gateway/domain';
 import { EXPERIMENT_LIMITS } from '@gateway/domain';
 import { decimalMicrousd } from './price-revision';
 
@@ -118,6 +118,45 @@ export function experimentToWire(e: Experiment) {
   };
 }
 
+const pauseFiguresWire = z.object({
+  holdout_p95_ms: z.number().int().nonnegative(),
+  route_error_per_mille: z.number().int().nonnegative(),
+  samples: z.number().int().nonnegative(),
+});
+
+/** A pause of hedging as `experimentPauseToWire` shows it (the report's `pauses`, the record's). */
+export const experimentPauseWire = z.object({
+  id: z.string(),
+  started_at: z.string().datetime({ offset: true }),
+  ended_at: z.string().datetime({ offset: true }).nullable(),
+  reason: z.enum(['holdout_p95_above_ms', 'route_error_per_mille_above']),
+  at_start: pauseFiguresWire,
+  at_end: pauseFiguresWire.nullable(),
+  thresholds: z.object({ holdout_p95_above_ms: z.number().int(), route_error_per_mille_above: z.number().int() }),
+  window_actions: z.number().int().positive(),
+});
+
+const pauseFiguresOf = (f: z.infer<typeof pauseFiguresWire>) => ({
+  holdoutP95Ms: f.holdout_p95_ms,
+  routeErrorPerMille: f.route_error_per_mille,
+  samples: f.samples,
+});
+
+/** ... and back into the domain (`experimentPauseToWire`'s inverse). */
+export function experimentPauseFromWire(experimentId: string, w: z.infer<typeof experimentPauseWire>): ExperimentPause {
+  return {
+    id: w.id,
+    experimentId,
+    rule: w.reason,
+    startedAt: new Date(w.started_at),
+    endedAt: w.ended_at === null ? null : new Date(w.ended_at),
+    atStart: pauseFiguresOf(w.at_start),
+    atEnd: w.at_end === null ? null : pauseFiguresOf(w.at_end),
+    thresholds: { holdoutP95AboveMs: w.thresholds.holdout_p95_above_ms, routeErrorPerMilleAbove: w.thresholds.route_error_per_mille_above },
+    windowActions: w.window_actions,
+  };
+}
+
 /**
  * The experiment record as the policy API shows it (`GET /experiments/{id}`, `experimentToWire`),
  * parsed back: what a reader outside the gateway (the finance consumer) needs to compute the
@@ -136,6 +175,8 @@ export const experimentRecordWire = z.object({
   stopped_at: z.string().datetime({ offset: true }).nullable(),
   stopped_by: z.string().nullable(),
   stop_reason: z.string().nullable(),
+  /** the pauses of hedging dispatch recorded, oldest first (absent from records before pauses existed) */
+  pauses: z.array(experimentPauseWire).max(10_000).optional(),
 });
 
 /** ... and into the domain (`experimentToWire`'s inverse). */

@@ -148,7 +148,8 @@ const figuresToWire = (f: ExperimentPause['atStart']) => ({
   samples: f.samples,
 });
 
-function pauseToWire(p: ExperimentPause) {
+/** A stored pause as the report and the experiment record show it (`experimentPauseFromWire` reads it back). */
+export function experimentPauseToWire(p: ExperimentPause) {
   return {
     id: p.id,
     started_at: p.startedAt.toISOString(),
@@ -187,7 +188,7 @@ export function experimentReportToWire(r: ExperimentReport) {
     bootstrap: { method: 'percentile bootstrap over actions within each cohort', resamples: c.resamples, seed: c.seed },
     verdict: c.result.verdict,
     verdict_reason: 'reason' in c.result ? c.result.reason : null,
-    pauses: r.pauses.map(pauseToWire),
+    pauses: r.pauses.map(experimentPauseToWire),
     paused_actions: { ...r.pausedActions },
   };
 }

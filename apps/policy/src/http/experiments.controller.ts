@@ -20,7 +20,10 @@ export class ExperimentsController {
   ) {}
 
   @Get(':id')
-  @ApiOperation({ summary: 'A hedging experiment: its design (fixed when it started), status and who decided. Role: operator or finance' })
+  @ApiOperation({
+    summary:
+      'A hedging experiment: its design (fixed when it started), status, who decided, and the pauses of hedging dispatch recorded (rule, window figures at start and end, thresholds). Role: operator or finance',
+  })
   @ApiResponse({ status: 404, description: 'not_found' })
   @Roles('operator', 'finance')
   get(@Param('id') id: string) {

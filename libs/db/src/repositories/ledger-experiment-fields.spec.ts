@@ -9,17 +9,20 @@ const copied = {
   attempt_ended_at: new Date('2026-12-03T08:00:00.900Z'),
   acceptance_verdict: 'valid',
   candidate_outcomes: [{ index: 0, finish_reason: 'stop', outcome: 'ok' }],
+  experiment_pause_id: 'pause-1' as string | null,
 };
 
 describe('the settled event’s experiment fields (issue 11)', () => {
-  it('an experiment attempt: the experiment, admission, the attempt’s end, verdict and candidates (no index)', () => {
+  it('an experiment attempt: the experiment, admission, the attempt’s end, verdict, candidates (no index) and the pause it ran under', () => {
     expect(experimentFieldsOf(copied)).toEqual({
       experiment_id: 'exp-1',
       action_admitted_at: '2026-12-03T08:00:00.000Z',
       attempt_ended_at: '2026-12-03T08:00:00.900Z',
       action_acceptance_verdict: 'valid',
       attempt_candidates: [{ finish_reason: 'stop', outcome: 'ok' }],
+      experiment_pause_id: 'pause-1',
     });
+    expect(experimentFieldsOf({ ...copied, experiment_pause_id: null })).toMatchObject({ experiment_pause_id: null });
   });
 
   it('outside an experiment nothing is added', () => {

@@ -278,7 +278,8 @@ export function usageSettledEvent(
  * What the ledger row got from its action and attempt when it was inserted (the trigger
  * `ledger_experiment_facts`: the cohort; for an experiment action also the experiment, its
  * admission time and acceptance verdict, whether the attempt won when the writer did not say, and
- * the attempt's end and candidate outcomes), as the insert returns it.
+ * the attempt's end, candidate outcomes and the experiment pause it was dispatched under), as the
+ * insert returns it.
  */
 export type CopiedFacts = {
   cohort: UsageSettledV1['cohort'];
@@ -289,6 +290,7 @@ export type CopiedFacts = {
   attempt_ended_at: Date | null;
   acceptance_verdict: string | null;
   candidate_outcomes: unknown;
+  experiment_pause_id: string | null;
 };
 
 const copiedVerdict = acceptanceVerdict.nullable().catch(null);
@@ -302,6 +304,7 @@ export function experimentFieldsOf(c: CopiedFacts): Partial<UsageSettledV1> {
     attempt_ended_at: c.attempt_ended_at?.toISOString() ?? null,
     action_acceptance_verdict: copiedVerdict.parse(c.acceptance_verdict),
     attempt_candidates: recordedCandidatesOf(c.candidate_outcomes),
+    experiment_pause_id: c.experiment_pause_id,
   };
 }
 
@@ -455,7 +458,7 @@ const INSERT_LEDGER_ROWS = `
   SELECT ${LEDGER_COLUMNS.join(', ')} FROM json_populate_recordset(NULL::ledger_entry, $1::json)
   ON CONFLICT (attempt_id) DO NOTHING
   RETURNING attempt_id, (SELECT a.quota_scope FROM action a WHERE a.id = ledger_entry.action_id) AS quota_scope, cohort, winner,
-    experiment_id, action_admitted_at, attempt_ended_at, acceptance_verdict, candidate_outcomes`;
+    experiment_id, action_admitted_at, attempt_ended_at, acceptance_verdict, candidate_outcomes, experiment_pause_id`;
 
 export interface LedgerQuery {
   workloadId: string | null;

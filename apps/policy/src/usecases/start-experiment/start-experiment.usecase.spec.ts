@@ -47,7 +47,8 @@ describe('StartExperiment / StopExperiment', () => {
         stopped_at: null,
       }),
     ]);
-    await expect(start.get(experiments[0].id)).resolves.toEqual(experiments[0]);
+    // the record as GET /experiments/{id} shows it: the listed record and its pauses (none recorded)
+    await expect(start.get(experiments[0].id)).resolves.toEqual({ ...experiments[0], pauses: [] });
   });
 
   it('refuses a second running experiment on the workload, when filed and again when approved', async () => {

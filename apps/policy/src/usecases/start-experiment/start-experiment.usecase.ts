@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ChangeRequestRepository, ExperimentRepository, HedgePolicyRepository, PolicyRepository, Tx } from '@gateway/db';
 import { experimentDesignFromWire, experimentToWire } from '@gateway/contracts';
-import { experimentReport, experimentReportToWire } from '@gateway/domain';
+import { experimentPauseToWire, experimentReport, experimentReportToWire } from '@gateway/domain';
 import type { Operator } from '@gateway/service-kit';
 import { Clock, CLOCK, IdGenerator, InjectIds } from '@gateway/service-kit';
 import { PolicyError } from '../../policy.errors';
@@ -87,7 +87,8 @@ export class StartExperiment {
     parseValue(resourceId, id, 'id');
     const e = await this.experiments.findById(id);
     if (!e) throw new PolicyError('not_found', `experiment ${id} not found`);
-    return experimentToWire(e);
+    // the record carries its pauses, so a reader computing the report elsewhere (finance) has them
+    return { ...experimentToWire(e), pauses: (await this.experiments.pausesOf(id)).map(experimentPauseToWire) };
   }
 
   /**
