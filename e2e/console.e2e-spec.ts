@@ -172,7 +172,7 @@ describeIf('the web console in headless Chromium', () => {
     });
     expect(api.micro).toBeGreaterThan(0n);
     await signIn(finance);
-    expect(await page.locator('nav button').allTextContents()).toEqual(['Reconciliation', 'Spend', 'Daily controls']);
+    expect(await page.locator('nav button').allTextContents()).toEqual(['Reconciliation', 'Spend', 'Daily controls', 'Weekly audit']);
     await page.click('nav button[data-screen=spend]');
     const row = page.locator('[data-testid=settled] tr', { hasText: workloadId });
     await row.waitFor();
@@ -187,6 +187,22 @@ describeIf('the web console in headless Chromium', () => {
     expect(label).toContain(api.day!);
     await page.locator('[data-testid=exposure-chart] svg').waitFor();
     await shot('spend');
+    // the weekly audit of the same day: ledger and settled topic both equal the ledger API's (the
+    // audit's consumer reads the topic every few seconds: run it again until it has caught up)
+    await page.click('nav button[data-screen=audit]');
+    await page.fill('input[name=workload]', workloadId);
+    const auditRow = page.locator('[data-testid=audit-rows] tr', { hasText: workloadId });
+    await eventually(
+      async () => {
+        await page.click('button[type=submit]');
+        await auditRow.waitFor();
+        expect(await auditRow.locator('td[data-col=topic_microusd]').textContent()).toBe(api.micro.toString());
+        return true;
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
+    expect(await auditRow.locator('td[data-col=ledger_microusd]').textContent()).toBe(api.micro.toString());
+    await shot('audit');
   });
 
   it('the other operator screens render from their APIs (screenshots)', async () => {

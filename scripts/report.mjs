@@ -11,6 +11,11 @@
 //                                        rendered headless) of each cohort's on-time rate and the rate
 //                                        difference with its 95 % interval; --from reads a saved JSON
 //                                        report instead of the API (e.g. one finance rebuilt).
+//   audit --from YYYY-MM-DD --to YYYY-MM-DD [--workload ID] [--csv|--json]
+//                                        the weekly audit (GET /audit): per workload × route the
+//                                        reservations, ledger, settled-topic and export totals and
+//                                        every difference listed; JSON (default) or the API's CSV;
+//                                        exit code 1 when any difference is listed.
 // Environment: GATEWAY_OPERATOR_TOKEN (the operator or finance token `npm start` prints),
 // RECONCILIATION_URL, POLICY_URL (default: the stack's ports).
 import fs from 'node:fs';
@@ -191,7 +196,53 @@ async function experimentChart(r) {
   return new vega.View(vega.parse(spec), { renderer: 'none' }).toSVG();
 }
 
+/** `--name=value` or `--name value`. */
+function option(name) {
+  if (typeof flags[name] === 'string') return flags[name];
+  const i = rest.indexOf(`--${name}`);
+  return i >= 0 && rest[i + 1] && !rest[i + 1].startsWith('--') ? rest[i + 1] : undefined;
+}
+
+async function auditReport() {
+  const from = option('from');
+  const to = option('to');
+  if (!from || !to) fail('usage: npm run report -- audit --from YYYY-MM-DD --to YYYY-MM-DD [--workload ID] [--csv|--json]');
+  if ('csv' in flags && 'json' in flags) fail('choose one of --csv and --json');
+  const token = process.env.GATEWAY_OPERATOR_TOKEN ?? fail('set GATEWAY_OPERATOR_TOKEN (npm start prints one)');
+  const base = process.env.RECONCILIATION_URL ?? `http://127.0.0.1:${portOf(SERVICES.find((s) => s.name === 'reconciliation'))}`;
+  const query = new URLSearchParams({ from, to });
+  const workload = option('workload');
+  if (workload) query.set('workload_id', workload);
+  const get = async (format) => {
+    query.set('format', format);
+    const res = await fetch(`${base}/audit?${query}`, { headers: { authorization: `Bearer ${token}` } });
+    if (!res.ok) {
+      const json = await res.json().catch(() => null);
+      fail(`${res.status} ${json?.error?.code ?? ''}: ${json?.error?.message ?? 'request failed'}`);
+    }
+    return res.text();
+  };
+  const text = await get('csv' in flags ? 'csv' : 'json');
+  if ('csv' in flags) {
+    process.stdout.write(text);
+    // the CSV's second table: a header and one line per difference
+    const differences =
+      text
+        .split('\r\n\r\n')[1]
+        ?.split('\r\n')
+        .filter((l) => l !== '') ?? [];
+    if (differences.length > 1) process.exitCode = 1;
+    return;
+  }
+  const report = JSON.parse(text);
+  console.log(JSON.stringify(report, null, 2));
+  if (report.differences.length > 0) process.exitCode = 1;
+}
+
 switch (command) {
+  case 'audit':
+    await auditReport();
+    break;
   case 'import':
     await importExport();
     break;
@@ -199,5 +250,5 @@ switch (command) {
     await experimentReport();
     break;
   default:
-    fail('commands: import <file>, experiment <id>');
+    fail('commands: import <file>, experiment <id>, audit --from … --to …');
 }

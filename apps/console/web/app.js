@@ -20,6 +20,7 @@ const SCREENS = [
   { id: 'cases', title: 'Reconciliation', roles: ['operator', 'finance'] },
   { id: 'spend', title: 'Spend', roles: ['operator', 'finance'] },
   { id: 'controls', title: 'Daily controls', roles: ['operator', 'finance'] },
+  { id: 'audit', title: 'Weekly audit', roles: ['operator', 'finance'] },
   { id: 'experiments', title: 'Experiments', roles: ['operator'] },
 ];
 
@@ -451,6 +452,65 @@ function Controls() {
   </div>`;
 }
 
+/** `GET /audit` as two tables: the figures per workload × route side by side, then every difference, one line each. */
+function Audit() {
+  const today = utcDay();
+  const [form, setForm] = useState({ from: utcDay(new Date(Date.now() - 6 * 86_400_000)), to: today, workload: '' });
+  const [query, setQuery] = useState(form);
+  const report = useLoad(() => {
+    const q = new URLSearchParams({ from: query.from, to: query.to });
+    if (query.workload.trim()) q.set('workload_id', query.workload.trim());
+    return api('reconciliation', `/audit?${q}`);
+  }, [query.from, query.to, query.workload]);
+  const set = (name, value) => setForm({ ...form, [name]: value });
+  return html`<section>
+    <h2>Weekly audit</h2>
+    <p class="muted">Ledger, the settled topic as reconciliation received it, and imported provider exports side by side; disagreements are listed one by one, never netted.</p>
+    <form onSubmit=${(e) => (e.preventDefault(), setQuery(form))}>
+      <label>From (UTC) <input name="from" type="date" value=${form.from} onChange=${(e) => set('from', e.target.value)} /></label>
+      <label>To (UTC) <input name="to" type="date" value=${form.to} onChange=${(e) => set('to', e.target.value)} /></label>
+      <${Field} name="workload" label="Workload id (optional)" value=${form.workload} onInput=${set} />
+      <p><button class="primary" type="submit">Run the audit</button></p>
+    </form>
+    <${Problem} error=${report.error} />
+    ${report.data &&
+    html`<div data-testid="audit">
+      <${Table}
+        testid="audit-rows"
+        rows=${report.data.rows}
+        empty="nothing in this period"
+        cols=${[
+          { key: 'workload_id', title: 'Workload', render: (r) => r.workload_id || '(no attempt)' },
+          { key: 'route_id', title: 'Route' },
+          { key: 'reservations', title: 'Reservations made / settled / released / unresolved', render: (r) => `${r.reservations.made} / ${r.reservations.settled} / ${r.reservations.released} / ${r.reservations.unresolved}` },
+          { key: 'ledger_microusd', title: 'Ledger µUSD', num: true, render: (r) => r.ledger.cost_microusd },
+          { key: 'topic_microusd', title: 'Settled topic µUSD', num: true, render: (r) => r.topic.cost_microusd },
+          { key: 'export_microusd', title: 'Export µUSD', num: true, render: (r) => r.export?.cost_microusd ?? '—' },
+          { key: 'requested', title: 'Requested counts', render: (r) => counts(r.counts.requested) },
+          { key: 'returned_total', title: 'Effective / returned', render: (r) => `${r.counts.effective_total} / ${r.counts.returned_total}` },
+          { key: 'output', title: 'Output / request (p50, p95)', render: (r) => (r.output_per_request ? `${r.output_per_request.p50}, ${r.output_per_request.p95}` : '—') },
+          { key: 'differences', title: 'Differences', num: true },
+        ]}
+      />
+      <h3>Differences${report.data.differences_truncated ? ' (truncated)' : ''}</h3>
+      <${Table}
+        testid="audit-differences"
+        rows=${report.data.differences}
+        empty="no differences"
+        cols=${[
+          { key: 'kind', title: 'Kind' },
+          { key: 'workload_id', title: 'Workload' },
+          { key: 'route_id', title: 'Route' },
+          { key: 'attempt_id', title: 'Attempt' },
+          { key: 'ids', title: 'Event / line / reservation', render: (r) => r.event_id ?? r.provider_request_id ?? r.reservation_id ?? '' },
+          { key: 'ledger_microusd', title: 'Ledger µUSD', num: true },
+          { key: 'other', title: 'Other side µUSD', num: true, render: (r) => r.topic_microusd ?? r.export_microusd ?? r.unresolved_microusd ?? '' },
+        ]}
+      />
+    </div>`}
+  </section>`;
+}
+
 function Experiments() {
   const [wl, setWl] = useState('');
   const [list, setList] = useState(null);
@@ -484,7 +544,7 @@ function Experiments() {
   </section>`;
 }
 
-const VIEWS = { exceptions: Exceptions, routes: Routes, workloads: Workloads, cases: Cases, spend: Spend, controls: Controls, experiments: Experiments };
+const VIEWS = { exceptions: Exceptions, routes: Routes, workloads: Workloads, cases: Cases, spend: Spend, controls: Controls, audit: Audit, experiments: Experiments };
 
 function App() {
   const [auth, setAuth] = useState(null);

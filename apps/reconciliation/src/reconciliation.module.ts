@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import {
   AttemptRepository,
+  AuditRepository,
   CaseRepository,
   ControlsRepository,
   Database,
@@ -18,6 +19,10 @@ import { InstanceCountersScheduler } from './schedulers/instance-counters.schedu
 import { ReconcileInstanceCounters } from './usecases/reconcile-instance-counters/reconcile-instance-counters.usecase';
 import { CONTROLS_CONFIG, ControlsConfig, SWEEP_CONFIG, SweepConfig } from './reconciliation.config';
 import { ControlsController } from './http/controls.controller';
+import { AuditController } from './http/audit.controller';
+import { UsageSettledConsumer } from './consumers/usage-settled.consumer';
+import { RecordSettled } from './usecases/record-settled/record-settled.usecase';
+import { RunAudit } from './usecases/run-audit/run-audit.usecase';
 import { AdmissionDecisionsConsumer } from './consumers/admission-decisions.consumer';
 import { DailyControlsScheduler } from './schedulers/daily-controls.scheduler';
 import { RecordDecisions } from './usecases/record-decisions/record-decisions.usecase';
@@ -45,7 +50,9 @@ export class ReconciliationModule {
         QuotaCountersController,
         UsageExportsController,
         ControlsController,
+        AuditController,
         AdmissionDecisionsConsumer,
+        UsageSettledConsumer,
       ],
       providers: [
         { provide: SWEEP_CONFIG, useValue: core.sweep },
@@ -55,7 +62,10 @@ export class ReconciliationModule {
           useFactory: (db: Database, outbox: OutboxRepository) => new ControlsRepository(db, outbox),
           inject: [Database, OutboxRepository],
         },
+        { provide: AuditRepository, useFactory: (db: Database) => new AuditRepository(db), inject: [Database] },
         RecordDecisions,
+        RecordSettled,
+        RunAudit,
         RunDailyControls,
         ListControlAlerts,
         DailyControlsScheduler,

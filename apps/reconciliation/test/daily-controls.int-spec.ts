@@ -12,7 +12,7 @@ import { budgetAccountId, Database, LedgerRepository, LedgerRow, OutboxRepositor
 import { KafkaBus } from '@gateway/messaging';
 import { RunningService } from '@gateway/service-kit';
 import { admissionDecisionEvent, eventually, insertAdmittedAction, ledgerRow, Seeder } from '@gateway/testing';
-import { startReconciliation } from '../src/app';
+import { startTestReconciliation } from './test-service';
 
 const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
 const BROKERS = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
@@ -53,17 +53,7 @@ beforeAll(async () => {
     if (e.workload_id === workloadId || e.workload_id === spentWorkloadId) alerts.push(e);
   });
 
-  service = await startReconciliation({
-    ...process.env,
-    DATABASE_URL: url,
-    KAFKA_BROKERS: BROKERS,
-    RECONCILIATION_PORT: '0',
-    RECONCILIATION_SWEEP_MS: '0',
-    CONTROLS_RUN_MS: '0',
-    CONTROLS_FETCH_WAIT_MS: '200',
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'silent',
-  });
+  service = await startTestReconciliation(url, BROKERS);
   base = service.url;
 });
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CONTROL_ALERT_KINDS, COUNT_CATEGORIES, ControlAlertKind, ControlThresholds } from '@gateway/domain';
+import { CONTROL_ALERT_KINDS, COUNT_CATEGORIES, ControlAlertKind, ControlThresholds, parseUtcDay } from '@gateway/domain';
 
 /**
  * `gateway.controls.alerts.v1` (DESIGN §5): one daily-control alert per workload × route × UTC
@@ -106,3 +106,31 @@ export function controlThresholdsDto(t: ControlThresholds): ControlThresholdsDto
     refusal: { min_sample: t.refusal.minSample, min_increase: t.refusal.minIncrease },
   };
 }
+
+/** The weekly audit's longest period, in days (a month of data per call, inclusive). */
+export const AUDIT_MAX_DAYS = 31;
+
+const utcDay = z.string().refine((d) => parseUtcDay(d) !== null, 'must be a UTC day YYYY-MM-DD');
+
+/**
+ * `GET /audit` (issue 13): the UTC days [from, to] (inclusive), at most `AUDIT_MAX_DAYS` long, an
+ * optional workload, and the answer's format.
+ */
+export const auditQuery = z
+  .object({
+    from: utcDay,
+    to: utcDay,
+    workload_id: z.string().min(1).max(200).optional(),
+    format: z.enum(['json', 'csv']).optional(),
+  })
+  .strict()
+  .superRefine((q, ctx) => {
+    const from = parseUtcDay(q.from);
+    const to = parseUtcDay(q.to);
+    if (!from || !to) return;
+    if (from.getTime() > to.getTime()) ctx.addIssue({ code: 'custom', path: ['to'], message: 'must not be before from' });
+    else if ((to.getTime() - from.getTime()) / 86_400_000 + 1 > AUDIT_MAX_DAYS) {
+      ctx.addIssue({ code: 'custom', path: ['to'], message: `the period is at most ${AUDIT_MAX_DAYS} days` });
+    }
+  });
+export type AuditQuery = z.infer<typeof auditQuery>;

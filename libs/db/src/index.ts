@@ -26,3 +26,4 @@ export * from './repositories/experiment-pause.repository';
 export * from './repositories/gateway-meta.repository';
 export { migrate } from './migrations/migrate';
 export * from './repositories/controls.repository';
+export * from './repositories/audit.repository';

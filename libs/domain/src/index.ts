@@ -34,4 +34,6 @@ export * from './experiment';
 export * from './experiment-report';
 export * from './experiment-pause';
 export * from './controls';
+export * from './csv';
+export * from './audit';
 export * from './funding';

@@ -1,5 +1,5 @@
 import type { ControlAlertV1 } from '@gateway/contracts';
-import { countCategory, DayTally, EMPTY_TALLY, addTallies, ExceptionUsage, OutputStats, utcDayOf } from '@gateway/domain';
+import { countCategory, CountTotals, DayTally, EMPTY_TALLY, addTallies, ExceptionUsage, OutputStats, utcDayOf } from '@gateway/domain';
 import { Database, Tx, prismaTx } from '../database';
 import { OutboxRepository } from './outbox.repository';
 
@@ -99,6 +99,31 @@ export class ControlsRepository {
     return out;
   }
 
+  /**
+   * The tallies of the days [from, to] (inclusive) summed per workload × route: decisions by the
+   * requested count as sent, admitted and refused, and the sum of the effective counts admitted.
+   */
+  async countTotals(from: string, to: string, workloadId?: string): Promise<CountTotals[]> {
+    const rows = await this.db.prisma.$queryRaw<Array<{ workload_id: string; route_id: string; metric: string; key: string; n: bigint }>>`
+      SELECT workload_id, route_id, metric, key, sum(n)::bigint AS n FROM control_day_tally
+      WHERE day BETWEEN ${from}::date AND ${to}::date AND metric IN ('requested', 'decision', 'effective')
+        AND (${workloadId ?? null}::text IS NULL OR workload_id = ${workloadId ?? null}::text)
+      GROUP BY workload_id, route_id, metric, key ORDER BY workload_id, route_id, metric, key`;
+    const out = new Map<string, CountTotals & { requested: Record<string, number> }>();
+    for (const r of rows) {
+      const k = JSON.stringify([r.workload_id, r.route_id]);
+      const t = out.get(k) ?? { workloadId: r.workload_id, routeId: r.route_id, requested: {}, admitted: 0, refused: 0, effectiveTotal: 0 };
+      const n = Number(r.n);
+      if (r.metric === 'requested') t.requested[r.key] = n;
+      else if (r.metric === 'decision') {
+        if (r.key === 'allow') t.admitted += n;
+        else t.refused += n;
+      } else if (/^\d+$/.test(r.key)) t.effectiveTotal += Number(r.key) * n;
+      out.set(k, t);
+    }
+    return [...out.values()];
+  }
+
   /** Effective counts admitted on a day per workload → route → count → requests (the report's column). */
   async effectiveCounts(
     day: string,
@@ -122,7 +147,15 @@ export class ControlsRepository {
   ): Promise<Array<{ workloadId: string; routeId: string; stats: OutputStats; returnedTotal: number }>> {
     // the UTC day as instants, whatever the session's time zone
     const from = new Date(`${day}T00:00:00.000Z`);
-    const to = new Date(from.getTime() + 24 * 60 * 60 * 1000);
+    return this.outputPerRequestBetween(from, new Date(from.getTime() + 24 * 60 * 60 * 1000), workloadId);
+  }
+
+  /** The same figures for actions whose ledger rows settled in [from, to) (the weekly audit's period). */
+  async outputPerRequestBetween(
+    from: Date,
+    to: Date,
+    workloadId?: string,
+  ): Promise<Array<{ workloadId: string; routeId: string; stats: OutputStats; returnedTotal: number }>> {
     const rows = await this.db.prisma.$queryRaw<
       Array<{ workload_id: string; route_id: string; requests: bigint; mean: number; p50: number; p95: number; returned_total: bigint }>
     >`

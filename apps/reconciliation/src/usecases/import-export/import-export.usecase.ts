@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { usageOfReport } from '@gateway/contracts';
 import {
   AttemptRepository,
+  AuditRepository,
   CaseRepository,
   CatalogRepository,
   EXPORT_MISMATCH,
@@ -74,6 +75,7 @@ export class ImportUsageExport {
     @Inject(AttemptRepository) private readonly attempts: Pick<AttemptPort, 'byId'>,
     @Inject(CatalogRepository) private readonly catalog: Pick<CatalogRepository, 'priceById'>,
     private readonly importUsage: ImportUsage,
+    @Inject(AuditRepository) private readonly audit: Pick<AuditRepository, 'recordExportLines'>,
     @InjectIds() private readonly ids: IdGenerator,
     @InjectLogger() private readonly log: Pick<Logger, 'info'>,
   ) {}
@@ -105,6 +107,23 @@ export class ImportUsageExport {
       if (r.ledger_cost_microusd !== null) ledgerCost += BigInt(r.ledger_cost_microusd);
       results.push(r);
     }
+    // the weekly audit's copy of each line (no text: ids, counts, the import's price of it)
+    await this.audit.recordExportLines(
+      parsed.lines.map(({ value }, i) => ({
+        providerRequestId: value.provider_request_id,
+        clientRequestId: value.client_request_id ?? null,
+        attemptId: results[i].attempt_id,
+        outcome: results[i].outcome,
+        inputTokens: value.input_tokens,
+        cachedInputTokens: value.cached_input_tokens,
+        outputTokensTotal: value.output_tokens_total,
+        reasoningTokens: value.reasoning_tokens,
+        exportCostMicrousd: results[i].export_cost_microusd === null ? null : BigInt(results[i].export_cost_microusd as string),
+        lineAt: value.timestamp ? new Date(value.timestamp) : null,
+      })),
+      now,
+      cmd.actor,
+    );
     const counts = { resolved: 0, confirmed: 0, mismatch: 0, pending: 0, unmatched: 0, refused: 0, invalid: parsed.invalid.length };
     for (const r of results) counts[r.outcome] += 1;
     this.log.info({ format: cmd.format, lines: parsed.lines.length + parsed.invalid.length, ...counts }, 'provider usage export imported');

@@ -1,6 +1,7 @@
 import type { LedgerQuery, LedgerQueryRepository, LedgerRow, SettlementEvidence } from '@gateway/db';
 import { ledgerRow } from '@gateway/testing';
-import { csvRow, ExportLedger } from './export-ledger.usecase';
+import { csvRow } from '@gateway/domain';
+import { ExportLedger } from './export-ledger.usecase';
 
 /** Keyset paging over rows in memory, newest first, counting reads. */
 class FakeLedger implements Pick<LedgerQueryRepository, 'page'> {
