@@ -25,3 +25,4 @@ export * from './repositories/experiment.repository';
 export * from './repositories/gateway-meta.repository';
 export { migrate } from './migrations/migrate';
 export * from './repositories/controls.repository';
+export * from './repositories/usage-export.repository';

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { usageOfReport } from '@gateway/contracts';
@@ -9,13 +10,15 @@ import {
   ExportMatch,
   ReconciliationRepository,
   ReconciliationStore,
+  UsageExportRepository,
 } from '@gateway/db';
 import { DomainError, priceUsage } from '@gateway/domain';
 import { IdGenerator, InjectIds, InjectLogger } from '@gateway/service-kit';
+import { CompleteUsageExport, CompletionReport } from '../complete-export/complete-export.usecase';
 import { ImportUsage } from '../import-usage/import-usage.usecase';
 import type { AttemptPort, CasePort } from '../ports';
 import { sanitisedFields } from '../sanitised-fields';
-import { ExportFormat, ExportLine, InvalidLine, parseUsageExport } from './usage-export';
+import { ExportFormat, ExportLine, ImportExportBody, InvalidLine, parseUsageExport } from './usage-export';
 
 /** What became of one export line. */
 export type ExportLineOutcome =
@@ -55,6 +58,8 @@ export interface ExportImportReport {
   unmatched_tokens: { input: number; output: number };
   invalid: InvalidLine[];
   results: ExportLineReport[];
+  /** present when the call stated the export complete: what the statement settled at zero */
+  completion?: CompletionReport;
 }
 
 /**
@@ -74,11 +79,20 @@ export class ImportUsageExport {
     @Inject(AttemptRepository) private readonly attempts: Pick<AttemptPort, 'byId'>,
     @Inject(CatalogRepository) private readonly catalog: Pick<CatalogRepository, 'priceById'>,
     private readonly importUsage: ImportUsage,
+    @Inject(UsageExportRepository) private readonly seen: Pick<UsageExportRepository, 'recordLinesSeen'>,
+    @Inject(CompleteUsageExport) private readonly completeExport: Pick<CompleteUsageExport, 'execute'>,
     @InjectIds() private readonly ids: IdGenerator,
     @InjectLogger() private readonly log: Pick<Logger, 'info'>,
   ) {}
 
-  async execute(cmd: { format: ExportFormat; content: string; actor: string }, now: Date): Promise<ExportImportReport> {
+  async execute(cmd: ImportExportBody & { actor: string }, now: Date): Promise<ExportImportReport> {
+    if (cmd.complete && cmd.complete.day > now.toISOString().slice(0, 10)) {
+      throw new DomainError(
+        'invalid_request',
+        `complete.day: ${cmd.complete.day} has not begun (UTC); an export cannot be complete for it`,
+        'complete.day',
+      );
+    }
     const parsed = parseUsageExport(cmd.format, cmd.content);
     const values = parsed.lines.map((l) => l.value);
     const matches = await this.store.attemptsForExport(
@@ -87,6 +101,16 @@ export class ImportUsageExport {
     );
     const byRequest = new Map(matches.filter((m) => m.providerRequestId).map((m) => [m.providerRequestId as string, m]));
     const byAttempt = new Map(matches.map((m) => [m.attemptId, m]));
+    // Every attempt a line names counts as "has a line" for a later statement that the export is complete.
+    const named = new Map<string, string>();
+    for (const v of values) {
+      const m = byRequest.get(v.provider_request_id) ?? (v.client_request_id ? byAttempt.get(v.client_request_id) : undefined);
+      if (m && !named.has(m.attemptId)) named.set(m.attemptId, v.provider_request_id);
+    }
+    await this.seen.recordLinesSeen(
+      [...named].map(([attemptId, providerRequestId]) => ({ attemptId, providerRequestId })),
+      now,
+    );
     const results: ExportLineReport[] = [];
     let exportCost = 0n;
     let ledgerCost = 0n;
@@ -108,7 +132,19 @@ export class ImportUsageExport {
     const counts = { resolved: 0, confirmed: 0, mismatch: 0, pending: 0, unmatched: 0, refused: 0, invalid: parsed.invalid.length };
     for (const r of results) counts[r.outcome] += 1;
     this.log.info({ format: cmd.format, lines: parsed.lines.length + parsed.invalid.length, ...counts }, 'provider usage export imported');
+    const completion = cmd.complete
+      ? await this.completeExport.execute(
+          {
+            day: cmd.complete.day,
+            routeIds: cmd.complete.routes,
+            exportDigest: cmd.complete.export_digest ?? `sha256:${createHash('sha256').update(cmd.content).digest('hex')}`,
+            actor: cmd.actor,
+          },
+          now,
+        )
+      : undefined;
     return {
+      ...(completion ? { completion } : {}),
       format: cmd.format,
       lines: parsed.lines.length + parsed.invalid.length,
       counts,

@@ -1,0 +1,25 @@
+-- "This export is complete for these routes and this UTC day" (issue 15): an operator's statement,
+-- recorded once per (day, routes, export digest); attempts of that day left unresolved with no
+-- export line are settled at zero on its word.
+CREATE TABLE "usage_export_completion" (
+    "id" TEXT NOT NULL,
+    "day" DATE NOT NULL,
+    "route_ids" TEXT[] NOT NULL,
+    "export_digest" TEXT NOT NULL,
+    "stated_by" TEXT NOT NULL,
+    "stated_at" TIMESTAMPTZ(3) NOT NULL,
+
+    CONSTRAINT "usage_export_completion_pkey" PRIMARY KEY ("id")
+);
+
+CREATE UNIQUE INDEX "usage_export_completion_day_route_ids_export_digest_key" ON "usage_export_completion"("day", "route_ids", "export_digest");
+
+-- Every attempt some imported export line named (whatever became of the line): the attempts an
+-- export "has a line for", across the parts of a file imported in several calls.
+CREATE TABLE "usage_export_line_seen" (
+    "attempt_id" TEXT NOT NULL,
+    "provider_request_id" TEXT NOT NULL,
+    "first_seen_at" TIMESTAMPTZ(3) NOT NULL,
+
+    CONSTRAINT "usage_export_line_seen_pkey" PRIMARY KEY ("attempt_id")
+);
