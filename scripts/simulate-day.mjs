@@ -36,7 +36,16 @@ import path from 'node:path';
 import pg from 'pg';
 import { ensurePrismaClient } from './prisma-generate.mjs';
 import { ROOT, runTs, scriptArgs, sleep, startOwnInfra, startServices, tsRequire, withStops } from './services.mjs';
-import { ledgerSnapshot, overBudgetAccounts, quiesce, rng, settledTopicSum, unhealthyServices, waitForLag } from './stack-checks.mjs';
+import {
+  ledgerSnapshot,
+  overBudgetAccounts,
+  quiesce,
+  rng,
+  settledTopicSum,
+  sweptOutboxRows,
+  unhealthyServices,
+  waitForLag,
+} from './stack-checks.mjs';
 
 const args = scriptArgs();
 const ACTIONS = Number(args.actions ?? process.env.SIMDAY_ACTIONS ?? 10_000);
@@ -259,6 +268,7 @@ async function run(stops) {
   if (afterFirst.casesDigest !== afterSecond.casesDigest) violate('the second import changed the reconciliation cases');
 
   const topic = await settledTopicSum(kafka.brokers);
+  const swept = await sweptOutboxRows(services, env);
   const atTopic = await ledgerSnapshot(db);
   if (atTopic.digest !== afterSecond.ledger.digest)
     violate(
@@ -315,6 +325,10 @@ async function run(stops) {
     ['unresolved remaining', `${afterSecond.unresolvedMicrousd} micro-USD; ${remainingSummary(afterSecond.openCases)}`],
     ['settled topic', `${topic.attempts} attempts, ${topic.sum} micro-USD`],
     ['  duplicate deliveries', `${topic.duplicates} (an event id read again; ${topic.events} distinct events)`],
+    [
+      'outbox sweep',
+      `${swept[Topics.usageSettled.name] ?? 0} settled events published by the sweep, ${Object.values(swept).reduce((a, b) => a + b, 0)} rows of all topics (recoveries after a lost mark or send)`,
+    ],
     ['finance consumer', `${finance.attempts} attempts, ${finance.sum} micro-USD`],
     ['violations', violations.length === 0 ? 'none' : String(violations.length)],
   ];
@@ -337,6 +351,7 @@ async function run(stops) {
       unresolved_microusd: afterSecond.unresolvedMicrousd.toString(),
       settled_at_zero: settledAtZero,
       duplicate_deliveries: topic.duplicates,
+      outbox_swept: swept,
       samples: samples.length,
       topic,
       finance,

@@ -128,3 +128,20 @@ export async function unhealthyServices(services, env) {
   }
   return down;
 }
+
+/**
+ * Outbox rows each service's sweep published (`gateway_outbox_swept_total`, from /metrics), summed
+ * by topic over a `startServices` stack. A process that restarted counts since its restart.
+ */
+export async function sweptOutboxRows(services, env) {
+  const byTopic = {};
+  for (const c of services.children) {
+    const port = Number(env[c.service.portEnv]);
+    const text = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5000) })
+      .then((r) => (r.ok ? r.text() : ''))
+      .catch(() => '');
+    for (const m of text.matchAll(/^gateway_outbox_swept_total\{[^}]*topic="([^"]+)"[^}]*\} (\d+)/gm))
+      byTopic[m[1]] = (byTopic[m[1]] ?? 0) + Number(m[2]);
+  }
+  return byTopic;
+}

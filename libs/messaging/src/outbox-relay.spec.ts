@@ -168,3 +168,31 @@ describe('OutboxRelay marks', () => {
     expect(maxInFlight).toBe(1);
   });
 });
+
+describe('OutboxRelay failed direct sends', () => {
+  it('hands the rows of a failed direct send to its next sweep at once, and forgets them once swept', async () => {
+    const retries: Array<readonly bigint[]> = [];
+    const store: OutboxStore = {
+      drainBatch: async (_limit, _publish, retryIds = []) => {
+        retries.push([...retryIds]);
+        return { claimed: 0, published: [], quarantined: [] };
+      },
+      markPublished: async () => undefined,
+      prunePublished: async () => 0,
+    };
+    const marks: bigint[] = [];
+    store.markPublished = async (ids) => void marks.push(...ids);
+    const relay = new OutboxRelay(store, publisher({ downAfter: 0 }), quiet, { sweepIntervalMs: 60_000, markDelayMs: 0 });
+    relay.start();
+    while (retries.length === 0) await new Promise((r) => setTimeout(r, 1));
+    relay.publishCommitted([row(7), row(8)]);
+    // the failure kicks a sweep (the base interval is a minute away) that names both rows
+    while (retries.length < 2) await new Promise((r) => setTimeout(r, 1));
+    expect(retries[1]).toEqual([7n, 8n]);
+    relay.kick();
+    while (retries.length < 3) await new Promise((r) => setTimeout(r, 1));
+    expect(retries[2]).toEqual([]);
+    expect(marks).toEqual([]); // never marked as published by the direct path
+    await relay.stop();
+  });
+});
