@@ -196,3 +196,32 @@ describe('OutboxRelay failed direct sends', () => {
     await relay.stop();
   });
 });
+
+describe('OutboxRelay marks on a busy relay', () => {
+  it('keeps marking after a mark timer fires with nothing left to mark (the running UPDATE took its ids)', async () => {
+    const calls: bigint[][] = [];
+    let release: () => void = () => undefined;
+    const store: OutboxStore = {
+      drainBatch: async () => ({ claimed: 0, published: [], quarantined: [] }),
+      markPublished: async (ids) => {
+        calls.push(ids);
+        if (calls.length === 1) await new Promise<void>((r) => (release = r));
+      },
+      prunePublished: async () => 0,
+    };
+    const relay = new OutboxRelay(store, publisher({}), quiet, { markDelayMs: 30 });
+    relay.publishCommitted([row(1)]);
+    while (calls.length === 0) await new Promise((r) => setTimeout(r, 1));
+    // row 2's mark timer is set now; the running loop marks row 2 before that timer fires
+    relay.publishCommitted([row(2)]);
+    await new Promise((r) => setImmediate(r));
+    release();
+    while (calls.length < 2) await new Promise((r) => setTimeout(r, 1));
+    await new Promise((r) => setTimeout(r, 60)); // row 2's timer fires on an empty queue
+    relay.publishCommitted([row(3)]);
+    const until = Date.now() + 2000;
+    while (calls.length < 3 && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+    await relay.stop();
+    expect(calls).toEqual([[1n], [2n], [3n]]);
+  });
+});

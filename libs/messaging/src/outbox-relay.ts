@@ -167,23 +167,31 @@ export class OutboxRelay {
   /**
    * One UPDATE at a time: ids published while one runs are marked by the next, in one
    * statement. Resolves once every id handed in so far is marked (or its mark failed).
+   *
+   * `marking` is cleared by a `.finally` attached after it is set. It used to be set with
+   * `this.marking ??= (async () => { try {…} finally { this.marking = undefined } })()`: when a
+   * mark timer fired after the running UPDATE had already taken its ids (a busy relay), the loop
+   * found nothing, its `finally` ran synchronously before the assignment, and the settled promise
+   * stayed in `marking` for good — no row of that relay was marked again, so the sweep published
+   * every one a second time (issue 15: 1,311 duplicate settled events in a 1,500-action day).
    */
   private flushMarks(): Promise<void> {
-    this.marking ??= (async () => {
-      try {
-        while (this.toMark.length > 0) {
-          const ids = this.toMark.splice(0, this.toMark.length);
-          try {
-            await this.store.markPublished(ids);
-          } catch (err) {
-            // Unmarked rows are published again by the sweep; consumers are idempotent.
-            this.logger.warn({ error: (err as Error).message, rows: ids.length }, 'could not mark outbox rows published');
-          }
+    if (this.marking) return this.marking;
+    if (this.toMark.length === 0) return Promise.resolve();
+    const marking = (async () => {
+      while (this.toMark.length > 0) {
+        const ids = this.toMark.splice(0, this.toMark.length);
+        try {
+          await this.store.markPublished(ids);
+        } catch (err) {
+          // Unmarked rows are published again by the sweep; consumers are idempotent.
+          this.logger.warn({ error: (err as Error).message, rows: ids.length }, 'could not mark outbox rows published');
         }
-      } finally {
-        this.marking = undefined;
       }
     })();
+    this.marking = marking.finally(() => {
+      this.marking = undefined;
+    });
     return this.marking;
   }
 

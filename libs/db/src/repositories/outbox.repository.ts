@@ -37,13 +37,13 @@ const SWEEP_DUE: PreparedStatement = {
  * `sweepAfterMs`, the lease of the writer's relay.
  *
  * The lease is 30 s: every service's relay sweeps the one table, and a row is still unmarked until
- * its writer's relay has sent it and its batched mark has committed. At 3 s, on a saturated machine
- * (produce requests queued behind each other, marks waiting for a pool connection), other relays'
- * sweeps took rows that had gone out and sent them again: in a 1,500-action simulated day at load
- * average 10, the sweeps published 1,279 of the 1,534 settled events (3,356 rows of all topics) and
- * the topic held 1,311 duplicate deliveries. A failed direct send does not wait for the lease: its relay names
- * the rows (`retryIds`) and sweeps them at once. Only a relay that dies between its send and its
- * mark leaves rows for the lease to expire (at-least-once: then they are sent again).
+ * its writer's relay has sent it and its batched mark has committed; on a saturated machine
+ * (produce requests queued behind each other, marks waiting for a pool connection) that took
+ * longer than the 3 s it was, and other relays' sweeps sent the rows again. (The duplicates of
+ * issue 15 had a worse cause, a relay that stopped marking for good: `OutboxRelay.flushMarks`.)
+ * A failed direct send does not wait for the lease: its relay names the rows (`retryIds`) and
+ * sweeps them at once. Only a relay that dies between its send and its mark leaves rows for the
+ * lease to expire (at-least-once: then they are sent again).
  */
 export class OutboxRepository implements OutboxStore {
   private readonly listeners: Array<(rows: OutboxRow[]) => void> = [];
