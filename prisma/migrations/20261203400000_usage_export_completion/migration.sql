@@ -4,7 +4,7 @@
 CREATE TABLE "usage_export_completion" (
     "id" TEXT NOT NULL,
     "day" DATE NOT NULL,
-    "route_ids" TEXT[] NOT NULL,
+    "route_ids" TEXT[],
     "export_digest" TEXT NOT NULL,
     "stated_by" TEXT NOT NULL,
     "stated_at" TIMESTAMPTZ(3) NOT NULL,
