@@ -172,16 +172,15 @@ describe('OutboxRelay marks', () => {
 describe('OutboxRelay failed direct sends', () => {
   it('hands the rows of a failed direct send to its next sweep at once, and forgets them once swept', async () => {
     const retries: Array<readonly bigint[]> = [];
+    const marks: bigint[] = [];
     const store: OutboxStore = {
       drainBatch: async (_limit, _publish, retryIds = []) => {
         retries.push([...retryIds]);
         return { claimed: 0, published: [], quarantined: [] };
       },
-      markPublished: async () => undefined,
+      markPublished: async (ids) => void marks.push(...ids),
       prunePublished: async () => 0,
     };
-    const marks: bigint[] = [];
-    store.markPublished = async (ids) => void marks.push(...ids);
     const relay = new OutboxRelay(store, publisher({ downAfter: 0 }), quiet, { sweepIntervalMs: 60_000, markDelayMs: 0 });
     relay.start();
     while (retries.length === 0) await new Promise((r) => setTimeout(r, 1));

@@ -52,7 +52,7 @@ export interface CompletionReport {
 export class CompleteUsageExport {
   constructor(
     @Inject(UsageExportRepository) private readonly exports: Pick<UsageExportRepository, 'stateCompletion' | 'unresolvedWithoutLine'>,
-    private readonly importUsage: ImportUsage,
+    @Inject(ImportUsage) private readonly importUsage: Pick<ImportUsage, 'execute'>,
     @Inject(EXPORT_COMPLETE_CONFIG) private readonly config: ExportCompleteConfig,
     @InjectIds() private readonly ids: IdGenerator,
     @InjectLogger() private readonly log: Pick<Logger, 'info'>,
