@@ -90,7 +90,10 @@ async function importExport() {
   for (const [i, part] of all.entries()) {
     // the statement goes with the last part: by then every line of the file has been imported
     const last = i === all.length - 1;
-    const r = await post(`${base}/usage-exports`, token, { format, content: part.content, ...(complete && last ? { complete } : {}) });
+    // an invalid line may be the one naming an attempt: never state complete an export that has one
+    const stating = complete && last && merged.invalid.length === 0;
+    if (complete && last && !stating) console.error(`report: not stating the export complete: ${merged.invalid.length} invalid line(s)`);
+    const r = await post(`${base}/usage-exports`, token, { format, content: part.content, ...(stating ? { complete } : {}) });
     if (r.completion) merged.completion = r.completion;
     merged.lines += r.lines;
     for (const [k, v] of Object.entries(r.counts)) merged.counts[k] = (merged.counts[k] ?? 0) + v;

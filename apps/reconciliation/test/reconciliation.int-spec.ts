@@ -19,7 +19,7 @@ import {
   ReconciliationRepository,
   ReservationHoldRepository,
 } from '@gateway/db';
-import { KafkaBus } from '@gateway/messaging';
+import { KafkaBus, OutboxRelay } from '@gateway/messaging';
 import { randomIds, RunningService } from '@gateway/service-kit';
 import { eventually, Seeder } from '@gateway/testing';
 import { startReconciliation } from '../src/app';
@@ -237,13 +237,21 @@ async function orphanedCase(reservedMicrousd: bigint, route = routeId): Promise<
   return { ...s, attemptId, caseId: c.id };
 }
 
-/** A sweeper with its own connection pool, like a second reconciliation instance. */
+/**
+ * A sweeper with its own connection pool and outbox relay, like a second reconciliation instance:
+ * it publishes its cases' events right after their commit (other relays' sweeps leave them to it
+ * for the outbox lease).
+ */
 function sweeper(): SweepReservations {
   const own = new Database(url, { poolMax: 4 });
   opened.push(own);
+  const outbox = new OutboxRepository(own);
+  const relay = new OutboxRelay(outbox, bus, quiet);
+  outbox.onCommittedAppend((rows) => relay.publishCommitted(rows));
+  relays.push(relay);
   return new SweepReservations(
     new ReconciliationRepository(own),
-    new CaseRepository(own, new OutboxRepository(own)),
+    new CaseRepository(own, outbox),
     new ReservationHoldRepository(),
     new AttemptRepository(),
     SWEEP,
@@ -252,7 +260,9 @@ function sweeper(): SweepReservations {
   );
 }
 const opened: Database[] = [];
+const relays: OutboxRelay[] = [];
 afterAll(async () => {
+  await Promise.all(relays.map((r) => r.stop()));
   await Promise.all(opened.map((d) => d.close()));
 });
 
@@ -825,7 +835,7 @@ describe('HTTP: bulk provider usage export (issue 15)', () => {
     expect(await db.prisma.ledgerEntry.findUniqueOrThrow({ where: { attemptId: silent.attemptId } })).toMatchObject({ costMicrousd: 0n });
   });
 
-  it('refuses a statement for a day that has not begun, or without routes (400 naming the field)', async () => {
+  it('refuses a statement for a day that has not begun, without routes, or with an unreadable line (400 naming the field)', async () => {
     const content = JSON.stringify({ provider_request_id: `chatcmpl-${randomUUID()}`, ...usage(1, 1) });
     const tomorrow = new Date(Date.now() + 26 * 3_600_000).toISOString().slice(0, 10);
     const future = await http('POST', '/usage-exports', financeToken, {
@@ -842,6 +852,13 @@ describe('HTTP: bulk provider usage export (issue 15)', () => {
     });
     expect(none.status).toBe(400);
     expect(none.body.error).toMatchObject({ code: 'invalid_request', param: 'complete.routes' });
+    const withInvalid = await http('POST', '/usage-exports', financeToken, {
+      format: 'jsonl',
+      content: `${content}\n{not json`,
+      complete: { day: '2026-12-01', routes: [routeId] },
+    });
+    expect(withInvalid.status).toBe(400);
+    expect(withInvalid.body.error).toMatchObject({ code: 'invalid_request', param: 'complete' });
     const notADay = await http('POST', '/usage-exports', financeToken, {
       format: 'jsonl',
       content,

@@ -94,6 +94,14 @@ export class ImportUsageExport {
       );
     }
     const parsed = parseUsageExport(cmd.format, cmd.content);
+    // An unreadable line may be the one naming an attempt: "no line" would then settle billed usage at zero.
+    if (cmd.complete && parsed.invalid.length > 0) {
+      throw new DomainError(
+        'invalid_request',
+        `complete: the export has ${parsed.invalid.length} invalid line(s) (first: line ${parsed.invalid[0].line}); fix them before stating it complete`,
+        'complete',
+      );
+    }
     const values = parsed.lines.map((l) => l.value);
     const matches = await this.store.attemptsForExport(
       values.map((v) => v.provider_request_id),
@@ -101,10 +109,12 @@ export class ImportUsageExport {
     );
     const byRequest = new Map(matches.filter((m) => m.providerRequestId).map((m) => [m.providerRequestId as string, m]));
     const byAttempt = new Map(matches.map((m) => [m.attemptId, m]));
+    const matchOf = (v: ExportLine) =>
+      byRequest.get(v.provider_request_id) ?? (v.client_request_id ? byAttempt.get(v.client_request_id) : undefined);
     // Every attempt a line names counts as "has a line" for a later statement that the export is complete.
     const named = new Map<string, string>();
     for (const v of values) {
-      const m = byRequest.get(v.provider_request_id) ?? (v.client_request_id ? byAttempt.get(v.client_request_id) : undefined);
+      const m = matchOf(v);
       if (m && !named.has(m.attemptId)) named.set(m.attemptId, v.provider_request_id);
     }
     await this.seen.recordLinesSeen(
@@ -116,8 +126,7 @@ export class ImportUsageExport {
     let ledgerCost = 0n;
     const unmatchedTokens = { input: 0, output: 0 };
     for (const { line, value } of parsed.lines) {
-      const match =
-        byRequest.get(value.provider_request_id) ?? (value.client_request_id ? byAttempt.get(value.client_request_id) : undefined);
+      const match = matchOf(value);
       if (!match) {
         unmatchedTokens.input += value.input_tokens;
         unmatchedTokens.output += value.output_tokens_total;
