@@ -14,7 +14,7 @@ describe('the simulated faulty day (issue 15)', () => {
   const kafkaPort = Number(process.env.KAFKA_PORT ?? 9092);
   const reportFile = path.join(os.tmpdir(), `simday-e2e-${process.pid}.json`);
 
-  it('reconciles to the micro-dollar: every billed attempt has one ledger row, nothing unmatched, a second import changes nothing, finance agrees', async () => {
+  it('reconciles to the micro-dollar: every billed attempt has one ledger row, nothing unmatched, nothing unresolved once the export is stated complete, a second import changes nothing, finance agrees', async () => {
     const out: string[] = [];
     const code = await new Promise<number | null>((resolve) => {
       const child = spawn(
@@ -57,9 +57,15 @@ describe('the simulated faulty day (issue 15)', () => {
     // importing twice changes nothing
     expect(report.second_import).toMatchObject({ resolved: 0, mismatch: 0, unmatched: 0, confirmed: report.export_lines });
     expect(report.second_import_changed_ledger).toBe(false);
-    // what stays unresolved is listed with its reason and what the provider did with it
+    // the export is stated complete: nothing stays unresolved; what it had no line for was settled
+    // at zero, each listed with its case's reason and what the provider did with it
+    expect(report.unresolved_microusd).toBe('0');
     for (const c of report.open_cases)
-      expect(c).toEqual(expect.objectContaining({ reason: expect.any(String), provider_side: expect.any(String) }));
+      expect(c).toEqual(expect.objectContaining({ reason: expect.any(String), provider_side: expect.any(String), exposure: '0' }));
+    for (const z of report.settled_at_zero)
+      expect(z).toEqual(
+        expect.objectContaining({ attempt_id: expect.any(String), case_reason: expect.any(String), provider_side: expect.any(String) }),
+      );
     // finance (the example consumer, from the topic) and the topic itself agree with the ledger
     expect(report.finance).toEqual({ sum: report.ledger.sum, attempts: report.ledger.rows });
     expect({ sum: report.topic.sum, attempts: report.topic.attempts }).toEqual({ sum: report.ledger.sum, attempts: report.ledger.rows });

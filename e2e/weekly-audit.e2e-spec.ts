@@ -121,7 +121,7 @@ describe('weekly audit (openai SDK, provider export, CLI)', () => {
     expect(report.differences).toEqual([]);
     // each export line is kept once, however often it was imported
     await withSeeder(async (_seed, db) => {
-      expect(await db.prisma.auditExportLine.count({ where: { attemptId: { in: [...attemptIds] } } })).toBe(REQUESTS);
+      expect(await db.prisma.usageExportLine.count({ where: { attemptId: { in: [...attemptIds] } } })).toBe(REQUESTS);
     });
 
     // the CLI: the same figures as JSON and as CSV

@@ -5,6 +5,11 @@
 //                                        print what became of it (resolved / confirmed / mismatch /
 //                                        pending / unmatched / refused / invalid); --json prints the
 //                                        merged report as JSON.
+//          [--complete=YYYY-MM-DD --routes=a,b]
+//                                        also state that the file is the provider's complete export
+//                                        for those routes and UTC day (sent with the last part, with
+//                                        the file's sha256): their attempts of that day left
+//                                        unresolved with no line are settled at zero.
 //   experiment <id> [--csv] [--chart=out.svg] [--from=report.json]
 //                                        a hedging experiment's report (GET /experiments/{id}/report):
 //                                        JSON, or CSV with --csv; --chart writes an SVG (vega-lite,
@@ -18,6 +23,7 @@
 //                                        exit code 1 when any difference is listed.
 // Environment: GATEWAY_OPERATOR_TOKEN (the operator or finance token `npm start` prints),
 // RECONCILIATION_URL, POLICY_URL (default: the stack's ports).
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { portOf, SERVICES } from './services.mjs';
@@ -45,7 +51,8 @@ async function post(url, token, body) {
 
 /** The file in parts of at most PART_LINES lines; a CSV part repeats the header; line numbers are shifted back. */
 function parts(format, text) {
-  const lines = text.split(/\r?\n/);
+  // a final newline ends the last line, it does not start an empty part
+  const lines = text.replace(/\r?\n$/, '').split(/\r?\n/);
   if (format === 'jsonl') {
     const out = [];
     for (let i = 0; i < lines.length; i += PART_LINES) out.push({ offset: i, content: lines.slice(i, i + PART_LINES).join('\n') });
@@ -75,8 +82,24 @@ async function importExport() {
     invalid: [],
     results: [],
   };
-  for (const part of parts(format, fs.readFileSync(file, 'utf8'))) {
-    const r = await post(`${base}/usage-exports`, token, { format, content: part.content });
+  if ('complete' in flags !== 'routes' in flags) fail('--complete=YYYY-MM-DD and --routes=a,b go together');
+  const text = fs.readFileSync(file, 'utf8');
+  const complete = flags.complete
+    ? {
+        day: flags.complete,
+        routes: flags.routes.split(',').filter(Boolean),
+        export_digest: `sha256:${createHash('sha256').update(text).digest('hex')}`,
+      }
+    : null;
+  const all = parts(format, text);
+  for (const [i, part] of all.entries()) {
+    // the statement goes with the last part: by then every line of the file has been imported
+    const last = i === all.length - 1;
+    // an invalid line may be the one naming an attempt: never state complete an export that has one
+    const stating = complete && last && merged.invalid.length === 0;
+    if (complete && last && !stating) console.error(`report: not stating the export complete: ${merged.invalid.length} invalid line(s)`);
+    const r = await post(`${base}/usage-exports`, token, { format, content: part.content, ...(stating ? { complete } : {}) });
+    if (r.completion) merged.completion = r.completion;
     merged.lines += r.lines;
     for (const [k, v] of Object.entries(r.counts)) merged.counts[k] = (merged.counts[k] ?? 0) + v;
     merged.export_cost_microusd += BigInt(r.export_cost_microusd);
@@ -105,6 +128,17 @@ async function importExport() {
     );
   }
   for (const i of merged.invalid) console.log(`  line ${i.line}: invalid ${i.param ? `${i.param}: ` : ''}${i.message}`);
+  const done = merged.completion;
+  if (done) {
+    console.log(
+      `  stated complete for ${done.day} (${done.route_ids.join(', ')}; statement ${done.statement_id} by ${done.stated_by} at ${done.stated_at}, ${done.export_digest})`,
+    );
+    console.log(
+      `  settled at zero (no line): ${done.settled_at_zero.length}  within the ${done.grace_ms} ms grace: ${done.within_grace}  refused ${done.refused.length}`,
+    );
+    for (const a of done.settled_at_zero) console.log(`  attempt ${a.attempt_id}: settled at zero (case ${a.case_id}, ${a.case_reason})`);
+    for (const a of done.refused) console.log(`  attempt ${a.attempt_id}: refused (${a.detail})`);
+  }
   if ((c.unmatched ?? 0) + (c.mismatch ?? 0) + (c.refused ?? 0) + (c.invalid ?? 0) > 0) process.exitCode = 1;
 }
 

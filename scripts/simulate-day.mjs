@@ -36,7 +36,16 @@ import path from 'node:path';
 import pg from 'pg';
 import { ensurePrismaClient } from './prisma-generate.mjs';
 import { ROOT, runTs, scriptArgs, sleep, startOwnInfra, startServices, tsRequire, withStops } from './services.mjs';
-import { ledgerSnapshot, overBudgetAccounts, quiesce, rng, settledTopicSum, unhealthyServices, waitForLag } from './stack-checks.mjs';
+import {
+  ledgerSnapshot,
+  overBudgetAccounts,
+  quiesce,
+  rng,
+  settledTopicSum,
+  sweptOutboxRows,
+  unhealthyServices,
+  waitForLag,
+} from './stack-checks.mjs';
 
 const args = scriptArgs();
 const ACTIONS = Number(args.actions ?? process.env.SIMDAY_ACTIONS ?? 10_000);
@@ -86,6 +95,8 @@ async function run(stops) {
     extraEnv: {
       RECONCILIATION_SWEEP_MS: String(SWEEP_MS),
       RECONCILIATION_ORPHAN_GRACE_MS: String(ORPHAN_GRACE_MS),
+      // the day is over once the stack is quiet: an attempt whose case is 2 s old has ended
+      RECONCILIATION_EXPORT_COMPLETE_GRACE_MS: String(ORPHAN_GRACE_MS),
       LOG_LEVEL: 'warn',
       PROVIDER_SIM_SEED: String(SEED),
     },
@@ -193,19 +204,23 @@ async function run(stops) {
     .map((l) => JSON.parse(l));
   log(`the sim's export: ${lines.length} billed requests (${exportFile})`);
   const importEnv = { ...process.env, GATEWAY_OPERATOR_TOKEN: seeded.operatorToken, RECONCILIATION_URL: reconciliation };
-  const first = await importExport(exportFile, importEnv);
+  // The sim's export is its whole log for the day, for every route of the day (one provider
+  // account): the import states it complete, so attempts it has no line for are settled at zero.
+  const complete = { days: [...days].sort(), routes: seeded.routes };
+  const first = await importExport(exportFile, importEnv, complete);
   log(`import 1: ${JSON.stringify(first.counts)}`);
   // reconciliation sweeps; the import's settlements are published through the outbox
   await sleep(3 * SWEEP_MS);
   if (!(await quiesce(db, 60_000))) violate('the stack did not quiesce after the import');
   const afterFirst = await dayState(db);
-  const second = await importExport(exportFile, importEnv);
+  const second = await importExport(exportFile, importEnv, complete);
   log(`import 2: ${JSON.stringify(second.counts)}`);
   await sleep(3 * SWEEP_MS);
   await quiesce(db, 30_000);
   const afterSecond = await dayState(db);
 
   // ------------------------------------------------------------ what must hold
+  const simSaw = await simRequestsByAttempt(simUrl);
   const unmatched = first.results.filter((r) => r.outcome === 'unmatched');
   for (const r of unmatched.slice(0, 20)) violate(`export line ${r.line} (${r.provider_request_id}) matches no attempt`);
   if (unmatched.length > 20) violate(`… and ${unmatched.length - 20} more unmatched lines`);
@@ -225,7 +240,6 @@ async function run(stops) {
     for (const r of billing.unbilledWithCost.slice(0, 10))
       violate(`ledger row for attempt ${r.attempt_id} (${r.usage_source}) costs ${r.cost} but the provider billed nothing for it`);
   }
-  const simSaw = await simRequestsByAttempt(simUrl);
   for (const c of afterSecond.openCases) {
     c.provider_side = providerSide(simSaw.get(c.attempt_id));
     log(`remaining unresolved: case ${c.id} (${c.reason}) attempt ${c.attempt_id}: ${c.exposure} micro-USD; provider: ${c.provider_side}`);
@@ -234,11 +248,27 @@ async function run(stops) {
     violate(`unresolved exposure ${afterSecond.unresolvedMicrousd} micro-USD remains with no open case naming it`);
   for (const c of afterSecond.openCases.filter((x) => !x.reason)) violate(`case ${c.id} is open without a reason`);
   if (second.counts.resolved) violate(`the second import resolved ${second.counts.resolved} lines again`);
+  const zeroFirst = first.completions.flatMap((c) => c.settled_at_zero);
+  const zeroSecond = second.completions.flatMap((c) => c.settled_at_zero);
+  if (zeroSecond.length > 0) violate(`stating the export complete again settled ${zeroSecond.length} more attempts at zero`);
+  if (afterSecond.unresolvedMicrousd !== 0n)
+    violate(`unresolved exposure ${afterSecond.unresolvedMicrousd} micro-USD remains after the export was stated complete`);
+  for (const c of first.completions.filter((x) => x.within_grace > 0 || x.refused.length > 0))
+    violate(`export stated complete for ${c.day}: ${c.within_grace} attempts within the grace period, ${c.refused.length} refused`);
+  // each attempt settled at zero, with what the provider's side says about it (why it has no line)
+  const settledAtZero = zeroFirst.map((z) => ({ ...z, provider_side: providerSide(simSaw.get(z.attempt_id)) }));
+  for (const z of settledAtZero) {
+    log(
+      `settled at zero (export complete, no line): attempt ${z.attempt_id} case ${z.case_id} (${z.case_reason}); provider: ${z.provider_side}`,
+    );
+    if (billedBySim(simSaw.get(z.attempt_id))) violate(`attempt ${z.attempt_id} settled at zero but the sim billed it`);
+  }
   if (afterFirst.ledger.digest !== afterSecond.ledger.digest)
     violate(`the second import changed the ledger (${afterFirst.ledger.rows}→${afterSecond.ledger.rows} rows)`);
   if (afterFirst.casesDigest !== afterSecond.casesDigest) violate('the second import changed the reconciliation cases');
 
   const topic = await settledTopicSum(kafka.brokers);
+  const swept = await sweptOutboxRows(services, env);
   const atTopic = await ledgerSnapshot(db);
   if (atTopic.digest !== afterSecond.ledger.digest)
     violate(
@@ -288,8 +318,17 @@ async function run(stops) {
       'billed attempts',
       `${billing.billed} billed, ${billing.withOneRow} with exactly one ledger row; ${billing.unbilledRows} ledger rows the provider did not bill (${billing.unbilledWithCost.length} with a cost)`,
     ],
-    ['unresolved remaining', remainingSummary(afterSecond.openCases)],
-    ['settled topic', `${topic.attempts} attempts, ${topic.sum} micro-USD, ${topic.duplicates} duplicate deliveries`],
+    [
+      'settled at zero',
+      `${settledAtZero.length} attempts with no line in the export stated complete (${complete.days.join(', ')}): ${remainingSummary(settledAtZero.map((z) => ({ reason: z.case_reason, provider_side: z.provider_side, exposure: z.released_microusd })))}`,
+    ],
+    ['unresolved remaining', `${afterSecond.unresolvedMicrousd} micro-USD; ${remainingSummary(afterSecond.openCases)}`],
+    ['settled topic', `${topic.attempts} attempts, ${topic.sum} micro-USD`],
+    ['  duplicate deliveries', `${topic.duplicates} (an event id read again; ${topic.events} distinct events)`],
+    [
+      'outbox sweep',
+      `${swept[Topics.usageSettled.name] ?? 0} settled events published by the sweep, ${Object.values(swept).reduce((a, b) => a + b, 0)} rows of all topics (recoveries after a lost mark or send)`,
+    ],
     ['finance consumer', `${finance.attempts} attempts, ${finance.sum} micro-USD`],
     ['violations', violations.length === 0 ? 'none' : String(violations.length)],
   ];
@@ -309,6 +348,10 @@ async function run(stops) {
       billed_attempts: billing.billed,
       billed_with_one_row: billing.withOneRow,
       open_cases: afterSecond.openCases,
+      unresolved_microusd: afterSecond.unresolvedMicrousd.toString(),
+      settled_at_zero: settledAtZero,
+      duplicate_deliveries: topic.duplicates,
+      outbox_swept: swept,
       samples: samples.length,
       topic,
       finance,
@@ -413,10 +456,23 @@ async function dayState(db) {
   return { ledger, openCases: open.rows, casesDigest: cases.rows[0].d, exposure, unresolvedMicrousd: BigInt(exposure.unresolved) };
 }
 
-/** `npm run report -- import <file> --json` (the CLI finance uses), its merged report. */
-function importExport(file, env) {
+/**
+ * `npm run report -- import <file> --json --complete=DAY --routes=…` (the CLI finance uses), its
+ * merged report, with the statement's outcome for each day in `completions`. A day that crossed
+ * UTC midnight is stated for each day (the file imported again for the second: lines confirmed).
+ */
+async function importExport(file, env, complete) {
+  const [firstDay, ...more] = complete.days;
+  const report = await importOnce(file, env, [`--complete=${firstDay}`, `--routes=${complete.routes.join(',')}`]);
+  const completions = [report.completion];
+  for (const day of more)
+    completions.push((await importOnce(file, env, [`--complete=${day}`, `--routes=${complete.routes.join(',')}`])).completion);
+  return { ...report, completions };
+}
+
+function importOnce(file, env, extra) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['scripts/report.mjs', 'import', file, '--json'], {
+    const child = spawn(process.execPath, ['scripts/report.mjs', 'import', file, '--json', ...extra], {
       cwd: ROOT,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -486,6 +542,9 @@ function providerSide(entry) {
     return `received it, aborted ${entry.abortedAt ?? ''} after ${entry.abortedAfterMs} ms before generating anything: billed nothing`;
   return `received it (status ${entry.status}) and billed nothing`;
 }
+
+/** The sim answered the request whole (a 2xx it finished): then it is on the export, and no line means a bug. */
+const billedBySim = (entry) => Boolean(entry && entry.status >= 200 && entry.status < 300 && !entry.aborted);
 
 function remainingSummary(cases) {
   if (cases.length === 0) return 'none';

@@ -77,11 +77,12 @@ export async function settledTopicSum(brokers) {
   const target = new Map(ends.map((e) => [e.partition, Number(e.high)]));
   const byAttempt = new Map();
   let deliveries = 0;
-  if ([...target.values()].every((h) => h === 0)) return { attempts: 0, sum: '0', duplicates: 0 };
+  if ([...target.values()].every((h) => h === 0)) return { attempts: 0, sum: '0', duplicates: 0, events: 0 };
   const consumer = kafka.consumer({ groupId: `stack-checks-finance-${Date.now()}` });
   await consumer.connect();
   await consumer.subscribe({ topic: Topics.usageSettled.name, fromBeginning: true });
   const seen = new Map();
+  const events = new Set();
   await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('settled topic not read within 60 s')), 60_000);
     consumer
@@ -90,6 +91,7 @@ export async function settledTopicSum(brokers) {
           deliveries += 1;
           const e = JSON.parse(message.value.toString('utf8'));
           byAttempt.set(e.attempt_id, BigInt(e.cost_microusd));
+          events.add(e.event_id);
           seen.set(partition, Number(message.offset) + 1);
           if ([...target.entries()].every(([p, h]) => h === 0 || (seen.get(p) ?? 0) >= h)) {
             clearTimeout(timer);
@@ -101,7 +103,9 @@ export async function settledTopicSum(brokers) {
   });
   await consumer.disconnect();
   const sum = [...byAttempt.values()].reduce((a, b) => a + b, 0n);
-  return { attempts: byAttempt.size, sum: sum.toString(), duplicates: deliveries - byAttempt.size };
+  // a duplicate delivery is an event id seen again (the outbox's at-least-once); `events` above
+  // `attempts` would mean two different events for one attempt
+  return { attempts: byAttempt.size, sum: sum.toString(), duplicates: deliveries - events.size, events: events.size };
 }
 
 /** Every service of a `startServices` stack answers /health within 60 s; the names of those that do not. */
@@ -123,4 +127,21 @@ export async function unhealthyServices(services, env) {
     }
   }
   return down;
+}
+
+/**
+ * Outbox rows each service's sweep published (`gateway_outbox_swept_total`, from /metrics), summed
+ * by topic over a `startServices` stack. A process that restarted counts since its restart.
+ */
+export async function sweptOutboxRows(services, env) {
+  const byTopic = {};
+  for (const c of services.children) {
+    const port = Number(env[c.service.portEnv]);
+    const text = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5000) })
+      .then((r) => (r.ok ? r.text() : ''))
+      .catch(() => '');
+    for (const m of text.matchAll(/^gateway_outbox_swept_total\{[^}]*topic="([^"]+)"[^}]*\} (\d+)/gm))
+      byTopic[m[1]] = (byTopic[m[1]] ?? 0) + Number(m[2]);
+  }
+  return byTopic;
 }

@@ -1,13 +1,19 @@
 import { createLogger, loadConfig, portFromEnv, HttpServiceDefinition, RunningService, startHttpService } from '@gateway/service-kit';
 import { ReconciliationModule } from './reconciliation.module';
-import { controlsConfigFromEnv, sweepConfigFromEnv } from './reconciliation.config';
+import { controlsConfigFromEnv, exportCompleteConfigFromEnv, sweepConfigFromEnv } from './reconciliation.config';
 
 /** Reconciliation's root module and HTTP options for this environment (also what its OpenAPI document is built from). */
 export function reconciliationHttpService(env: NodeJS.ProcessEnv = process.env): HttpServiceDefinition {
   const config = loadConfig('reconciliation', env);
   const logger = createLogger('reconciliation', config.logLevel);
   return {
-    module: ReconciliationModule.register({ config, logger, sweep: sweepConfigFromEnv(env), controls: controlsConfigFromEnv(env) }),
+    module: ReconciliationModule.register({
+      config,
+      logger,
+      sweep: sweepConfigFromEnv(env),
+      controls: controlsConfigFromEnv(env),
+      exportComplete: exportCompleteConfigFromEnv(env),
+    }),
     options: {
       title: 'LLM gateway: reconciliation',
       description:

@@ -44,6 +44,21 @@ export function sweepConfigFromEnv(env: NodeJS.ProcessEnv = process.env): SweepC
   };
 }
 
+export interface ExportCompleteConfig {
+  /**
+   * how long an attempt's case must have been open before an export stated complete may settle it
+   * at zero: an attempt that only just ended may still be on its way into the provider's export
+   */
+  graceMs: number;
+}
+
+export const EXPORT_COMPLETE_CONFIG = 'RECONCILIATION_EXPORT_COMPLETE_CONFIG';
+
+export function exportCompleteConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ExportCompleteConfig {
+  const raw = env.RECONCILIATION_EXPORT_COMPLETE_GRACE_MS;
+  return { graceMs: raw === undefined || raw === '' ? 600_000 : ms.parse(raw) };
+}
+
 export interface ControlsConfig {
   /** how often yesterday's daily controls run (idempotent); 0 disables the timer */
   runIntervalMs: number;

@@ -10,6 +10,7 @@ import {
   QuotaCounterRepository,
   ReconciliationRepository,
   ReservationHoldRepository,
+  UsageExportRepository,
 } from '@gateway/db';
 import { CoreModule, CoreOptions } from '@gateway/service-kit';
 import { CasesController } from './http/cases.controller';
@@ -17,7 +18,15 @@ import { ExposureController } from './http/exposure.controller';
 import { QuotaCountersController } from './http/quota-counters.controller';
 import { InstanceCountersScheduler } from './schedulers/instance-counters.scheduler';
 import { ReconcileInstanceCounters } from './usecases/reconcile-instance-counters/reconcile-instance-counters.usecase';
-import { CONTROLS_CONFIG, ControlsConfig, SWEEP_CONFIG, SweepConfig } from './reconciliation.config';
+import {
+  CONTROLS_CONFIG,
+  ControlsConfig,
+  EXPORT_COMPLETE_CONFIG,
+  ExportCompleteConfig,
+  SWEEP_CONFIG,
+  SweepConfig,
+} from './reconciliation.config';
+import { CompleteUsageExport } from './usecases/complete-export/complete-export.usecase';
 import { ControlsController } from './http/controls.controller';
 import { AuditController } from './http/audit.controller';
 import { UsageSettledConsumer } from './consumers/usage-settled.consumer';
@@ -40,7 +49,9 @@ import { SweepReservations } from './usecases/sweep-reservations/sweep-reservati
 
 @Module({})
 export class ReconciliationModule {
-  static register(core: CoreOptions & { sweep: SweepConfig; controls?: ControlsConfig }): DynamicModule {
+  static register(
+    core: CoreOptions & { sweep: SweepConfig; controls?: ControlsConfig; exportComplete?: ExportCompleteConfig },
+  ): DynamicModule {
     return {
       module: ReconciliationModule,
       imports: [CoreModule.forService(core)],
@@ -57,6 +68,8 @@ export class ReconciliationModule {
       providers: [
         { provide: SWEEP_CONFIG, useValue: core.sweep },
         { provide: CONTROLS_CONFIG, useValue: core.controls ?? { runIntervalMs: 0 } },
+        { provide: EXPORT_COMPLETE_CONFIG, useValue: core.exportComplete ?? { graceMs: 600_000 } },
+        { provide: UsageExportRepository, useFactory: (db: Database) => new UsageExportRepository(db), inject: [Database] },
         {
           provide: ControlsRepository,
           useFactory: (db: Database, outbox: OutboxRepository) => new ControlsRepository(db, outbox),
@@ -83,6 +96,7 @@ export class ReconciliationModule {
         SweepReservations,
         ImportUsage,
         ImportUsageExport,
+        CompleteUsageExport,
         ReleaseCase,
         ListCases,
         QueryExposure,

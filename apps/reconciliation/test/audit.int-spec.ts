@@ -159,7 +159,7 @@ describe('weekly audit on Kafka and Postgres', () => {
     }));
     await audit.recordExportLines(lines, new Date(), 'fin');
     await audit.recordExportLines(lines, new Date(), 'fin');
-    expect(await db.prisma.auditExportLine.count({ where: { providerRequestId: { startsWith: `req-${suffix}-` } } })).toBe(3);
+    expect(await db.prisma.usageExportLine.count({ where: { providerRequestId: { startsWith: `req-${suffix}-` } } })).toBe(3);
 
     // the day's decisions, as the daily tallies hold them
     const controls = new ControlsRepository(db, new OutboxRepository(db));

@@ -19,7 +19,7 @@ import {
   ReconciliationRepository,
   ReservationHoldRepository,
 } from '@gateway/db';
-import { KafkaBus } from '@gateway/messaging';
+import { KafkaBus, OutboxRelay } from '@gateway/messaging';
 import { randomIds, RunningService } from '@gateway/service-kit';
 import { eventually, Seeder } from '@gateway/testing';
 import { startReconciliation } from '../src/app';
@@ -101,6 +101,7 @@ beforeAll(async () => {
     KAFKA_BROKERS: BROKERS,
     RECONCILIATION_PORT: '0',
     RECONCILIATION_SWEEP_MS: '0',
+    RECONCILIATION_EXPORT_COMPLETE_GRACE_MS: String(MIN),
     HOST: '127.0.0.1',
     LOG_LEVEL: 'silent',
   });
@@ -124,6 +125,7 @@ interface Scenario {
   workloadId: string;
   actionId: string;
   accountId: string;
+  routeId: string;
 }
 
 /** What admission's transaction leaves behind: budget account hold, in-flight slot, action, reservation. */
@@ -133,7 +135,9 @@ async function admitted(opts: {
   dispatchDeadlineAt: Date;
   workloadId?: string;
   budgetMicrousd?: bigint;
+  route?: string;
 }): Promise<Scenario> {
+  const route = opts.route ?? routeId;
   const workloadId = opts.workloadId ?? `wl-${randomUUID()}`;
   const actionId = randomUUID();
   const accountId = budgetAccountId('workload', workloadId, PERIOD);
@@ -161,9 +165,9 @@ async function admitted(opts: {
       requestId: `req-${actionId}`,
       workloadId,
       environment: 'dev',
-      routeId,
+      routeId: route,
       routeVersion: 1,
-      modelAlias: `alias-${routeId}`,
+      modelAlias: `alias-${route}`,
       apiKind: 'openai-chat',
       streamMode: 'none',
       requestedCandidates: null,
@@ -186,14 +190,14 @@ async function admitted(opts: {
       workloadAccountId: accountId,
       reservedOutputTokens: 256,
       reservedMicrousd: opts.reservedMicrousd,
-      priceRevisionId: priceId,
+      priceRevisionId: `price-${route}-v1`,
       status: 'pending',
       statusReason: 'reserved at admission',
       createdAt: now,
       updatedAt: now,
     },
   });
-  return { workloadId, actionId, accountId };
+  return { workloadId, actionId, accountId, routeId: route };
 }
 
 /** What dispatch's claim leaves behind when its process dies mid-call. */
@@ -207,7 +211,7 @@ async function inFlightAttempt(s: Scenario): Promise<string> {
       actionId: s.actionId,
       attemptNo: 1,
       role: 'primary',
-      routeId,
+      routeId: s.routeId,
       routeVersion: 1,
       status: 'in_flight',
       statusReason: 'sent upstream',
@@ -220,8 +224,9 @@ async function inFlightAttempt(s: Scenario): Promise<string> {
   return attemptId;
 }
 
-async function orphanedCase(reservedMicrousd: bigint): Promise<Scenario & { attemptId: string; caseId: string }> {
+async function orphanedCase(reservedMicrousd: bigint, route = routeId): Promise<Scenario & { attemptId: string; caseId: string }> {
   const s = await admitted({
+    route,
     reservedMicrousd,
     deadlineAt: new Date(Date.now() - 2 * MIN),
     dispatchDeadlineAt: new Date(Date.now() - 3 * MIN),
@@ -232,13 +237,21 @@ async function orphanedCase(reservedMicrousd: bigint): Promise<Scenario & { atte
   return { ...s, attemptId, caseId: c.id };
 }
 
-/** A sweeper with its own connection pool, like a second reconciliation instance. */
+/**
+ * A sweeper with its own connection pool and outbox relay, like a second reconciliation instance:
+ * it publishes its cases' events right after their commit (other relays' sweeps leave them to it
+ * for the outbox lease).
+ */
 function sweeper(): SweepReservations {
   const own = new Database(url, { poolMax: 4 });
   opened.push(own);
+  const outbox = new OutboxRepository(own);
+  const relay = new OutboxRelay(outbox, bus, quiet);
+  outbox.onCommittedAppend((rows) => relay.publishCommitted(rows));
+  relays.push(relay);
   return new SweepReservations(
     new ReconciliationRepository(own),
-    new CaseRepository(own, new OutboxRepository(own)),
+    new CaseRepository(own, outbox),
     new ReservationHoldRepository(),
     new AttemptRepository(),
     SWEEP,
@@ -247,7 +260,9 @@ function sweeper(): SweepReservations {
   );
 }
 const opened: Database[] = [];
+const relays: OutboxRelay[] = [];
 afterAll(async () => {
+  await Promise.all(relays.map((r) => r.stop()));
   await Promise.all(opened.map((d) => d.close()));
 });
 
@@ -717,5 +732,138 @@ describe('HTTP: bulk provider usage export (issue 15)', () => {
       body: `{"format":"jsonl","content":${'['.repeat(10_000)}${']'.repeat(10_000)}}`,
     });
     expect(deepBody.status).toBe(400);
+  });
+
+  it('an export stated complete settles at zero the ended unresolved attempts it has no line for, once; a later line opens a mismatch', async () => {
+    // a route of its own, so the statement covers only this test's attempts
+    const route = `route-done-${randomBytes(4).toString('hex')}`;
+    await new Seeder(db).route({
+      routeId: route,
+      alias: `alias-${route}`,
+      providerKind: 'openai-chat',
+      upstreamBaseUrl: 'http://127.0.0.1:1',
+      upstreamModel: 'gpt-test',
+    });
+    const billed = await orphanedCase(20_000n, route);
+    const silent = await orphanedCase(30_000n, route);
+    const fresh = await orphanedCase(10_000n, route);
+    const elsewhere = await orphanedCase(10_000n);
+    const stillFlying = await admitted({
+      route,
+      reservedMicrousd: 5_000n,
+      deadlineAt: new Date(Date.now() + MIN),
+      dispatchDeadlineAt: new Date(Date.now() + MIN),
+    });
+    const flying = await inFlightAttempt(stillFlying);
+    // ended over a minute ago (the grace), apart from `fresh`
+    const past = new Date(Date.now() - 2 * MIN);
+    await db.prisma.reconciliationCase.updateMany({
+      where: { id: { in: [billed.caseId, silent.caseId, elsewhere.caseId] } },
+      data: { openedAt: past },
+    });
+    const day = new Date().toISOString().slice(0, 10);
+    const reqBilled = `chatcmpl-${randomUUID()}`;
+    const content = JSON.stringify({ provider_request_id: reqBilled, client_request_id: billed.attemptId, ...usage(1000, 300) });
+    const digest = `sha256:${'ab'.repeat(32)}`;
+    const complete = { day, routes: [route], export_digest: digest };
+
+    const first = await http('POST', '/usage-exports', financeToken, { format: 'jsonl', content, complete });
+    expect(first.status).toBe(200);
+    expect(first.body.counts).toMatchObject({ resolved: 1 });
+    expect(first.body.completion).toMatchObject({
+      day,
+      route_ids: [route],
+      export_digest: digest,
+      stated_by: 'fin-bob',
+      within_grace: 1,
+      refused: [],
+      settled_at_zero: [
+        { attempt_id: silent.attemptId, case_id: silent.caseId, case_reason: 'orphaned_attempt', released_microusd: '30000' },
+      ],
+    });
+    // zero usage, evidence provider_export, the statement named on the resolved case; the hold released whole
+    expect(await db.prisma.ledgerEntry.findUniqueOrThrow({ where: { attemptId: silent.attemptId } })).toMatchObject({
+      usageSource: 'provider_export',
+      inputTokens: 0,
+      outputTokensTotal: 0,
+      costMicrousd: 0n,
+    });
+    const resolved = await db.prisma.reconciliationCase.findUniqueOrThrow({ where: { id: silent.caseId } });
+    expect(resolved).toMatchObject({
+      status: 'resolved',
+      resolvedBy: 'fin-bob',
+      resolution: expect.stringContaining(first.body.completion.statement_id),
+    });
+    expect(resolved.details).toMatchObject({
+      export_completion_id: first.body.completion.statement_id,
+      export_digest: digest,
+      export_day: day,
+      settled_microusd: '0',
+    });
+    expect(await account(silent.accountId)).toMatchObject({ unresolvedMicrousd: 0n, settledMicrousd: 0n, pendingMicrousd: 0n });
+    const zeroEvent = await eventually(() => settled.find((e) => e.attempt_id === silent.attemptId), { what: 'usage.settled at zero' });
+    expect(zeroEvent).toMatchObject({ cost_microusd: '0', usage_source: 'provider_export' });
+    // not taken: within the grace, another route, still in flight
+    for (const c of [fresh.caseId, elsewhere.caseId])
+      expect((await db.prisma.reconciliationCase.findUniqueOrThrow({ where: { id: c } })).status).toBe('open');
+    expect(await db.prisma.ledgerEntry.count({ where: { attemptId: { in: [fresh.attemptId, elsewhere.attemptId, flying] } } })).toBe(0);
+
+    // the same statement again: recorded once (its first author kept), nothing settled again
+    const again = await http('POST', '/usage-exports', operatorToken, { format: 'jsonl', content, complete });
+    expect(again.body.completion).toMatchObject({
+      statement_id: first.body.completion.statement_id,
+      stated_by: 'fin-bob',
+      settled_at_zero: [],
+    });
+    expect(await db.prisma.usageExportCompletion.count({ where: { routeIds: { equals: [route] } } })).toBe(1);
+    expect(await db.prisma.ledgerEntry.count({ where: { attemptId: silent.attemptId } })).toBe(1);
+
+    // a later line for the attempt settled at zero: a mismatch case, never a silent correction
+    const late = JSON.stringify({
+      provider_request_id: `chatcmpl-${randomUUID()}`,
+      client_request_id: silent.attemptId,
+      ...usage(400, 100),
+    });
+    const later = await http('POST', '/usage-exports', financeToken, { format: 'jsonl', content: late });
+    expect(later.body.results[0]).toMatchObject({ outcome: 'mismatch', ledger_cost_microusd: '0', export_cost_microusd: '2000' });
+    expect(
+      await db.prisma.reconciliationCase.findFirstOrThrow({ where: { attemptId: silent.attemptId, reason: 'export_mismatch' } }),
+    ).toMatchObject({
+      status: 'open',
+      exposureMicrousd: 2_000n,
+    });
+    expect(await db.prisma.ledgerEntry.findUniqueOrThrow({ where: { attemptId: silent.attemptId } })).toMatchObject({ costMicrousd: 0n });
+  });
+
+  it('refuses a statement for a day that has not begun, without routes, or with an unreadable line (400 naming the field)', async () => {
+    const content = JSON.stringify({ provider_request_id: `chatcmpl-${randomUUID()}`, ...usage(1, 1) });
+    const tomorrow = new Date(Date.now() + 26 * 3_600_000).toISOString().slice(0, 10);
+    const future = await http('POST', '/usage-exports', financeToken, {
+      format: 'jsonl',
+      content,
+      complete: { day: tomorrow, routes: [routeId] },
+    });
+    expect(future.status).toBe(400);
+    expect(future.body.error).toMatchObject({ code: 'invalid_request', param: 'complete.day' });
+    const none = await http('POST', '/usage-exports', financeToken, {
+      format: 'jsonl',
+      content,
+      complete: { day: '2026-12-01', routes: [] },
+    });
+    expect(none.status).toBe(400);
+    expect(none.body.error).toMatchObject({ code: 'invalid_request', param: 'complete.routes' });
+    const withInvalid = await http('POST', '/usage-exports', financeToken, {
+      format: 'jsonl',
+      content: `${content}\n{not json`,
+      complete: { day: '2026-12-01', routes: [routeId] },
+    });
+    expect(withInvalid.status).toBe(400);
+    expect(withInvalid.body.error).toMatchObject({ code: 'invalid_request', param: 'complete' });
+    const notADay = await http('POST', '/usage-exports', financeToken, {
+      format: 'jsonl',
+      content,
+      complete: { day: '2026-13-01', routes: [routeId] },
+    });
+    expect(notADay.body.error).toMatchObject({ code: 'invalid_request', param: 'complete.day' });
   });
 });

@@ -27,3 +27,4 @@ export * from './repositories/gateway-meta.repository';
 export { migrate } from './migrations/migrate';
 export * from './repositories/controls.repository';
 export * from './repositories/audit.repository';
+export * from './repositories/usage-export.repository';

@@ -168,3 +168,59 @@ describe('OutboxRelay marks', () => {
     expect(maxInFlight).toBe(1);
   });
 });
+
+describe('OutboxRelay failed direct sends', () => {
+  it('hands the rows of a failed direct send to its next sweep at once, and forgets them once swept', async () => {
+    const retries: Array<readonly bigint[]> = [];
+    const marks: bigint[] = [];
+    const store: OutboxStore = {
+      drainBatch: async (_limit, _publish, retryIds = []) => {
+        retries.push([...retryIds]);
+        return { claimed: 0, published: [], quarantined: [] };
+      },
+      markPublished: async (ids) => void marks.push(...ids),
+      prunePublished: async () => 0,
+    };
+    const relay = new OutboxRelay(store, publisher({ downAfter: 0 }), quiet, { sweepIntervalMs: 60_000, markDelayMs: 0 });
+    relay.start();
+    while (retries.length === 0) await new Promise((r) => setTimeout(r, 1));
+    relay.publishCommitted([row(7), row(8)]);
+    // the failure kicks a sweep (the base interval is a minute away) that names both rows
+    while (retries.length < 2) await new Promise((r) => setTimeout(r, 1));
+    expect(retries[1]).toEqual([7n, 8n]);
+    relay.kick();
+    while (retries.length < 3) await new Promise((r) => setTimeout(r, 1));
+    expect(retries[2]).toEqual([]);
+    expect(marks).toEqual([]); // never marked as published by the direct path
+    await relay.stop();
+  });
+});
+
+describe('OutboxRelay marks on a busy relay', () => {
+  it('keeps marking after a mark timer fires with nothing left to mark (the running UPDATE took its ids)', async () => {
+    const calls: bigint[][] = [];
+    let release: () => void = () => undefined;
+    const store: OutboxStore = {
+      drainBatch: async () => ({ claimed: 0, published: [], quarantined: [] }),
+      markPublished: async (ids) => {
+        calls.push(ids);
+        if (calls.length === 1) await new Promise<void>((r) => (release = r));
+      },
+      prunePublished: async () => 0,
+    };
+    const relay = new OutboxRelay(store, publisher({}), quiet, { markDelayMs: 30 });
+    relay.publishCommitted([row(1)]);
+    while (calls.length === 0) await new Promise((r) => setTimeout(r, 1));
+    // row 2's mark timer is set now; the running loop marks row 2 before that timer fires
+    relay.publishCommitted([row(2)]);
+    await new Promise((r) => setImmediate(r));
+    release();
+    while (calls.length < 2) await new Promise((r) => setTimeout(r, 1));
+    await new Promise((r) => setTimeout(r, 60)); // row 2's timer fires on an empty queue
+    relay.publishCommitted([row(3)]);
+    const until = Date.now() + 2000;
+    while (calls.length < 3 && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+    await relay.stop();
+    expect(calls).toEqual([[1n], [2n], [3n]]);
+  });
+});

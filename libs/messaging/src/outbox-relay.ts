@@ -26,12 +26,23 @@ export interface BatchOutcome {
 /**
  * Implemented in libs/db: lock a batch of unpublished, unquarantined rows, run `publish`, mark
  * what it published and quarantine what it refused, in one transaction; prune old published rows.
+ * A batch takes rows older than the store's lease (the time the writer's relay has to publish and
+ * mark them) and, at once, the rows in `retryIds` (this relay's own failed direct sends).
  */
 export interface OutboxStore {
-  drainBatch(limit: number, publish: (rows: OutboxRow[]) => Promise<BatchOutcome>): Promise<{ claimed: number } & BatchOutcome>;
+  drainBatch(
+    limit: number,
+    publish: (rows: OutboxRow[]) => Promise<BatchOutcome>,
+    retryIds?: readonly bigint[],
+  ): Promise<{ claimed: number } & BatchOutcome>;
   markPublished(ids: bigint[]): Promise<void>;
   /** Deletes up to `limit` rows published more than `olderThanMs` ago; never unpublished or quarantined ones. */
   prunePublished(olderThanMs: number, limit: number): Promise<number>;
+}
+
+/** Counts rows the sweep published (not the direct path): each is a recovery, or a duplicate if the direct send had gone out. */
+export interface SweptCounter {
+  inc(labels: { topic: string }, value: number): void;
 }
 
 /** Counts quarantined rows; a prom-client Counter with these labels fits. */
@@ -51,7 +62,8 @@ export interface OutboxRelayOptions {
   /**
    * Rows published directly are marked by one UPDATE per window of this length (default 250 ms).
    * Each UPDATE is a commit (a WAL flush); at 20 ms windows they were about a third of the stack's
-   * transactions at 100 req/s. Far below the 3 s a row must age before the sweep takes it again.
+   * transactions at 100 req/s. Far below the lease (30 s, libs/db) a row must age before any
+   * relay's sweep takes it.
    */
   markDelayMs?: number;
   /** published rows older than this are deleted by the sweep (default 72 h) */
@@ -62,6 +74,7 @@ export interface OutboxRelayOptions {
   /** one send carries at most this many bytes of values (default 512 KiB), below the broker's batch limit */
   maxSendBytes?: number;
   quarantineCounter?: QuarantineCounter;
+  sweptCounter?: SweptCounter;
   /** the injected clock (prune scheduling only) */
   now?: () => number;
 }
@@ -81,6 +94,8 @@ export interface OutboxPublisher {
  */
 export class OutboxRelay {
   private readonly toMark: bigint[] = [];
+  /** rows whose direct send failed here: the next sweep takes them without waiting for the lease */
+  private readonly retryNow = new Set<bigint>();
   private markTimer?: NodeJS.Timeout;
   private marking?: Promise<void>;
   private readonly inFlight = new Set<Promise<void>>();
@@ -99,8 +114,8 @@ export class OutboxRelay {
     private readonly opts: OutboxRelayOptions = {},
   ) {
     const baseMs = opts.sweepIntervalMs ?? 1000;
-    // The grace outlasts the age a row must reach before a sweep takes it (3 s, libs/db), so a
-    // row whose direct publish failed is swept at the base interval.
+    // A row whose direct publish failed is swept at once (`retryNow`); the backoff only bounds how
+    // late a sweep finds the rows of a relay that died before it published or marked them.
     this.backoff = new IdleBackoff({ baseMs, maxMs: opts.sweepIdleMaxMs ?? 30_000, graceMs: 10_000 });
   }
 
@@ -123,7 +138,7 @@ export class OutboxRelay {
     while (this.running) await new Promise((r) => setTimeout(r, 10));
   }
 
-  /** Publishes rows that just committed; failures are left to the sweep. */
+  /** Publishes rows that just committed; failures are left to the sweep, which takes them at once. */
   publishCommitted(rows: OutboxRow[]): void {
     if (rows.length === 0) return;
     this.wake();
@@ -132,7 +147,11 @@ export class OutboxRelay {
         for (const r of rows) this.toMark.push(r.id);
         this.scheduleMarks();
       })
-      .catch((err: Error) => this.logger.warn({ error: err.message }, 'direct outbox publish failed; the sweep will retry'))
+      .catch((err: Error) => {
+        this.logger.warn({ error: err.message }, 'direct outbox publish failed; the sweep will retry');
+        for (const r of rows) this.retryNow.add(r.id);
+        if (this.started) this.kick();
+      })
       .finally(() => this.inFlight.delete(p));
     this.inFlight.add(p);
   }
@@ -148,23 +167,31 @@ export class OutboxRelay {
   /**
    * One UPDATE at a time: ids published while one runs are marked by the next, in one
    * statement. Resolves once every id handed in so far is marked (or its mark failed).
+   *
+   * `marking` is cleared by a `.finally` attached after it is set. It used to be set with
+   * `this.marking ??= (async () => { try {…} finally { this.marking = undefined } })()`: when a
+   * mark timer fired after the running UPDATE had already taken its ids (a busy relay), the loop
+   * found nothing, its `finally` ran synchronously before the assignment, and the settled promise
+   * stayed in `marking` for good — no row of that relay was marked again, so the sweep published
+   * every one a second time (issue 15: 1,311 duplicate settled events in a 1,500-action day).
    */
   private flushMarks(): Promise<void> {
-    this.marking ??= (async () => {
-      try {
-        while (this.toMark.length > 0) {
-          const ids = this.toMark.splice(0, this.toMark.length);
-          try {
-            await this.store.markPublished(ids);
-          } catch (err) {
-            // Unmarked rows are published again by the sweep; consumers are idempotent.
-            this.logger.warn({ error: (err as Error).message, rows: ids.length }, 'could not mark outbox rows published');
-          }
+    if (this.marking) return this.marking;
+    if (this.toMark.length === 0) return Promise.resolve();
+    const marking = (async () => {
+      while (this.toMark.length > 0) {
+        const ids = this.toMark.splice(0, this.toMark.length);
+        try {
+          await this.store.markPublished(ids);
+        } catch (err) {
+          // Unmarked rows are published again by the sweep; consumers are idempotent.
+          this.logger.warn({ error: (err as Error).message, rows: ids.length }, 'could not mark outbox rows published');
         }
-      } finally {
-        this.marking = undefined;
       }
     })();
+    this.marking = marking.finally(() => {
+      this.marking = undefined;
+    });
     return this.marking;
   }
 
@@ -216,9 +243,10 @@ export class OutboxRelay {
     let total = 0;
     const batchSize = this.opts.batchSize ?? 200;
     this.sweepFailed = false;
+    const retry = [...this.retryNow];
     try {
       for (;;) {
-        const outcome = await this.store.drainBatch(batchSize, (rows) => this.publishSweptRows(rows));
+        const outcome = await this.store.drainBatch(batchSize, (rows) => this.publishSweptRows(rows), retry);
         total += outcome.published.length;
         this.alertQuarantined(outcome.quarantined);
         if (outcome.error) {
@@ -232,6 +260,8 @@ export class OutboxRelay {
       this.logger.warn({ error: (err as Error).message }, 'outbox drain failed; the sweep will retry');
       this.sweepFailed = true;
     }
+    // Taken (published, quarantined), published meanwhile, or claimed by another sweep: done here.
+    if (!this.sweepFailed) for (const id of retry) this.retryNow.delete(id);
     await this.pruneIfDue();
     return total;
   }
@@ -288,6 +318,7 @@ export class OutboxRelay {
           chunk.map((c) => c.message),
         );
         outcome.published.push(...chunk.map((c) => c.row.id));
+        this.opts.sweptCounter?.inc({ topic: chunk[0].row.topic }, chunk.length);
       } catch (err) {
         if (!(err instanceof PermanentPublishError)) throw err;
         if (chunk.length === 1) return quarantine(chunk[0].row, err.refusal === 'INVALID_RECORD' ? 'record_rejected' : 'message_too_large');

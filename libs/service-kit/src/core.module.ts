@@ -58,6 +58,12 @@ export class CoreModule {
       labelNames: ['topic', 'reason'],
       registers: [metrics.registry],
     });
+    const sweptCounter = new Counter({
+      name: 'gateway_outbox_swept_total',
+      help: 'Outbox rows the periodic sweep published rather than the direct path after commit (a recovery; a duplicate when the direct send had gone out), by topic',
+      labelNames: ['topic'],
+      registers: [metrics.registry],
+    });
     return {
       module: CoreModule,
       imports: [TerminusModule.forRoot({ logger: false })],
@@ -105,6 +111,7 @@ export class CoreModule {
           useFactory: (outbox: OutboxRepository, bus: KafkaBus, clock: Clock) => {
             const relay = new OutboxRelay(outbox, bus, logger, {
               quarantineCounter,
+              sweptCounter,
               retentionMs: config.outboxRetentionHours === undefined ? undefined : config.outboxRetentionHours * 3_600_000,
               sweepIdleMaxMs: config.outboxSweepIdleMaxMs,
               now: () => clock.now().getTime(),

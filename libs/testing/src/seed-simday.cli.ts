@@ -9,7 +9,7 @@ import { Seeder } from './seed';
  * route that is down and falls back), three workloads, one with a budget small enough to run out.
  * Prints one JSON line with the keys and tokens.
  */
-async function seedSimulatedDay(databaseUrl: string, sim: string): Promise<Record<string, string>> {
+async function seedSimulatedDay(databaseUrl: string, sim: string): Promise<Record<string, string | string[]>> {
   const db = new Database(databaseUrl);
   try {
     const seed = new Seeder(db);
@@ -51,6 +51,8 @@ async function seedSimulatedDay(databaseUrl: string, sim: string): Promise<Recor
       geminiKey: gemini.key,
       tightKey: tight.key,
       operatorToken: await seed.operator('simday-operator', ['operator', 'finance']),
+      // every route of the day reaches the one simulated provider, whose export covers them all
+      routes: ['day-chat', 'day-tail', 'day-no-usage', 'day-cut', 'day-extra', 'day-flaky', 'day-down', 'day-backup', 'day-gemini'],
     };
   } finally {
     await db.close();

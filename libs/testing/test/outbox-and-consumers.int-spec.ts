@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { dispatchReplyV1 as dispatchReplyV1Schema, PolicyChangedV1, Topics } from '@gateway/contracts';
 import { Database, OutboxRepository, ProcessedEventRepository } from '@gateway/db';
-import { ContentCipher, handleOnce, KafkaBus, OutboxRelay, ReplyRouter } from '@gateway/messaging';
+import { ContentCipher, handleOnce, KafkaBus, OutboxRelay, OutboxStore, RawMessage, ReplyRouter } from '@gateway/messaging';
 import { eventually } from '../src/eventually';
 import { responseReply } from '../src/events';
 
@@ -96,6 +96,68 @@ describe('outbox, relay, idempotent consumer, reply correlation', () => {
     await eventually(async () => ((await db.prisma.outboxMessage.findFirst({ where: { key: id } }))?.publishedAt ? true : undefined));
     await relay.stop();
     expect(seen.some((e) => e.entity_id === `${id}-rolled-back`)).toBe(false);
+  });
+
+  it('a slow mark does not make another relay publish the row again; a failed direct send is swept at once', async () => {
+    // Relay A (the writer's process) publishes at once but its marks take 4 s to land, as on a
+    // saturated machine; relay B (another service) sweeps the same table every 100 ms meanwhile.
+    const writer = new OutboxRepository(db);
+    const slowMarks: OutboxStore = {
+      drainBatch: (limit, publish, retry) => writer.drainBatch(limit, publish, retry),
+      markPublished: async (ids) => {
+        await new Promise((r) => setTimeout(r, 4000));
+        await writer.markPublished(ids);
+      },
+      prunePublished: (olderThanMs, limit) => writer.prunePublished(olderThanMs, limit),
+    };
+    const a = new OutboxRelay(slowMarks, bus, quiet, { markDelayMs: 5 });
+    writer.onCommittedAppend((rows) => a.publishCommitted(rows));
+    const b = new OutboxRelay(new OutboxRepository(db), bus, quiet, { sweepIntervalMs: 100, sweepIdleMaxMs: 100 });
+    b.start();
+    const tag = `slow-mark-${randomUUID()}`;
+    const ids = Array.from({ length: 5 }, (_, i) => `${tag}-${i}`);
+    try {
+      for (const id of ids) await db.transaction((tx) => writer.append(tx, 'policyChanged', id, policyEvent(id)));
+      await eventually(
+        async () =>
+          (await db.prisma.outboxMessage.count({ where: { key: { startsWith: tag }, publishedAt: null } })) === 0 ? true : undefined,
+        {
+          timeoutMs: 20_000,
+        },
+      );
+      // B swept every 100 ms for the 4 s the marks took, and then some
+      await new Promise((r) => setTimeout(r, 1000));
+      const mine = seen.filter((e) => e.entity_id.startsWith(tag));
+      expect(mine.map((e) => e.entity_id).sort()).toEqual([...ids].sort()); // each once
+    } finally {
+      await b.stop();
+      await a.stop();
+    }
+
+    // A direct send that fails: its relay sweeps the row itself at once, without waiting for the lease.
+    let down = true;
+    const flaky = {
+      publishRaw: async (topicName: string, messages: RawMessage[]) => {
+        if (down) {
+          down = false;
+          throw new Error('Connection error: ECONNREFUSED');
+        }
+        await bus.publishRaw(topicName, messages);
+      },
+    };
+    const c = new OutboxRelay(writer, flaky, quiet, { sweepIntervalMs: 100 });
+    const other = new OutboxRepository(db);
+    other.onCommittedAppend((rows) => c.publishCommitted(rows));
+    c.start();
+    const failed = `failed-direct-${randomUUID()}`;
+    const started = Date.now();
+    try {
+      await db.transaction((tx) => other.append(tx, 'policyChanged', failed, policyEvent(failed)));
+      await eventually(() => seen.find((e) => e.entity_id === failed), { timeoutMs: 10_000 });
+      expect(Date.now() - started).toBeLessThan(10_000); // far below the 30 s lease
+    } finally {
+      await c.stop();
+    }
   });
 
   it('the periodic sweep delivers rows nobody published', async () => {

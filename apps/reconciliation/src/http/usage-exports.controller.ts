@@ -19,7 +19,7 @@ export class UsageExportsController {
   @HttpCode(200)
   @ApiOperation({
     summary:
-      "Import a provider usage export (JSON lines or CSV, docs/usage-exports.md; at most 5,000 lines per call): each line resolves its attempt's open case, confirms its ledger row, or opens an export_mismatch case; lines matching no attempt are listed. Idempotent. Roles: operator, finance",
+      "Import a provider usage export (JSON lines or CSV, docs/usage-exports.md; at most 5,000 lines per call): each line resolves its attempt's open case, confirms its ledger row, or opens an export_mismatch case; lines matching no attempt are listed. With `complete` (day, routes, export digest) the operator states the export final for those routes and UTC day: their attempts of that day that ended unresolved with no line in any import are settled at zero (evidence provider_export), the statement recorded once. Idempotent. Roles: operator, finance",
   })
   @ApiBody({ schema: schemaOf(importExportBody) })
   @Roles('operator', 'finance')

@@ -68,7 +68,7 @@ export class AuditRepository {
     if (unique.length === 0) return;
     unique.sort((a, b) => a.providerRequestId.localeCompare(b.providerRequestId));
     await this.db.prisma.$executeRaw`
-      INSERT INTO audit_export_line (provider_request_id, client_request_id, attempt_id, outcome, input_tokens, cached_input_tokens,
+      INSERT INTO usage_export_line (provider_request_id, client_request_id, attempt_id, outcome, input_tokens, cached_input_tokens,
         output_tokens_total, reasoning_tokens, export_cost_microusd, line_at, imported_at, imported_by)
       SELECT p, c, a, o, i, ci, ot, rt, x, l, ${importedAt}, ${importedBy} FROM unnest(${unique.map((l) => l.providerRequestId)}::text[],
         ${unique.map((l) => l.clientRequestId)}::text[], ${unique.map((l) => l.attemptId)}::text[], ${unique.map((l) => l.outcome)}::text[],
@@ -230,7 +230,7 @@ export class AuditRepository {
   async unmatchedExportLines(p: AuditPeriod): Promise<{ rows: UnmatchedExportLine[]; truncated: boolean }> {
     if (p.workloadId !== undefined) return { rows: [], truncated: false };
     const rows = await this.db.prisma.$queryRaw<Array<{ provider_request_id: string; client_request_id: string | null }>>`
-      SELECT provider_request_id, client_request_id FROM audit_export_line
+      SELECT provider_request_id, client_request_id FROM usage_export_line
       WHERE attempt_id IS NULL AND coalesce(line_at, imported_at) >= ${p.from} AND coalesce(line_at, imported_at) < ${p.to}
       ORDER BY provider_request_id LIMIT ${p.limit + 1}`;
     return {
@@ -271,7 +271,7 @@ function exportLinesInPeriod(p: AuditPeriod) {
   return Prisma.sql`
     SELECT x.provider_request_id, x.attempt_id, x.export_cost_microusd, coalesce(le.action_id, at.action_id) AS action_id,
       coalesce(le.workload_id, ac.workload_id, '') AS workload_id, coalesce(le.route_id, at.route_id, '') AS route_id
-    FROM audit_export_line x LEFT JOIN ledger_entry le ON le.attempt_id = x.attempt_id
+    FROM usage_export_line x LEFT JOIN ledger_entry le ON le.attempt_id = x.attempt_id
       LEFT JOIN attempt at ON at.id = x.attempt_id LEFT JOIN action ac ON ac.id = at.action_id
     WHERE coalesce(le.settled_at, x.line_at, x.imported_at) >= ${p.from} AND coalesce(le.settled_at, x.line_at, x.imported_at) < ${p.to}
       AND (${p.workloadId ?? null}::text IS NULL OR coalesce(le.workload_id, ac.workload_id) = ${p.workloadId ?? null}::text)`;

@@ -3,6 +3,9 @@ import { PolicyChangedV1, TopicKey, TopicPayload, Topics } from '@gateway/contra
 import type { BatchOutcome, OutboxRow, OutboxStore } from '@gateway/messaging';
 import { Database, PreparedStatement, Tx, prismaTx, txQuery } from '../database';
 
+/** How long a row belongs to the relay of the process that wrote it before any sweep may take it. */
+export const OUTBOX_LEASE_MS = 30_000;
+
 /** Runs after every publish of the hot paths, so it is prepared once per connection. */
 const MARK_PUBLISHED: PreparedStatement = {
   name: 'outbox_mark_published',
@@ -22,7 +25,8 @@ const SWEEP_DUE: PreparedStatement = {
   name: 'outbox_sweep_due',
   text: `SELECT EXISTS (
     SELECT 1 FROM outbox_message
-    WHERE published_at IS NULL AND quarantined_at IS NULL AND created_at < now() - make_interval(secs => $1::double precision)
+    WHERE published_at IS NULL AND quarantined_at IS NULL
+      AND (created_at < now() - make_interval(secs => $1::double precision) OR id = ANY($2::bigint[]))
   ) AS due`,
 };
 
@@ -30,7 +34,16 @@ const SWEEP_DUE: PreparedStatement = {
  * Transactional outbox: events are written with the state change they announce. After the
  * commit, the rows that transaction wrote are handed to listeners (the relay publishes them at
  * once); rows nobody published are found by the sweep (`drainBatch`) once they are older than
- * `sweepAfterMs`.
+ * `sweepAfterMs`, the lease of the writer's relay.
+ *
+ * The lease is 30 s: every service's relay sweeps the one table, and a row is still unmarked until
+ * its writer's relay has sent it and its batched mark has committed; on a saturated machine
+ * (produce requests queued behind each other, marks waiting for a pool connection) that took
+ * longer than the 3 s it was, and other relays' sweeps sent the rows again. (The duplicates of
+ * issue 15 had a worse cause, a relay that stopped marking for good: `OutboxRelay.flushMarks`.)
+ * A failed direct send does not wait for the lease: its relay names the rows (`retryIds`) and
+ * sweeps them at once. Only a relay that dies between its send and its mark leaves rows for the
+ * lease to expire (at-least-once: then they are sent again).
  */
 export class OutboxRepository implements OutboxStore {
   private readonly listeners: Array<(rows: OutboxRow[]) => void> = [];
@@ -38,7 +51,7 @@ export class OutboxRepository implements OutboxStore {
 
   constructor(
     private readonly db: Database,
-    private readonly sweepAfterMs = 3000,
+    private readonly sweepAfterMs = OUTBOX_LEASE_MS,
   ) {}
 
   /** Called after every commit that appended outbox rows, with those rows. */
@@ -120,14 +133,19 @@ export class OutboxRepository implements OutboxStore {
    * Nearly every sweep finds nothing: one autocommit statement says so, and only a sweep with
    * something to claim opens the transaction.
    */
-  async drainBatch(limit: number, publish: (rows: OutboxRow[]) => Promise<BatchOutcome>): Promise<{ claimed: number } & BatchOutcome> {
-    const [{ due }] = await this.db.query<{ due: boolean }>(SWEEP_DUE, [this.sweepAfterMs / 1000]);
+  async drainBatch(
+    limit: number,
+    publish: (rows: OutboxRow[]) => Promise<BatchOutcome>,
+    retryIds: readonly bigint[] = [],
+  ): Promise<{ claimed: number } & BatchOutcome> {
+    const retry = retryIds.map(String);
+    const [{ due }] = await this.db.query<{ due: boolean }>(SWEEP_DUE, [this.sweepAfterMs / 1000, retry]);
     if (!due) return { claimed: 0, published: [], quarantined: [] };
     return this.db.transaction(async (tx) => {
       const rows = await prismaTx(tx).$queryRaw<Array<{ id: bigint; topic: string; key: string; payload: unknown }>>`
         SELECT id, topic, key, payload FROM outbox_message
         WHERE published_at IS NULL AND quarantined_at IS NULL
-          AND created_at < now() - make_interval(secs => ${this.sweepAfterMs / 1000})
+          AND (created_at < now() - make_interval(secs => ${this.sweepAfterMs / 1000}) OR id = ANY(${retry}::bigint[]))
         ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
       if (rows.length === 0) return { claimed: 0, published: [], quarantined: [] };
       const outcome = await publish(rows);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { usageOfReport } from '@gateway/contracts';
@@ -13,10 +14,11 @@ import {
 } from '@gateway/db';
 import { DomainError, priceUsage } from '@gateway/domain';
 import { IdGenerator, InjectIds, InjectLogger } from '@gateway/service-kit';
+import { CompleteUsageExport, CompletionReport } from '../complete-export/complete-export.usecase';
 import { ImportUsage } from '../import-usage/import-usage.usecase';
 import type { AttemptPort, CasePort } from '../ports';
 import { sanitisedFields } from '../sanitised-fields';
-import { ExportFormat, ExportLine, InvalidLine, parseUsageExport } from './usage-export';
+import { ExportFormat, ExportLine, ImportExportBody, InvalidLine, parseUsageExport } from './usage-export';
 
 /** What became of one export line. */
 export type ExportLineOutcome =
@@ -56,6 +58,8 @@ export interface ExportImportReport {
   unmatched_tokens: { input: number; output: number };
   invalid: InvalidLine[];
   results: ExportLineReport[];
+  /** present when the call stated the export complete: what the statement settled at zero */
+  completion?: CompletionReport;
 }
 
 /**
@@ -76,12 +80,28 @@ export class ImportUsageExport {
     @Inject(CatalogRepository) private readonly catalog: Pick<CatalogRepository, 'priceById'>,
     private readonly importUsage: ImportUsage,
     @Inject(AuditRepository) private readonly audit: Pick<AuditRepository, 'recordExportLines'>,
+    @Inject(CompleteUsageExport) private readonly completeExport: Pick<CompleteUsageExport, 'execute'>,
     @InjectIds() private readonly ids: IdGenerator,
     @InjectLogger() private readonly log: Pick<Logger, 'info'>,
   ) {}
 
-  async execute(cmd: { format: ExportFormat; content: string; actor: string }, now: Date): Promise<ExportImportReport> {
+  async execute(cmd: ImportExportBody & { actor: string }, now: Date): Promise<ExportImportReport> {
+    if (cmd.complete && cmd.complete.day > now.toISOString().slice(0, 10)) {
+      throw new DomainError(
+        'invalid_request',
+        `complete.day: ${cmd.complete.day} has not begun (UTC); an export cannot be complete for it`,
+        'complete.day',
+      );
+    }
     const parsed = parseUsageExport(cmd.format, cmd.content);
+    // An unreadable line may be the one naming an attempt: "no line" would then settle billed usage at zero.
+    if (cmd.complete && parsed.invalid.length > 0) {
+      throw new DomainError(
+        'invalid_request',
+        `complete: the export has ${parsed.invalid.length} invalid line(s) (first: line ${parsed.invalid[0].line}); fix them before stating it complete`,
+        'complete',
+      );
+    }
     const values = parsed.lines.map((l) => l.value);
     const matches = await this.store.attemptsForExport(
       values.map((v) => v.provider_request_id),
@@ -89,13 +109,14 @@ export class ImportUsageExport {
     );
     const byRequest = new Map(matches.filter((m) => m.providerRequestId).map((m) => [m.providerRequestId as string, m]));
     const byAttempt = new Map(matches.map((m) => [m.attemptId, m]));
+    const matchOf = (v: ExportLine) =>
+      byRequest.get(v.provider_request_id) ?? (v.client_request_id ? byAttempt.get(v.client_request_id) : undefined);
     const results: ExportLineReport[] = [];
     let exportCost = 0n;
     let ledgerCost = 0n;
     const unmatchedTokens = { input: 0, output: 0 };
     for (const { line, value } of parsed.lines) {
-      const match =
-        byRequest.get(value.provider_request_id) ?? (value.client_request_id ? byAttempt.get(value.client_request_id) : undefined);
+      const match = matchOf(value);
       if (!match) {
         unmatchedTokens.input += value.input_tokens;
         unmatchedTokens.output += value.output_tokens_total;
@@ -107,7 +128,8 @@ export class ImportUsageExport {
       if (r.ledger_cost_microusd !== null) ledgerCost += BigInt(r.ledger_cost_microusd);
       results.push(r);
     }
-    // the weekly audit's copy of each line (no text: ids, counts, the import's price of it)
+    // each line's record (no text: ids, counts, the import's price of it): the weekly audit's export
+    // side, and "an imported line named this attempt" for the export-complete rule below
     await this.audit.recordExportLines(
       parsed.lines.map(({ value }, i) => ({
         providerRequestId: value.provider_request_id,
@@ -127,7 +149,19 @@ export class ImportUsageExport {
     const counts = { resolved: 0, confirmed: 0, mismatch: 0, pending: 0, unmatched: 0, refused: 0, invalid: parsed.invalid.length };
     for (const r of results) counts[r.outcome] += 1;
     this.log.info({ format: cmd.format, lines: parsed.lines.length + parsed.invalid.length, ...counts }, 'provider usage export imported');
+    const completion = cmd.complete
+      ? await this.completeExport.execute(
+          {
+            day: cmd.complete.day,
+            routeIds: cmd.complete.routes,
+            exportDigest: cmd.complete.export_digest ?? `sha256:${createHash('sha256').update(cmd.content).digest('hex')}`,
+            actor: cmd.actor,
+          },
+          now,
+        )
+      : undefined;
     return {
+      ...(completion ? { completion } : {}),
       format: cmd.format,
       lines: parsed.lines.length + parsed.invalid.length,
       counts,

@@ -140,5 +140,23 @@ export const importExportBody = z
   .object({
     format: z.enum(EXPORT_FORMATS),
     content: z.string().min(1),
+    /**
+     * The operator's statement that the export (this call's lines and every earlier import's) is
+     * complete for these routes and UTC day: attempts of that day left unresolved with no line are
+     * settled at zero (docs/usage-exports.md "Stating an export complete").
+     */
+    complete: z
+      .object({
+        day: z.iso.date(),
+        routes: z.array(z.string().trim().min(1).max(128)).min(1).max(200),
+        /** `sha256:<hex>` of the whole file (the CLI's, over all parts); absent: this call's content */
+        export_digest: z
+          .string()
+          .regex(/^sha256:[0-9a-f]{64}$/, 'export_digest is sha256:<64 lowercase hex digits>')
+          .optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
+export type ImportExportBody = z.output<typeof importExportBody>;

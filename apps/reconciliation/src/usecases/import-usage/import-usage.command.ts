@@ -58,7 +58,8 @@ export const importUsageBody = z.object(usageEvidenceFields).strict().superRefin
 
 export interface ImportUsageCommand {
   caseId: string;
-  providerRequestId: string;
+  /** the provider request the evidence is for; null only with `completion` (no line names the request) */
+  providerRequestId: string | null;
   /** output includes reasoning (DESIGN §8) */
   usage: Usage;
   /** the operator who imported it */
@@ -70,6 +71,11 @@ export interface ImportUsageCommand {
    * response's `id` on the export, the `x-request-id` header on the attempt).
    */
   clientRequestId?: string | null;
+  /**
+   * The evidence is the absence of a line: an export the operator stated complete for the
+   * attempt's route and day has none for it, so the provider billed nothing (zero usage).
+   */
+  completion?: { statementId: string; exportDigest: string; day: string } | null;
 }
 
 export function importUsageCommand(caseId: string, body: unknown, actor: string): ImportUsageCommand {

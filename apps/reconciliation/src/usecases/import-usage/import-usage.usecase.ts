@@ -80,7 +80,14 @@ export class ImportUsage {
       // Evidence for another provider request would settle the wrong call, unless the provider
       // echoes the attempt's own id (then the request ids are two names of one call).
       const knownRequestId = c.providerRequestId ?? attempt.providerRequestId;
-      if (knownRequestId && knownRequestId !== cmd.providerRequestId && cmd.clientRequestId !== attempt.id) {
+      if (cmd.providerRequestId === null && !cmd.completion)
+        throw new Error('evidence without a provider request id needs an export completion');
+      if (
+        knownRequestId &&
+        cmd.providerRequestId !== null &&
+        knownRequestId !== cmd.providerRequestId &&
+        cmd.clientRequestId !== attempt.id
+      ) {
         throw new ReconciliationError(
           'provider_request_mismatch',
           `attempt ${attempt.id} was provider request ${knownRequestId}, the evidence is for ${cmd.providerRequestId}`,
@@ -92,9 +99,14 @@ export class ImportUsage {
       if (!price) throw new Error(`price revision ${priceRevisionId} missing`);
       const usage = cmd.usage;
       const cost = priceUsage(usage, price);
+      const providerRequestId = cmd.providerRequestId ?? knownRequestId;
+      const how = cmd.completion ? 'settled at zero: no line in an export stated complete' : 'settled from provider usage export';
+      const evidence = cmd.completion
+        ? `settled at zero: the export stated complete for ${cmd.completion.day} (statement ${cmd.completion.statementId}, ${cmd.completion.exportDigest}) has no line for it`
+        : `settled from provider usage export (${cmd.providerRequestId})`;
       const row = buildLedgerRow({
         id: this.ids.next(),
-        facts: attemptFacts(action, attempt, cmd.providerRequestId),
+        facts: attemptFacts(action, attempt, providerRequestId),
         evidence: { kind: 'usage', source: 'provider_export', usage, cost },
         priceRevisionId: price.id,
         settledAt: now,
@@ -102,19 +114,19 @@ export class ImportUsage {
       if (!(await this.ledger.record(tx, row, this.ids.next()))) {
         throw new ReconciliationError('attempt_already_settled', `attempt ${attempt.id} already has its ledger row`);
       }
-      await this.p.attempts.transition(tx, attempt.id, 'settle', `settled from provider usage export (case ${c.id})`, now, {
+      await this.p.attempts.transition(tx, attempt.id, 'settle', `${how} (case ${c.id})`, now, {
         usageSource: 'provider_export',
-        providerRequestId: cmd.providerRequestId,
+        providerRequestId,
         inputTokens: usage.inputTokens,
         cachedInputTokens: usage.cachedInputTokens,
         outputTokensTotal: usage.outputTokens,
         reasoningTokens: usage.reasoningTokens,
       });
-      const plan = await resolveHold(this.p, tx, open, cost.total, `case ${c.id}: settled from provider usage export`, now);
+      const plan = await resolveHold(this.p, tx, open, cost.total, `case ${c.id}: ${how}`, now);
       const released = plan?.releasedMicrousd ?? 0n;
       const overrun = plan?.overrunMicrousd ?? 0n;
       await this.p.cases.resolve(tx, c.id, {
-        resolution: `settled from provider usage export (${cmd.providerRequestId}): ${cost.total} micro-USD settled, ${released} released`,
+        resolution: `${evidence}: ${cost.total} micro-USD settled, ${released} released`,
         resolvedBy: cmd.actor,
         resolvedAt: now,
         details: {
@@ -124,6 +136,13 @@ export class ImportUsage {
           released_microusd: released.toString(),
           overrun_microusd: overrun.toString(),
           ...(cost.unpriced.length > 0 ? { unpriced: cost.unpriced } : {}),
+          ...(cmd.completion
+            ? {
+                export_completion_id: cmd.completion.statementId,
+                export_digest: cmd.completion.exportDigest,
+                export_day: cmd.completion.day,
+              }
+            : {}),
         },
       });
       return {
