@@ -90,9 +90,10 @@ describe('weekly audit (openai SDK, provider export, CLI)', () => {
     const report = await eventually(
       async () => {
         const r = JSON.parse((await recon('GET', auditPath)).text) as Record<string, any>;
-        return r.rows?.[0]?.topic.events === REQUESTS ? r : undefined;
+        // both topic sides are read by reconciliation's report consumers every few seconds
+        return r.rows?.[0]?.topic.events === REQUESTS && r.rows[0].counts.admitted === REQUESTS ? r : undefined;
       },
-      { timeoutMs: 30_000, what: "the workload's settled events in the audit" },
+      { timeoutMs: 30_000, what: "the workload's settled events and admission decisions in the audit" },
     );
     expect(report.rows).toEqual([
       expect.objectContaining({

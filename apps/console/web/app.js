@@ -456,17 +456,18 @@ function Controls() {
 function Audit() {
   const today = utcDay();
   const [form, setForm] = useState({ from: utcDay(new Date(Date.now() - 6 * 86_400_000)), to: today, workload: '' });
-  const [query, setQuery] = useState(form);
+  // every press of "Run the audit" runs it again, the same period too (the topic side may have caught up)
+  const [query, setQuery] = useState({ ...form, run: 0 });
   const report = useLoad(() => {
     const q = new URLSearchParams({ from: query.from, to: query.to });
     if (query.workload.trim()) q.set('workload_id', query.workload.trim());
     return api('reconciliation', `/audit?${q}`);
-  }, [query.from, query.to, query.workload]);
+  }, [query.from, query.to, query.workload, query.run]);
   const set = (name, value) => setForm({ ...form, [name]: value });
   return html`<section>
     <h2>Weekly audit</h2>
     <p class="muted">Ledger, the settled topic as reconciliation received it, and imported provider exports side by side; disagreements are listed one by one, never netted.</p>
-    <form onSubmit=${(e) => (e.preventDefault(), setQuery(form))}>
+    <form onSubmit=${(e) => (e.preventDefault(), setQuery({ ...form, run: query.run + 1 }))}>
       <label>From (UTC) <input name="from" type="date" value=${form.from} onChange=${(e) => set('from', e.target.value)} /></label>
       <label>To (UTC) <input name="to" type="date" value=${form.to} onChange=${(e) => set('to', e.target.value)} /></label>
       <${Field} name="workload" label="Workload id (optional)" value=${form.workload} onInput=${set} />
