@@ -115,7 +115,7 @@ export const ledgerCoverage = (experimentId: string) =>
 /**
  * Reconciles the experiment's day the way an operator closes one, so every attempt gets its ledger
  * row (and its settled event): once every attempt's money is decided, the provider-sim's export of
- * today for the sim model `simModel` is imported (calls of at most 5,000 lines), and each case of
+ * today for the sim model `simModel` is imported (calls of at most 2,000 lines, as the CLI sends them: the body limit), and each case of
  * the workload the export has no line for is released at 0 (the provider billed nothing).
  */
 export async function closeTheDay(opts: {
@@ -138,10 +138,10 @@ export async function closeTheDay(opts: {
   const res = await fetch(`${stack.providerSim}/_sim/export?day=${new Date().toISOString().slice(0, 10)}&format=jsonl`);
   if (res.status !== 200) throw new Error(`GET /_sim/export → ${res.status}`);
   const lines = (await res.text()).split('\n').filter((l) => l && (JSON.parse(l) as { model?: string }).model === opts.simModel);
-  for (let i = 0; i < lines.length; i += 5_000) {
+  for (let i = 0; i < lines.length; i += 2_000) {
     const imported = await ops('/usage-exports', {
       method: 'POST',
-      body: JSON.stringify({ format: 'jsonl', content: lines.slice(i, i + 5_000).join('\n') + '\n' }),
+      body: JSON.stringify({ format: 'jsonl', content: lines.slice(i, i + 2_000).join('\n') + '\n' }),
     });
     if (imported.status !== 200) throw new Error(`POST /usage-exports → ${imported.status}: ${await imported.text()}`);
   }

@@ -1,15 +1,31 @@
+import { DEFAULT_PRICES } from '@gateway/testing';
 import { onTimeProbability } from '../apps/provider-sim/src/latency';
-import { apiReport, drive, experimentOn as experimentOnSim, moneyDecided } from './experiment-run';
+import { DEFAULT_WORDS } from '../apps/provider-sim/src/simulate';
+import { estimatePromptTokens } from '../apps/provider-sim/src/text';
+import { apiReport, closeTheDay, drive, experimentOn as experimentOnSim, moneyDecided } from './experiment-run';
 import { stack, uid, withSeeder } from './support';
 
 /**
  * Issue 11 through the running stack with the official `openai` SDK: a seeded experiment on a
  * heavy-tailed provider-sim route, whose true on-time rates follow from the sim's parameters
  * (`onTimeProbability`): the holdout answers on time when its one draw is fast; the hedged cohort
- * when the primary's draw is fast or, the primary being slow, the hedge (sent 200 ms later) is.
- * The report's interval of the rate difference must cover the true difference and its verdict
- * match the truth; on the same route without a tail hedging cannot help and the verdict is not
- * established.
+ * when the primary's draw is fast or, the primary being slow, the hedge (sent 1 s later) is.
+ * The report's interval of the rate difference must cover the true difference. The day is then
+ * reconciled (the sim's export imported: every aborted loser paid for as the provider bills it)
+ * and the plan tolerates no unresolved exposure, so the verdict is pending before and established
+ * after; the interval of the incremental cost per additional on-time answer must meet its truth,
+ * bounded from the sim's parameters (below). On the same route without a tail hedging cannot help
+ * and the verdict is not established.
+ *
+ * The cost truth. A 1 s hedge delay is far above a fast answer (10–50 ms) plus the stack's own
+ * time inside dispatch, so the hedge fires exactly when the primary drew the tail (p = 0.3; the
+ * run checks the share it measured). Every action pays one whole answer (prompt + DEFAULT_WORDS
+ * output tokens at the seeded prices) and the per-attempt overhead; a fired hedge adds one more
+ * attempt's overhead, its prompt, and the output the provider generated for the loser before its
+ * abort (the sim's would-bill rule: between none and the whole answer). So the incremental cost
+ * per additional on-time answer lies in [0.3·(overhead + prompt) / 0.21,
+ * 0.3·(overhead + prompt + answer output) / 0.21], and the holdout's cost per action is one answer
+ * plus one overhead.
  *
  * Size: E2E_EXPERIMENT_ACTIONS actions (default 3,000, as the issue asks: about 2 minutes at 48
  * concurrent clients on a loaded 2-core box, where the stack itself adds ~0.8 s to a fast answer;
@@ -21,7 +37,8 @@ const ACTIONS = Number(process.env.E2E_EXPERIMENT_ACTIONS ?? 3_000);
 const NO_TAIL_ACTIONS = 400;
 const CONCURRENCY = 48;
 const USEFUL_DEADLINE_MS = 2_500;
-const HEDGE_DELAY_MS = 200;
+const HEDGE_DELAY_MS = 1_000;
+const TAIL_SHARE = 0.3;
 const TAIL = 'latency=10-50;latency-tail=300:4000-5000';
 const NO_TAIL = 'latency=10-50';
 
@@ -35,27 +52,34 @@ describe('the hedging experiment through the stack (issue 11)', () => {
     operator = await withSeeder((seed) => seed.operator(`xops-${run}`, ['operator']));
   });
 
-  const experimentOn = (name: string, script: string) =>
+  const simModel = (name: string) => `sim-x${name}-${run}`;
+  const experimentOn = (name: string, script: string, plan?: { min_actions_per_cohort: number; max_unresolved_share_bps: number }) =>
     experimentOnSim({
       name: `${name}-${run}`,
-      upstreamModel: `sim-gpt;${script}`,
+      upstreamModel: `${simModel(name)};${script}`,
       hedgeDelayMs: HEDGE_DELAY_MS,
       usefulDeadlineMs: USEFUL_DEADLINE_MS,
+      plan,
     });
 
-  // aborted losers keep their exposure in a reconciliation case until their usage is imported: the
-  // run tolerates it (the plan states how much, experimentOn's default) instead of importing hundreds
-  // of usages (e2e/experiment-finance-report.e2e-spec.ts imports them and reconciles everything)
+  // the no-tail run has no losers to reconcile; the heavy-tail run reconciles its day (closeTheDay)
   async function reportOf(experimentId: string, n: number): Promise<Record<string, any>> {
     await moneyDecided(experimentId, n);
     return apiReport(experimentId, operator);
   }
 
-  it(`heavy tail: the interval of the on-time rate difference covers the truth, and hedging is established (${ACTIONS} actions)`, async () => {
-    const tail = await experimentOn('tail', TAIL);
+  it(`heavy tail: pending until the losers are reconciled; then the intervals meet the truths and hedging is established (${ACTIONS} actions)`, async () => {
+    const tail = await experimentOn('tail', TAIL, { min_actions_per_cohort: 100, max_unresolved_share_bps: 0 });
     const { experimentId } = tail;
     await drive(tail, ACTIONS, CONCURRENCY, run);
-    const report = await reportOf(experimentId, ACTIONS);
+    // the aborted losers' usage is not known yet: their exposure is unresolved, no verdict
+    const before = await reportOf(experimentId, ACTIONS);
+    expect(before.unresolved_share_bps).toBeGreaterThan(0);
+    expect(before.verdict).toBe('pending');
+    const day = await closeTheDay({ experimentId, workloadId: tail.workloadId, simModel: simModel('tail'), operator });
+    const report = await apiReport(experimentId, operator);
+    expect(report.unresolved_share_bps).toBe(0);
+    console.info(`${day.attempts} attempts reconciled: ${day.lines} export lines, ${day.released.length} cases released at 0`);
 
     const holdoutTruth = onTimeProbability(TAIL, USEFUL_DEADLINE_MS);
     const hedgedTruth = holdoutTruth + (1 - holdoutTruth) * onTimeProbability(TAIL, USEFUL_DEADLINE_MS - HEDGE_DELAY_MS);
@@ -80,6 +104,39 @@ describe('the hedging experiment through the stack (issue 11)', () => {
     expect(report.verdict).toBe('established');
     // the hedged cohort paid for extra attempts: more per action than the holdout
     expect(BigInt(hedged.cost_per_action_microusd)).toBeGreaterThan(BigInt(holdout.cost_per_action_microusd));
+
+    // the cost truth (see the top): the premise first — hedges fired for the tail's share of actions
+    const fired = await withSeeder(async (_seed, db) => {
+      const rows = await db.prisma.$queryRaw<Array<{ actions: number; hedged: number }>>`
+        SELECT count(DISTINCT a.id)::int AS actions, count(DISTINCT t.action_id) FILTER (WHERE t.role = 'hedge')::int AS hedged
+        FROM action a JOIN attempt t ON t.action_id = a.id WHERE a.experiment_id = ${experimentId} AND a.cohort = 'hedged'`;
+      return rows[0].hedged / rows[0].actions;
+    });
+    const micro = (tokens: number, perMTok: bigint) => (tokens * Number(perMTok)) / 1e6;
+    const prompts = Array.from({ length: ACTIONS }, (_, i) => estimatePromptTokens([`question ${i} ${run}`.length]));
+    const prompt = {
+      low: micro(Math.min(...prompts), DEFAULT_PRICES.inputPerMTokMicrousd),
+      high: micro(Math.max(...prompts), DEFAULT_PRICES.inputPerMTokMicrousd),
+    };
+    const output = micro(DEFAULT_WORDS, DEFAULT_PRICES.outputPerMTokMicrousd);
+    const overhead = Number(report.overhead_microusd_per_attempt);
+    const ROUNDING = 2; // µUSD per attempt: each priced category rounds to a whole micro-dollar
+    const icerTruth = {
+      low: (TAIL_SHARE * (overhead + prompt.low - ROUNDING)) / truth,
+      high: (TAIL_SHARE * (overhead + prompt.high + output + ROUNDING)) / truth,
+    };
+    const icer = report.incremental_cost_per_on_time_answer_microusd.interval_95.map(Number) as [number, number];
+    console.info(
+      `hedges fired for ${fired.toFixed(3)} of hedged actions (tail ${TAIL_SHARE}); incremental cost ${report.incremental_cost_per_on_time_answer_microusd.estimate} [${icer[0]}, ${icer[1]}] µUSD per additional on-time answer, truth within [${icerTruth.low.toFixed(1)}, ${icerTruth.high.toFixed(1)}]; holdout ${holdout.cost_per_action_microusd} µUSD per action`,
+    );
+    expect(Math.abs(fired - TAIL_SHARE)).toBeLessThanOrEqual(0.04);
+    // the interval meets the truth's range (an unreconciled loser or a missing overhead falls below it)
+    expect(icer[0]).toBeLessThanOrEqual(icerTruth.high);
+    expect(icer[1]).toBeGreaterThanOrEqual(icerTruth.low);
+    // the holdout: one whole answer and one overhead per action (the per-action figure rounds up)
+    const holdoutCost = Number(holdout.cost_per_action_microusd);
+    expect(holdoutCost).toBeGreaterThanOrEqual(Math.floor(overhead + prompt.low + output - ROUNDING));
+    expect(holdoutCost).toBeLessThanOrEqual(Math.ceil(overhead + prompt.high + output + ROUNDING));
 
     const csv = await fetch(`${stack.policy}/experiments/${experimentId}/report?format=csv`, {
       headers: { authorization: `Bearer ${operator}` },

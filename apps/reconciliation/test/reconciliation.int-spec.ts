@@ -692,6 +692,21 @@ describe('HTTP: bulk provider usage export (issue 15)', () => {
     expect(await db.prisma.reconciliationCase.count({ where: { attemptId: a.attemptId, reason: 'export_mismatch' } })).toBe(1);
   });
 
+  it("a line's client request id (the attempt id the gateway sent) decides its attempt over a provider id another attempt also has", async () => {
+    const other = await orphanedCase(20_000n);
+    const mine = await orphanedCase(20_000n);
+    const shared = `req_sim_${randomUUID().slice(0, 4)}`;
+    // another provider (or a second simulator process) handed out the same request id
+    await db.prisma.attempt.update({ where: { id: other.attemptId }, data: { providerRequestId: shared } });
+    const line = JSON.stringify({ provider_request_id: shared, client_request_id: mine.attemptId, ...usage(400, 100) });
+    const res = await http('POST', '/usage-exports', financeToken, { format: 'jsonl', content: line });
+    expect(res.status).toBe(200);
+    expect(res.body.results[0]).toMatchObject({ outcome: 'resolved', attempt_id: mine.attemptId });
+    expect(await db.prisma.reconciliationCase.findUniqueOrThrow({ where: { id: mine.caseId } })).toMatchObject({ status: 'resolved' });
+    expect(await db.prisma.reconciliationCase.findUniqueOrThrow({ where: { id: other.caseId } })).toMatchObject({ status: 'open' });
+    expect(await db.prisma.ledgerEntry.count({ where: { attemptId: other.attemptId } })).toBe(0);
+  });
+
   it('refuses a body that is not an export (400 naming the field) and an unknown column on its line', async () => {
     const bad = await http('POST', '/usage-exports', financeToken, { format: 'xml', content: 'x' });
     expect(bad.status).toBe(400);

@@ -109,8 +109,11 @@ export class ImportUsageExport {
     );
     const byRequest = new Map(matches.filter((m) => m.providerRequestId).map((m) => [m.providerRequestId as string, m]));
     const byAttempt = new Map(matches.map((m) => [m.attemptId, m]));
+    // The attempt id the gateway sent (`x-client-request-id`) is its own and unique: it decides when
+    // the line echoes one. A provider request id alone is unique only per provider (two providers,
+    // or two simulator processes, may hand out the same one), so it matches only otherwise.
     const matchOf = (v: ExportLine) =>
-      byRequest.get(v.provider_request_id) ?? (v.client_request_id ? byAttempt.get(v.client_request_id) : undefined);
+      (v.client_request_id ? byAttempt.get(v.client_request_id) : undefined) ?? byRequest.get(v.provider_request_id);
     const results: ExportLineReport[] = [];
     let exportCost = 0n;
     let ledgerCost = 0n;
