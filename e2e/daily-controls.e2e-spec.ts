@@ -1,6 +1,6 @@
 import { Topics } from '@gateway/contracts';
 import { addUtcDays, utcDayOf } from '@gateway/domain';
-import { policyCall } from './policy-call';
+import { policyCall, reconciliationCall } from './policy-call';
 import { eventually, openai, stack, TopicReader, uid, withSeeder } from './support';
 
 /**
@@ -21,14 +21,7 @@ describe('daily controls (openai SDK)', () => {
   let operatorToken: string;
   let alerts: TopicReader;
 
-  const recon = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${process.env.E2E_RECONCILIATION_URL}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${operatorToken}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json()) as Record<string, any> };
-  };
+  const recon = (method: string, path: string, body?: unknown) => reconciliationCall(method, path, operatorToken, body);
 
   beforeAll(async () => {
     await withSeeder(async (seed, db) => {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ExperimentRepository, OutboxRepository } from '@gateway/db';
 import { experimentDesign, hedgeSettings } from '@gateway/testing';
+import { reconciliationCall } from './policy-call';
 import { eventually, openai, stack, withSeeder } from './support';
 
 /** A seeded hedging experiment on a provider-sim route (issue 11), for the suites that run one through the stack. */
@@ -124,12 +125,7 @@ export async function closeTheDay(opts: {
   simModel: string;
   operator: string;
 }): Promise<{ attempts: number; lines: number; released: string[] }> {
-  const reconciliation = process.env.E2E_RECONCILIATION_URL!;
-  const ops = (p: string, init: RequestInit = {}) =>
-    fetch(`${reconciliation}${p}`, {
-      ...init,
-      headers: { authorization: `Bearer ${opts.operator}`, 'content-type': 'application/json', ...init.headers },
-    });
+  const ops = (method: string, p: string, body?: unknown) => reconciliationCall(method, p, opts.operator, body);
   // an attempt still settling would be neither resolved by its line nor have a case to release
   await eventually(async () => ((await ledgerCoverage(opts.experimentId)).undecided === 0 ? true : undefined), {
     what: 'every attempt of the experiment settled or unresolved',
@@ -139,19 +135,16 @@ export async function closeTheDay(opts: {
   if (res.status !== 200) throw new Error(`GET /_sim/export → ${res.status}`);
   const lines = (await res.text()).split('\n').filter((l) => l && (JSON.parse(l) as { model?: string }).model === opts.simModel);
   for (let i = 0; i < lines.length; i += 2_000) {
-    const imported = await ops('/usage-exports', {
-      method: 'POST',
-      body: JSON.stringify({ format: 'jsonl', content: lines.slice(i, i + 2_000).join('\n') + '\n' }),
-    });
-    if (imported.status !== 200) throw new Error(`POST /usage-exports → ${imported.status}: ${await imported.text()}`);
+    const imported = await ops('POST', '/usage-exports', { format: 'jsonl', content: lines.slice(i, i + 2_000).join('\n') + '\n' });
+    if (imported.status !== 200) throw new Error(`POST /usage-exports → ${imported.status}: ${imported.text}`);
   }
-  const open = await ops(`/cases?status=open&workload_id=${encodeURIComponent(opts.workloadId)}&limit=1000`);
+  const open = await ops('GET', `/cases?status=open&workload_id=${encodeURIComponent(opts.workloadId)}&limit=1000`);
   if (open.status !== 200) throw new Error(`GET /cases → ${open.status}`);
-  const { cases } = (await open.json()) as { cases: Array<{ case_id: string; reason: string }> };
+  const cases = open.body.cases as Array<{ case_id: string; reason: string }>;
   for (const c of cases) {
-    const released = await ops(`/cases/${c.case_id}/release`, {
-      method: 'POST',
-      body: JSON.stringify({ reason: "the provider's export has no line for it: nothing billed", amount_microusd: '0' }),
+    const released = await ops('POST', `/cases/${c.case_id}/release`, {
+      reason: "the provider's export has no line for it: nothing billed",
+      amount_microusd: '0',
     });
     if (released.status !== 200) throw new Error(`POST /cases/${c.case_id}/release → ${released.status}`);
   }

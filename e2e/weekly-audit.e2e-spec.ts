@@ -3,6 +3,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'csv-parse/sync';
 import { utcDayOf } from '@gateway/domain';
+import { reconciliationCall } from './policy-call';
 import { eventually, openai, stack, uid, withSeeder } from './support';
 
 const run_ = promisify(execFile);
@@ -24,14 +25,7 @@ describe('weekly audit (openai SDK, provider export, CLI)', () => {
   let key: string;
   let financeToken: string;
 
-  const recon = async (method: string, p: string, body?: unknown) => {
-    const res = await fetch(`${process.env.E2E_RECONCILIATION_URL}${p}`, {
-      method,
-      headers: { authorization: `Bearer ${financeToken}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, text: await res.text() };
-  };
+  const recon = (method: string, p: string, body?: unknown) => reconciliationCall(method, p, financeToken, body);
 
   beforeAll(async () => {
     await withSeeder(async (seed) => {
