@@ -61,7 +61,7 @@ describe('the attempt evidence write', () => {
           async () => {
             const r = await admin.query<{ n: number }>(
               `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
-               WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%WITH at AS%'
+               WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%dispatch_complete_group%'
                  AND pid <> pg_backend_pid()`,
             );
             return r.rows[0].n > 0 ? true : undefined;

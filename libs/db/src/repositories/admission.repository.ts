@@ -2,6 +2,7 @@ import { AdmissionDecisionV1, Topics } from '@gateway/contracts';
 import { COUNTER_SCOPES, pendingOf, planReserve, quotaScopeName, ScopeKind } from '@gateway/domain';
 import { Database, PreparedStatement } from '../database';
 import { OutboxRepository } from './outbox.repository';
+import { StatementGroups } from '../statement-groups';
 
 export interface AdmitInput {
   now: Date;
@@ -87,12 +88,6 @@ interface PreparedAdmission {
   maxWaitMs: number;
 }
 
-interface Waiting {
-  admission: PreparedAdmission;
-  resolve: (d: Decision) => void;
-  reject: (err: unknown) => void;
-}
-
 /** The prepared statement of every admission (prisma/migrations/20261202010000_admission_admit_function). */
 const ADMIT: PreparedStatement = {
   name: 'admission_admit',
@@ -122,47 +117,21 @@ const EXCEPTION_PERIOD = new Date(0);
  * exactly as if alone in sequence.
  */
 export class AdmissionRepository {
-  private readonly groups = new Map<string, Waiting[]>();
+  private readonly groups: StatementGroups<PreparedAdmission, Decision>;
 
   constructor(
     private readonly db: Database,
     private readonly outbox: OutboxRepository,
     private readonly opts: { groupCommit?: boolean; maxGroup?: number } = {},
-  ) {}
+  ) {
+    this.groups = new StatementGroups((admissions) => this.decide(admissions), opts.maxGroup ?? MAX_GROUP);
+  }
 
   async admit(input: AdmitInput): Promise<AdmitResult> {
     const admission = prepare(input);
     const key = this.opts.groupCommit === false ? null : groupKey(input);
-    const decision = key === null ? (await this.decide([admission]))[0] : await this.enqueue(key, admission);
+    const decision = key === null ? (await this.decide([admission]))[0] : await this.groups.submit(key, admission);
     return this.result(input, decision);
-  }
-
-  private enqueue(key: string, admission: PreparedAdmission): Promise<Decision> {
-    return new Promise((resolve, reject) => {
-      const waiting = this.groups.get(key);
-      if (waiting) {
-        waiting.push({ admission, resolve, reject });
-        return;
-      }
-      const queue: Waiting[] = [{ admission, resolve, reject }];
-      this.groups.set(key, queue);
-      // Admissions arriving in this event-loop turn join the first statement.
-      setImmediate(() => void this.drain(key, queue));
-    });
-  }
-
-  /** Runs the workload's waiting admissions, a group per statement, until none are left. */
-  private async drain(key: string, queue: Waiting[]): Promise<void> {
-    while (queue.length > 0) {
-      const group = queue.splice(0, this.opts.maxGroup ?? MAX_GROUP);
-      try {
-        const decisions = await this.decide(group.map((w) => w.admission));
-        group.forEach((w, i) => w.resolve(decisions[i]));
-      } catch (err) {
-        for (const w of group) w.reject(err);
-      }
-    }
-    this.groups.delete(key);
   }
 
   /** One statement, in autocommit, deciding `admissions` in order. */

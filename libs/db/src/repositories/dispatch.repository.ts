@@ -10,7 +10,8 @@ import {
   InvalidTransitionError,
   transitionGuard,
 } from '@gateway/domain';
-import { Database, PreparedStatement } from '../database';
+import { Database, isTransientDatabaseError, PreparedStatement } from '../database';
+import { StatementGroups } from '../statement-groups';
 import { budgetAccountId } from './admission.repository';
 import { OutboxRepository } from './outbox.repository';
 
@@ -131,38 +132,79 @@ const EXTRA_ATTEMPT_DENIALS: readonly ExtraAttemptDenial[] = [
 
 /** Dispatch's state: single-use claims, attempt lifecycle, action completion. */
 export class DispatchRepository {
+  private readonly claims: StatementGroups<unknown, ClaimRow | ItemFailure>;
+  private readonly completions: StatementGroups<unknown, CompleteRow | ItemFailure>;
+
+  /**
+   * Claims, and apart from them completions, are group-committed (`StatementGroups`): those that
+   * arrive while one of their statements runs, or in the same event-loop turn, go together in the
+   * next one (at most `maxGroup`). `groupStatements: false` sends each alone, as a group of one.
+   */
   constructor(
     private readonly db: Database,
     private readonly outbox: OutboxRepository,
-  ) {}
+    private readonly opts: { groupStatements?: boolean; maxGroup?: number } = {},
+  ) {
+    const maxGroup = opts.groupStatements === false ? 1 : (opts.maxGroup ?? MAX_GROUP);
+    this.claims = new StatementGroups((items) => this.runGroup<ClaimRow>(CLAIM_GROUP, items), maxGroup);
+    this.completions = new StatementGroups((items) => this.runGroup<CompleteRow>(COMPLETE_GROUP, items), maxGroup);
+  }
 
   /**
-   * Takes the single-use right to send this attempt upstream, in one autocommit statement: the
+   * One call of a group function for `items`, its rows in the items' order. When the group fails
+   * for a reason that is not transient, one item may be the cause: each is then sent alone, so
+   * only that item fails (the failed group wrote nothing). A transient failure fails them all;
+   * their callers retry.
+   */
+  private async runGroup<Row extends Record<string, unknown>>(
+    statement: PreparedStatement,
+    items: unknown[],
+  ): Promise<Array<Row | ItemFailure>> {
+    try {
+      return await this.db.query<Row>(statement, [JSON.stringify(items)]);
+    } catch (err) {
+      if (items.length === 1 || isTransientDatabaseError(err)) throw err;
+      const rows: Array<Row | ItemFailure> = [];
+      for (const item of items) {
+        try {
+          rows.push((await this.db.query<Row>(statement, [JSON.stringify([item])]))[0]);
+        } catch (itemErr) {
+          rows.push(new ItemFailure(itemErr));
+        }
+      }
+      return rows;
+    }
+  }
+
+  /**
+   * Takes the single-use right to send this attempt upstream, in one autocommit statement (shared
+   * with the claims that arrive meanwhile, each decided as if alone): the
    * action row is locked (the reconciliation sweeper may be expiring it), the claim's primary key
    * makes a second claim a no-op, and the attempt and the action's transition are written only
    * when the claim was taken. A redelivered command, a second dispatcher or an expired command
    * sends nothing.
    */
   async claim(input: ClaimInput): Promise<ClaimResult> {
-    const rows = await this.db.query<{ status: string | null; expired: boolean | null; claimed: string }>(CLAIM, [
-      input.actionId,
-      input.now,
-      input.attemptNo,
-      input.claimedBy,
-      CLAIMABLE,
-      input.attemptId,
-      input.role,
-      input.routeId,
-      input.routeVersion,
-      CLAIMED_ATTEMPT_STATUS,
-      input.effectiveCandidates,
-      DISPATCH.to,
-      DISPATCH.from,
-      input.holdMicrousd,
-      input.policyRevisionId,
-      input.experimentPauseId ?? null,
-    ]);
-    const r = rows[0];
+    const r = settled(
+      await this.claims.submit(GROUP_KEY, {
+        action_id: input.actionId,
+        now: input.now,
+        attempt_no: input.attemptNo,
+        claimed_by: input.claimedBy,
+        claimable: CLAIMABLE,
+        attempt_id: input.attemptId,
+        role: input.role,
+        route_id: input.routeId,
+        route_version: input.routeVersion,
+        attempt_status: CLAIMED_ATTEMPT_STATUS,
+        effective_candidates: input.effectiveCandidates,
+        dispatch_to: DISPATCH.to,
+        dispatch_from: DISPATCH.from,
+        hold_microusd: input.holdMicrousd === null ? null : input.holdMicrousd.toString(),
+        policy_revision_id: input.policyRevisionId,
+        experiment_pause_id: input.experimentPauseId ?? null,
+      }),
+    );
     if (r.status === null) return { ok: false, reason: 'not_dispatchable' };
     if (r.expired) return { ok: false, reason: 'expired' };
     if (!CLAIMABLE.includes(r.status)) return { ok: false, reason: 'not_dispatchable' };
@@ -236,9 +278,9 @@ export class DispatchRepository {
   }
 
   /**
-   * Records an attempt's end and its sanitised event in one autocommit statement, so the attempt,
-   * action and in-flight counter rows are locked for that statement only, never across an
-   * event-loop turn. The statement decides first, under row locks taken in the global order
+   * Records an attempt's end and its sanitised event in one autocommit statement (shared with the
+   * completions that arrive meanwhile, each decided as if alone), so the attempt, action and
+   * in-flight counter rows are locked for that statement only, never across an event-loop turn. The statement decides first, under row locks taken in the global order
    * (attempt, then action): both transitions must be allowed by libs/domain's machines and this
    * event must not be recorded yet; only then are the attempt and action updated, the in-flight
    * slot released when the action ends, and the outbox row written. An action's winner that ends
@@ -263,51 +305,49 @@ export class DispatchRepository {
       : null;
     const event = Topics.attemptCompleted.schema.parse(o.event);
     const key = o.event.workload_id ?? o.actionId;
-    const rows = await this.db.query<{ ok: boolean; recorded: boolean; attempt_status: string | null; outbox_id: string | null }>(
-      COMPLETE,
-      [
-        o.attemptId,
-        attemptGuard.from,
-        attemptGuard.to,
-        o.statusReason,
-        o.providerRequestId,
-        o.httpStatus,
-        o.returnedCandidates,
-        JSON.stringify(o.candidateOutcomes),
-        o.promptBlockReason,
-        o.usage?.inputTokens ?? null,
-        o.usage?.cachedInputTokens ?? null,
-        o.usage?.outputTokensTotal ?? null,
-        o.usage?.reasoningTokens ?? null,
-        o.usageSource,
-        o.delivery.outcome,
-        o.delivery.verdict,
-        o.delivery.verdictReason,
-        o.now,
-        o.actionId,
-        o.finishAction !== null,
-        actionGuard?.from ?? [],
-        actionGuard?.to ?? '',
-        o.finishAction?.reason ?? '',
-        o.finishAction?.returnedCandidates ?? null,
-        o.finishAction?.workloadId ?? '',
-        event.event_id,
-        Topics.attemptCompleted.name,
+    const r = settled(
+      await this.completions.submit(GROUP_KEY, {
+        attempt_id: o.attemptId,
+        attempt_from: attemptGuard.from,
+        attempt_to: attemptGuard.to,
+        status_reason: o.statusReason,
+        provider_request_id: o.providerRequestId,
+        http_status: o.httpStatus,
+        returned_candidates: o.returnedCandidates,
+        candidate_outcomes: o.candidateOutcomes,
+        prompt_block_reason: o.promptBlockReason,
+        input_tokens: o.usage?.inputTokens ?? null,
+        cached_input_tokens: o.usage?.cachedInputTokens ?? null,
+        output_tokens_total: o.usage?.outputTokensTotal ?? null,
+        reasoning_tokens: o.usage?.reasoningTokens ?? null,
+        usage_source: o.usageSource,
+        delivery_outcome: o.delivery.outcome,
+        acceptance_verdict: o.delivery.verdict,
+        acceptance_reason: o.delivery.verdictReason,
+        now: o.now,
+        action_id: o.actionId,
+        finishing: o.finishAction !== null,
+        action_from: actionGuard?.from ?? [],
+        action_to: actionGuard?.to ?? '',
+        action_reason: o.finishAction?.reason ?? '',
+        action_returned_candidates: o.finishAction?.returnedCandidates ?? null,
+        workload_id: o.finishAction?.workloadId ?? '',
+        event_id: event.event_id,
+        topic: Topics.attemptCompleted.name,
         key,
-        JSON.stringify(event),
-        event.cache_write_input_tokens ?? null,
-        event.audio_input_tokens ?? null,
-        event.audio_output_tokens ?? null,
-        event.image_output_tokens ?? null,
-        event.service_tier ?? null,
-        event.feature_calls ? JSON.stringify(event.feature_calls) : null,
-        event.deadline_outcome ?? null,
+        payload: event,
+        cache_write_input_tokens: event.cache_write_input_tokens ?? null,
+        audio_input_tokens: event.audio_input_tokens ?? null,
+        audio_output_tokens: event.audio_output_tokens ?? null,
+        image_output_tokens: event.image_output_tokens ?? null,
+        service_tier: event.service_tier ?? null,
+        feature_calls: event.feature_calls ?? null,
+        deadline_outcome: event.deadline_outcome ?? null,
         // the winner of an action that could have no other attempt, recorded without a compare-and-set
-        event.winner === true,
-      ],
+        winner: event.winner === true,
+      }),
     );
-    const r = rows[0];
-    // The statement's snapshot predates its own insert, so this is a previous run's row.
+    // The item's check ran before its own insert, so this is a previous run's row.
     if (r.recorded) return 'already_recorded';
     if (!r.ok) {
       if (r.attempt_status === null || !attemptGuard.from.includes(r.attempt_status as AttemptState))
@@ -347,95 +387,56 @@ const CHOOSE_WINNER: PreparedStatement = {
   text: `SELECT won, winner_attempt_id FROM dispatch_choose_winner_in_order($1::text, $2::text, $3::timestamptz, $4::text[])`,
 };
 
+/** Claims and completions each form one group per repository (the statements lock rows of many workloads in a fixed order). */
+const GROUP_KEY = 'all';
+
 /**
- * $1 action, $2 now, $3 attempt_no, $4 claimed_by, $5 claimable action states, $6 attempt id,
- * $7 role, $8 route, $9 route version, $10 attempt status, $11 effective candidates,
- * $12/$13 the action's dispatch transition (to / from), $14 the attempt's own hold (null: the
- * reservation's amount, which is the admission's while only the primary exists), $15 the hedge
- * policy revision in force, $16 the experiment pause open at dispatch (issue 11). The attempt's price
- * revision is the reservation's (the primary is priced at what admission reserved at).
+ * At most this many attempts per statement: the functions take their row locks item by item, so
+ * a group holds the locks of its earlier items until its commit.
  */
-const CLAIM: PreparedStatement = {
-  name: 'dispatch_claim',
-  text: `
-    WITH a AS (
-      SELECT id, status, dispatch_deadline_at <= $2::timestamptz AS expired FROM action WHERE id = $1::text FOR UPDATE
-    ),
-    c AS (
-      INSERT INTO dispatch_claim (action_id, attempt_no, claimed_by, claimed_at)
-      SELECT id, $3::int, $4::text, $2::timestamptz FROM a WHERE NOT a.expired AND a.status = ANY($5::text[])
-      ON CONFLICT DO NOTHING
-      RETURNING action_id
-    ),
-    t AS (
-      INSERT INTO attempt (id, action_id, attempt_no, role, route_id, route_version, status, status_reason, effective_candidates,
-        hold_microusd, hedge_policy_revision_id, price_revision_id, experiment_pause_id, started_at, updated_at)
-      SELECT $6::text, action_id, $3::int, $7::text, $8::text, $9::int, $10::text, 'sent upstream', $11::int,
-        COALESCE($14::bigint, (SELECT r.reserved_microusd FROM reservation r WHERE r.action_id = $1::text)), $15::text,
-        (SELECT r.price_revision_id FROM reservation r WHERE r.action_id = $1::text), $16::text, $2::timestamptz, $2::timestamptz
-      FROM c
-      RETURNING id
-    ),
-    u AS (
-      UPDATE action SET status = $12::text, status_reason = 'dispatched', updated_at = $2::timestamptz
-      WHERE id IN (SELECT action_id FROM c) AND status = ANY($13::text[])
-      RETURNING id
-    )
-    SELECT (SELECT status FROM a) AS status, (SELECT expired FROM a) AS expired, (SELECT count(*) FROM t) AS claimed`,
+const MAX_GROUP = 32;
+
+interface ClaimRow extends Record<string, unknown> {
+  status: string | null;
+  expired: boolean | null;
+  claimed: number;
+}
+
+interface CompleteRow extends Record<string, unknown> {
+  ok: boolean;
+  recorded: boolean;
+  attempt_status: string | null;
+  outbox_id: string | null;
+}
+
+/** An item of a group that failed alone (`runGroup`): its caller gets the error, the others their rows. */
+class ItemFailure {
+  constructor(readonly error: unknown) {}
+}
+
+function settled<Row>(r: Row | ItemFailure): Row {
+  if (r instanceof ItemFailure) throw r.error;
+  return r;
+}
+
+/**
+ * Claims of a group, each as the single statement decided it (prisma/migrations/
+ * 20261203600000_dispatch_group_statements): the action row locked, the claim's primary key
+ * making a second claim a no-op, the attempt and the action's transition written only when the
+ * claim was taken. $1 the items as JSON, in order.
+ */
+const CLAIM_GROUP: PreparedStatement = {
+  name: 'dispatch_claim_group',
+  text: 'SELECT status, expired, claimed FROM dispatch_claim_group($1::jsonb) ORDER BY ord',
 };
 
 /**
- * Guards first: `at` locks the attempt, then `ac` the action (only once `at` has run, and
- * only when the attempt finishes the action), and `g` decides. The writes run only when `g.ok`.
- * $1 attempt, $2/$3 attempt transition (from / to), $4..$17 the attempt's outcome columns,
- * $18 now, $19 action, $20 finishing, $21/$22 action transition (from / to), $23 action reason,
- * $24 action returned candidates, $25 workload, $26 event id, $27 topic, $28 key, $29 payload,
- * $30..$35 the attempt's billable detail (from the event: cache writes, audio in / out, image out,
- * tier, feature calls), $36 the attempt's deadline outcome (issue 10; from the event).
+ * Completions of a group, each as the single statement decided it (same migration): the attempt
+ * locked, then its action when it finishes the action; both transitions allowed by libs/domain's
+ * machines (`from` / `to` per item) and the event not recorded yet; then the writes, and at the
+ * end the in-flight slots of the actions that ended, per workload in workload-id order.
  */
-const COMPLETE: PreparedStatement = {
-  name: 'dispatch_complete',
-  text: `
-    WITH at AS (
-      SELECT status FROM attempt WHERE id = $1::text FOR UPDATE
-    ),
-    ac AS (
-      SELECT status FROM action WHERE id = $19::text AND $20::boolean AND EXISTS (SELECT 1 FROM at) FOR UPDATE
-    ),
-    g AS (
-      SELECT COALESCE((SELECT status FROM at) = ANY($2::text[])
-               AND (NOT $20::boolean OR (SELECT status FROM ac) = ANY($21::text[]))
-               AND NOT EXISTS (SELECT 1 FROM outbox_message WHERE event_id = $26::text), false) AS ok,
-             EXISTS (SELECT 1 FROM outbox_message WHERE event_id = $26::text) AS recorded
-    ),
-    at_end AS (
-      UPDATE attempt SET status = $3::text, status_reason = $4::text, provider_request_id = $5::text,
-        http_status = $6::int, returned_candidates = $7::int, candidate_outcomes = $8::jsonb, prompt_block_reason = $9::text,
-        input_tokens = $10::int, cached_input_tokens = $11::int, output_tokens_total = $12::int, reasoning_tokens = $13::int,
-        usage_source = $14::text, delivery_outcome = $15::text, acceptance_verdict = $16::text, acceptance_reason = $17::text,
-        cache_write_input_tokens = $30::int, audio_input_tokens = $31::int, audio_output_tokens = $32::int,
-        image_output_tokens = $33::int, service_tier = $34::text, feature_calls = $35::jsonb, deadline_outcome = $36::text,
-        ended_at = $18::timestamptz, updated_at = $18::timestamptz
-      WHERE id = $1::text AND (SELECT ok FROM g)
-      RETURNING id
-    ),
-    ac_end AS (
-      UPDATE action SET status = $22::text, status_reason = $23::text, returned_candidates = $24::int,
-        delivery_outcome = $15::text, acceptance_verdict = $16::text, acceptance_reason = $17::text, updated_at = $18::timestamptz,
-        winner_attempt_id = CASE WHEN $37::boolean THEN COALESCE(winner_attempt_id, $1::text) ELSE winner_attempt_id END
-      WHERE id = $19::text AND $20::boolean AND (SELECT ok FROM g)
-      RETURNING id
-    ),
-    slot AS (
-      UPDATE quota_counter SET in_flight = GREATEST(in_flight - 1, 0), updated_at = now()
-      WHERE scope = 'workload' AND scope_id = $25::text AND window_start = 'epoch'::timestamptz AND EXISTS (SELECT 1 FROM ac_end)
-      RETURNING 1
-    ),
-    ob AS (
-      INSERT INTO outbox_message (event_id, topic, key, payload)
-      SELECT $26::text, $27::text, $28::text, $29::jsonb FROM at_end
-      RETURNING id
-    )
-    SELECT (SELECT ok FROM g) AS ok, (SELECT recorded FROM g) AS recorded, (SELECT status FROM at) AS attempt_status,
-      (SELECT id FROM ob) AS outbox_id`,
+const COMPLETE_GROUP: PreparedStatement = {
+  name: 'dispatch_complete_group',
+  text: 'SELECT ok, recorded, attempt_status, outbox_id FROM dispatch_complete_group($1::jsonb) ORDER BY ord',
 };

@@ -1,0 +1,77 @@
+import { StatementGroups } from './statement-groups';
+
+/** The grouping rule alone (the statements themselves: apps/dispatch/test/dispatch-groups.int-spec.ts). */
+describe('StatementGroups', () => {
+  function recorder(answer: (items: number[]) => number[] | Promise<number[]> = (items) => items.map((i) => i * 10)) {
+    const groups: number[][] = [];
+    const pending: Array<() => void> = [];
+    let held = false;
+    const groupsRun = new StatementGroups<number, number>(async (items) => {
+      groups.push(items);
+      if (held) await new Promise<void>((r) => pending.push(r));
+      return answer(items);
+    }, 3);
+    return {
+      groupsRun,
+      groups,
+      hold: () => (held = true),
+      /** lets every held statement finish; later ones run at once */
+      release: () => {
+        held = false;
+        for (const r of pending.splice(0)) r();
+      },
+    };
+  }
+
+  it('items of one event-loop turn go together, at most maxGroup per statement, each answered with its own result', async () => {
+    const { groupsRun, groups } = recorder();
+    const results = await Promise.all([1, 2, 3, 4, 5].map((i) => groupsRun.submit('k', i)));
+    expect(results).toEqual([10, 20, 30, 40, 50]);
+    expect(groups).toEqual([
+      [1, 2, 3],
+      [4, 5],
+    ]);
+  });
+
+  it('items arriving while a statement of their key runs wait for it and go in the next; other keys do not wait', async () => {
+    const r = recorder();
+    r.hold();
+    const first = r.groupsRun.submit('k', 1);
+    await new Promise((res) => setImmediate(res));
+    expect(r.groups).toEqual([[1]]);
+    const later = [r.groupsRun.submit('k', 2), r.groupsRun.submit('k', 3)];
+    const other = r.groupsRun.submit('other', 9);
+    await new Promise((res) => setImmediate(res));
+    expect(r.groups).toEqual([[1], [9]]);
+    r.release();
+    await expect(first).resolves.toBe(10);
+    await expect(other).resolves.toBe(90);
+    await expect(Promise.all(later)).resolves.toEqual([20, 30]);
+    expect(r.groups).toEqual([[1], [9], [2, 3]]);
+  });
+
+  it('a failed statement rejects every item of its group and not the next group', async () => {
+    let calls = 0;
+    const { groupsRun } = recorder((items) => {
+      calls += 1;
+      if (calls === 1) throw new Error('connection lost');
+      return items.map((i) => -i);
+    });
+    const results = await Promise.allSettled([1, 2, 3, 4].map((i) => groupsRun.submit('k', i)));
+    expect(results.map((x) => (x.status === 'fulfilled' ? x.value : (x.reason as Error).message))).toEqual([
+      'connection lost',
+      'connection lost',
+      'connection lost',
+      -4,
+    ]);
+  });
+
+  it('a statement that answers the wrong number of rows fails its group rather than mis-assigning results', async () => {
+    const { groupsRun } = recorder((items) => items.slice(1));
+    await expect(Promise.all([groupsRun.submit('k', 1), groupsRun.submit('k', 2)])).rejects.toThrow(/answered with 1 results/);
+  });
+
+  it('refuses a group size below one', () => {
+    expect(() => new StatementGroups(async () => [], 0)).toThrow(RangeError);
+  });
+});
