@@ -24,6 +24,8 @@
 // heavy-tailed route (BENCH_TAIL, default `latency=20-40;latency-tail=50:1500-2500`) at
 // BENCH_HEDGE_RATE req/s (default 5), once for a workload without a hedge policy and once for
 // one with a hedge after BENCH_HEDGE_DELAY_MS (default 300): p99 and the extra spend side by side.
+// Before anything starts, a machine calibration of 2–3 s (scripts/machine.mjs: compute, and the
+// cost of a cross-process wake-up over loopback); `--machine` (BENCH_ONLY=machine) prints only that.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -31,6 +33,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { startKafka } from './kafka.mjs';
+import { calibrateMachine, reportMachine } from './machine.mjs';
 import { ensurePostgres, recreateDatabase } from './postgres.mjs';
 import { ensurePrismaClient } from './prisma-generate.mjs';
 import { contentKey, ROOT, runTs, sleep, startServices } from './services.mjs';
@@ -63,6 +66,7 @@ const CFG = {
     .map((s) => s.trim())
     .filter(Boolean),
   hedgedOnly: process.env.BENCH_ONLY === 'hedged' || process.argv.slice(2).includes('--hedged'),
+  machineOnly: process.env.BENCH_ONLY === 'machine' || process.argv.slice(2).includes('--machine'),
   tail: process.env.BENCH_TAIL || 'latency=20-40;latency-tail=50:1500-2500',
   hedgeRate: num('BENCH_HEDGE_RATE', 5),
   hedgeDelayMs: num('BENCH_HEDGE_DELAY_MS', 300),
@@ -102,6 +106,23 @@ async function main() {
   process.on('SIGINT', () => void shutdown(130, 'interrupted'));
   process.on('SIGTERM', () => void shutdown(143, 'terminated'));
   const t0 = Date.now();
+
+  // Measured first, in this process, while nothing else of the bench runs.
+  log('machine calibration (compute, cross-process wake-ups over loopback)');
+  const calibration = await calibrateMachine({ dir: path.join(ROOT, '.local') });
+  const machine = () => ({
+    cpus: os.cpus().length,
+    model: os.cpus()[0]?.model ?? null,
+    node: process.version,
+    loadavg: os.loadavg().map((l) => round(l, 2)),
+    calibration,
+  });
+  reportMachine(machine(), table);
+  if (CFG.machineOnly) {
+    writeResult({ finishedAt: new Date().toISOString(), mode: 'machine', machine: machine(), config: CFG });
+    log(`wrote ${path.relative(ROOT, RESULT_FILE)}`);
+    return shutdown(0);
+  }
 
   await ensurePrismaClient({ quiet: true });
 
@@ -182,12 +203,6 @@ async function main() {
   const cpu = cpuProbe({ services, kafka, pool, pgUrl: pgServer.url });
   const loop = eventLoopProbe(services);
   const kafkaRequests = kafkaRequestProbe(services);
-  const machine = () => ({
-    cpus: os.cpus().length,
-    model: os.cpus()[0]?.model ?? null,
-    node: process.version,
-    loadavg: os.loadavg().map((l) => round(l, 2)),
-  });
 
   if (CFG.idleOnly) {
     const idle = await idlePhase(cpu, loop);
