@@ -33,7 +33,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { startKafka } from './kafka.mjs';
-import { calibrateMachine, reportMachine } from './machine.mjs';
+import { boxCpu, boxCpuShares, calibrateMachine, reportMachine, shares } from './machine.mjs';
 import { ensurePostgres, recreateDatabase } from './postgres.mjs';
 import { ensurePrismaClient } from './prisma-generate.mjs';
 import { contentKey, ROOT, runTs, sleep, startServices } from './services.mjs';
@@ -712,7 +712,7 @@ function statementLabel(query) {
  * all threads: every read/recv and write/writev/send syscall, sockets included) and the
  * voluntary (slept: waited for a socket, a lock, a timer) and nonvoluntary (preempted) context
  * switches, summed over /proc/<pid>/task/<tid>/status (status of the pid alone counts its main
- * thread only). A thread that ends between two snapshots takes its switches with it.
+ * thread only) per thread, so a thread that ends between two snapshots takes only its own with it.
  */
 function cpuProbe({ services, kafka, pool, pgUrl }) {
   let hz = 100;
@@ -732,45 +732,56 @@ function cpuProbe({ services, kafka, pool, pgUrl }) {
     const m = text && new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(text);
     return m ? Number(m[1]) : null;
   };
-  const switches = (pid) => {
-    let tids;
+  /** Context switches per thread (tid → counts): threads come and go (the JVM's do, often). */
+  const threads = (pid) => {
     try {
-      tids = fs.readdirSync(`/proc/${pid}/task`);
+      return Object.fromEntries(
+        fs.readdirSync(`/proc/${pid}/task`).map((tid) => {
+          const status = read(`/proc/${pid}/task/${tid}/status`);
+          return [tid, { vcsw: field(status, 'voluntary_ctxt_switches') ?? 0, nvcsw: field(status, 'nonvoluntary_ctxt_switches') ?? 0 }];
+        }),
+      );
     } catch {
-      return { vcsw: null, nvcsw: null };
+      return null;
     }
-    let vcsw = 0;
-    let nvcsw = 0;
-    for (const tid of tids) {
-      const status = read(`/proc/${pid}/task/${tid}/status`);
-      vcsw += field(status, 'voluntary_ctxt_switches') ?? 0;
-      nvcsw += field(status, 'nonvoluntary_ctxt_switches') ?? 0;
-    }
-    return { vcsw, nvcsw };
   };
   const sample = (pid) => {
     const stat = read(`/proc/${pid}/stat`);
     if (!stat) return null;
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const io = read(`/proc/${pid}/io`);
-    return { user: Number(f[11]) / hz, system: Number(f[12]) / hz, syscr: field(io, 'syscr'), syscw: field(io, 'syscw'), ...switches(pid) };
+    return {
+      user: Number(f[11]) / hz,
+      system: Number(f[12]) / hz,
+      syscr: field(io, 'syscr'),
+      syscw: field(io, 'syscw'),
+      threads: threads(pid),
+    };
   };
   const self = () => {
     const u = process.cpuUsage();
-    return sample(process.pid) ?? { user: u.user / 1e6, system: u.system / 1e6, syscr: null, syscw: null, vcsw: null, nvcsw: null };
+    return sample(process.pid) ?? { user: u.user / 1e6, system: u.system / 1e6, syscr: null, syscw: null, threads: null };
   };
   const pgLocal = ['127.0.0.1', 'localhost', '::1'].includes(new URL(pgUrl).hostname);
-  const COUNTERS = ['user', 'system', 'syscr', 'syscw', 'vcsw', 'nvcsw'];
+  const SCALARS = ['user', 'system', 'syscr', 'syscw'];
+  const COUNTERS = [...SCALARS, 'vcsw', 'nvcsw'];
+  // A thread (or backend) that started in between counts all it did; one that ended is lost.
+  const switched = (a, b, k) =>
+    a.threads ? Object.entries(a.threads).reduce((n, [tid, t]) => n + t[k] - (b?.threads?.[tid]?.[k] ?? 0), 0) : null;
   const diff = (a, b) =>
-    Object.fromEntries(COUNTERS.map((k) => [k, a[k] != null && b?.[k] != null ? a[k] - b[k] : a[k] != null && !b ? a[k] : null]));
+    Object.fromEntries([
+      ...SCALARS.map((k) => [k, a[k] != null && b?.[k] != null ? a[k] - b[k] : a[k] != null && !b ? a[k] : null]),
+      ['vcsw', switched(a, b, 'vcsw')],
+      ['nvcsw', switched(a, b, 'nvcsw')],
+    ]);
   const sum = (list) =>
     Object.fromEntries(COUNTERS.map((k) => [k, list.some((d) => d[k] == null) ? null : list.reduce((n, d) => n + d[k], 0)]));
   /** Counter increments per process between two snapshots (postgres: its backends summed). */
   const delta = (before, after) => {
     const out = {};
     for (const [k, v] of Object.entries(after)) {
+      if (k === 'box') continue;
       if (k === 'postgresBackends') {
-        // A backend that connected during the run spent all it counts in it; one that left is lost.
         out.postgres = sum(Object.entries(v).flatMap(([pid, s]) => (s ? [diff(s, before.postgresBackends?.[pid])] : [])));
       } else if (v != null && before[k] != null) {
         out[k] = diff(v, before[k]);
@@ -791,6 +802,7 @@ function cpuProbe({ services, kafka, pool, pgUrl }) {
         s.postgresBackends = Object.fromEntries(rows.map((r) => [r.pid, sample(r.pid)]));
       }
       s.loadGenerator = self();
+      s.box = boxCpu(hz);
       return s;
     },
     /** CPU seconds (user + system) per process between two snapshots. */
@@ -805,6 +817,7 @@ function cpuProbe({ services, kafka, pool, pgUrl }) {
     counts(before, after, n) {
       if (n <= 0) return null;
       const d = delta(before, after);
+      const box = boxCpuShares(before.box, after.box);
       const stack = sum(Object.entries(d).flatMap(([k, v]) => (k === 'loadGenerator' ? [] : [v])));
       const per = (c) => ({
         writes: ratio(c.syscw, n, 2),
@@ -813,7 +826,12 @@ function cpuProbe({ services, kafka, pool, pgUrl }) {
         involuntaryCtxSw: ratio(c.nvcsw, n, 2),
         systemPct: ratio(100 * c.system, c.user + c.system, 1),
       });
-      return Object.keys(d).length > 0 ? { ...Object.fromEntries(Object.entries(d).map(([k, c]) => [k, per(c)])), total: per(stack) } : {};
+      if (Object.keys(d).length === 0) return {};
+      return {
+        ...Object.fromEntries(Object.entries(d).map(([k, c]) => [k, per(c)])),
+        total: per(stack),
+        ...(box ? { boxCpuPct: box } : {}),
+      };
     },
   };
 }
@@ -1149,7 +1167,7 @@ function reportSyscalls(result, phases) {
       const counts = r.syscallsPerOk;
       if (!counts?.total) continue;
       for (const [n, c] of Object.entries(counts)) {
-        if (n === 'total' || (target !== 'gateway' && (c.writes ?? 0) + (c.reads ?? 0) < 0.05)) continue;
+        if (n === 'total' || n === 'boxCpuPct' || (target !== 'gateway' && (c.writes ?? 0) + (c.reads ?? 0) < 0.05)) continue;
         rows.push([n, `${phase.name}/${target}`, ...cells(c)]);
       }
       rows.push(['stack total (not the load generator)', `${phase.name}/${target}`, ...cells(counts.total)]);
@@ -1158,6 +1176,12 @@ function reportSyscalls(result, phases) {
   if (rows.length === 1) return;
   console.log('\n' + table(rows, 2));
   console.log("(/proc: syscw, syscr; context switches summed over each process's threads; machine calibration at the top)");
+  for (const phase of phases) {
+    for (const [target, r] of Object.entries(result.runs[phase.name])) {
+      const box = r.syscallsPerOk?.boxCpuPct;
+      if (box) console.log(`box CPU during ${phase.name}/${target} (/proc/stat, all processes): ${shares(box)}`);
+    }
+  }
 }
 
 function reportIdle(idle) {
@@ -1171,6 +1195,7 @@ function reportIdle(idle) {
   rows.push(['stack total (not the load generator)', idle.totalCores, '', rate(perSecond.total), perSecond.total?.voluntaryCtxSw ?? '']);
   console.log(`\nIdle: no traffic, measured over ${idle.seconds} s after ${CFG.idleSettleS} s of quiet`);
   console.log(table(rows, 1));
+  if (perSecond.boxCpuPct) console.log(`box CPU meanwhile (/proc/stat, all processes): ${shares(perSecond.boxCpuPct)}`);
   console.log();
 }
 

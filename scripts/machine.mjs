@@ -26,9 +26,33 @@ const JSON_DOCS = 1000;
 const INT_LOOP = 50_000_000;
 const FSYNCS = 30;
 
+/**
+ * CPU time of the whole box so far, in seconds of all CPUs, by kind (the `cpu` line of /proc/stat:
+ * user, nice, system, idle, iowait, irq, softirq, steal); null where there is no /proc/stat.
+ * `steal` is time a vCPU wanted to run and the hypervisor ran something else.
+ */
+export function boxCpu(hz = 100) {
+  try {
+    const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    const kinds = ['user', 'nice', 'system', 'idle', 'iowait', 'irq', 'softirq', 'steal'];
+    return Object.fromEntries(kinds.map((k, i) => [k, (line[i] ?? 0) / hz]));
+  } catch {
+    return null;
+  }
+}
+
+/** Each kind's share of the box's CPU time between two boxCpu() readings, in %. */
+export function boxCpuShares(before, after) {
+  if (!before || !after) return null;
+  const d = Object.fromEntries(Object.keys(after).map((k) => [k, after[k] - before[k]]));
+  const total = Object.values(d).reduce((a, b) => a + b, 0);
+  return total > 0 ? Object.fromEntries(Object.entries(d).map(([k, v]) => [k, round((100 * v) / total, 1)])) : null;
+}
+
 /** Runs every measurement (about 2–3 s) and returns the figures; `dir` holds the fsync file. */
 export async function calibrateMachine({ dir = os.tmpdir() } = {}) {
   const t0 = performance.now();
+  const box0 = boxCpu();
   const compute = {
     jsonSha256Ms: timed(jsonSha256, 3),
     intLoopMs: timed(intLoop, 3),
@@ -55,6 +79,7 @@ export async function calibrateMachine({ dir = os.tmpdir() } = {}) {
     roundTrips: { messageBytes: MESSAGE_BYTES, ...wakeup },
     fdatasyncMs: fdatasync(dir),
     seconds: round((performance.now() - t0) / 1000, 2),
+    boxCpuPct: boxCpuShares(box0, boxCpu()),
   };
 }
 
@@ -101,6 +126,7 @@ export function reportMachine(machine, table) {
   }
   console.log(table(rows, 1));
   console.log(`8 kB write + fdatasync: median ${c.fdatasyncMs ?? 'n/a'} ms; calibration took ${c.seconds} s`);
+  if (c.boxCpuPct) console.log(`box CPU meanwhile (/proc/stat): ${shares(c.boxCpuPct)}`);
 }
 
 // ---------------------------------------------------------------- compute
@@ -344,6 +370,11 @@ function fdatasync(dir) {
   } catch {
     return null;
   }
+}
+
+/** "user 40 %, system 20 %, …, steal 3 %" of a boxCpuShares() result. */
+export function shares(pct) {
+  return ['user', 'system', 'softirq', 'iowait', 'steal', 'idle'].map((k) => `${k} ${pct[k]} %`).join(', ');
 }
 
 function round(n, d) {
