@@ -24,6 +24,8 @@
 // heavy-tailed route (BENCH_TAIL, default `latency=20-40;latency-tail=50:1500-2500`) at
 // BENCH_HEDGE_RATE req/s (default 5), once for a workload without a hedge policy and once for
 // one with a hedge after BENCH_HEDGE_DELAY_MS (default 300): p99 and the extra spend side by side.
+// Before anything starts, a machine calibration of 2–3 s (scripts/machine.mjs: compute, and the
+// cost of a cross-process wake-up over loopback); `--machine` (BENCH_ONLY=machine) prints only that.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -31,6 +33,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { startKafka } from './kafka.mjs';
+import { boxCpu, boxCpuShares, calibrateMachine, reportMachine, shares } from './machine.mjs';
 import { ensurePostgres, recreateDatabase } from './postgres.mjs';
 import { ensurePrismaClient } from './prisma-generate.mjs';
 import { contentKey, ROOT, runTs, sleep, startServices } from './services.mjs';
@@ -63,6 +66,7 @@ const CFG = {
     .map((s) => s.trim())
     .filter(Boolean),
   hedgedOnly: process.env.BENCH_ONLY === 'hedged' || process.argv.slice(2).includes('--hedged'),
+  machineOnly: process.env.BENCH_ONLY === 'machine' || process.argv.slice(2).includes('--machine'),
   tail: process.env.BENCH_TAIL || 'latency=20-40;latency-tail=50:1500-2500',
   hedgeRate: num('BENCH_HEDGE_RATE', 5),
   hedgeDelayMs: num('BENCH_HEDGE_DELAY_MS', 300),
@@ -102,6 +106,23 @@ async function main() {
   process.on('SIGINT', () => void shutdown(130, 'interrupted'));
   process.on('SIGTERM', () => void shutdown(143, 'terminated'));
   const t0 = Date.now();
+
+  // Measured first, in this process, while nothing else of the bench runs.
+  log('machine calibration (compute, cross-process wake-ups over loopback)');
+  const calibration = await calibrateMachine({ dir: path.join(ROOT, '.local') });
+  const machine = () => ({
+    cpus: os.cpus().length,
+    model: os.cpus()[0]?.model ?? null,
+    node: process.version,
+    loadavg: os.loadavg().map((l) => round(l, 2)),
+    calibration,
+  });
+  reportMachine(machine(), table);
+  if (CFG.machineOnly) {
+    writeResult({ finishedAt: new Date().toISOString(), mode: 'machine', machine: machine(), config: CFG });
+    log(`wrote ${path.relative(ROOT, RESULT_FILE)}`);
+    return shutdown(0);
+  }
 
   await ensurePrismaClient({ quiet: true });
 
@@ -182,12 +203,6 @@ async function main() {
   const cpu = cpuProbe({ services, kafka, pool, pgUrl: pgServer.url });
   const loop = eventLoopProbe(services);
   const kafkaRequests = kafkaRequestProbe(services);
-  const machine = () => ({
-    cpus: os.cpus().length,
-    model: os.cpus()[0]?.model ?? null,
-    node: process.version,
-    loadavg: os.loadavg().map((l) => round(l, 2)),
-  });
 
   if (CFG.idleOnly) {
     const idle = await idlePhase(cpu, loop);
@@ -254,6 +269,7 @@ async function main() {
         ...r,
         cpuCores: perSecond(cpuSeconds, r.durationS),
         cpuMsPerOk: cpuMsPer(cpuSeconds, r.ok),
+        syscallsPerOk: cpu.counts(before, after, r.ok),
         pgTransactionsPerOk,
         kafkaRequestsPerOk,
         eventLoopDelayMs,
@@ -687,9 +703,16 @@ function statementLabel(query) {
 // ---------------------------------------------------------------- CPU
 
 /**
- * CPU seconds of each process of the stack, read from /proc (Linux only; elsewhere empty), so
- * a run can say how many cores each part used. Postgres is counted through the backends
+ * CPU, syscalls and context switches of each process of the stack, read from /proc (Linux only;
+ * elsewhere empty but for the bench process's own CPU), so a run can say how many cores each part
+ * used and how often it entered the kernel and slept. Postgres is counted through the backends
  * connected to the bench database, when the server is local.
+ *
+ * Per process: utime and stime (/proc/<pid>/stat, all threads), syscr and syscw (/proc/<pid>/io,
+ * all threads: every read/recv and write/writev/send syscall, sockets included) and the
+ * voluntary (slept: waited for a socket, a lock, a timer) and nonvoluntary (preempted) context
+ * switches, summed over /proc/<pid>/task/<tid>/status (status of the pid alone counts its main
+ * thread only) per thread, so a thread that ends between two snapshots takes only its own with it.
  */
 function cpuProbe({ services, kafka, pool, pgUrl }) {
   let hz = 100;
@@ -698,45 +721,117 @@ function cpuProbe({ services, kafka, pool, pgUrl }) {
   } catch {
     // assume 100
   }
-  const ticks = (pid) => {
+  const read = (file) => {
     try {
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      return (Number(f[11]) + Number(f[12])) / hz; // utime + stime
+      return fs.readFileSync(file, 'utf8');
     } catch {
       return null;
     }
   };
+  const field = (text, name) => {
+    const m = text && new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(text);
+    return m ? Number(m[1]) : null;
+  };
+  /** Context switches per thread (tid → counts): threads come and go (the JVM's do, often). */
+  const threads = (pid) => {
+    try {
+      return Object.fromEntries(
+        fs.readdirSync(`/proc/${pid}/task`).map((tid) => {
+          const status = read(`/proc/${pid}/task/${tid}/status`);
+          return [tid, { vcsw: field(status, 'voluntary_ctxt_switches') ?? 0, nvcsw: field(status, 'nonvoluntary_ctxt_switches') ?? 0 }];
+        }),
+      );
+    } catch {
+      return null;
+    }
+  };
+  const sample = (pid) => {
+    const stat = read(`/proc/${pid}/stat`);
+    if (!stat) return null;
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const io = read(`/proc/${pid}/io`);
+    return {
+      user: Number(f[11]) / hz,
+      system: Number(f[12]) / hz,
+      syscr: field(io, 'syscr'),
+      syscw: field(io, 'syscw'),
+      threads: threads(pid),
+    };
+  };
+  const self = () => {
+    const u = process.cpuUsage();
+    return sample(process.pid) ?? { user: u.user / 1e6, system: u.system / 1e6, syscr: null, syscw: null, threads: null };
+  };
   const pgLocal = ['127.0.0.1', 'localhost', '::1'].includes(new URL(pgUrl).hostname);
+  const SCALARS = ['user', 'system', 'syscr', 'syscw'];
+  const COUNTERS = [...SCALARS, 'vcsw', 'nvcsw'];
+  // A thread (or backend) that started in between counts all it did; one that ended is lost.
+  const switched = (a, b, k) =>
+    a.threads ? Object.entries(a.threads).reduce((n, [tid, t]) => n + t[k] - (b?.threads?.[tid]?.[k] ?? 0), 0) : null;
+  const diff = (a, b) =>
+    Object.fromEntries([
+      ...SCALARS.map((k) => [k, a[k] != null && b?.[k] != null ? a[k] - b[k] : a[k] != null && !b ? a[k] : null]),
+      ['vcsw', switched(a, b, 'vcsw')],
+      ['nvcsw', switched(a, b, 'nvcsw')],
+    ]);
+  const sum = (list) =>
+    Object.fromEntries(COUNTERS.map((k) => [k, list.some((d) => d[k] == null) ? null : list.reduce((n, d) => n + d[k], 0)]));
+  /** Counter increments per process between two snapshots (postgres: its backends summed). */
+  const delta = (before, after) => {
+    const out = {};
+    for (const [k, v] of Object.entries(after)) {
+      if (k === 'box') continue;
+      if (k === 'postgresBackends') {
+        out.postgres = sum(Object.entries(v).flatMap(([pid, s]) => (s ? [diff(s, before.postgresBackends?.[pid])] : [])));
+      } else if (v != null && before[k] != null) {
+        out[k] = diff(v, before[k]);
+      }
+    }
+    return out;
+  };
+  const ratio = (n, d, digits) => (n != null && d > 0 ? round(n / d, digits) : null);
   return {
     async snapshot() {
       const s = {};
-      for (const c of services.children) s[c.service.name] = ticks(c.child.pid);
-      if (kafka.pid) s.kafka = ticks(kafka.pid);
+      for (const c of services.children) s[c.service.name] = sample(c.child.pid);
+      if (kafka.pid) s.kafka = sample(kafka.pid);
       if (pgLocal) {
         const { rows } = await pool.query(
           `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
         );
-        s.postgresBackends = Object.fromEntries(rows.map((r) => [r.pid, ticks(r.pid)]));
+        s.postgresBackends = Object.fromEntries(rows.map((r) => [r.pid, sample(r.pid)]));
       }
-      const self = process.cpuUsage();
-      s.loadGenerator = (self.user + self.system) / 1e6;
+      s.loadGenerator = self();
+      s.box = boxCpu(hz);
       return s;
     },
-    /** CPU seconds per process between two snapshots. */
+    /** CPU seconds (user + system) per process between two snapshots. */
     seconds(before, after) {
-      const out = {};
-      for (const [k, v] of Object.entries(after)) {
-        if (k === 'postgresBackends') {
-          let total = 0;
-          // A backend that connected during the run spent all its CPU in it; one that left is lost.
-          for (const [pid, t] of Object.entries(v)) if (t != null) total += t - (before.postgresBackends?.[pid] ?? 0);
-          out.postgres = total;
-        } else if (v != null && before[k] != null) {
-          out[k] = v - before[k];
-        }
-      }
-      return out;
+      return Object.fromEntries(Object.entries(delta(before, after)).map(([k, d]) => [k, d.user + d.system]));
+    },
+    /**
+     * Per process, and for the stack (services + kafka + postgres, not the load generator): read
+     * and write syscalls, voluntary and nonvoluntary context switches per `n` (2xx answers, or
+     * seconds), and the system share of its CPU in %.
+     */
+    counts(before, after, n) {
+      if (n <= 0) return null;
+      const d = delta(before, after);
+      const box = boxCpuShares(before.box, after.box);
+      const stack = sum(Object.entries(d).flatMap(([k, v]) => (k === 'loadGenerator' ? [] : [v])));
+      const per = (c) => ({
+        writes: ratio(c.syscw, n, 2),
+        reads: ratio(c.syscr, n, 2),
+        voluntaryCtxSw: ratio(c.vcsw, n, 2),
+        involuntaryCtxSw: ratio(c.nvcsw, n, 2),
+        systemPct: ratio(100 * c.system, c.user + c.system, 1),
+      });
+      if (Object.keys(d).length === 0) return {};
+      return {
+        ...Object.fromEntries(Object.entries(d).map(([k, c]) => [k, per(c)])),
+        total: per(stack),
+        ...(box ? { boxCpuPct: box } : {}),
+      };
     },
   };
 }
@@ -924,6 +1019,7 @@ async function idlePhase(cpu, loop) {
     seconds: round(seconds, 2),
     cpuCores: perSecond(cpuSeconds, seconds),
     totalCores: round(stackSeconds(cpuSeconds) / seconds, 3),
+    syscallsPerSecond: cpu.counts(before, after, seconds),
     eventLoopDelayMs,
   };
 }
@@ -1000,6 +1096,7 @@ function report(result, phases) {
     }
     if (kr.length > 1) console.log('\n' + table(kr, 2));
   }
+  reportSyscalls(result, phases);
 
   const loopNames = [...new Set(phases.flatMap((p) => Object.keys(result.runs[p.name].gateway.eventLoopDelayMs ?? {})))];
   if (loopNames.length > 0) {
@@ -1058,15 +1155,47 @@ function report(result, phases) {
   console.log();
 }
 
+/**
+ * Syscalls and context switches per 2xx answer, per process of the gateway runs (and, for the
+ * baseline runs, the processes that did something: provider-sim and the load generator).
+ */
+function reportSyscalls(result, phases) {
+  const rows = [['syscalls and context switches per 2xx answer', 'run', 'writes', 'reads', 'vol. ctx sw', 'invol. ctx sw', 'sys % of CPU']];
+  const cells = (c) => [c.writes ?? '', c.reads ?? '', c.voluntaryCtxSw ?? '', c.involuntaryCtxSw ?? '', c.systemPct ?? ''];
+  for (const phase of phases) {
+    for (const [target, r] of Object.entries(result.runs[phase.name])) {
+      const counts = r.syscallsPerOk;
+      if (!counts?.total) continue;
+      for (const [n, c] of Object.entries(counts)) {
+        if (n === 'total' || n === 'boxCpuPct' || (target !== 'gateway' && (c.writes ?? 0) + (c.reads ?? 0) < 0.05)) continue;
+        rows.push([n, `${phase.name}/${target}`, ...cells(c)]);
+      }
+      rows.push(['stack total (not the load generator)', `${phase.name}/${target}`, ...cells(counts.total)]);
+    }
+  }
+  if (rows.length === 1) return;
+  console.log('\n' + table(rows, 2));
+  console.log("(/proc: syscw, syscr; context switches summed over each process's threads; machine calibration at the top)");
+  for (const phase of phases) {
+    for (const [target, r] of Object.entries(result.runs[phase.name])) {
+      const box = r.syscallsPerOk?.boxCpuPct;
+      if (box) console.log(`box CPU during ${phase.name}/${target} (/proc/stat, all processes): ${shares(box)}`);
+    }
+  }
+}
+
 function reportIdle(idle) {
-  const rows = [['idle CPU (cores)', 'cores', 'event-loop delay ms p50/p99']];
+  const rows = [['idle CPU (cores)', 'cores', 'event-loop delay ms p50/p99', 'syscalls/s', 'vol. ctx sw/s']];
+  const perSecond = idle.syscallsPerSecond ?? {};
+  const rate = (c) => (c?.reads != null ? round(c.reads + c.writes, 1) : '');
   for (const [n, c] of Object.entries(idle.cpuCores)) {
     const d = idle.eventLoopDelayMs?.[n];
-    rows.push([n, c, d ? `${d.p50}/${d.p99}` : '']);
+    rows.push([n, c, d ? `${d.p50}/${d.p99}` : '', rate(perSecond[n]), perSecond[n]?.voluntaryCtxSw ?? '']);
   }
-  rows.push(['stack total (not the load generator)', idle.totalCores, '']);
+  rows.push(['stack total (not the load generator)', idle.totalCores, '', rate(perSecond.total), perSecond.total?.voluntaryCtxSw ?? '']);
   console.log(`\nIdle: no traffic, measured over ${idle.seconds} s after ${CFG.idleSettleS} s of quiet`);
   console.log(table(rows, 1));
+  if (perSecond.boxCpuPct) console.log(`box CPU meanwhile (/proc/stat, all processes): ${shares(perSecond.boxCpuPct)}`);
   console.log();
 }
 

@@ -1,0 +1,384 @@
+// Machine calibration for `npm run bench` (bench/README.md, "Machine dependence"): a few seconds
+// of fixed work, measured in the calling process before anything else runs, so that a figure the
+// bench prints on one machine can be read against what the same work costs on another.
+//
+//   compute:    a fixed pure-JS workload (JSON stringify/parse + sha256, and an integer loop), ms;
+//   wake-ups:   strictly sequential ping-pong round trips of a small message with a child node
+//               process over loopback TCP and a unix socket (each one a write that wakes a peer
+//               sleeping in epoll, and back), and the same over TCP inside one process (no
+//               sleeping peer) as the control, and (Linux, `taskset`) the TCP pair pinned to one
+//               CPU and to two: latency, CPU of both ends, context switches per round trip;
+//   fdatasync:  one 8 kB write + fdatasync, median (the WAL flush of a commit, roughly).
+import { execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const ROUND_TRIPS = 3000;
+const PINNED_ROUND_TRIPS = 1000; // the pinned pairs: the cross-CPU one is the slowest row
+const WARMUP_ROUND_TRIPS = 200;
+const MESSAGE_BYTES = 200;
+const JSON_DOCS = 1000;
+const INT_LOOP = 50_000_000;
+const FSYNCS = 30;
+
+/**
+ * CPU time of the whole box so far, in seconds of all CPUs, by kind (the `cpu` line of /proc/stat:
+ * user, nice, system, idle, iowait, irq, softirq, steal); null where there is no /proc/stat.
+ * `steal` is time a vCPU wanted to run and the hypervisor ran something else.
+ */
+export function boxCpu(hz = 100) {
+  try {
+    const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    const kinds = ['user', 'nice', 'system', 'idle', 'iowait', 'irq', 'softirq', 'steal'];
+    return Object.fromEntries(kinds.map((k, i) => [k, (line[i] ?? 0) / hz]));
+  } catch {
+    return null;
+  }
+}
+
+/** Each kind's share of the box's CPU time between two boxCpu() readings, in %. */
+export function boxCpuShares(before, after) {
+  if (!before || !after) return null;
+  const d = Object.fromEntries(Object.keys(after).map((k) => [k, after[k] - before[k]]));
+  const total = Object.values(d).reduce((a, b) => a + b, 0);
+  return total > 0 ? Object.fromEntries(Object.entries(d).map(([k, v]) => [k, round((100 * v) / total, 1)])) : null;
+}
+
+/** Runs every measurement (about 2–3 s) and returns the figures; `dir` holds the fsync file. */
+export async function calibrateMachine({ dir = os.tmpdir() } = {}) {
+  const t0 = performance.now();
+  const box0 = boxCpu();
+  const compute = {
+    jsonSha256Ms: timed(jsonSha256, 3),
+    intLoopMs: timed(intLoop, 3),
+  };
+  const echo = await startEcho();
+  let wakeup;
+  try {
+    wakeup = {
+      tcpCrossProcess: await roundTrips(() => net.connect(echo.tcpPort, '127.0.0.1'), echo.usage),
+      unixCrossProcess: echo.unixPath ? await roundTrips(() => net.connect(echo.unixPath), echo.usage) : null,
+      tcpSameProcess: await sameProcess(),
+    };
+  } finally {
+    echo.stop();
+  }
+  // Where the scheduler puts the two ends decides whether a wake-up crosses CPUs (an IPI, on a VM
+  // guest often an exit to the host); pinned, the same pair on one CPU and on two says which it is.
+  if (hasTaskset()) {
+    wakeup.tcpPinnedOneCpu = await pinnedPair(0, 0);
+    if (os.cpus().length > 1) wakeup.tcpPinnedTwoCpus = await pinnedPair(0, 1);
+  }
+  return {
+    compute,
+    roundTrips: { messageBytes: MESSAGE_BYTES, ...wakeup },
+    fdatasyncMs: fdatasync(dir),
+    seconds: round((performance.now() - t0) / 1000, 2),
+    boxCpuPct: boxCpuShares(box0, boxCpu()),
+  };
+}
+
+/** The calibration as a table. */
+export function reportMachine(machine, table) {
+  const c = machine.calibration;
+  console.log(`\nMachine: ${machine.cpus} × ${machine.model}, node ${machine.node}, load average ${machine.loadavg.join(' ')}`);
+  if (!c) return;
+  console.log(
+    `compute (best of 3; median): JSON + sha256 of ${JSON_DOCS} docs ${c.compute.jsonSha256Ms.best} ms (${c.compute.jsonSha256Ms.median}); ` +
+      `integer loop of ${INT_LOOP / 1e6}·10^6 ${c.compute.intLoopMs.best} ms (${c.compute.intLoopMs.median})`,
+  );
+  const rows = [
+    [
+      `round trip, ${c.roundTrips.messageBytes} B each way`,
+      'n',
+      'p50 µs',
+      'p99 µs',
+      'CPU µs/rt (user+sys)',
+      'sys %',
+      'vol. ctx sw/rt',
+      'invol./rt',
+    ],
+  ];
+  for (const [key, label] of [
+    ['tcpCrossProcess', 'TCP loopback, two processes'],
+    ['unixCrossProcess', 'unix socket, two processes'],
+    ['tcpPinnedOneCpu', 'TCP loopback, two processes, both on CPU 0'],
+    ['tcpPinnedTwoCpus', 'TCP loopback, two processes, CPUs 0 and 1'],
+    ['tcpSameProcess', 'TCP loopback, one process (control)'],
+  ]) {
+    const r = c.roundTrips[key];
+    if (!r) continue;
+    rows.push([
+      label,
+      r.n,
+      r.p50Us,
+      r.p99Us,
+      `${r.cpuUs} (${r.userUs}+${r.systemUs})`,
+      r.cpuUs > 0 ? round((100 * r.systemUs) / r.cpuUs, 0) : '',
+      r.voluntaryCtxSw ?? '',
+      r.involuntaryCtxSw ?? '',
+    ]);
+  }
+  console.log(table(rows, 1));
+  console.log(`8 kB write + fdatasync: median ${c.fdatasyncMs ?? 'n/a'} ms; calibration took ${c.seconds} s`);
+  if (c.boxCpuPct) console.log(`box CPU meanwhile (/proc/stat): ${shares(c.boxCpuPct)}`);
+}
+
+// ---------------------------------------------------------------- compute
+
+function jsonSha256() {
+  const doc = {
+    id: 'calibration',
+    items: Array.from({ length: 40 }, (_, i) => ({ i, name: `item-${i}`, price: i * 1.25, tags: ['a', 'bb', 'ccc'], ok: i % 2 === 0 })),
+  };
+  let digest = '';
+  for (let k = 0; k < JSON_DOCS; k++) {
+    const text = JSON.stringify({ ...doc, k, digest });
+    digest = createHash('sha256')
+      .update(JSON.stringify(JSON.parse(text).items[k % 40]))
+      .update(text)
+      .digest('hex');
+  }
+  return digest;
+}
+
+function intLoop() {
+  let x = 0;
+  for (let i = 0; i < INT_LOOP; i++) x = (Math.imul(x, 31) + i) | 0;
+  return x;
+}
+
+/** Best and median of `n` timed calls, ms. */
+function timed(fn, n) {
+  const ms = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    fn();
+    ms.push(performance.now() - t);
+  }
+  ms.sort((a, b) => a - b);
+  return { best: round(ms[0], 1), median: round(ms[Math.floor(n / 2)], 1) };
+}
+
+// ---------------------------------------------------------------- wake-ups
+
+// The echo child: writes back whatever it reads, on a loopback TCP port and a unix socket; on each
+// line of stdin it prints its own CPU and context switches (outside the measured round trips).
+const ECHO_CHILD = `
+const net = require('node:net');
+const fs = require('node:fs');
+const echo = (s) => { s.setNoDelay(true); s.on('data', (d) => s.write(d)); s.on('error', () => {}); };
+const tcp = net.createServer(echo);
+const unixPath = process.env.ECHO_UNIX_PATH;
+const unix = unixPath ? net.createServer(echo) : null;
+const ready = () => process.stdout.write(JSON.stringify({ tcpPort: tcp.address().port, unix: Boolean(unix) }) + '\\n');
+tcp.listen(0, '127.0.0.1', () => {
+  if (!unix) return ready();
+  try { fs.rmSync(unixPath, { force: true }); } catch {}
+  unix.on('error', () => { unix.close(); ready(); });
+  unix.listen(unixPath, ready);
+});
+require('node:readline').createInterface({ input: process.stdin }).on('line', () => {
+  const r = process.resourceUsage();
+  process.stdout.write(JSON.stringify({ user: r.userCPUTime, system: r.systemCPUTime, vcsw: r.voluntaryContextSwitches, nvcsw: r.involuntaryContextSwitches }) + '\\n');
+});
+process.stdin.on('end', () => process.exit(0));
+`;
+
+/** The echo child, pinned to `cpu` when given (taskset). */
+async function startEcho({ cpu } = {}) {
+  const unixPath = process.platform === 'win32' ? null : path.join(os.tmpdir(), `bench-machine-${process.pid}.sock`);
+  const command = cpu === undefined ? [process.execPath] : ['taskset', '-c', String(cpu), process.execPath];
+  const child = spawn(command[0], [...command.slice(1), '-e', ECHO_CHILD], {
+    env: { ...process.env, ECHO_UNIX_PATH: unixPath ?? '' },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const lines = readline.createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const next = async () => {
+    const { value, done } = await lines.next();
+    if (done) throw new Error('the calibration echo child exited');
+    return JSON.parse(value);
+  };
+  const hello = await next();
+  return {
+    tcpPort: hello.tcpPort,
+    unixPath: hello.unix ? unixPath : null,
+    async usage() {
+      child.stdin.write('u\n');
+      return next();
+    },
+    stop() {
+      child.stdin.end();
+      if (unixPath) fs.rmSync(unixPath, { force: true });
+    },
+  };
+}
+
+/** Own CPU (µs) and context switches of this process (all threads), as the child reports its own. */
+function ownUsage() {
+  const r = process.resourceUsage();
+  return { user: r.userCPUTime, system: r.systemCPUTime, vcsw: r.voluntaryContextSwitches, nvcsw: r.involuntaryContextSwitches };
+}
+
+/**
+ * Warm-up, then ROUND_TRIPS sequential round trips on a fresh connection: latency percentiles,
+ * and CPU and context switches per round trip summed over both ends (`peerUsage` is the other
+ * end's usage, or null when it is this process).
+ */
+async function roundTrips(connect, peerUsage, n = ROUND_TRIPS) {
+  const socket = connect();
+  socket.setNoDelay(true);
+  await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  try {
+    await pingPong(socket, WARMUP_ROUND_TRIPS);
+    const peerBefore = peerUsage ? await peerUsage() : null;
+    const selfBefore = ownUsage();
+    const us = await pingPong(socket, n);
+    const selfAfter = ownUsage();
+    const peerAfter = peerUsage ? await peerUsage() : null;
+    const d = (k) => selfAfter[k] - selfBefore[k] + (peerAfter ? peerAfter[k] - peerBefore[k] : 0);
+    us.sort((a, b) => a - b);
+    const pct = (p) => round(us[Math.min(us.length - 1, Math.ceil(p * us.length) - 1)], 1);
+    const per = (x) => round(x / n, 2);
+    return {
+      n,
+      p50Us: pct(0.5),
+      p99Us: pct(0.99),
+      cpuUs: per(d('user') + d('system')),
+      userUs: per(d('user')),
+      systemUs: per(d('system')),
+      voluntaryCtxSw: per(d('vcsw')),
+      involuntaryCtxSw: per(d('nvcsw')),
+    };
+  } finally {
+    socket.destroy();
+  }
+}
+
+/** The control: the echo server in this process, so no peer sleeps between the two writes. */
+async function sameProcess() {
+  const server = net.createServer((s) => {
+    s.setNoDelay(true);
+    s.on('data', (d) => s.write(d));
+    s.on('error', () => undefined);
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    return await roundTrips(() => net.connect(server.address().port, '127.0.0.1'), null);
+  } finally {
+    server.close();
+  }
+}
+
+/** `n` strictly sequential round trips of MESSAGE_BYTES: each one's time in µs. */
+function pingPong(socket, n) {
+  const message = Buffer.alloc(MESSAGE_BYTES, 0x61);
+  const us = new Array(n);
+  return new Promise((resolve, reject) => {
+    let i = 0;
+    let received = 0;
+    let t = 0n;
+    const send = () => {
+      t = process.hrtime.bigint();
+      socket.write(message);
+    };
+    const onData = (chunk) => {
+      received += chunk.length;
+      if (received < MESSAGE_BYTES) return;
+      received = 0;
+      us[i++] = Number(process.hrtime.bigint() - t) / 1000;
+      if (i < n) return send();
+      socket.off('data', onData).off('error', reject);
+      resolve(us);
+    };
+    socket.on('data', onData).on('error', reject);
+    send();
+  });
+}
+
+function hasTaskset() {
+  if (process.platform !== 'linux') return false;
+  try {
+    execFileSync('taskset', ['-c', '0', 'true'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The TCP pair with both ends pinned: this module run again under `taskset -c <clientCpu>` (its
+ * `--round-trips` mode below), with its echo child under `taskset -c <echoCpu>`. Null on failure.
+ */
+async function pinnedPair(clientCpu, echoCpu) {
+  const child = spawn(
+    'taskset',
+    ['-c', String(clientCpu), process.execPath, fileURLToPath(import.meta.url), '--round-trips', String(echoCpu)],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  const code = await new Promise((resolve) => child.on('close', resolve).on('error', () => resolve(-1)));
+  try {
+    return code === 0 ? JSON.parse(out) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** `--round-trips <echoCpu>`: one TCP cross-process measurement, as JSON on stdout. */
+async function roundTripsMain(echoCpu) {
+  const echo = await startEcho({ cpu: echoCpu });
+  try {
+    process.stdout.write(
+      JSON.stringify(await roundTrips(() => net.connect(echo.tcpPort, '127.0.0.1'), echo.usage, PINNED_ROUND_TRIPS)) + '\n',
+    );
+  } finally {
+    echo.stop();
+  }
+}
+
+// ---------------------------------------------------------------- fdatasync
+
+function fdatasync(dir) {
+  const file = path.join(dir, `bench-machine-${process.pid}.fsync`);
+  const block = Buffer.alloc(8192, 0x62);
+  try {
+    fs.mkdirSync(dir, { recursive: true });
+    const fd = fs.openSync(file, 'w');
+    try {
+      const ms = [];
+      for (let i = 0; i < FSYNCS; i++) {
+        const t = performance.now();
+        fs.writeSync(fd, block, 0, block.length, i * block.length);
+        fs.fdatasyncSync(fd);
+        ms.push(performance.now() - t);
+      }
+      ms.sort((a, b) => a - b);
+      return round(ms[Math.floor(FSYNCS / 2)], 3);
+    } finally {
+      fs.closeSync(fd);
+      fs.rmSync(file, { force: true });
+    }
+  } catch {
+    return null;
+  }
+}
+
+/** "user 40 %, system 20 %, …, steal 3 %" of a boxCpuShares() result. */
+export function shares(pct) {
+  return ['user', 'system', 'softirq', 'iowait', 'steal', 'idle'].map((k) => `${k} ${pct[k]} %`).join(', ');
+}
+
+function round(n, d) {
+  return Math.round(n * 10 ** d) / 10 ** d;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === '--round-trips') await roundTripsMain(process.argv[3]);
