@@ -13,7 +13,8 @@
 //
 // Knobs: HOT_CONCURRENCY (admissions in flight, default 200), HOT_DURATION_S (per path, default 5),
 // HOT_WARMUP_S (per path, default 1), HOT_POOL (pg pool size, default 10, as a service),
-// HOT_MAX_GROUP (admissions per group-commit statement, default 50, as the service),
+// HOT_MAX_GROUP (admissions per group-commit statement, default 50, as the service), HOT_LANES
+// (group statements of the workload in flight at once, default as the service),
 // HOT_PATHS (comma-separated subset of before,autocommit,group).
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -37,6 +38,7 @@ const CFG = {
   warmupS: num('HOT_WARMUP_S', 1),
   pool: num('HOT_POOL', 10),
   maxGroup: num('HOT_MAX_GROUP', 50),
+  lanes: num('HOT_LANES', 2),
   paths: (process.env.HOT_PATHS || 'before,autocommit,group').split(',').map((s) => s.trim()),
 };
 const PERIOD_START = new Date('2026-11-01T00:00:00Z');
@@ -72,7 +74,7 @@ async function main(): Promise<void> {
     group: (i) => grouped.admit(i),
   };
   const alone = new AdmissionRepository(db, outbox, { groupCommit: false });
-  const grouped = new AdmissionRepository(db, outbox, { maxGroup: CFG.maxGroup });
+  const grouped = new AdmissionRepository(db, outbox, { maxGroup: CFG.maxGroup, lanes: CFG.lanes });
   const results: PathResult[] = [];
   let failed = false;
   try {
@@ -243,7 +245,7 @@ function printTable(results: PathResult[]): void {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padStart(widths[i])).join('  ');
   console.log(
-    `\none hot workload budget row: ${CFG.concurrency} admissions in flight, pool ${CFG.pool}, groups of at most ${CFG.maxGroup}, ${CFG.durationS} s per path`,
+    `\none hot workload budget row: ${CFG.concurrency} admissions in flight, pool ${CFG.pool}, groups of at most ${CFG.maxGroup} (${CFG.lanes} statement(s) in flight), ${CFG.durationS} s per path`,
   );
   console.log(line(head));
   for (const row of rows) console.log(line(row));

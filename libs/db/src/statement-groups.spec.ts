@@ -50,6 +50,41 @@ describe('StatementGroups', () => {
     expect(r.groups).toEqual([[1], [9], [2, 3]]);
   });
 
+  it('with two lanes a second statement starts only for a whole group waiting; less waits for the running one', async () => {
+    const groups: number[][] = [];
+    const pending: Array<() => void> = [];
+    const twoLanes = new StatementGroups<number, number>(
+      async (items) => {
+        groups.push(items);
+        await new Promise<void>((r) => pending.push(r));
+        return items;
+      },
+      2,
+      2,
+    );
+    const turn = () => new Promise((res) => setImmediate(res));
+    const first = twoLanes.submit('k', 1);
+    await turn();
+    const lone = twoLanes.submit('k', 2);
+    await turn();
+    expect(groups).toEqual([[1]]);
+    const whole = twoLanes.submit('k', 3);
+    await turn();
+    expect(groups).toEqual([[1], [2, 3]]);
+    const third = twoLanes.submit('k', 4);
+    await turn();
+    pending.shift()!();
+    await expect(first).resolves.toBe(1);
+    await turn();
+    expect(groups).toEqual([[1], [2, 3]]);
+    pending.shift()!();
+    await expect(Promise.all([lone, whole])).resolves.toEqual([2, 3]);
+    await turn();
+    expect(groups).toEqual([[1], [2, 3], [4]]);
+    pending.shift()!();
+    await expect(third).resolves.toBe(4);
+  });
+
   it('a failed statement rejects every item of its group and not the next group', async () => {
     let calls = 0;
     const { groupsRun } = recorder((items) => {
@@ -71,7 +106,8 @@ describe('StatementGroups', () => {
     await expect(Promise.all([groupsRun.submit('k', 1), groupsRun.submit('k', 2)])).rejects.toThrow(/answered with 1 results/);
   });
 
-  it('refuses a group size below one', () => {
+  it('refuses a group size or a lane count below one', () => {
     expect(() => new StatementGroups(async () => [], 0)).toThrow(RangeError);
+    expect(() => new StatementGroups(async () => [], 5, 0)).toThrow(RangeError);
   });
 });

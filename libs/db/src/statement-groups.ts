@@ -1,49 +1,87 @@
 /**
  * Group commit for the hot write paths: items that share a key and arrive while a statement for
  * that key runs, or in the same event-loop turn, wait and go together in the next statement (at
- * most `maxGroup` per statement): one round trip and one commit for the group. Statements of one
- * key run one after the other; different keys run side by side. `run` decides what a group is
- * (one statement deciding each item in order, as if alone in sequence) and answers per item, in
- * order; when it throws, every item of that group is rejected with the error.
+ * most `maxGroup` per statement): one round trip and one commit for the group. At most `lanes`
+ * statements of one key run at once (default one: one after the other). With more, a further
+ * statement starts only when a whole group is waiting: it is then already on its way, waiting on
+ * the running statement's row locks, while that one commits. Different keys run side by side. `run` decides what a group is (one statement deciding each item in order,
+ * as if alone in sequence) and answers per item, in order; when it throws, every item of that
+ * group is rejected with the error.
  */
 export class StatementGroups<I, R> {
-  private readonly queues = new Map<string, Array<Waiting<I, R>>>();
+  private readonly keys = new Map<string, KeyState<I, R>>();
 
   constructor(
     private readonly run: (items: I[]) => Promise<R[]>,
     private readonly maxGroup: number,
+    private readonly lanes = 1,
   ) {
     if (!Number.isInteger(maxGroup) || maxGroup < 1) throw new RangeError(`maxGroup must be a positive integer, not ${maxGroup}`);
+    if (!Number.isInteger(lanes) || lanes < 1) throw new RangeError(`lanes must be a positive integer, not ${lanes}`);
   }
 
   submit(key: string, item: I): Promise<R> {
     return new Promise((resolve, reject) => {
-      const waiting = this.queues.get(key);
-      if (waiting) {
-        waiting.push({ item, resolve, reject });
-        return;
+      let state = this.keys.get(key);
+      if (!state) {
+        state = { queue: [], running: 0, scheduled: false };
+        this.keys.set(key, state);
       }
-      const queue: Array<Waiting<I, R>> = [{ item, resolve, reject }];
-      this.queues.set(key, queue);
-      // Items arriving in this event-loop turn join the first statement.
-      setImmediate(() => void this.drain(key, queue));
+      state.queue.push({ item, resolve, reject });
+      if (state.running > 0) {
+        // a whole group waiting while a statement runs: a free lane takes it at once
+        this.start(key, state);
+      } else if (!state.scheduled) {
+        // Items arriving in this event-loop turn join the first statement.
+        state.scheduled = true;
+        const s = state;
+        setImmediate(() => {
+          s.scheduled = false;
+          this.start(key, s);
+          this.forgetIfIdle(key, s);
+        });
+      }
     });
   }
 
-  /** Runs the key's waiting items, a group per statement, until none are left. */
-  private async drain(key: string, queue: Array<Waiting<I, R>>): Promise<void> {
-    while (queue.length > 0) {
-      const group = queue.splice(0, this.maxGroup);
-      try {
-        const results = await this.run(group.map((w) => w.item));
-        if (results.length !== group.length) throw new Error(`a group of ${group.length} was answered with ${results.length} results`);
-        group.forEach((w, i) => w.resolve(results[i]));
-      } catch (err) {
-        for (const w of group) w.reject(err);
-      }
+  /**
+   * Starts a group of the key's waiting items when none of its statements runs, and further ones
+   * while a lane is free and a whole group (`maxGroup` items) is waiting: below that, waiting for
+   * the running statement gathers a larger group, which costs less than another statement.
+   */
+  private start(key: string, state: KeyState<I, R>): void {
+    while (state.queue.length > 0 && state.running < this.lanes && (state.running === 0 || state.queue.length >= this.maxGroup)) {
+      const group = state.queue.splice(0, this.maxGroup);
+      state.running += 1;
+      void this.runGroup(group).finally(() => {
+        state.running -= 1;
+        this.start(key, state);
+        this.forgetIfIdle(key, state);
+      });
     }
-    this.queues.delete(key);
   }
+
+  private forgetIfIdle(key: string, state: KeyState<I, R>): void {
+    if (state.queue.length === 0 && state.running === 0 && !state.scheduled && this.keys.get(key) === state) this.keys.delete(key);
+  }
+
+  private async runGroup(group: Array<Waiting<I, R>>): Promise<void> {
+    try {
+      const results = await this.run(group.map((w) => w.item));
+      if (results.length !== group.length) throw new Error(`a group of ${group.length} was answered with ${results.length} results`);
+      group.forEach((w, i) => w.resolve(results[i]));
+    } catch (err) {
+      for (const w of group) w.reject(err);
+    }
+  }
+}
+
+interface KeyState<I, R> {
+  queue: Array<Waiting<I, R>>;
+  /** statements of this key running now */
+  running: number;
+  /** a start is due at the next setImmediate (the items of this turn are still gathering) */
+  scheduled: boolean;
 }
 
 interface Waiting<I, R> {
