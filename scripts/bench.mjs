@@ -295,6 +295,7 @@ async function main() {
       addedP50Ms: round(gateway.p50Ms - baseline.p50Ms, 1),
       addedP99Ms: round(gateway.p99Ms - baseline.p99Ms, 1),
       throughputRatio: baseline.okPerSec > 0 ? round(gateway.okPerSec / baseline.okPerSec, 3) : null,
+      ...directCallUnits(baseline.cpuMsPerOk, gateway.cpuMsPerOk),
     };
   }
 
@@ -836,6 +837,18 @@ function cpuProbe({ services, kafka, pool, pgUrl }) {
   };
 }
 
+/**
+ * The stack's CPU per answer in units of one direct call's CPU (provider-sim + load generator per
+ * 2xx answer in the same phase's baseline run): the same code costs the same number of direct
+ * calls on a faster or slower machine, or while the host slows the guest down, which CPU ms do not
+ * (the direct call's own CPU moved 390–590 µs between runs of one hour on one box).
+ */
+function directCallUnits(baselineCpu, gatewayCpu) {
+  const direct = baselineCpu ? (baselineCpu['provider-sim'] ?? 0) + (baselineCpu.loadGenerator ?? 0) : 0;
+  if (!(direct > 0) || !gatewayCpu) return {};
+  return { directCallCpuMs: round(direct, 3), stackCpuPerOkInDirectCalls: round(gatewayCpu.total / direct, 1) };
+}
+
 /** Cores used per process (3 decimals, so an idle stack's hundredths show). */
 const perSecond = (cpuSeconds, seconds) => Object.fromEntries(Object.entries(cpuSeconds).map(([k, v]) => [k, round(v / seconds, 3)]));
 
@@ -1080,6 +1093,13 @@ function report(result, phases) {
     }
     console.log('\n' + table(rows, 1));
     console.log('(stack total: services + kafka + postgres, not the load generator)');
+    for (const phase of gatewayPhases) {
+      const c = result.comparison[phase.name];
+      if (c?.stackCpuPerOkInDirectCalls != null)
+        console.log(
+          `stack CPU per 2xx answer in direct calls (÷ ${c.directCallCpuMs} ms, provider-sim + load generator per answer of the baseline run), ${phase.label}: ${c.stackCpuPerOkInDirectCalls}`,
+        );
+    }
     for (const phase of gatewayPhases) {
       const n = result.runs[phase.name].gateway.pgTransactionsPerOk;
       if (n != null) console.log(`Postgres transactions per 2xx answer, ${phase.label}: ${n}`);
