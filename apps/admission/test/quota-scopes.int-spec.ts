@@ -67,6 +67,19 @@ describe('quota scopes under concurrency', () => {
     expect(await dbA.prisma.quotaCounter.count({ where: { scopeId: team, instanceId: '' } })).toBe(0);
   });
 
+  it('a new team account created by two instances at once: both admissions are decided on it, neither fails as a conflict', async () => {
+    // Before migration 20261203700000 the second creator hit the account's other unique key and
+    // was answered idempotency_conflict (seen once in CI on the race below); many fresh accounts
+    // raised at once make the collision likely.
+    const rounds = await Promise.all(
+      Array.from({ length: 80 }, async () => {
+        const teamBudget = { scope: 'team' as const, scopeId: `team-${randomUUID()}`, budgetMicrousd: 5_500n, periodStart };
+        return Promise.all([instanceA, instanceB].map((repo) => repo.admit(input(`wl-${randomUUID()}`, { scopeBudgets: [teamBudget] }))));
+      }),
+    );
+    expect(rounds.flat().filter((r) => !r.ok)).toEqual([]);
+  });
+
   it('a team budget shared by two workloads holds under a race, though neither workload budget is exhausted', async () => {
     const team = `team-${randomUUID()}`;
     const wls = [`wl-a-${randomUUID()}`, `wl-b-${randomUUID()}`];
