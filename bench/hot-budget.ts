@@ -13,12 +13,13 @@
 //
 // Knobs: HOT_CONCURRENCY (admissions in flight, default 200), HOT_DURATION_S (per path, default 5),
 // HOT_WARMUP_S (per path, default 1), HOT_POOL (pg pool size, default 10, as a service),
-// HOT_MAX_GROUP (admissions per group-commit statement, default 50, as the service), HOT_LANES
+// HOT_MAX_GROUP (admissions per group-commit statement, default as the service), HOT_LANES
 // (group statements of the workload in flight at once, default as the service),
 // HOT_PATHS (comma-separated subset of before,autocommit,group).
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import {
+  ADMISSION_GROUPS,
   AdmissionRepository,
   AdmitInput,
   AdmitResult,
@@ -37,8 +38,8 @@ const CFG = {
   durationS: num('HOT_DURATION_S', 5),
   warmupS: num('HOT_WARMUP_S', 1),
   pool: num('HOT_POOL', 10),
-  maxGroup: num('HOT_MAX_GROUP', 50),
-  lanes: num('HOT_LANES', 2),
+  maxGroup: num('HOT_MAX_GROUP', ADMISSION_GROUPS.maxGroup),
+  lanes: num('HOT_LANES', ADMISSION_GROUPS.lanes),
   paths: (process.env.HOT_PATHS || 'before,autocommit,group').split(',').map((s) => s.trim()),
 };
 const PERIOD_START = new Date('2026-11-01T00:00:00Z');
