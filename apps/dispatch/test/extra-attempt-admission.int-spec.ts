@@ -298,6 +298,34 @@ describe('extra attempts: serialised admission and the winner', () => {
       expect(await account(third.workload)).toEqual({ pending: 2n * HOLD, unresolved: 0n, settled: 0n });
     });
 
+    it('a new allowance account created by two hedges at once: both are decided on it, neither fails on the account', async () => {
+      // Before migration 20261203800000 the second creator could hit the account's other unique
+      // key (its id) and fail with a unique violation; many fresh allowances raised by two hedges
+      // at once make the collision likely (the same race admission had, migration 20261203700000).
+      const pairs = await Promise.all(
+        Array.from({ length: 60 }, async () => {
+          const team = `team-${randomUUID()}`;
+          return [await dispatchedAction({ team, teamBudget: 1_000_000n }), await dispatchedAction({ team, teamBudget: 1_000_000n })];
+        }),
+      );
+      const settled = await Promise.allSettled(
+        pairs.map(async (pair) => {
+          const al = allowanceOf(`lineage-${randomUUID()}`, 10n * HOLD);
+          const results = await Promise.all(pair.map((a) => extra(a.actionId, { allowance: al })));
+          return { results, account: await account(al.accountId) };
+        }),
+      );
+      expect(settled.filter((s) => s.status === 'rejected')).toEqual([]);
+      for (const s of settled) {
+        if (s.status !== 'fulfilled') continue;
+        expect(s.value.results).toEqual([
+          { ok: true, attemptsTotal: 2 },
+          { ok: true, attemptsTotal: 2 },
+        ]);
+        expect(s.value.account).toEqual({ pending: 2n * HOLD, unresolved: 0n, settled: 0n });
+      }
+    });
+
     it('24 racing hedges of different actions on one allowance of 10 holds: exactly 10 admitted, the sum rule holds', async () => {
       const team = `team-${randomUUID()}`;
       const al = allowanceOf(`lineage-${randomUUID()}`, 10n * HOLD);

@@ -367,7 +367,7 @@ const CLAIMED_ATTEMPT_STATUS = attemptMachine.transition('claimed', 'start');
 const EXTENDABLE: string[] = [DISPATCH.to];
 
 /**
- * `dispatch_admit_extra_attempt_funded` (migration 20261202200000, the one extra-attempt admission;
+ * `dispatch_admit_extra_attempt_funded` (migration 20261202200000, its allowance account creation as of 20261203800000; the one extra-attempt admission;
  * it replaced `dispatch_admit_extra_attempt` and its priced wrapper): $1..$20 as those declared them,
  * $21 the attempt's price revision, $22..$25 the experiment allowance, all null without one.
  */
