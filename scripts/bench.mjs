@@ -14,7 +14,8 @@
 // Knobs (environment): BENCH_LATENCY_MS (provider-sim latency directive, default 20),
 // BENCH_RATE (req/s of the fixed-rate phase, default 100), BENCH_RATE_LANES (see load(); default
 // one per req/s),
-// BENCH_CONNECTIONS (saturation, default 32), BENCH_DURATION_S (per run, default 10),
+// BENCH_CONNECTIONS (saturation, default 32), BENCH_DURATION_S (per run, default 10), BENCH_ROUNDS
+// (rounds of baseline + gateway per load phase, default 3; tables from the median round),
 // BENCH_WARMUP_S (per target, default 3), BENCH_KAFKA_PORT (default 14092), LOG_LEVEL (services,
 // default info, as `npm start`), BENCH_SERVICES (comma-separated service names, or "all"; default
 // all, as `npm start`), BENCH_GATEWAY_WORKLOADS (spread the gateway load over this many workloads,
@@ -51,6 +52,8 @@ const CFG = {
   rateLanes: process.env.BENCH_RATE_LANES ? num('BENCH_RATE_LANES', 1) : 0, // 0: one lane per req/s
   connections: num('BENCH_CONNECTIONS', 32),
   durationS: num('BENCH_DURATION_S', 10),
+  // each load phase runs this many rounds (baseline then gateway), reported per round and by the median round
+  rounds: Math.round(num('BENCH_ROUNDS', 3)),
   warmupS: num('BENCH_WARMUP_S', 3),
   portBase: num('BENCH_PORT_BASE', 14000),
   kafkaPort: num('BENCH_KAFKA_PORT', num('BENCH_PORT_BASE', 14000) + 92),
@@ -248,56 +251,60 @@ async function main() {
   ].filter((p) => CFG.phases.includes(p.name));
   if (phases.length === 0) throw new Error(`BENCH_PHASES names no load phase (rate, saturation): ${CFG.phases.join(',')}`);
   const runs = {};
+  const rounds = {};
   const loadavgBefore = os.loadavg().map((l) => round(l, 2));
   for (const phase of phases) {
-    runs[phase.name] = {};
-    for (const [name, target] of Object.entries(targets)) {
-      log(`${phase.label}: ${name} for ${CFG.durationS} s`);
-      await loop.reset();
-      const before = await cpu.snapshot();
-      const xactsBefore = await pgTransactions(pool);
-      const requestsBefore = await kafkaRequests.scrape();
-      const sampler = pgWaitSampler(pool);
-      const r = await load(requestFor(target, phase.workloads), { ...phase.opts, duration: CFG.durationS });
-      const pgWaits = await sampler.stop();
-      const after = await cpu.snapshot();
-      const eventLoopDelayMs = await loop.read();
-      const cpuSeconds = cpu.seconds(before, after);
-      const pgTransactionsPerOk = r.ok > 0 ? round(((await pgTransactions(pool)) - xactsBefore) / r.ok, 2) : null;
-      const kafkaRequestsPerOk = kafkaRequests.perOk(requestsBefore, await kafkaRequests.scrape(), r.ok);
-      const run = {
-        ...r,
-        cpuCores: perSecond(cpuSeconds, r.durationS),
-        cpuMsPerOk: cpuMsPer(cpuSeconds, r.ok),
-        syscallsPerOk: cpu.counts(before, after, r.ok),
-        pgTransactionsPerOk,
-        kafkaRequestsPerOk,
-        eventLoopDelayMs,
-        pgWaits,
-      };
-      if (phase.name === 'saturation' && name === 'gateway') run.rssMb = memoryMb.saturation = await memory(services);
-      runs[phase.name][name] = run;
-      await resetSim();
+    rounds[phase.name] = [];
+    for (let n = 1; n <= CFG.rounds; n++) {
+      const pair = {};
+      for (const [name, target] of Object.entries(targets)) {
+        log(`${phase.label}: ${name} for ${CFG.durationS} s${CFG.rounds > 1 ? ` (round ${n} of ${CFG.rounds})` : ''}`);
+        pair[name] = await measuredRun(phase, name, target);
+      }
+      rounds[phase.name].push(pair);
     }
+    runs[phase.name] = medianRound(phase.name, rounds[phase.name]);
+  }
+
+  /** One load run against `target` with every probe around it. */
+  async function measuredRun(phase, name, target) {
+    await loop.reset();
+    const before = await cpu.snapshot();
+    const xactsBefore = await pgTransactions(pool);
+    const requestsBefore = await kafkaRequests.scrape();
+    const sampler = pgWaitSampler(pool);
+    const r = await load(requestFor(target, phase.workloads), { ...phase.opts, duration: CFG.durationS });
+    const pgWaits = await sampler.stop();
+    const after = await cpu.snapshot();
+    const eventLoopDelayMs = await loop.read();
+    const cpuSeconds = cpu.seconds(before, after);
+    const pgTransactionsPerOk = r.ok > 0 ? round(((await pgTransactions(pool)) - xactsBefore) / r.ok, 2) : null;
+    const kafkaRequestsPerOk = kafkaRequests.perOk(requestsBefore, await kafkaRequests.scrape(), r.ok);
+    const run = {
+      ...r,
+      cpuCores: perSecond(cpuSeconds, r.durationS),
+      cpuMsPerOk: cpuMsPer(cpuSeconds, r.ok),
+      syscallsPerOk: cpu.counts(before, after, r.ok),
+      pgTransactionsPerOk,
+      kafkaRequestsPerOk,
+      eventLoopDelayMs,
+      pgWaits,
+      loadavg: os.loadavg().map((l) => round(l, 2)),
+    };
+    if (phase.name === 'saturation' && name === 'gateway') run.rssMb = memoryMb.saturation = await memory(services);
+    await resetSim();
+    return run;
   }
 
   const hedged = await hedgedPhase(pool, seeded.keys);
   const loadEnded = Date.now();
-  const settlement = await waitForSettlement(pool, loadEnded, runs, phases);
+  const settlement = await waitForSettlement(pool, loadEnded, rounds, phases);
   const stages = {};
   for (const phase of phases) stages[phase.name] = await stageBreakdown(pool, phase.workloads);
   const metrics = await scrapeMetrics();
 
   const comparison = {};
-  for (const phase of phases) {
-    const { baseline, gateway } = runs[phase.name];
-    comparison[phase.name] = {
-      addedP50Ms: round(gateway.p50Ms - baseline.p50Ms, 1),
-      addedP99Ms: round(gateway.p99Ms - baseline.p99Ms, 1),
-      throughputRatio: baseline.okPerSec > 0 ? round(gateway.okPerSec / baseline.okPerSec, 3) : null,
-      ...directCallUnits(baseline.cpuMsPerOk, gateway.cpuMsPerOk),
-    };
-  }
+  for (const phase of phases) comparison[phase.name] = compare(runs[phase.name]);
 
   const result = {
     finishedAt: new Date().toISOString(),
@@ -306,6 +313,9 @@ async function main() {
     idle,
     runs,
     comparison,
+    rounds: Object.fromEntries(
+      Object.entries(rounds).map(([name, list]) => [name, list.map((pair) => ({ ...roundSummary(pair), median: pair === runs[name] }))]),
+    ),
     settlement,
     gatewayStagesMs: stages,
     admissionMetrics: metrics,
@@ -319,10 +329,48 @@ async function main() {
   reportHedged(hedged);
   log(`wrote ${path.relative(ROOT, RESULT_FILE)}; total ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
-  const failures = Object.values(runs)
-    .flatMap((p) => Object.values(p))
+  const failures = Object.values(rounds)
+    .flatMap((list) => list.flatMap((pair) => Object.values(pair)))
     .filter((r) => r.non2xx + r.errors + r.timeouts > 0);
   await shutdown(failures.length > 0 ? 1 : 0);
+}
+
+// ---------------------------------------------------------------- rounds
+
+/** The gateway run against the baseline run of the same round. */
+function compare({ baseline, gateway }) {
+  return {
+    addedP50Ms: round(gateway.p50Ms - baseline.p50Ms, 1),
+    addedP99Ms: round(gateway.p99Ms - baseline.p99Ms, 1),
+    throughputRatio: baseline.okPerSec > 0 ? round(gateway.okPerSec / baseline.okPerSec, 3) : null,
+    ...directCallUnits(baseline.cpuMsPerOk, gateway.cpuMsPerOk),
+  };
+}
+
+/**
+ * The round every detailed table is printed from: the median by the phase's headline figure
+ * (answers per second at saturation, added p50 at a fixed rate; the lower middle of an even count).
+ */
+function medianRound(phaseName, pairs) {
+  const key = (pair) => (phaseName === 'saturation' ? pair.gateway.okPerSec : compare(pair).addedP50Ms);
+  return lowerMiddle([...pairs].sort((a, b) => key(a) - key(b)));
+}
+
+/** The middle element of a sorted list, the lower one of an even count. */
+const lowerMiddle = (sorted) => sorted[Math.floor((sorted.length - 1) / 2)];
+const median = (values) => (values.length ? lowerMiddle([...values].sort((a, b) => a - b)) : null);
+
+function roundSummary(pair) {
+  const c = compare(pair);
+  return {
+    baselineOkPerSec: pair.baseline.okPerSec,
+    gatewayOkPerSec: pair.gateway.okPerSec,
+    addedP50Ms: c.addedP50Ms,
+    addedP99Ms: c.addedP99Ms,
+    stackCpuMsPerOk: pair.gateway.cpuMsPerOk?.total ?? null,
+    stackCpuPerOkInDirectCalls: c.stackCpuPerOkInDirectCalls ?? null,
+    loadavg1: pair.gateway.loadavg?.[0] ?? null,
+  };
 }
 
 // ---------------------------------------------------------------- load
@@ -545,7 +593,7 @@ function reportHedged(h) {
 // ---------------------------------------------------------------- settlement and stages
 
 /** Waits until every admitted action of the measured phases has a ledger row (or gives up). */
-async function waitForSettlement(pool, loadEnded, runs, phases) {
+async function waitForSettlement(pool, loadEnded, rounds, phases) {
   const count = async (workloads) => {
     const { rows } = await pool.query(
       `SELECT (SELECT count(*) FROM action a WHERE a.workload_id = ANY($1::text[]))::int AS actions,
@@ -565,11 +613,11 @@ async function waitForSettlement(pool, loadEnded, runs, phases) {
   const out = { caughtUp: total.ledger >= total.actions, drainMs: Date.now() - loadEnded, byPhase: {} };
   for (const phase of phases) {
     const r = await count(phase.workloads);
-    const g = runs[phase.name].gateway;
+    const gateway = rounds[phase.name].map((pair) => pair.gateway);
     out.byPhase[phase.name] = {
       workloads: phase.workloads.length,
-      responses: g.completed,
-      ok: g.ok,
+      responses: gateway.reduce((n, g) => n + g.completed, 0),
+      ok: gateway.reduce((n, g) => n + g.ok, 0),
       actions: r.actions,
       attempts: r.attempts,
       ledgerRows: r.ledger,
@@ -1044,6 +1092,33 @@ function writeResult(result) {
 
 // ---------------------------------------------------------------- report
 
+/**
+ * Each round's headline figures and the median of each column: the spread between rounds minutes
+ * apart on one box is what a single figure from it is worth (the tables above are the median round's).
+ */
+function reportRounds(result, phases) {
+  const cols = [
+    ['baseline ok/s', (r) => r.baselineOkPerSec],
+    ['gateway ok/s', (r) => r.gatewayOkPerSec],
+    ['added p50 ms', (r) => r.addedP50Ms, signed],
+    ['added p99 ms', (r) => r.addedP99Ms, signed],
+    ['stack CPU ms/answer', (r) => r.stackCpuMsPerOk],
+    ['in direct calls', (r) => r.stackCpuPerOkInDirectCalls],
+    ['load avg', (r) => r.loadavg1],
+  ];
+  const show = (v, fmt) => (v === null || v === undefined ? '-' : fmt ? fmt(v) : v);
+  const rows = [['phase', 'round', ...cols.map(([h]) => h)]];
+  for (const phase of phases) {
+    const list = result.rounds[phase.name];
+    list.forEach((r, i) => rows.push([phase.label, `${i + 1}${r.median ? ' *' : ''}`, ...cols.map(([, get, fmt]) => show(get(r), fmt))]));
+    rows.push([phase.label, 'median', ...cols.map(([, get, fmt]) => show(median(list.map(get).filter((v) => v !== null)), fmt))]);
+  }
+  console.log(
+    `\n${CFG.rounds} rounds per phase (BENCH_ROUNDS), each a baseline run then a gateway run; * = the round the tables show, median = of each column`,
+  );
+  console.log(table(rows, 2));
+}
+
 function report(result, phases) {
   const rows = [['phase', 'target', 'conns', 'ok req/s', 'p50 ms', 'p99 ms', 'max ms', '2xx', 'non-2xx', 'errors']];
   for (const phase of phases) {
@@ -1065,6 +1140,7 @@ function report(result, phases) {
     cmp.push([phase.label, signed(c.addedP50Ms), signed(c.addedP99Ms), c.throughputRatio ?? 'n/a']);
   }
   console.log('\n' + table(cmp, 1));
+  if (CFG.rounds > 1) reportRounds(result, phases);
   for (const [name, r] of Object.entries(result.runs.rate ?? {})) {
     if (r.okPerSec < 0.9 * CFG.rate) {
       console.log(
