@@ -120,7 +120,7 @@ describe('experiment cohorts and the report rows', () => {
     const events = await db.prisma.outboxMessage.findMany({ where: { key: workloadId, topic: { contains: 'usage.settled' } } });
     expect(events).toHaveLength(43);
     // ... and the experiment's facts (issue 11: the report rebuilt from the topic alone), copied by
-    // the trigger from the action and the attempt: this writer said nothing of them
+    // the ledger insert from the action and the attempt: this writer said nothing of them
     const admittedAt = new Map(actions.map((a) => [a.id, a.createdAt.toISOString()]));
     for (const ev of events) {
       const p = Topics.usageSettled.schema.parse(ev.payload);

@@ -8,6 +8,8 @@ export interface OutboxRow {
   topic: string;
   key: string;
   payload: unknown;
+  /** `payload` as JSON text, when the writer already has it (sent as is instead of stringified again) */
+  json?: string;
 }
 
 /**
@@ -350,7 +352,7 @@ export class OutboxRelay {
     const byTopic = new Map<string, Encoded[]>();
     for (const row of rows) {
       const list = byTopic.get(row.topic) ?? [];
-      list.push({ row, message: { key: row.key, value: JSON.stringify(row.payload) } });
+      list.push({ row, message: { key: row.key, value: row.json ?? JSON.stringify(row.payload) } });
       byTopic.set(row.topic, list);
     }
     for (const list of byTopic.values()) {

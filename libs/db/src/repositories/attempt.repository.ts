@@ -7,7 +7,7 @@ import {
   SETTLEMENT_DONE_STATES,
   transitionGuard,
 } from '@gateway/domain';
-import { prismaTx, Tx } from '../database';
+import { prismaTx, Tx, txQuery } from '../database';
 
 export interface AttemptView {
   id: string;
@@ -95,9 +95,11 @@ export class AttemptRepository {
    */
   async lockAttempts(tx: Tx, attemptIds: readonly string[]): Promise<Map<string, LockedAttempt>> {
     if (attemptIds.length === 0) return new Map();
-    const rows = await prismaTx(tx).$queryRaw<
-      Array<{ id: string; status: string; price_revision_id: string | null; funding_account_ids: string[] | null }>
-    >`SELECT id, status, price_revision_id, funding_account_ids FROM attempt WHERE id = ANY(${[...attemptIds]}::text[]) ORDER BY id FOR UPDATE`;
+    const rows = await txQuery<{ id: string; status: string; price_revision_id: string | null; funding_account_ids: string[] | null }>(
+      tx,
+      'SELECT id, status, price_revision_id, funding_account_ids FROM attempt WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE',
+      [attemptIds],
+    );
     return new Map(
       rows.map((r) => [
         r.id,
@@ -140,11 +142,15 @@ export class AttemptRepository {
     for (const event of new Set(items.map((i) => i.event))) {
       const mine = items.filter((i) => i.event === event);
       const guard = transitionGuard(attemptMachine, event);
-      const updated = await prismaTx(tx).$executeRaw`
-        UPDATE attempt a SET status = ${guard.to}, status_reason = v.reason, updated_at = ${now},
-          financial_state = COALESCE(${financialStateAfter(event)}, a.financial_state)
-        FROM unnest(${mine.map((i) => i.attemptId)}::text[], ${mine.map((i) => i.reason)}::text[]) AS v(id, reason)
-        WHERE a.id = v.id AND a.id = ANY(${mine.map((i) => i.attemptId)}::text[]) AND a.status = ANY(${guard.from}::text[])`;
+      const ids = mine.map((i) => i.attemptId);
+      const [{ updated }] = await txQuery<{ updated: number }>(tx, TRANSITION_MANY, [
+        guard.to,
+        now,
+        financialStateAfter(event),
+        ids,
+        mine.map((i) => i.reason),
+        guard.from,
+      ]);
       if (updated !== mine.length) {
         throw new InvalidTransitionError('attempt', `${mine.length - updated} of ${mine.length} not in ${guard.from.join('|')}`, event);
       }
@@ -166,9 +172,12 @@ export class AttemptRepository {
   /** For each action: its attempts that may still bring usage through settlement. */
   async awaitingSettlementByAction(tx: Tx, actionIds: readonly string[]): Promise<Map<string, number>> {
     if (actionIds.length === 0) return new Map();
-    const rows = await prismaTx(tx).$queryRaw<Array<{ action_id: string; n: bigint }>>`
-      SELECT action_id, count(*) FILTER (WHERE NOT (status = ANY(${[...SETTLEMENT_DONE_STATES]}::text[]))) AS n
-      FROM attempt WHERE action_id = ANY(${[...actionIds]}::text[]) GROUP BY action_id`;
+    const rows = await txQuery<{ action_id: string; n: number }>(
+      tx,
+      `SELECT action_id, (count(*) FILTER (WHERE NOT (status = ANY($1::text[]))))::int AS n
+       FROM attempt WHERE action_id = ANY($2::text[]) GROUP BY action_id`,
+      [SETTLEMENT_DONE_STATES, actionIds],
+    );
     return new Map(rows.map((r) => [r.action_id, Number(r.n)]));
   }
 
@@ -177,6 +186,20 @@ export class AttemptRepository {
     return (await this.awaitingSettlementByAction(tx, [actionId])).get(actionId) ?? 0;
   }
 }
+
+/**
+ * `transitionMany`'s compare-and-set for one event kind: $1 the state to, $2 now, $3 the financial
+ * state after (null: unchanged), $4/$5 the attempts and their reasons, $6 the states from.
+ */
+const TRANSITION_MANY = `
+  WITH u AS (
+    UPDATE attempt a SET status = $1::text, status_reason = v.reason, updated_at = $2::timestamptz,
+      financial_state = COALESCE($3::text, a.financial_state)
+    FROM unnest($4::text[], $5::text[]) AS v(id, reason)
+    WHERE a.id = v.id AND a.id = ANY($4::text[]) AND a.status = ANY($6::text[])
+    RETURNING 1
+  )
+  SELECT count(*)::int AS updated FROM u`;
 
 export function toAttemptView(a: {
   id: string;

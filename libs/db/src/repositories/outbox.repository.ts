@@ -12,11 +12,15 @@ const MARK_PUBLISHED: PreparedStatement = {
   text: 'UPDATE outbox_message SET published_at = now() WHERE id = ANY($1::bigint[]) AND published_at IS NULL',
 };
 
-/** A batch of one topic's events, in order (ids ascending as the events come). */
+/**
+ * A batch of one topic's events, in order (ids ascending as the events come). Read as jsonb, once:
+ * `json_to_recordset` parsed the text and then each payload again into jsonb, ~30 µs a settled
+ * event against ~14 µs (docs/decisions.md, "Batched settlement").
+ */
 const INSERT_OUTBOX_ROWS = `
   INSERT INTO outbox_message (event_id, topic, key, payload)
   SELECT e.event_id, $1::text, e.key, e.payload
-  FROM ROWS FROM (json_to_recordset($2::json) AS (event_id text, key text, payload jsonb)) WITH ORDINALITY AS e(event_id, key, payload, n)
+  FROM ROWS FROM (jsonb_to_recordset($2::jsonb) AS (event_id text, key text, payload jsonb)) WITH ORDINALITY AS e(event_id, key, payload, n)
   ORDER BY e.n
   RETURNING id, event_id`;
 
@@ -88,14 +92,18 @@ export class OutboxRepository implements OutboxStore {
     const spec = Topics[topicKey];
     const values = events.map((e) => {
       const value = spec.schema.parse(e.payload) as { event_id?: string };
-      return { eventId: value.event_id ?? randomUUID(), key: e.key, value };
+      return { eventId: value.event_id ?? randomUUID(), key: e.key, value, json: JSON.stringify(value) };
     });
     // One JSON parameter for the batch, sent by `pg` on the transaction's connection (`txQuery`),
     // not three arrays whose payload elements Prisma round-trips through JSON and `pg` escapes one by one.
-    const batch = JSON.stringify(values.map((v) => ({ event_id: v.eventId, key: v.key, payload: v.value })));
+    // Each payload is stringified once: the batch is assembled from those texts, and the relay
+    // publishes the same text (`OutboxRow.json`) instead of stringifying the payload again.
+    const batch = `[${values.map((v) => `{"event_id":${JSON.stringify(v.eventId)},"key":${JSON.stringify(v.key)},"payload":${v.json}}`).join(',')}]`;
     const rows = await txQuery<{ id: bigint | string; event_id: string }>(tx, INSERT_OUTBOX_ROWS, [spec.name, batch]);
     const idOf = new Map(rows.map((r) => [r.event_id, BigInt(r.id)]));
-    for (const v of values) this.committed(tx, { id: idOf.get(v.eventId) as bigint, topic: spec.name, key: v.key, payload: v.value });
+    for (const v of values) {
+      this.committed(tx, { id: idOf.get(v.eventId) as bigint, topic: spec.name, key: v.key, payload: v.value, json: v.json });
+    }
   }
 
   /**

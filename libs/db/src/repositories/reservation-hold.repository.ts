@@ -13,7 +13,7 @@ import {
   pendingOf,
   ReservationState,
 } from '@gateway/domain';
-import { prismaTx, Tx } from '../database';
+import { prismaTx, Tx, txQuery } from '../database';
 
 /** A reservation as the money paths see it, read under a row lock. */
 export interface ReservationView extends Hold {
@@ -39,14 +39,15 @@ export type FundedSteps = {
   fundings?: ReadonlyArray<readonly string[] | null>;
 };
 
+/** As `pg` returns it: bigint columns as decimal strings. */
 type LockedRow = {
   id: string;
   action_id: string;
   status: string;
-  reserved_microusd: bigint;
-  settled_microusd: bigint;
-  unresolved_microusd: bigint;
-  released_microusd: bigint;
+  reserved_microusd: string;
+  settled_microusd: string;
+  unresolved_microusd: string;
+  released_microusd: string;
   price_revision_id: string;
   workload_account_id: string;
   exception_account_id: string | null;
@@ -88,6 +89,61 @@ function reservationView(r: LockedRow): ReservationView {
 }
 
 /**
+ * `lockMany`: $1 the action ids. Sent by `pg` on the transaction's connection (`txQuery`), as are
+ * MOVE_MANY and the settlement batch's other statements: Prisma's parameter handling of the
+ * batch's arrays was ~9 % of the settlement process's CPU (docs/decisions.md, "Batched settlement").
+ */
+const LOCK_MANY = `
+  SELECT r.id, r.action_id, r.status, r.reserved_microusd, r.settled_microusd, r.unresolved_microusd, r.released_microusd,
+         r.price_revision_id, r.workload_account_id, r.exception_account_id, r.scope_account_ids, a.status AS action_status,
+         (SELECT json_agg(json_build_object('account_ids', f.account_ids, 'pending', f.pending_microusd::text,
+            'unresolved', f.unresolved_microusd::text) ORDER BY f.account_id)
+          FROM reservation_funding f WHERE f.reservation_id = r.id) AS funding
+  FROM action a JOIN reservation r ON r.action_id = a.id
+  WHERE a.id = ANY($1::text[]) ORDER BY a.id FOR UPDATE OF a, r`;
+
+/**
+ * `moveMany`: $1–$6 per reservation (id, to settled, unresolved delta, to released, status,
+ * reason), $7 now, $8 their actions, $9–$12 per budget account (id, from pending, to settled,
+ * unresolved delta), $13 the accounts' lock order by scope. `id = ANY(ids)` beside each join on
+ * the batch's values: the rows are found through the primary key whatever the planner guesses of
+ * the unnest's size (without it, it hashed a sequential scan of reservation and of action for
+ * every batch: cost grew with the tables).
+ */
+const MOVE_MANY = `
+  WITH v AS (
+    SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[])
+      AS v(id, to_settled, unresolved_delta, to_released, status, reason)
+  ),
+  res AS (
+    UPDATE reservation r SET
+      settled_microusd = r.settled_microusd + v.to_settled,
+      unresolved_microusd = r.unresolved_microusd + v.unresolved_delta,
+      released_microusd = r.released_microusd + v.to_released,
+      status = v.status, status_reason = v.reason, updated_at = $7::timestamptz
+    FROM v WHERE r.id = v.id AND r.id = ANY($1::text[])
+    RETURNING r.action_id, r.status
+  ),
+  act AS (
+    UPDATE action a SET financial_state = res.status FROM res
+    WHERE a.id = res.action_id AND a.id = ANY($8::text[])
+    RETURNING a.id
+  ),
+  d AS (
+    SELECT * FROM unnest($9::text[], $10::bigint[], $11::bigint[], $12::bigint[]) AS d(id, from_pending, to_settled, unresolved_delta)
+  ),
+  locked AS (
+    SELECT b.id FROM budget_account b WHERE b.id IN (SELECT id FROM d) AND EXISTS (SELECT 1 FROM res)
+    ORDER BY array_position($13::text[], b.scope), b.id FOR UPDATE
+  )
+  UPDATE budget_account b SET
+    pending_microusd = b.pending_microusd - d.from_pending,
+    settled_microusd = b.settled_microusd + d.to_settled,
+    unresolved_microusd = b.unresolved_microusd + d.unresolved_delta,
+    updated_at = now()
+  FROM d WHERE b.id = d.id AND b.id IN (SELECT id FROM locked)`;
+
+/**
  * The reservation-hold aggregate: a reservation and the budget accounts it holds money on. `move`
  * is the one place a planned `Movement` (libs/domain holds) reaches storage.
  */
@@ -104,15 +160,7 @@ export class ReservationHoldRepository {
    */
   async lockMany(tx: Tx, actionIds: readonly string[]): Promise<Map<string, ReservationView>> {
     if (actionIds.length === 0) return new Map();
-    const rows = await prismaTx(tx).$queryRaw<
-      LockedRow[]
-    >`SELECT r.id, r.action_id, r.status, r.reserved_microusd, r.settled_microusd, r.unresolved_microusd, r.released_microusd,
-             r.price_revision_id, r.workload_account_id, r.exception_account_id, r.scope_account_ids, a.status AS action_status,
-             (SELECT json_agg(json_build_object('account_ids', f.account_ids, 'pending', f.pending_microusd::text,
-                'unresolved', f.unresolved_microusd::text) ORDER BY f.account_id)
-              FROM reservation_funding f WHERE f.reservation_id = r.id) AS funding
-      FROM action a JOIN reservation r ON r.action_id = a.id
-      WHERE a.id = ANY(${[...actionIds]}::text[]) ORDER BY a.id FOR UPDATE OF a, r`;
+    const rows = await txQuery<LockedRow>(tx, LOCK_MANY, [actionIds]);
     return new Map(rows.map((r) => [r.action_id, reservationView(r)]));
   }
 
@@ -143,45 +191,21 @@ export class ReservationHoldRepository {
     if (folded.length === 0) return;
     const { deltas, allowanceGroups } = ReservationHoldRepository.deltasOf(folded);
     const col = <T>(pick: (f: (typeof folded)[number]) => T) => folded.map(pick);
-    // `id = ANY(ids)` beside each join on the batch's values: the rows are found through the
-    // primary key whatever the planner guesses of the unnest's size (without it, it hashed a
-    // sequential scan of reservation and of action for every batch: cost grew with the tables).
-    await prismaTx(tx).$executeRaw`
-      WITH v AS (
-        SELECT * FROM unnest(${col((f) => f.r.id)}::text[], ${col((f) => f.movement.toSettledMicrousd)}::bigint[],
-          ${col((f) => f.movement.toUnresolvedMicrousd - f.movement.fromUnresolvedMicrousd)}::bigint[],
-          ${col((f) => f.movement.toReleasedMicrousd)}::bigint[], ${col((f) => f.movement.status)}::text[], ${col((f) => f.reason)}::text[])
-          AS v(id, to_settled, unresolved_delta, to_released, status, reason)
-      ),
-      res AS (
-        UPDATE reservation r SET
-          settled_microusd = r.settled_microusd + v.to_settled,
-          unresolved_microusd = r.unresolved_microusd + v.unresolved_delta,
-          released_microusd = r.released_microusd + v.to_released,
-          status = v.status, status_reason = v.reason, updated_at = ${now}
-        FROM v WHERE r.id = v.id AND r.id = ANY(${col((f) => f.r.id)}::text[])
-        RETURNING r.action_id, r.status
-      ),
-      act AS (
-        UPDATE action a SET financial_state = res.status FROM res
-        WHERE a.id = res.action_id AND a.id = ANY(${col((f) => f.r.actionId)}::text[])
-        RETURNING a.id
-      ),
-      d AS (
-        SELECT * FROM unnest(${deltas.map((d) => d.accountId)}::text[], ${deltas.map((d) => d.fromPendingMicrousd)}::bigint[],
-          ${deltas.map((d) => d.toSettledMicrousd)}::bigint[], ${deltas.map((d) => d.unresolvedDeltaMicrousd)}::bigint[])
-          AS d(id, from_pending, to_settled, unresolved_delta)
-      ),
-      locked AS (
-        SELECT b.id FROM budget_account b WHERE b.id IN (SELECT id FROM d) AND EXISTS (SELECT 1 FROM res)
-        ORDER BY array_position(${[...BUDGET_ACCOUNT_LOCK_ORDER]}::text[], b.scope), b.id FOR UPDATE
-      )
-      UPDATE budget_account b SET
-        pending_microusd = b.pending_microusd - d.from_pending,
-        settled_microusd = b.settled_microusd + d.to_settled,
-        unresolved_microusd = b.unresolved_microusd + d.unresolved_delta,
-        updated_at = now()
-      FROM d WHERE b.id = d.id AND b.id IN (SELECT id FROM locked)`;
+    await txQuery(tx, MOVE_MANY, [
+      col((f) => f.r.id),
+      col((f) => f.movement.toSettledMicrousd),
+      col((f) => f.movement.toUnresolvedMicrousd - f.movement.fromUnresolvedMicrousd),
+      col((f) => f.movement.toReleasedMicrousd),
+      col((f) => f.movement.status),
+      col((f) => f.reason),
+      now,
+      col((f) => f.r.actionId),
+      deltas.map((d) => d.accountId),
+      deltas.map((d) => d.fromPendingMicrousd),
+      deltas.map((d) => d.toSettledMicrousd),
+      deltas.map((d) => d.unresolvedDeltaMicrousd),
+      BUDGET_ACCOUNT_LOCK_ORDER,
+    ]);
     // the allowance groups' rows: children of reservations this transaction holds locked
     if (allowanceGroups.length > 0) {
       await prismaTx(tx).$executeRaw`

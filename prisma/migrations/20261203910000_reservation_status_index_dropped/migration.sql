@@ -1,0 +1,11 @@
+-- reservation.status changes on every settlement, so its index made every reservation update non-HOT
+-- and added an index entry per update; no query filters or orders reservations by status (reports
+-- group them by it over a time range).
+--
+-- A lower fillfactor for action, attempt and reservation (50: room on each page for a second version
+-- of every row, so settlement's in-place updates are HOT) was tried and not kept: in the sequential
+-- in-process profile it made 100 % of those updates HOT and took ~30 µs of Postgres CPU off each
+-- event, but in the settlement bench (6 partitions settled concurrently) the backends spent ~15 %
+-- more CPU per event than without it, and the three tables twice the pages (docs/decisions.md,
+-- "Batched settlement").
+DROP INDEX "reservation_status_idx";
