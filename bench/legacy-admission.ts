@@ -203,12 +203,12 @@ export class LegacyAdmission {
       act AS (
         INSERT INTO action (id, workload_id, environment, route_id, route_version, model_alias, api_kind, stream_mode,
           requested_candidates, effective_candidates, output_ceiling, input_tokens_estimate, exception_id, idempotency_key,
-          request_fingerprint, status, status_reason, deadline_at, dispatch_deadline_at, created_at, updated_at, request_id, financial_state,
+          request_fingerprint, status, status_reason, deadline_at, dispatch_deadline_at, created_at, updated_at, request_id,
           quota_scope, workflow_id_hash)
         SELECT ${a.id}, ${a.workloadId}, ${a.environment}, ${a.routeId}, ${a.routeVersion}::int, ${a.modelAlias}, ${a.apiKind}, ${a.streamMode},
           ${a.requestedCandidates}::int, ${a.effectiveCandidates}::int, ${a.outputCeiling}::int, ${a.inputTokensEstimate}::int, ${a.exceptionId}, ${a.idempotencyKey},
           ${a.requestFingerprint}, 'admitted', 'admitted', ${a.deadlineAt}, ${a.dispatchDeadlineAt}, ${input.now}, ${input.now},
-          ${event.request_id}, 'pending', ${input.quotaScope ?? event.quota_scope}, ${input.workflowIdHash ?? null}
+          ${event.request_id}, ${input.quotaScope ?? event.quota_scope}, ${input.workflowIdHash ?? null}
         FROM ${budgetsOk}
         RETURNING id
       ),

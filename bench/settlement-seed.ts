@@ -81,7 +81,6 @@ export async function seed(db: Database, n: number, workloadCount: number): Prom
         statusReason: 'answered',
         deadlineAt: later,
         dispatchDeadlineAt: later,
-        financialState: 'pending',
         createdAt: now,
         updatedAt: now,
       })),

@@ -88,7 +88,8 @@ export async function moneyDecided(experimentId: string, n: number): Promise<voi
     () =>
       withSeeder(async (_seed, db) => {
         const rows = await db.prisma.$queryRaw<Array<{ n: number }>>`
-          SELECT count(*)::int AS n FROM action WHERE experiment_id = ${experimentId} AND financial_state IN ('settled', 'unresolved')`;
+          SELECT count(*)::int AS n FROM action a JOIN reservation r ON r.action_id = a.id
+          WHERE a.experiment_id = ${experimentId} AND r.status IN ('settled', 'unresolved')`;
         return rows[0].n === n ? true : undefined;
       }),
     { what: `${n} actions settled or unresolved`, timeoutMs: 120_000 },

@@ -547,7 +547,7 @@ describe('HTTP: cases, usage import, operator release, exposure', () => {
       financialState: 'settled',
       inputTokens: null,
     });
-    expect(await db.prisma.action.findUniqueOrThrow({ where: { id: o.actionId } })).toMatchObject({ financialState: 'settled' });
+    expect(await db.prisma.reservation.findUniqueOrThrow({ where: { actionId: o.actionId } })).toMatchObject({ status: 'settled' });
     expect(await db.prisma.ledgerEntry.findUniqueOrThrow({ where: { attemptId: o.attemptId } })).toMatchObject({
       usageSource: 'operator_release',
       costMicrousd: 1_500n,

@@ -54,7 +54,6 @@ export async function seedHeldAttempt(
       statusReason: input.actionStatus ?? 'answered',
       deadlineAt: new Date(now.getTime() + 60_000),
       dispatchDeadlineAt: new Date(now.getTime() + 60_000),
-      financialState: 'pending',
       createdAt: now,
       updatedAt: now,
     },

@@ -107,7 +107,8 @@ export class ViewsRepository {
       outputCeiling: a.outputCeiling,
       createdAt: a.createdAt,
       requestId: a.requestId,
-      outcomes: outcomesOf(a),
+      // the action's money stands where its reservation does (none: refused before any hold)
+      outcomes: outcomesOf({ ...a, financialState: a.reservation?.status ?? null }),
       reservation: a.reservation && {
         status: a.reservation.status as ReservationState,
         reservedOutputTokens: a.reservation.reservedOutputTokens,
