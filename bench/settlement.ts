@@ -6,21 +6,26 @@
 //
 // Phases, each on attempts of its own:
 //   one-by-one  BENCH_SETTLE_EVENTS_ONE events (default 3,000), SETTLEMENT_BATCH_MAX=1
-//   batched     BENCH_SETTLE_EVENTS events (default 50,000), SETTLEMENT_BATCH_MAX=BENCH_SETTLE_BATCH (500)
+//   batched     BENCH_SETTLE_ROUNDS rounds (default 3), each a fresh instance on BENCH_SETTLE_EVENTS
+//               events of its own (default 20,000), SETTLEMENT_BATCH_MAX=BENCH_SETTLE_BATCH (500);
+//               the median round is the figure (runs minutes apart on one box differed by 2x), and
+//               each round prints the box's CPU split (steal, iowait) and the checkpoints it overlapped
 //   steady      BENCH_SETTLE_RATE events/s (default 5,000) for BENCH_SETTLE_STEADY_S s (5) into the
-//               running batched instance: answer → ledger latency (event timestamp → settled_at)
+//               last round's running instance: answer → ledger latency (event timestamp → settled_at)
 import { spawn, ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Topics } from '@gateway/contracts';
 import { Database } from '@gateway/db';
 import { KafkaBus } from '@gateway/messaging';
+import { boxCpu, boxCpuShares, BoxCpu } from '../scripts/machine.mjs';
 import { cpuMs, num, required } from './bench-env';
 import { completed, Seeded, seed, seedRoute } from './settlement-seed';
 
 const ROOT = path.resolve(__dirname, '..');
 const CFG = {
-  events: num('BENCH_SETTLE_EVENTS', 50_000),
+  events: num('BENCH_SETTLE_EVENTS', 20_000),
+  rounds: Math.round(num('BENCH_SETTLE_ROUNDS', 3)),
   eventsOne: num('BENCH_SETTLE_EVENTS_ONE', 3_000),
   batch: num('BENCH_SETTLE_BATCH', 500),
   rate: num('BENCH_SETTLE_RATE', 5_000),
@@ -40,23 +45,34 @@ async function main(): Promise<void> {
     await bus.ensureTopics();
     await seedRoute(db);
     const steadyCount = Math.round(CFG.rate * CFG.steadyS);
-    log(
-      `seeding ${CFG.eventsOne + CFG.events + steadyCount} answered attempts over ${CFG.workloads} workloads and one shared team account`,
-    );
-    const all = await seed(db, CFG.eventsOne + CFG.events + steadyCount, CFG.workloads);
+    const total = CFG.eventsOne + CFG.rounds * CFG.events + steadyCount;
+    log(`seeding ${total} answered attempts over ${CFG.workloads} workloads and one shared team account`);
+    const all = await seed(db, total, CFG.workloads);
     const one = all.slice(0, CFG.eventsOne);
-    const batched = all.slice(CFG.eventsOne, CFG.eventsOne + CFG.events);
-    const steady = all.slice(CFG.eventsOne + CFG.events);
+    const steady = all.slice(CFG.eventsOne + CFG.rounds * CFG.events);
 
     const results: PhaseResult[] = [];
     await produce(bus, one);
     results.push(await phase(db, 'one-by-one', 1, one));
-    await produce(bus, batched);
-    const running = await phase(db, 'batched', CFG.batch, batched, async () => {
-      log(`steady: ${CFG.rate} events/s for ${CFG.steadyS} s`);
-      return steadyPhase(db, bus, steady);
-    });
-    results.push(running);
+    for (let r = 1; r <= CFG.rounds; r++) {
+      const batched = all.slice(CFG.eventsOne + (r - 1) * CFG.events, CFG.eventsOne + r * CFG.events);
+      await produce(bus, batched);
+      const last = r === CFG.rounds;
+      results.push(
+        await phase(
+          db,
+          `batched-${r}`,
+          CFG.batch,
+          batched,
+          last
+            ? async () => {
+                log(`steady: ${CFG.rate} events/s for ${CFG.steadyS} s`);
+                return steadyPhase(db, bus, steady);
+              }
+            : undefined,
+        ),
+      );
+    }
     report(results);
     const books = await verify(db, all);
     console.log(JSON.stringify({ config: CFG, results, books }));
@@ -86,6 +102,10 @@ interface PhaseResult {
   pgCpuMsPerEvent: number | null;
   lockWaitersAvg: number;
   deadlocks: number;
+  /** the whole box's CPU by kind over the phase, in % (steal: a vCPU that wanted to run and did not) */
+  boxCpuPct: BoxCpu | null;
+  /** Postgres checkpoints that started during the phase (timed or requested; each makes page writes dearer for a while) */
+  checkpoints: number;
   latency?: { p50Ms: number; p99Ms: number; maxMs: number; events: number };
 }
 
@@ -105,6 +125,8 @@ async function phase(
   const ids = seeded.map((s) => s.attemptId);
   const since = await dbNow(db);
   const deadlocksBefore = await deadlocks(db);
+  const checkpointsBefore = await checkpoints(db);
+  const box0 = boxCpu();
   const child = startSettlement(name, batchMax);
   try {
     let cpuAtFirst: number | null = null;
@@ -121,6 +143,7 @@ async function phase(
       if (Date.now() > deadline) throw new Error(`${name}: only ${n} of ${seeded.length} settled`);
       await sleep(POLL_MS);
     }
+    const box = boxCpuShares(box0, boxCpu());
     const exact = await ledgerCount(db, ids);
     if (exact !== seeded.length) throw new Error(`${name}: ${exact} of the phase's ${seeded.length} attempts have a ledger row`);
     const cpu = cpuMs(child.pid!) - (cpuAtFirst ?? 0);
@@ -135,6 +158,8 @@ async function phase(
       pgCpuMsPerEvent: pg.seen ? Number((pg.totalMs / seeded.length).toFixed(3)) : null,
       lockWaitersAvg: Number((waits.reduce((a, b) => a + b, 0) / Math.max(1, waits.length)).toFixed(2)),
       deadlocks: (await deadlocks(db)) - deadlocksBefore,
+      boxCpuPct: box,
+      checkpoints: (await checkpoints(db)) - checkpointsBefore,
     };
     if (whileRunning) result.latency = await whileRunning();
     return result;
@@ -262,6 +287,11 @@ async function lockWaiters(db: Database): Promise<number> {
   return Number(r.n);
 }
 
+async function checkpoints(db: Database): Promise<number> {
+  const [r] = await db.prisma.$queryRaw<Array<{ n: bigint }>>`SELECT checkpoints_timed + checkpoints_req AS n FROM pg_stat_bgwriter`;
+  return Number(r.n);
+}
+
 async function deadlocks(db: Database): Promise<number> {
   const [r] = await db.prisma.$queryRaw<
     Array<{ n: bigint }>
@@ -311,26 +341,57 @@ async function verify(db: Database, seeded: Seeded[]) {
 function report(results: PhaseResult[]): void {
   console.log('');
   console.log(`load average ${fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
-  console.log('phase        batch  events  events/s  CPU ms/event  pg CPU ms/event  lock waiters (avg)  deadlocks');
-  for (const r of results) {
+  console.log(
+    'phase        batch  events  events/s  CPU ms/event  pg CPU ms/event  lock waiters (avg)  deadlocks  checkpoints  box steal / iowait / idle %',
+  );
+  const row = (r: Omit<PhaseResult, 'boxCpuPct' | 'checkpoints'> & { boxCpuPct?: BoxCpu | null; checkpoints?: number }) =>
     console.log(
       `${r.phase.padEnd(12)} ${String(r.batchMax).padStart(5)} ${String(r.events).padStart(7)} ${String(r.eventsPerS).padStart(9)} ` +
         `${r.cpuMsPerEvent.toFixed(3).padStart(13)} ${(r.pgCpuMsPerEvent === null ? '-' : r.pgCpuMsPerEvent.toFixed(3)).padStart(16)} ` +
-        `${r.lockWaitersAvg.toFixed(2).padStart(19)} ${String(r.deadlocks).padStart(10)}`,
+        `${r.lockWaitersAvg.toFixed(2).padStart(19)} ${String(r.deadlocks).padStart(10)} ${String(r.checkpoints ?? '').padStart(12)}  ` +
+        (r.boxCpuPct ? `${r.boxCpuPct.steal} / ${r.boxCpuPct.iowait} / ${r.boxCpuPct.idle}` : ''),
     );
+  results.forEach(row);
+  const one = results.find((r) => r.phase === 'one-by-one');
+  const rounds = results.filter((r) => r.phase.startsWith('batched'));
+  const median = medianRound(rounds);
+  if (median && rounds.length > 1) {
+    const mid = (pick: (r: PhaseResult) => number) => medianOf(rounds.map(pick));
+    row({
+      phase: 'batched med.',
+      batchMax: median.batchMax,
+      events: median.events,
+      eventsPerS: mid((r) => r.eventsPerS),
+      cpuMsPerEvent: mid((r) => r.cpuMsPerEvent),
+      pgCpuMsPerEvent: rounds.every((r) => r.pgCpuMsPerEvent !== null) ? mid((r) => r.pgCpuMsPerEvent ?? 0) : null,
+      lockWaitersAvg: mid((r) => r.lockWaitersAvg),
+      deadlocks: rounds.reduce((a, r) => a + r.deadlocks, 0),
+    });
+    console.log('(batched med.: the median of each column over the rounds; deadlocks: their sum)');
   }
-  const [one, batched] = results;
-  if (one && batched) {
+  if (one && median) {
     console.log(
-      `\nbatched / one-by-one: ${(batched.eventsPerS / one.eventsPerS).toFixed(1)}x events/s, ` +
-        `${(one.cpuMsPerEvent / Math.max(0.001, batched.cpuMsPerEvent)).toFixed(1)}x less settlement CPU per event`,
+      `\nbatched (median round, ${median.phase}) / one-by-one: ${(median.eventsPerS / one.eventsPerS).toFixed(1)}x events/s, ` +
+        `${(one.cpuMsPerEvent / Math.max(0.001, median.cpuMsPerEvent)).toFixed(1)}x less settlement CPU per event`,
     );
   }
-  const lat = batched?.latency;
+  const lat = rounds.at(-1)?.latency;
   if (lat)
     console.log(
       `steady ${CFG.rate}/s: answer → ledger p50 ${lat.p50Ms} ms, p99 ${lat.p99Ms} ms, max ${lat.maxMs} ms (${lat.events} events)`,
     );
+}
+
+/** The round with the median events/s (the lower middle of an even count). */
+function medianRound(rounds: PhaseResult[]): PhaseResult | undefined {
+  const sorted = [...rounds].sort((a, b) => a.eventsPerS - b.eventsPerS);
+  return sorted[Math.floor((sorted.length - 1) / 2)];
+}
+
+function medianOf(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const m = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[m] : Number(((sorted[m - 1] + sorted[m]) / 2).toFixed(3));
 }
 
 main().catch((err) => {

@@ -381,4 +381,10 @@ function round(n, d) {
   return Math.round(n * 10 ** d) / 10 ** d;
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === '--round-trips') await roundTripsMain(process.argv[3]);
+// No top-level await: bench/settlement.ts loads this module with require() (Node ≥ 20.19).
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === '--round-trips') {
+  roundTripsMain(process.argv[3]).catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
