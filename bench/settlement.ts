@@ -197,22 +197,29 @@ async function steadyPhase(db: Database, bus: KafkaBus, seeded: Seeded[]): Promi
 }
 
 /**
- * The settlement instance, from this checkout or from `BENCH_SETTLE_APP_ROOT` (another checkout's
- * code against the same data and broker: a before/after pair in one run's conditions). Its
- * connections carry application_name `SETTLEMENT_APP_NAME`, so their backends' CPU can be read.
+ * The settlement instance, started as `npm start` starts it (`BENCH_SETTLE_INSTANCE`, from
+ * scripts/bench-settlement.mjs: the compiled tree and the services' V8 flags), or from
+ * `BENCH_SETTLE_APP_ROOT` (another checkout's TypeScript, through the runtime hook, against the
+ * same data and broker: a before/after pair in one run's conditions). Its connections carry
+ * application_name `SETTLEMENT_APP_NAME`, so their backends' CPU can be read.
  */
 function startSettlement(name: string, batchMax: number): ChildProcess {
   fs.mkdirSync(LOG_DIR, { recursive: true });
   const out = fs.openSync(path.join(LOG_DIR, `settlement-${name}.log`), 'w');
   const url = new URL(required('DATABASE_URL'));
   url.searchParams.set('application_name', SETTLEMENT_APP_NAME);
-  const root = process.env.BENCH_SETTLE_APP_ROOT ? path.resolve(process.env.BENCH_SETTLE_APP_ROOT) : ROOT;
-  return spawn(process.execPath, ['-r', '@swc-node/register', 'apps/settlement/src/main.ts'], {
+  const other = process.env.BENCH_SETTLE_APP_ROOT ? path.resolve(process.env.BENCH_SETTLE_APP_ROOT) : null;
+  const root = other ?? ROOT;
+  const instance: { args: string[]; env: Record<string, string> } =
+    other || !process.env.BENCH_SETTLE_INSTANCE
+      ? { args: ['-r', '@swc-node/register', 'apps/settlement/src/main.ts'], env: { SWC_NODE_PROJECT: path.join(root, 'tsconfig.json') } }
+      : JSON.parse(process.env.BENCH_SETTLE_INSTANCE);
+  return spawn(process.execPath, instance.args, {
     cwd: root,
     env: {
       ...process.env,
+      ...instance.env,
       DATABASE_URL: url.toString(),
-      SWC_NODE_PROJECT: path.join(root, 'tsconfig.json'),
       SETTLEMENT_BATCH_MAX: String(batchMax),
       LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
     },

@@ -3,10 +3,13 @@
 // event at a time (bench/settlement.ts; see bench/README.md, "Settlement").
 // Its own database (BENCH_DB + "_settlement", recreated) and broker (BENCH_PORT_BASE + 93).
 // `--profile` runs bench/settlement-profile.ts instead: where a batch's time goes, in-process.
+// The instance under test is started as `npm start` starts it (scripts/services.mjs
+// `serviceCommand`: the compiled tree and SERVICE_NODE_FLAGS, or GATEWAY_RUN_TS=1 / GATEWAY_NODE_FLAGS
+// as there), handed to bench/settlement.ts in BENCH_SETTLE_INSTANCE.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { ensurePrismaClient } from './prisma-generate.mjs';
-import { ROOT, startOwnInfra, withStops } from './services.mjs';
+import { ROOT, SERVICES, serviceBuild, serviceCommand, startOwnInfra, withStops } from './services.mjs';
 
 const log = (msg) => console.log(`[bench:settlement] ${msg}`);
 const portBase = Number(process.env.BENCH_PORT_BASE || 14000);
@@ -29,13 +32,15 @@ await withStops(async (stops) => {
     stops,
     log,
   });
+  const settlement = SERVICES.find((s) => s.name === 'settlement');
+  const instance = serviceCommand(settlement, await serviceBuild({ log }));
   process.exitCode = await new Promise((resolve) => {
     const child = spawn(
       process.execPath,
       ['-r', '@swc-node/register', path.join('bench', process.argv.includes('--profile') ? 'settlement-profile.ts' : 'settlement.ts')],
       {
         cwd: ROOT,
-        env: { ...env, SWC_NODE_PROJECT: path.join(ROOT, 'tsconfig.json') },
+        env: { ...env, SWC_NODE_PROJECT: path.join(ROOT, 'tsconfig.json'), BENCH_SETTLE_INSTANCE: JSON.stringify(instance) },
         stdio: 'inherit',
       },
     );
