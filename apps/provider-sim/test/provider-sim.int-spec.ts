@@ -359,7 +359,9 @@ describe('OpenAI chat completions', () => {
     await waitFor(() => sim.requests()[1]?.aborted === true);
     const entry = sim.requests()[1];
     expect(entry).toMatchObject({ aborted: true, abortedAt: 'before_first_byte', status: 0 });
-    expect(entry.abortedAfterMs!).toBeGreaterThanOrEqual(395);
+    // counted from the request's arrival, which on a busy box comes some ms after it was sent
+    // (390 seen in a CI run): what matters is that the abort fell well inside the 1 s latency
+    expect(entry.abortedAfterMs!).toBeGreaterThanOrEqual(300);
     expect(entry.abortedAfterMs!).toBeLessThan(900);
     const share = (entry.abortedAfterMs! - 50) / 1000; // the delay starts within a few ms of arrival
     expect(entry.wouldBill).toMatchObject({ promptTokens: full.usage!.prompt_tokens, cachedTokens: 0 });
