@@ -20,12 +20,13 @@
 // default info, as `npm start`), BENCH_SERVICES (comma-separated service names, or "all"; default
 // all, as `npm start`), BENCH_GATEWAY_WORKLOADS (spread the gateway load over this many workloads,
 // default 1), BENCH_IDLE_SETTLE_S / BENCH_IDLE_S (the idle phase: seconds of quiet before it is
-// measured, default 10, and measured, default 20), BENCH_ONLY=idle (= --idle).
+// measured, default 10, and measured, default 20), BENCH_ONLY=idle (= --idle), BENCH_FLOOR_S
+// (the path floor before the phases: seconds per probe at BENCH_RATE, default 3; scripts/path-floor.mjs).
 // The hedged phase (issue 10; BENCH_ONLY=hedged or --hedged runs it alone): the gateway on a
 // heavy-tailed route (BENCH_TAIL, default `latency=20-40;latency-tail=50:1500-2500`) at
 // BENCH_HEDGE_RATE req/s (default 5), once for a workload without a hedge policy and once for
 // one with a hedge after BENCH_HEDGE_DELAY_MS (default 300): p99 and the extra spend side by side.
-// Before anything starts, a machine calibration of 2–3 s (scripts/machine.mjs: compute, and the
+// Before anything starts, a machine calibration of 4–5 s (scripts/machine.mjs: compute, and the
 // cost of a cross-process wake-up over loopback); `--machine` (BENCH_ONLY=machine) prints only that.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -35,6 +36,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { startKafka } from './kafka.mjs';
 import { boxCpu, boxCpuShares, calibrateMachine, reportMachine, shares } from './machine.mjs';
+import { measurePathFloor, reportPathFloor } from './path-floor.mjs';
 import { ensurePostgres, recreateDatabase } from './postgres.mjs';
 import { ensurePrismaClient } from './prisma-generate.mjs';
 import { contentKey, ROOT, runTs, sleep, startServices } from './services.mjs';
@@ -62,6 +64,7 @@ const CFG = {
   gatewayWorkloads: Math.round(num('BENCH_GATEWAY_WORKLOADS', 1)),
   idleSettleS: num('BENCH_IDLE_SETTLE_S', 10),
   idleS: num('BENCH_IDLE_S', 20),
+  floorS: num('BENCH_FLOOR_S', 3),
   idleOnly: process.env.BENCH_ONLY === 'idle' || process.argv.slice(2).includes('--idle'),
   // which measured phases run, in this order: idle, rate, saturation (default all three)
   phases: (process.env.BENCH_PHASES || 'idle,rate,saturation')
@@ -232,6 +235,7 @@ async function main() {
     await load(requestFor(target, WORKLOADS.warmup), { connections: CFG.connections, duration: CFG.warmupS });
   }
   await resetSim();
+  const pathFloor = CFG.phases.includes('rate') ? await pathFloorProbe(kafka.brokers, pgServer.url) : null;
   const idle = CFG.phases.includes('idle') ? await idlePhase(cpu, loop) : null;
   memoryMb.idle = await memory(services);
 
@@ -318,6 +322,7 @@ async function main() {
     ),
     settlement,
     gatewayStagesMs: stages,
+    pathFloor,
     admissionMetrics: metrics,
     memoryMb,
     startupMs,
@@ -336,6 +341,17 @@ async function main() {
 }
 
 // ---------------------------------------------------------------- rounds
+
+/** The path floor (scripts/path-floor.mjs) at the fixed rate, on the quiet stack; null when it fails. */
+async function pathFloorProbe(brokers, pgUrl) {
+  log(`path floor: a Kafka hop and a Postgres commit at ${CFG.rate}/s for ${CFG.floorS} s each`);
+  try {
+    return await measurePathFloor({ brokers, pgUrl, rate: CFG.rate, seconds: CFG.floorS });
+  } catch (err) {
+    log(`path floor not measured: ${err.message}`);
+    return null;
+  }
+}
 
 /** The gateway run against the baseline run of the same round. */
 function compare({ baseline, gateway }) {
@@ -1230,6 +1246,7 @@ function report(result, phases) {
     }
   }
   console.log('\n' + table(st));
+  reportPathFloor(result.pathFloor, result.comparison.rate?.addedP50Ms ?? null, table);
 
   const sr = [['settlement (gateway runs)', 'workloads', 'responses', '2xx', 'actions admitted', 'attempts', 'ledger rows']];
   for (const phase of phases) {

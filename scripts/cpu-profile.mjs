@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // Summarises a V8 CPU profile written with GATEWAY_CPU_PROFILE_DIR (one per service):
-//   node scripts/cpu-profile.mjs <file.cpuprofile> [--skip-s 40] [--top 30]
+//   node scripts/cpu-profile.mjs <file.cpuprofile> [--skip-s 40] [--until-s 50] [--top 30] [--timeline]
 // prints busy samples by module (self and inclusive: node_modules package, apps/<x>, libs/<x>,
 // node:<module>, or a V8 pseudo-frame such as "(garbage collector)") and the top functions by
-// self time. --skip-s drops the samples of the first seconds (start-up, warm-up).
+// self time. --skip-s drops the samples of the first seconds (start-up, warm-up), --until-s those
+// after that second; --timeline prints the busy share of each second first, to find a phase.
 import fs from 'node:fs';
 
 const args = process.argv.slice(2);
@@ -13,10 +14,11 @@ const opt = (name, fallback) => {
   return i >= 0 ? Number(args[i + 1]) : fallback;
 };
 if (!file) {
-  console.error('usage: node scripts/cpu-profile.mjs <file.cpuprofile> [--skip-s N] [--top N]');
+  console.error('usage: node scripts/cpu-profile.mjs <file.cpuprofile> [--skip-s N] [--until-s N] [--top N] [--timeline]');
   process.exit(2);
 }
 const skipS = opt('skip-s', 0);
+const untilS = opt('until-s', Infinity);
 const top = opt('top', 30);
 
 const profile = JSON.parse(fs.readFileSync(file, 'utf8'));
@@ -41,12 +43,25 @@ const inclusiveModule = new Map();
 const add = (m, k, n = 1) => m.set(k, (m.get(k) ?? 0) + n);
 let t = profile.startTime;
 const from = profile.startTime + skipS * 1e6;
+const until = profile.startTime + untilS * 1e6;
+const perSecond = new Map();
 let busy = 0;
 for (let i = 0; i < profile.samples.length; i++) {
   t += profile.timeDeltas[i];
-  if (t < from) continue;
   const leaf = byId.get(profile.samples[i]);
-  if (leaf.callFrame.functionName === '(idle)') continue;
+  const second = Math.floor((t - profile.startTime) / 1e6);
+  const s = perSecond.get(second) ?? { all: 0, busy: 0 };
+  s.all++;
+  if (t < from || t > until) {
+    perSecond.set(second, s);
+    continue;
+  }
+  if (leaf.callFrame.functionName === '(idle)') {
+    perSecond.set(second, s);
+    continue;
+  }
+  s.busy++;
+  perSecond.set(second, s);
   busy++;
   add(selfModule, moduleOf(leaf.callFrame));
   add(selfFunction, functionOf(leaf.callFrame));
@@ -57,7 +72,11 @@ for (let i = 0; i < profile.samples.length; i++) {
 }
 
 const ms = ((profile.endTime - profile.startTime) / profile.samples.length / 1000).toFixed(2);
-console.log(`${file}: ${busy} busy samples after the first ${skipS} s (one every ~${ms} ms)`);
+if (args.includes('--timeline')) {
+  console.log('busy share per second of the profile (window applied):');
+  console.log([...perSecond].map(([sec, v]) => `${sec}:${Math.round((100 * v.busy) / v.all)}`).join(' '));
+}
+console.log(`${file}: ${busy} busy samples from second ${skipS} to ${untilS} (one every ~${ms} ms)`);
 for (const [title, map] of [
   ['self, by module', selfModule],
   ['inclusive, by module', inclusiveModule],

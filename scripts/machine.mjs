@@ -8,6 +8,9 @@
 //               sleeping in epoll, and back), and the same over TCP inside one process (no
 //               sleeping peer) as the control, and (Linux, `taskset`) the TCP pair pinned to one
 //               CPU and to two: latency, CPU of both ends, context switches per round trip;
+//               then the TCP pair again with a pause between round trips (10 ms, as each process
+//               sees a 100 req/s load; 50 ms, a quiet box), so both ends sleep before every
+//               message: what a wake-up costs when nothing keeps the CPUs awake;
 //   fdatasync:  one 8 kB write + fdatasync, median (the WAL flush of a commit, roughly).
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -25,31 +28,57 @@ const MESSAGE_BYTES = 200;
 const JSON_DOCS = 1000;
 const INT_LOOP = 50_000_000;
 const FSYNCS = 30;
+/** The paced rows: pause between round trips, ms, and how many (about 1 and 2 s). */
+const PACED = [
+  { key: 'tcpPaced10ms', gapMs: 10, n: 100 },
+  { key: 'tcpPaced50ms', gapMs: 50, n: 40 },
+];
+
+const CPU_KINDS = ['user', 'nice', 'system', 'idle', 'iowait', 'irq', 'softirq', 'steal'];
 
 /**
  * CPU time of the whole box so far, in seconds of all CPUs, by kind (the `cpu` line of /proc/stat:
  * user, nice, system, idle, iowait, irq, softirq, steal); null where there is no /proc/stat.
- * `steal` is time a vCPU wanted to run and the hypervisor ran something else.
+ * `steal` is time a vCPU wanted to run and the hypervisor ran something else. `waitS`: seconds in
+ * which at least one runnable task waited for a CPU (/proc/pressure/cpu, "some"), where the kernel
+ * has pressure stall information.
  */
 export function boxCpu(hz = 100) {
   try {
     const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-    const kinds = ['user', 'nice', 'system', 'idle', 'iowait', 'irq', 'softirq', 'steal'];
-    return Object.fromEntries(kinds.map((k, i) => [k, (line[i] ?? 0) / hz]));
+    const cpu = Object.fromEntries(CPU_KINDS.map((k, i) => [k, (line[i] ?? 0) / hz]));
+    const waitS = cpuPressureSomeS();
+    return waitS === null ? cpu : { ...cpu, waitS };
   } catch {
     return null;
   }
 }
 
-/** Each kind's share of the box's CPU time between two boxCpu() readings, in %. */
-export function boxCpuShares(before, after) {
-  if (!before || !after) return null;
-  const d = Object.fromEntries(Object.keys(after).map((k) => [k, after[k] - before[k]]));
-  const total = Object.values(d).reduce((a, b) => a + b, 0);
-  return total > 0 ? Object.fromEntries(Object.entries(d).map(([k, v]) => [k, round((100 * v) / total, 1)])) : null;
+function cpuPressureSomeS() {
+  try {
+    const some = fs.readFileSync('/proc/pressure/cpu', 'utf8').match(/^some .*total=(\d+)/m);
+    return some ? Number(some[1]) / 1e6 : null;
+  } catch {
+    return null;
+  }
 }
 
-/** Runs every measurement (about 2–3 s) and returns the figures; `dir` holds the fsync file. */
+/**
+ * Each kind's share of the box's CPU time between two boxCpu() readings, in %; with pressure
+ * information, `cpuWait`: the share of the time in which some runnable task waited for a CPU.
+ */
+export function boxCpuShares(before, after) {
+  if (!before || !after) return null;
+  const d = Object.fromEntries(CPU_KINDS.map((k) => [k, after[k] - before[k]]));
+  const total = Object.values(d).reduce((a, b) => a + b, 0);
+  if (total <= 0) return null;
+  const pct = Object.fromEntries(Object.entries(d).map(([k, v]) => [k, round((100 * v) / total, 1)]));
+  const wallS = total / os.cpus().length;
+  if (before.waitS !== undefined && after.waitS !== undefined) pct.cpuWait = round((100 * (after.waitS - before.waitS)) / wallS, 1);
+  return pct;
+}
+
+/** Runs every measurement (about 4–5 s) and returns the figures; `dir` holds the fsync file. */
 export async function calibrateMachine({ dir = os.tmpdir() } = {}) {
   const t0 = performance.now();
   const box0 = boxCpu();
@@ -65,6 +94,8 @@ export async function calibrateMachine({ dir = os.tmpdir() } = {}) {
       unixCrossProcess: echo.unixPath ? await roundTrips(() => net.connect(echo.unixPath), echo.usage) : null,
       tcpSameProcess: await sameProcess(),
     };
+    for (const { key, gapMs, n } of PACED)
+      wakeup[key] = await roundTrips(() => net.connect(echo.tcpPort, '127.0.0.1'), echo.usage, n, gapMs);
   } finally {
     echo.stop();
   }
@@ -110,6 +141,7 @@ export function reportMachine(machine, table) {
     ['tcpPinnedOneCpu', 'TCP loopback, two processes, both on CPU 0'],
     ['tcpPinnedTwoCpus', 'TCP loopback, two processes, CPUs 0 and 1'],
     ['tcpSameProcess', 'TCP loopback, one process (control)'],
+    ...PACED.map(({ key, gapMs }) => [key, `TCP loopback, two processes, ${gapMs} ms pause before each`]),
   ]) {
     const r = c.roundTrips[key];
     if (!r) continue;
@@ -226,11 +258,11 @@ function ownUsage() {
 }
 
 /**
- * Warm-up, then ROUND_TRIPS sequential round trips on a fresh connection: latency percentiles,
- * and CPU and context switches per round trip summed over both ends (`peerUsage` is the other
- * end's usage, or null when it is this process).
+ * Warm-up, then `n` sequential round trips on a fresh connection (`gapMs` apart, else back to
+ * back): latency percentiles, and CPU and context switches per round trip summed over both ends
+ * (`peerUsage` is the other end's usage, or null when it is this process).
  */
-async function roundTrips(connect, peerUsage, n = ROUND_TRIPS) {
+async function roundTrips(connect, peerUsage, n = ROUND_TRIPS, gapMs = 0) {
   const socket = connect();
   socket.setNoDelay(true);
   await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
@@ -238,7 +270,7 @@ async function roundTrips(connect, peerUsage, n = ROUND_TRIPS) {
     await pingPong(socket, WARMUP_ROUND_TRIPS);
     const peerBefore = peerUsage ? await peerUsage() : null;
     const selfBefore = ownUsage();
-    const us = await pingPong(socket, n);
+    const us = await pingPong(socket, n, gapMs);
     const selfAfter = ownUsage();
     const peerAfter = peerUsage ? await peerUsage() : null;
     const d = (k) => selfAfter[k] - selfBefore[k] + (peerAfter ? peerAfter[k] - peerBefore[k] : 0);
@@ -275,8 +307,8 @@ async function sameProcess() {
   }
 }
 
-/** `n` strictly sequential round trips of MESSAGE_BYTES: each one's time in µs. */
-function pingPong(socket, n) {
+/** `n` strictly sequential round trips of MESSAGE_BYTES, `gapMs` apart: each one's time in µs. */
+function pingPong(socket, n, gapMs = 0) {
   const message = Buffer.alloc(MESSAGE_BYTES, 0x61);
   const us = new Array(n);
   return new Promise((resolve, reject) => {
@@ -292,7 +324,7 @@ function pingPong(socket, n) {
       if (received < MESSAGE_BYTES) return;
       received = 0;
       us[i++] = Number(process.hrtime.bigint() - t) / 1000;
-      if (i < n) return send();
+      if (i < n) return gapMs > 0 ? void setTimeout(send, gapMs) : send();
       socket.off('data', onData).off('error', reject);
       resolve(us);
     };
@@ -374,7 +406,8 @@ function fdatasync(dir) {
 
 /** "user 40 %, system 20 %, …, steal 3 %" of a boxCpuShares() result. */
 export function shares(pct) {
-  return ['user', 'system', 'softirq', 'iowait', 'steal', 'idle'].map((k) => `${k} ${pct[k]} %`).join(', ');
+  const kinds = ['user', 'system', 'softirq', 'iowait', 'steal', 'idle'].map((k) => `${k} ${pct[k]} %`).join(', ');
+  return pct.cpuWait === undefined ? kinds : `${kinds}; some task waiting for a CPU ${pct.cpuWait} % of the time (/proc/pressure/cpu)`;
 }
 
 function round(n, d) {
