@@ -29,6 +29,8 @@ export async function seedRoute(db: Database): Promise<void> {
   });
 }
 
+const SEED_CHUNK = 1_000;
+
 /** Accounts, actions, reservations and attempts as admission and dispatch leave them, in bulk. */
 export async function seed(db: Database, n: number, workloadCount: number): Promise<Seeded[]> {
   const workloads = Array.from({ length: workloadCount }, (_, i) => `bench-settle-wl-${i + 1}`);
@@ -60,8 +62,12 @@ export async function seed(db: Database, n: number, workloadCount: number): Prom
   });
   const now = new Date();
   const later = new Date(now.getTime() + 3_600_000);
-  for (let i = 0; i < n; i += 5_000) {
-    const chunk = out.slice(i, i + 5_000);
+  // Rows per createMany: below Postgres's 32,767 bind parameters at ~20 columns. Past that
+  // Prisma 7 splits the insert itself and sends the parts at once on one transaction's client,
+  // which pg 8 warns about and pg 9 refuses ("client.query() when the client is already
+  // executing a query"; prisma/orm#29646).
+  for (let i = 0; i < n; i += SEED_CHUNK) {
+    const chunk = out.slice(i, i + SEED_CHUNK);
     await db.prisma.action.createMany({
       data: chunk.map((s) => ({
         id: s.actionId,
