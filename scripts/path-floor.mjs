@@ -48,7 +48,8 @@ async function kafkaHop(brokers, n, gapMs) {
         if (hop.length === n) last();
       },
     });
-    await ready;
+    // a broker that never assigns the partition must not hang the bench: the probe is skipped
+    await within(ready, 30_000, 'the probe consumer did not join its group in 30 s');
     // the first records after a join wait for the fetch loop to start: not measured
     for (let i = 0; i < 5; i++) await producer.send({ topic: TOPIC, acks: -1, messages: [{ key: `warm-${i}`, value: 'x' }] });
     await sleep(500);
@@ -62,6 +63,7 @@ async function kafkaHop(brokers, n, gapMs) {
       await sleep(Math.max(0, gapMs - msSince(t)));
     }
     await Promise.race([allSeen, sleep(5000)]);
+    if (hop.length < n) throw new Error(`the probe consumer saw ${hop.length} of ${n} records within 5 s of the last send`);
     return { produceToConsume: percentiles(hop), produceAck: percentiles(acks), consumed: hop.length };
   } finally {
     await Promise.allSettled([consumer.disconnect(), producer.disconnect()]);
@@ -121,6 +123,16 @@ function percentiles(ms) {
   const s = [...ms].sort((a, b) => a - b);
   const at = (p) => round(s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)], 2);
   return { p50: at(0.5), p99: at(0.99) };
+}
+
+/** `promise`, or an error once `ms` have passed (the timer is cleared either way). */
+async function within(promise, ms, message) {
+  let timer;
+  try {
+    return await Promise.race([promise, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 const msSince = (t) => Number(process.hrtime.bigint() - t) / 1e6;
