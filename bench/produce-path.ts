@@ -7,7 +7,7 @@
  *   settlement  usage.settled (outbox row -> relay)
  * Modes, alternated in one run: `single` (every publish its own produce request, as before the
  * coalescer: maxProduceRequestBytes 1) and `coalesced` (the default bus). Prints, per action,
- * produce requests, markPublished calls, CPU of this process and of the broker (from /proc).
+ * produce requests, deletePublished calls, CPU of this process and of the broker (from /proc).
  * Nothing is asserted: compare the modes of one run, not numbers across machines.
  * Knobs: BENCH_PRODUCE_RATE (actions/s, default 300), BENCH_PRODUCE_SECONDS (per round, default
  * 8), BENCH_PRODUCE_ROUNDS (default 2), BENCH_LATENCY_MS (between command and reply, default 20).
@@ -30,7 +30,7 @@ const blob = (bytes: number) => ({ event_id: randomUUID(), pad: 'x'.repeat(bytes
 
 type Mode = 'single' | 'coalesced';
 
-/** One service's messaging: its bus, and a relay over an in-memory store that counts marks. */
+/** One service's messaging: its bus, and a relay over an in-memory store that counts its deletes of published rows (`marks`). */
 function service(brokers: string, mode: Mode, counts: { requests: number; marks: number }) {
   const bus = new KafkaBus({
     brokers: [brokers],
@@ -41,10 +41,9 @@ function service(brokers: string, mode: Mode, counts: { requests: number; marks:
   });
   const store: OutboxStore = {
     drainBatch: async () => ({ claimed: 0, published: [], quarantined: [] }),
-    markPublished: async () => {
+    deletePublished: async () => {
       counts.marks += 1;
     },
-    prunePublished: async () => 0,
   };
   return { bus, relay: new OutboxRelay(store, bus, quiet) };
 }

@@ -145,9 +145,9 @@ async function main(): Promise<void> {
       }
       const batch = events.slice(i, i + BATCH);
       await settle.executeBatch(batch, new Date());
-      // The relay marks what it published, one statement per batch of rows.
+      // The relay deletes what it published, one statement per batch of rows.
       const t0 = performance.now();
-      await outbox.markPublished(published.splice(0));
+      await outbox.deletePublished(published.splice(0));
       if (counting) {
         markMs += performance.now() - t0;
         measured += batch.length;
@@ -180,7 +180,7 @@ async function main(): Promise<void> {
     }
     const statements = rows.filter(([name]) => name !== 'outbox.appendMany').reduce((a, [, ms]) => a + ms, 0);
     console.log(`  ${'transaction rest (BEGIN/COMMIT, JS)'.padEnd(36)} ${((tx.ms - statements) / batches).toFixed(2).padStart(8)}`);
-    console.log(`  ${'outbox.markPublished (after commit)'.padEnd(36)} ${(markMs / batches).toFixed(2).padStart(8)}`);
+    console.log(`  ${'outbox.deletePublished (after commit)'.padEnd(36)} ${(markMs / batches).toFixed(2).padStart(8)}`);
   } finally {
     await db.close();
   }

@@ -74,7 +74,7 @@ async function main(): Promise<void> {
       );
     }
     report(results);
-    const books = await verify(db, all);
+    const books = await verify(db, bus, all);
     console.log(JSON.stringify({ config: CFG, results, books }));
     if (!books.ok) process.exitCode = 1;
   } finally {
@@ -307,13 +307,23 @@ async function deadlocks(db: Database): Promise<number> {
 }
 
 /** Exactly one ledger row and one usage.settled per attempt; every account's books add up. */
-async function verify(db: Database, seeded: Seeded[]) {
+async function verify(db: Database, bus: KafkaBus, seeded: Seeded[]) {
   const ids = seeded.map((s) => s.attemptId);
   const [rows] = await db.prisma.$queryRaw<Array<{ n: bigint; attempts: bigint; cost: bigint }>>`
     SELECT count(*) AS n, count(DISTINCT attempt_id) AS attempts, coalesce(sum(cost_microusd), 0) AS cost
     FROM ledger_entry WHERE attempt_id = ANY(${ids}::text[])`;
-  const [events] = await db.prisma.$queryRaw<Array<{ n: bigint }>>`
-    SELECT count(*) AS n FROM outbox_message WHERE topic = ${Topics.usageSettled.name}`;
+  // The relay deletes each outbox row once the broker has it: the topic (a fresh broker's) counts
+  // what was published, and the outbox must have nothing left (given 10 s for the last sends).
+  const published = async () => {
+    const [w] = await db.prisma.$queryRaw<Array<{ n: bigint }>>`
+      SELECT count(*) AS n FROM outbox_message WHERE topic = ${Topics.usageSettled.name}`;
+    return { onTopic: await bus.retainedRecords(Topics.usageSettled.name), waiting: Number(w.n) };
+  };
+  let settled = await published();
+  for (const until = Date.now() + 10_000; (settled.onTopic < seeded.length || settled.waiting > 0) && Date.now() < until;) {
+    await new Promise((r) => setTimeout(r, 250));
+    settled = await published();
+  }
   const accounts = await db.prisma.$queryRaw<Array<{ id: string; pending: bigint; settled: bigint; unresolved: bigint; ledger: bigint }>>`
     SELECT b.id, b.pending_microusd AS pending, b.settled_microusd AS settled, b.unresolved_microusd AS unresolved,
       (SELECT coalesce(sum(l.cost_microusd), 0) FROM ledger_entry l JOIN reservation r ON r.action_id = l.action_id
@@ -326,7 +336,8 @@ async function verify(db: Database, seeded: Seeded[]) {
     attempts: seeded.length,
     ledgerRows: Number(rows.n),
     attemptsWithRow: Number(rows.attempts),
-    usageSettledEvents: Number(events.n),
+    usageSettledEvents: settled.onTopic,
+    usageSettledWaiting: settled.waiting,
     settledMicrousd: String(rows.cost),
     accounts: accounts.length,
     accountsWrong: wrongAccounts.map((a) => a.id),
@@ -336,10 +347,11 @@ async function verify(db: Database, seeded: Seeded[]) {
     books.ledgerRows === seeded.length &&
     books.attemptsWithRow === seeded.length &&
     books.usageSettledEvents === seeded.length &&
+    books.usageSettledWaiting === 0 &&
     wrongAccounts.length === 0;
   log(
     `books: ${books.ledgerRows} ledger rows for ${books.attempts} attempts (${books.attemptsWithRow} distinct), ` +
-      `${books.usageSettledEvents} usage.settled, ${books.accounts} accounts, wrong: ${books.accountsWrong.length ? books.accountsWrong.join(',') : 'none'}` +
+      `${books.usageSettledEvents} usage.settled on the topic (${books.usageSettledWaiting} still in the outbox), ${books.accounts} accounts, wrong: ${books.accountsWrong.length ? books.accountsWrong.join(',') : 'none'}` +
       (books.ok ? '' : '  ← BOOKS WRONG'),
   );
   return books;

@@ -29,7 +29,7 @@ export async function quiesce(db, limitMs) {
     const { rows } = await db.query(`SELECT
       (SELECT count(*) FROM attempt WHERE status IN ('claimed', 'in_flight', 'succeeded', 'failed', 'cancelled', 'usage_missing'))::int AS a,
       (SELECT count(*) FROM action WHERE status IN ('received', 'admitted', 'dispatched'))::int AS b,
-      (SELECT count(*) FROM outbox_message WHERE published_at IS NULL)::int AS c`);
+      (SELECT count(*) FROM outbox_message WHERE quarantined_at IS NULL)::int AS c`);
     if (rows[0].a === 0 && rows[0].b === 0 && rows[0].c === 0) return true;
     await sleep(500);
   }

@@ -228,6 +228,16 @@ export class KafkaBus {
     return Number(value);
   }
 
+  /**
+   * Records retained on `topicName`, summed over its partitions (high watermark minus log start):
+   * what was published, on a topic no retention has trimmed yet and no transaction wrote to.
+   */
+  async retainedRecords(topicName: string): Promise<number> {
+    const admin = await this.getAdmin();
+    const offsets = await admin.fetchTopicOffsets(topicName);
+    return offsets.reduce((n, p) => n + Number(p.high) - Number(p.low), 0);
+  }
+
   /** Validates against the topic's schema, then publishes (acks=all). */
   async publish<K extends TopicKey>(
     topicKey: K,

@@ -15,7 +15,7 @@ function row(id: number, change = 'c'): OutboxRow {
   };
 }
 
-/** A store holding `rows` that hands them to the relay once and records what it marked. */
+/** A store holding `rows` that hands them to the relay once and records what it deleted. */
 function storeOf(rows: OutboxRow[]) {
   const result: { outcome?: BatchOutcome } = {};
   const store: OutboxStore = {
@@ -24,8 +24,7 @@ function storeOf(rows: OutboxRow[]) {
       result.outcome = outcome;
       return { claimed: rows.length, ...outcome };
     },
-    markPublished: async () => undefined,
-    prunePublished: async () => 0,
+    deletePublished: async () => undefined,
   };
   return { store, result };
 }
@@ -88,25 +87,6 @@ describe('OutboxRelay sweep', () => {
     await new OutboxRelay(store, pub, quiet, { maxSendBytes: 1000 }).drain();
     expect(pub.sent).toEqual([['k1'], ['k2'], ['k3']]);
   });
-
-  it('prunes when due, on the injected clock', async () => {
-    const pruned: number[] = [];
-    const store: OutboxStore = {
-      drainBatch: async () => ({ claimed: 0, published: [], quarantined: [] }),
-      markPublished: async () => undefined,
-      prunePublished: async (olderThanMs) => {
-        pruned.push(olderThanMs);
-        return 0;
-      },
-    };
-    let now = 0;
-    const relay = new OutboxRelay(store, publisher({}), quiet, { retentionMs: 5000, pruneIntervalMs: 1000, now: () => now });
-    await relay.drain();
-    await relay.drain();
-    now = 1000;
-    await relay.drain();
-    expect(pruned).toEqual([5000, 5000]);
-  });
 });
 
 describe('OutboxRelay sweep schedule', () => {
@@ -119,8 +99,7 @@ describe('OutboxRelay sweep schedule', () => {
           sweeps.push(Date.now());
           return { claimed: 0, published: [], quarantined: [] };
         },
-        markPublished: async () => undefined,
-        prunePublished: async () => 0,
+        deletePublished: async () => undefined,
       };
       const t0 = Date.now();
       const relay = new OutboxRelay(store, publisher({}), quiet, { sweepIntervalMs: 1000, sweepIdleMaxMs: 8000 });
@@ -141,27 +120,26 @@ describe('OutboxRelay sweep schedule', () => {
   });
 });
 
-describe('OutboxRelay marks', () => {
-  it('runs one UPDATE at a time; rows published meanwhile are marked together by the next one', async () => {
+describe('OutboxRelay deletes', () => {
+  it('runs one DELETE at a time; rows published meanwhile are deleted together by the next one', async () => {
     const calls: bigint[][] = [];
     let inFlight = 0;
     let maxInFlight = 0;
     let release: () => void = () => undefined;
     const store: OutboxStore = {
       drainBatch: async () => ({ claimed: 0, published: [], quarantined: [] }),
-      markPublished: async (ids) => {
+      deletePublished: async (ids) => {
         calls.push(ids);
         maxInFlight = Math.max(maxInFlight, ++inFlight);
         if (calls.length === 1) await new Promise<void>((r) => (release = r));
         inFlight -= 1;
       },
-      prunePublished: async () => 0,
     };
-    const relay = new OutboxRelay(store, publisher({}), quiet, { markDelayMs: 0 });
+    const relay = new OutboxRelay(store, publisher({}), quiet, { deleteDelayMs: 0 });
     relay.publishCommitted([row(1)]);
     while (calls.length === 0) await new Promise((r) => setTimeout(r, 1));
     for (const id of [2, 3, 4]) relay.publishCommitted([row(id)]);
-    await new Promise((r) => setTimeout(r, 5)); // their mark timers fire while the first UPDATE runs
+    await new Promise((r) => setTimeout(r, 5)); // their delete timers fire while the first DELETE runs
     release();
     await relay.stop();
     expect(calls).toEqual([[1n], [2n, 3n, 4n]]);
@@ -172,16 +150,15 @@ describe('OutboxRelay marks', () => {
 describe('OutboxRelay failed direct sends', () => {
   it('hands the rows of a failed direct send to its next sweep at once, and forgets them once swept', async () => {
     const retries: Array<readonly bigint[]> = [];
-    const marks: bigint[] = [];
+    const deleted: bigint[] = [];
     const store: OutboxStore = {
       drainBatch: async (_limit, _publish, retryIds = []) => {
         retries.push([...retryIds]);
         return { claimed: 0, published: [], quarantined: [] };
       },
-      markPublished: async (ids) => void marks.push(...ids),
-      prunePublished: async () => 0,
+      deletePublished: async (ids) => void deleted.push(...ids),
     };
-    const relay = new OutboxRelay(store, publisher({ downAfter: 0 }), quiet, { sweepIntervalMs: 60_000, markDelayMs: 0 });
+    const relay = new OutboxRelay(store, publisher({ downAfter: 0 }), quiet, { sweepIntervalMs: 60_000, deleteDelayMs: 0 });
     relay.start();
     while (retries.length === 0) await new Promise((r) => setTimeout(r, 1));
     relay.publishCommitted([row(7), row(8)]);
@@ -191,27 +168,26 @@ describe('OutboxRelay failed direct sends', () => {
     relay.kick();
     while (retries.length < 3) await new Promise((r) => setTimeout(r, 1));
     expect(retries[2]).toEqual([]);
-    expect(marks).toEqual([]); // never marked as published by the direct path
+    expect(deleted).toEqual([]); // never deleted as published by the direct path
     await relay.stop();
   });
 });
 
-describe('OutboxRelay marks on a busy relay', () => {
-  it('keeps marking after a mark timer fires with nothing left to mark (the running UPDATE took its ids)', async () => {
+describe('OutboxRelay deletes on a busy relay', () => {
+  it('keeps deleting after a delete timer fires with nothing left to delete (the running DELETE took its ids)', async () => {
     const calls: bigint[][] = [];
     let release: () => void = () => undefined;
     const store: OutboxStore = {
       drainBatch: async () => ({ claimed: 0, published: [], quarantined: [] }),
-      markPublished: async (ids) => {
+      deletePublished: async (ids) => {
         calls.push(ids);
         if (calls.length === 1) await new Promise<void>((r) => (release = r));
       },
-      prunePublished: async () => 0,
     };
-    const relay = new OutboxRelay(store, publisher({}), quiet, { markDelayMs: 30 });
+    const relay = new OutboxRelay(store, publisher({}), quiet, { deleteDelayMs: 30 });
     relay.publishCommitted([row(1)]);
     while (calls.length === 0) await new Promise((r) => setTimeout(r, 1));
-    // row 2's mark timer is set now; the running loop marks row 2 before that timer fires
+    // row 2's delete timer is set now; the running loop deletes row 2 before that timer fires
     relay.publishCommitted([row(2)]);
     await new Promise((r) => setImmediate(r));
     release();

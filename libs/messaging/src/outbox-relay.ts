@@ -26,10 +26,11 @@ export interface BatchOutcome {
 }
 
 /**
- * Implemented in libs/db: lock a batch of unpublished, unquarantined rows, run `publish`, mark
- * what it published and quarantine what it refused, in one transaction; prune old published rows.
- * A batch takes rows older than the store's lease (the time the writer's relay has to publish and
- * mark them) and, at once, the rows in `retryIds` (this relay's own failed direct sends).
+ * Implemented in libs/db: lock a batch of unpublished, unquarantined rows, run `publish`, delete
+ * what it published and quarantine what it refused, in one transaction. A batch takes rows older
+ * than the store's lease (the time the writer's relay has to publish and delete them) and, at
+ * once, the rows in `retryIds` (this relay's own failed direct sends). A published row is
+ * deleted, never kept: the topic is the record of what went out.
  */
 export interface OutboxStore {
   drainBatch(
@@ -37,9 +38,7 @@ export interface OutboxStore {
     publish: (rows: OutboxRow[]) => Promise<BatchOutcome>,
     retryIds?: readonly bigint[],
   ): Promise<{ claimed: number } & BatchOutcome>;
-  markPublished(ids: bigint[]): Promise<void>;
-  /** Deletes up to `limit` rows published more than `olderThanMs` ago; never unpublished or quarantined ones. */
-  prunePublished(olderThanMs: number, limit: number): Promise<number>;
+  deletePublished(ids: bigint[]): Promise<void>;
 }
 
 /** Counts rows the sweep published (not the direct path): each is a recovery, or a duplicate if the direct send had gone out. */
@@ -62,26 +61,18 @@ export interface OutboxRelayOptions {
   sweepIdleMaxMs?: number;
   batchSize?: number;
   /**
-   * Rows published directly are marked by one UPDATE per window of this length (default 250 ms).
-   * Each UPDATE is a commit (a WAL flush); at 20 ms windows they were about a third of the stack's
+   * Rows published directly are deleted by one DELETE per window of this length (default 250 ms).
+   * Each DELETE is a commit (a WAL flush); at 20 ms windows they were about a third of the stack's
    * transactions at 100 req/s. Far below the lease (30 s, libs/db) a row must age before any
    * relay's sweep takes it.
    */
-  markDelayMs?: number;
-  /** published rows older than this are deleted by the sweep (default 72 h) */
-  retentionMs?: number;
-  /** how often the sweep prunes (default 60 s) and how many rows one delete takes (default 1000) */
-  pruneIntervalMs?: number;
-  pruneBatchSize?: number;
+  deleteDelayMs?: number;
   /** one send carries at most this many bytes of values (default 512 KiB), below the broker's batch limit */
   maxSendBytes?: number;
   quarantineCounter?: QuarantineCounter;
   sweptCounter?: SweptCounter;
-  /** the injected clock (prune scheduling only) */
-  now?: () => number;
 }
 
-const HOUR_MS = 3_600_000;
 const topicsByName = new Map(allTopics().map((t) => [t.name, t]));
 
 export interface OutboxPublisher {
@@ -90,16 +81,16 @@ export interface OutboxPublisher {
 
 /**
  * Publishes outbox rows. `publishCommitted` sends the rows a transaction just committed, at once,
- * and marks them published in batches; the periodic sweep is what guarantees delivery after a
+ * and deletes them in batches once the broker has them; the periodic sweep is what guarantees delivery after a
  * crash or a broker outage (rows it finds may have gone out already: consumers are idempotent).
  * Several relays may sweep at once: rows are claimed with SKIP LOCKED.
  */
 export class OutboxRelay {
-  private readonly toMark: bigint[] = [];
+  private readonly toDelete: bigint[] = [];
   /** rows whose direct send failed here: the next sweep takes them without waiting for the lease */
   private readonly retryNow = new Set<bigint>();
-  private markTimer?: NodeJS.Timeout;
-  private marking?: Promise<void>;
+  private deleteTimer?: NodeJS.Timeout;
+  private deleting?: Promise<void>;
   private readonly inFlight = new Set<Promise<void>>();
   private timer?: NodeJS.Timeout;
   private running = false;
@@ -117,11 +108,9 @@ export class OutboxRelay {
   ) {
     const baseMs = opts.sweepIntervalMs ?? 1000;
     // A row whose direct publish failed is swept at once (`retryNow`); the backoff only bounds how
-    // late a sweep finds the rows of a relay that died before it published or marked them.
+    // late a sweep finds the rows of a relay that died before it published or deleted them.
     this.backoff = new IdleBackoff({ baseMs, maxMs: opts.sweepIdleMaxMs ?? 30_000, graceMs: 10_000 });
   }
-
-  private lastPruneAt = Number.NEGATIVE_INFINITY;
 
   /** Sweeps now and then after each sweep (see `sweepIdleMaxMs`) until `stop()`. */
   start(): void {
@@ -136,7 +125,7 @@ export class OutboxRelay {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     await Promise.allSettled([...this.inFlight]);
-    await this.flushMarks();
+    await this.flushDeletes();
     while (this.running) await new Promise((r) => setTimeout(r, 10));
   }
 
@@ -146,8 +135,8 @@ export class OutboxRelay {
     this.wake();
     const p = this.publishRows(rows)
       .then(() => {
-        for (const r of rows) this.toMark.push(r.id);
-        this.scheduleMarks();
+        for (const r of rows) this.toDelete.push(r.id);
+        this.scheduleDeletes();
       })
       .catch((err: Error) => {
         this.logger.warn({ error: err.message }, 'direct outbox publish failed; the sweep will retry');
@@ -158,43 +147,44 @@ export class OutboxRelay {
     this.inFlight.add(p);
   }
 
-  private scheduleMarks(): void {
-    if (this.markTimer) return;
-    this.markTimer = setTimeout(() => {
-      this.markTimer = undefined;
-      void this.flushMarks();
-    }, this.opts.markDelayMs ?? 250);
+  private scheduleDeletes(): void {
+    if (this.deleteTimer) return;
+    this.deleteTimer = setTimeout(() => {
+      this.deleteTimer = undefined;
+      void this.flushDeletes();
+    }, this.opts.deleteDelayMs ?? 250);
   }
 
   /**
-   * One UPDATE at a time: ids published while one runs are marked by the next, in one
-   * statement. Resolves once every id handed in so far is marked (or its mark failed).
+   * One DELETE at a time: ids published while one runs are deleted by the next, in one
+   * statement. Resolves once every id handed in so far is deleted (or its delete failed).
    *
-   * `marking` is cleared by a `.finally` attached after it is set. It used to be set with
-   * `this.marking ??= (async () => { try {…} finally { this.marking = undefined } })()`: when a
-   * mark timer fired after the running UPDATE had already taken its ids (a busy relay), the loop
-   * found nothing, its `finally` ran synchronously before the assignment, and the settled promise
-   * stayed in `marking` for good — no row of that relay was marked again, so the sweep published
-   * every one a second time (issue 15: 1,311 duplicate settled events in a 1,500-action day).
+   * `deleting` is cleared by a `.finally` attached after it is set. It (then `marking`, when sent
+   * rows were marked rather than deleted) used to be set with `this.marking ??= (async () => { try
+   * {…} finally { this.marking = undefined } })()`: when a timer fired after the running statement
+   * had already taken its ids (a busy relay), the loop found nothing, its `finally` ran
+   * synchronously before the assignment, and the settled promise stayed in `marking` for good — no
+   * row of that relay was marked again, so the sweep published every one a second time (issue 15:
+   * 1,311 duplicate settled events in a 1,500-action day).
    */
-  private flushMarks(): Promise<void> {
-    if (this.marking) return this.marking;
-    if (this.toMark.length === 0) return Promise.resolve();
-    const marking = (async () => {
-      while (this.toMark.length > 0) {
-        const ids = this.toMark.splice(0, this.toMark.length);
+  private flushDeletes(): Promise<void> {
+    if (this.deleting) return this.deleting;
+    if (this.toDelete.length === 0) return Promise.resolve();
+    const deleting = (async () => {
+      while (this.toDelete.length > 0) {
+        const ids = this.toDelete.splice(0, this.toDelete.length);
         try {
-          await this.store.markPublished(ids);
+          await this.store.deletePublished(ids);
         } catch (err) {
-          // Unmarked rows are published again by the sweep; consumers are idempotent.
-          this.logger.warn({ error: (err as Error).message, rows: ids.length }, 'could not mark outbox rows published');
+          // Rows left behind are published again by the sweep; consumers are idempotent.
+          this.logger.warn({ error: (err as Error).message, rows: ids.length }, 'could not delete published outbox rows');
         }
       }
     })();
-    this.marking = marking.finally(() => {
-      this.marking = undefined;
+    this.deleting = deleting.finally(() => {
+      this.deleting = undefined;
     });
-    return this.marking;
+    return this.deleting;
   }
 
   /** Drain now (coalesces concurrent kicks into one more pass). */
@@ -238,8 +228,8 @@ export class OutboxRelay {
   }
 
   /**
-   * The sweep: publishes until nothing is left, quarantining rows that can never go out, then
-   * prunes old published rows when due. Returns how many rows went out.
+   * The sweep: publishes until nothing is left, quarantining rows that can never go out. Returns
+   * how many rows went out.
    */
   async drain(): Promise<number> {
     let total = 0;
@@ -264,25 +254,7 @@ export class OutboxRelay {
     }
     // Taken (published, quarantined), published meanwhile, or claimed by another sweep: done here.
     if (!this.sweepFailed) for (const id of retry) this.retryNow.delete(id);
-    await this.pruneIfDue();
     return total;
-  }
-
-  private async pruneIfDue(): Promise<void> {
-    const now = (this.opts.now ?? Date.now)();
-    if (this.stopped || now - this.lastPruneAt < (this.opts.pruneIntervalMs ?? 60_000)) return;
-    this.lastPruneAt = now;
-    const limit = this.opts.pruneBatchSize ?? 1000;
-    const olderThanMs = this.opts.retentionMs ?? 72 * HOUR_MS;
-    try {
-      // A bounded number of batches per sweep, so a large backlog never holds the sweep for long.
-      for (let i = 0; i < 10; i++) {
-        const n = await this.store.prunePublished(olderThanMs, limit);
-        if (n < limit) break;
-      }
-    } catch (err) {
-      this.logger.warn({ error: (err as Error).message }, 'outbox prune failed; the next prune retries');
-    }
   }
 
   /** Ids only: the row's content stays in Postgres for whoever investigates. */
@@ -297,7 +269,7 @@ export class OutboxRelay {
    * Publishes a swept batch and sorts out rows that can never go out: a payload that no longer
    * matches its topic's schema (or a topic no longer declared) is not sent; a send the broker
    * refuses for its content is split until the refused row is alone, and that row is quarantined.
-   * A transient failure stops the batch: what went out so far is still marked. Each half goes
+   * A transient failure stops the batch: what went out so far is still deleted. Each half goes
    * out on a new producer (the bus replaces it after every failed send), so the idempotent
    * sequences the refused send rolled back are never reused for different records.
    */

@@ -50,7 +50,6 @@ const schema = httpSchema.extend({
   KAFKA_SASL_USERNAME: z.string().min(1).optional(),
   KAFKA_SASL_PASSWORD: z.string().min(1).optional(),
   KAFKA_SASL_PASSWORD_FILE: z.string().min(1).optional(),
-  OUTBOX_RETENTION_HOURS: z.coerce.number().positive().optional(),
   OUTBOX_SWEEP_IDLE_MAX_MS: z.coerce.number().int().nonnegative().optional(),
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(100).default(10),
 });
@@ -64,8 +63,6 @@ export interface ServiceConfig {
   host: string;
   /** TLS / SASL for Kafka; undefined for a plaintext broker */
   kafkaSecurity?: KafkaSecurity;
-  /** published outbox rows are pruned after this long (the relay's default, 72 h, when unset) */
-  outboxRetentionHours?: number;
   /** the longest wait between outbox sweeps once idle (the relay's default, 30 s, when unset) */
   outboxSweepIdleMaxMs?: number;
   /** connections this process's one pg pool may open (DATABASE_POOL_MAX, default 10; docs/scaling.md, connection budget) */
@@ -89,7 +86,6 @@ export function loadConfig(serviceName: string, env: NodeJS.ProcessEnv = process
   const parsed = schema.parse(env);
   return {
     kafkaSecurity: kafkaSecurity(parsed),
-    outboxRetentionHours: parsed.OUTBOX_RETENTION_HOURS,
     outboxSweepIdleMaxMs: parsed.OUTBOX_SWEEP_IDLE_MAX_MS,
     databasePoolMax: parsed.DATABASE_POOL_MAX,
     serviceName,

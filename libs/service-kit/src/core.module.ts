@@ -108,19 +108,17 @@ export class CoreModule {
         { provide: ProcessedEventRepository, useFactory: (db: Database) => new ProcessedEventRepository(db), inject: [Database] },
         {
           provide: OutboxRelay,
-          useFactory: (outbox: OutboxRepository, bus: KafkaBus, clock: Clock) => {
+          useFactory: (outbox: OutboxRepository, bus: KafkaBus) => {
             const relay = new OutboxRelay(outbox, bus, logger, {
               quarantineCounter,
               sweptCounter,
-              retentionMs: config.outboxRetentionHours === undefined ? undefined : config.outboxRetentionHours * 3_600_000,
               sweepIdleMaxMs: config.outboxSweepIdleMaxMs,
-              now: () => clock.now().getTime(),
             });
             // Publish right after each commit; the periodic sweep remains the delivery guarantee.
             outbox.onCommittedAppend((rows) => relay.publishCommitted(rows));
             return relay;
           },
-          inject: [OutboxRepository, KafkaBus, CLOCK],
+          inject: [OutboxRepository, KafkaBus],
         },
         {
           provide: PolicyRepository,

@@ -68,14 +68,15 @@ describe('outbox, relay, idempotent consumer, reply correlation', () => {
     expect(new Set(final.map((e) => e.entity_id))).toEqual(new Set(ids));
     expect(final).toHaveLength(ids.length); // SKIP LOCKED: no row went out twice
     expect(mine.some((e) => e.entity_id.endsWith('rolled-back'))).toBe(false);
-    const unpublished = await db.prisma.outboxMessage.count({ where: { key: { startsWith: tag }, publishedAt: null } });
-    expect(unpublished).toBe(0);
+    // a published row is deleted: nothing of the batch is left waiting
+    const left = await db.prisma.outboxMessage.count({ where: { key: { startsWith: tag } } });
+    expect(left).toBe(0);
   });
 
-  it('rows are handed to the relay right after their commit (never after a rollback) and marked published', async () => {
+  it('rows are handed to the relay right after their commit (never after a rollback) and deleted once published', async () => {
     const committedRows: string[] = [];
     const direct = new OutboxRepository(db);
-    const relay = new OutboxRelay(direct, bus, quiet, { markDelayMs: 5 });
+    const relay = new OutboxRelay(direct, bus, quiet, { deleteDelayMs: 5 });
     direct.onCommittedAppend((rows) => {
       committedRows.push(...rows.map((r) => r.key));
       relay.publishCommitted(rows);
@@ -93,39 +94,37 @@ describe('outbox, relay, idempotent consumer, reply correlation', () => {
     ).rejects.toThrow('abort');
     expect(committedRows).toEqual([id]);
     await eventually(() => seen.find((e) => e.entity_id === id));
-    await eventually(async () => ((await db.prisma.outboxMessage.findFirst({ where: { key: id } }))?.publishedAt ? true : undefined));
+    await eventually(async () => ((await db.prisma.outboxMessage.count({ where: { key: id } })) === 0 ? true : undefined));
     await relay.stop();
     expect(seen.some((e) => e.entity_id === `${id}-rolled-back`)).toBe(false);
   });
 
-  it('a slow mark does not make another relay publish the row again; a failed direct send is swept at once', async () => {
-    // Relay A (the writer's process) publishes at once but its marks take 4 s to land, as on a
+  it('a slow delete does not make another relay publish the row again; a failed direct send is swept at once', async () => {
+    // Relay A (the writer's process) publishes at once but its deletes take 4 s to land, as on a
     // saturated machine; relay B (another service) sweeps the same table every 100 ms meanwhile.
     const writer = new OutboxRepository(db);
-    const slowMarks: OutboxStore = {
+    const slowDeletes: OutboxStore = {
       drainBatch: (limit, publish, retry) => writer.drainBatch(limit, publish, retry),
-      markPublished: async (ids) => {
+      deletePublished: async (ids) => {
         await new Promise((r) => setTimeout(r, 4000));
-        await writer.markPublished(ids);
+        await writer.deletePublished(ids);
       },
-      prunePublished: (olderThanMs, limit) => writer.prunePublished(olderThanMs, limit),
     };
-    const a = new OutboxRelay(slowMarks, bus, quiet, { markDelayMs: 5 });
+    const a = new OutboxRelay(slowDeletes, bus, quiet, { deleteDelayMs: 5 });
     writer.onCommittedAppend((rows) => a.publishCommitted(rows));
     const b = new OutboxRelay(new OutboxRepository(db), bus, quiet, { sweepIntervalMs: 100, sweepIdleMaxMs: 100 });
     b.start();
-    const tag = `slow-mark-${randomUUID()}`;
+    const tag = `slow-delete-${randomUUID()}`;
     const ids = Array.from({ length: 5 }, (_, i) => `${tag}-${i}`);
     try {
       for (const id of ids) await db.transaction((tx) => writer.append(tx, 'policyChanged', id, policyEvent(id)));
       await eventually(
-        async () =>
-          (await db.prisma.outboxMessage.count({ where: { key: { startsWith: tag }, publishedAt: null } })) === 0 ? true : undefined,
+        async () => ((await db.prisma.outboxMessage.count({ where: { key: { startsWith: tag } } })) === 0 ? true : undefined),
         {
           timeoutMs: 20_000,
         },
       );
-      // B swept every 100 ms for the 4 s the marks took, and then some
+      // B swept every 100 ms for the 4 s the deletes took, and then some
       await new Promise((r) => setTimeout(r, 1000));
       const mine = seen.filter((e) => e.entity_id.startsWith(tag));
       expect(mine.map((e) => e.entity_id).sort()).toEqual([...ids].sort()); // each once

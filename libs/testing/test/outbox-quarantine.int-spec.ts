@@ -7,7 +7,7 @@ import { eventually } from '../src/eventually';
 
 /**
  * Outbox rows that can never be published are quarantined (and the rows behind them still go
- * out); a broker that is down quarantines nothing; pruning deletes only old published rows.
+ * out); a broker that is down quarantines nothing; what went out is deleted, what waits stays.
  * Real Postgres and Kafka.
  */
 const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
@@ -44,7 +44,7 @@ function recorder() {
   };
 }
 
-describe('outbox quarantine and retention', () => {
+describe('outbox quarantine and deletion', () => {
   const db = new Database(url);
   const outbox = new OutboxRepository(db, 0);
   const bus = new KafkaBus({ brokers, clientId: `int-q-${randomUUID().slice(0, 6)}`, logger: quiet });
@@ -84,8 +84,9 @@ describe('outbox quarantine and retention', () => {
     const big = await rowOf(`${tag}-big`);
     expect(big.quarantinedAt).not.toBeNull();
     expect(big.quarantineReason).toBe('message_too_large');
-    expect(big.publishedAt).toBeNull();
-    for (const key of [keys[0], keys[2], keys[3]]) expect((await rowOf(key)).publishedAt).not.toBeNull();
+    // the rows that went out are deleted in the sweep's transaction; the quarantined one stays
+    const left = await db.prisma.outboxMessage.findMany({ where: { key: { startsWith: tag } }, select: { key: true } });
+    expect(left.map((r) => r.key)).toEqual([`${tag}-big`]);
     expect(counted).toEqual([{ topic: Topics.policyChanged.name, reason: 'message_too_large' }]);
     // The alert names the row by id only: nothing of its payload.
     expect(alerts.errors).toHaveLength(1);
@@ -137,49 +138,35 @@ describe('outbox quarantine and retention', () => {
     expect(await down.drain()).toBe(0);
     expect(await down.drain()).toBe(0);
     const row = await rowOf(key);
-    expect(row.quarantinedAt).toBeNull();
-    expect(row.publishedAt).toBeNull();
+    expect(row.quarantinedAt).toBeNull(); // still there, waiting
     expect(counted).toHaveLength(0);
     expect(warnings).toEqual(Array(2).fill('outbox sweep publish failed; the next sweep retries'));
     await deadBus.disconnect();
 
     await new OutboxRelay(outbox, bus, quiet).drain();
     await eventually(() => seen.find((e) => e.entity_id === key));
-    expect((await rowOf(key)).publishedAt).not.toBeNull();
+    expect(await db.prisma.outboxMessage.count({ where: { key } })).toBe(0);
   });
 
-  it('pruning deletes published rows older than the retention, never unpublished or quarantined ones', async () => {
-    const tag = `prune-${randomUUID()}`;
-    const keys = ['old-published', 'new-published', 'old-unpublished', 'old-quarantined'].map((k) => `${tag}-${k}`);
-    for (const key of keys) await db.transaction((tx) => outbox.append(tx, 'policyChanged', key, policyEvent(key)));
+  it("the sweep takes only rows past their writer's lease, and never a quarantined one, however old", async () => {
+    const leased = new OutboxRepository(db, 60_000);
+    const tag = `lease-${randomUUID()}`;
+    const keys = ['fresh', 'old', 'old-quarantined'].map((k) => `${tag}-${k}`);
+    for (const key of keys) await db.transaction((tx) => leased.append(tx, 'policyChanged', key, policyEvent(key)));
     const hoursAgo = (h: number) => new Date(Date.now() - h * 3_600_000);
-    await db.prisma.outboxMessage.update({
-      where: { eventId: (await rowOf(keys[0])).eventId },
-      data: { createdAt: hoursAgo(100), publishedAt: hoursAgo(99) },
-    });
-    await db.prisma.outboxMessage.update({ where: { eventId: (await rowOf(keys[1])).eventId }, data: { publishedAt: hoursAgo(1) } });
     // Made old but never published: a long outage must not lose it.
-    await db.prisma.outboxMessage.update({ where: { eventId: (await rowOf(keys[2])).eventId }, data: { createdAt: hoursAgo(200) } });
+    await db.prisma.outboxMessage.update({ where: { eventId: (await rowOf(keys[1])).eventId }, data: { createdAt: hoursAgo(200) } });
     await db.prisma.outboxMessage.update({
-      where: { eventId: (await rowOf(keys[3])).eventId },
+      where: { eventId: (await rowOf(keys[2])).eventId },
       data: { createdAt: hoursAgo(200), quarantinedAt: hoursAgo(199), quarantineReason: 'message_too_large' },
     });
-    // The old unpublished row would be published by a sweep; keep the sweep to pruning only.
-    const relay = new OutboxRelay(
-      { ...pruneOnly(outbox), drainBatch: async () => ({ claimed: 0, published: [], quarantined: [] }) },
-      bus,
-      quiet,
-      { retentionMs: 72 * 3_600_000, pruneBatchSize: 1 },
-    );
-    await relay.drain();
+    const loaded: string[] = [];
+    await leased.drainBatch(1000, async (rows) => {
+      loaded.push(...rows.map((r) => r.key).filter((k) => k.startsWith(tag)));
+      return { published: rows.filter((r) => r.key.startsWith(tag)).map((r) => r.id), quarantined: [] };
+    });
+    expect(loaded).toEqual([keys[1]]);
     const left = await db.prisma.outboxMessage.findMany({ where: { key: { startsWith: tag } }, select: { key: true } });
-    expect(left.map((r) => r.key).sort()).toEqual([keys[1], keys[2], keys[3]].sort());
+    expect(left.map((r) => r.key).sort()).toEqual([keys[0], keys[2]].sort());
   });
 });
-
-function pruneOnly(outbox: OutboxRepository) {
-  return {
-    markPublished: (ids: bigint[]) => outbox.markPublished(ids),
-    prunePublished: (olderThanMs: number, limit: number) => outbox.prunePublished(olderThanMs, limit),
-  };
-}

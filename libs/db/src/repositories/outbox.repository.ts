@@ -6,10 +6,13 @@ import { Database, PreparedStatement, Tx, prismaTx, txQuery } from '../database'
 /** How long a row belongs to the relay of the process that wrote it before any sweep may take it. */
 export const OUTBOX_LEASE_MS = 30_000;
 
-/** Runs after every publish of the hot paths, so it is prepared once per connection. */
-const MARK_PUBLISHED: PreparedStatement = {
-  name: 'outbox_mark_published',
-  text: 'UPDATE outbox_message SET published_at = now() WHERE id = ANY($1::bigint[]) AND published_at IS NULL',
+/**
+ * Runs after every publish of the hot paths, so it is prepared once per connection. A published
+ * row is deleted, not marked (migration 20261204000000): the topic is the record.
+ */
+const DELETE_PUBLISHED: PreparedStatement = {
+  name: 'outbox_delete_published',
+  text: 'DELETE FROM outbox_message WHERE id = ANY($1::bigint[])',
 };
 
 /**
@@ -24,29 +27,35 @@ const INSERT_OUTBOX_ROWS = `
   ORDER BY e.n
   RETURNING id, event_id`;
 
-/** Whether the sweep has anything to claim; runs every second in every service. */
+/**
+ * Whether the sweep has anything to claim; runs every second in every service. Two probes, each
+ * one index lookup: the oldest unquarantined row past the lease (`outbox_message_created_at_idx`),
+ * and this relay's failed sends by id.
+ */
 const SWEEP_DUE: PreparedStatement = {
   name: 'outbox_sweep_due',
   text: `SELECT EXISTS (
-    SELECT 1 FROM outbox_message
-    WHERE published_at IS NULL AND quarantined_at IS NULL
-      AND (created_at < now() - make_interval(secs => $1::double precision) OR id = ANY($2::bigint[]))
-  ) AS due`,
+      SELECT 1 FROM outbox_message WHERE quarantined_at IS NULL AND created_at < now() - make_interval(secs => $1::double precision)
+    ) OR EXISTS (
+      SELECT 1 FROM outbox_message WHERE quarantined_at IS NULL AND id = ANY($2::bigint[])
+    ) AS due`,
 };
 
 /**
  * Transactional outbox: events are written with the state change they announce. After the
  * commit, the rows that transaction wrote are handed to listeners (the relay publishes them at
  * once); rows nobody published are found by the sweep (`drainBatch`) once they are older than
- * `sweepAfterMs`, the lease of the writer's relay.
+ * `sweepAfterMs`, the lease of the writer's relay. A row the broker has acknowledged is deleted
+ * (`deletePublished`, or in the sweep's transaction): what the table holds is what still waits,
+ * and the quarantined rows an operator must fix.
  *
- * The lease is 30 s: every service's relay sweeps the one table, and a row is still unmarked until
- * its writer's relay has sent it and its batched mark has committed; on a saturated machine
- * (produce requests queued behind each other, marks waiting for a pool connection) that took
+ * The lease is 30 s: every service's relay sweeps the one table, and a row is still there until
+ * its writer's relay has sent it and its batched delete has committed; on a saturated machine
+ * (produce requests queued behind each other, deletes waiting for a pool connection) that took
  * longer than the 3 s it was, and other relays' sweeps sent the rows again. (The duplicates of
- * issue 15 had a worse cause, a relay that stopped marking for good: `OutboxRelay.flushMarks`.)
+ * issue 15 had a worse cause, a relay that stopped marking sent rows for good: `OutboxRelay.flushDeletes`.)
  * A failed direct send does not wait for the lease: its relay names the rows (`retryIds`) and
- * sweeps them at once. Only a relay that dies between its send and its mark leaves rows for the
+ * sweeps them at once. Only a relay that dies between its send and its delete leaves rows for the
  * lease to expire (at-least-once: then they are sent again).
  */
 export class OutboxRepository implements OutboxStore {
@@ -129,14 +138,14 @@ export class OutboxRepository implements OutboxStore {
     committed.push(row);
   }
 
-  async markPublished(ids: bigint[]): Promise<void> {
+  async deletePublished(ids: bigint[]): Promise<void> {
     if (ids.length === 0) return;
-    await this.db.query(MARK_PUBLISHED, [ids.map(String)]);
+    await this.db.query(DELETE_PUBLISHED, [ids.map(String)]);
   }
 
   /**
    * The sweep: rows older than `sweepAfterMs`, still unpublished and not quarantined, claimed
-   * with SKIP LOCKED. What `publish` sent is marked published and what it refused for good is
+   * with SKIP LOCKED. What `publish` sent is deleted and what it refused for good is
    * quarantined with its reason, in the same transaction, even when a transient error stopped it.
    * Nearly every sweep finds nothing: one autocommit statement says so, and only a sweep with
    * something to claim opens the transaction.
@@ -152,13 +161,13 @@ export class OutboxRepository implements OutboxStore {
     return this.db.transaction(async (tx) => {
       const rows = await prismaTx(tx).$queryRaw<Array<{ id: bigint; topic: string; key: string; payload: unknown }>>`
         SELECT id, topic, key, payload FROM outbox_message
-        WHERE published_at IS NULL AND quarantined_at IS NULL
+        WHERE quarantined_at IS NULL
           AND (created_at < now() - make_interval(secs => ${this.sweepAfterMs / 1000}) OR id = ANY(${retry}::bigint[]))
         ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
       if (rows.length === 0) return { claimed: 0, published: [], quarantined: [] };
       const outcome = await publish(rows);
       if (outcome.published.length > 0) {
-        await prismaTx(tx).$executeRaw`UPDATE outbox_message SET published_at = now() WHERE id = ANY(${outcome.published}::bigint[])`;
+        await prismaTx(tx).$executeRaw`DELETE FROM outbox_message WHERE id = ANY(${outcome.published}::bigint[])`;
       }
       if (outcome.quarantined.length > 0) {
         await prismaTx(tx).$executeRaw`
@@ -170,17 +179,8 @@ export class OutboxRepository implements OutboxStore {
     });
   }
 
-  /** Deletes up to `limit` rows published more than `olderThanMs` ago (unpublished and quarantined rows have no published_at). */
-  async prunePublished(olderThanMs: number, limit: number): Promise<number> {
-    return this.db.prisma.$executeRaw`
-      DELETE FROM outbox_message WHERE id IN (
-        SELECT id FROM outbox_message
-        WHERE published_at < now() - make_interval(secs => ${olderThanMs / 1000})
-        ORDER BY published_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)`;
-  }
-
   /** Rows still waiting to be published (quarantined rows are not waiting). */
   async unpublishedCount(): Promise<number> {
-    return this.db.prisma.outboxMessage.count({ where: { publishedAt: null, quarantinedAt: null } });
+    return this.db.prisma.outboxMessage.count({ where: { quarantinedAt: null } });
   }
 }
