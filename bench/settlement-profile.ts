@@ -1,6 +1,6 @@
 // Where a settlement batch's time goes (bench/README.md, "Settlement"): `npm run bench:settlement --
 // --profile`. Settles BENCH_SETTLE_EVENTS seeded attempts (default 10,000) in-process, in sequential
-// batches of BENCH_SETTLE_BATCH (500), through the use case and the real repositories (no Kafka, no
+// batches of BENCH_SETTLE_BATCH (1,000), through the use case and the real repositories (no Kafka, no
 // Nest), and prints per batch: wall ms per repository call (inclusive), the transaction's remainder
 // (BEGIN/COMMIT and JS between statements), node CPU and the database's backends' CPU (/proc), and
 // what parsing the events from JSON and checking them against the schema costs. Then the books, as
@@ -27,7 +27,7 @@ import { cpuMs, num, required } from './bench-env';
 import { completed, seed, seedRoute } from './settlement-seed';
 
 const EVENTS = num('BENCH_SETTLE_EVENTS', 10_000);
-const BATCH = num('BENCH_SETTLE_BATCH', 500);
+const BATCH = num('BENCH_SETTLE_BATCH', 1_000);
 const WARMUP_BATCHES = 2;
 const log = (msg: string) => console.log(`[bench:settlement:profile] ${msg}`);
 

@@ -7,7 +7,7 @@
 // Phases, each on attempts of its own:
 //   one-by-one  BENCH_SETTLE_EVENTS_ONE events (default 3,000), SETTLEMENT_BATCH_MAX=1
 //   batched     BENCH_SETTLE_ROUNDS rounds (default 3), each a fresh instance on BENCH_SETTLE_EVENTS
-//               events of its own (default 20,000), SETTLEMENT_BATCH_MAX=BENCH_SETTLE_BATCH (500);
+//               events of its own (default 20,000), SETTLEMENT_BATCH_MAX=BENCH_SETTLE_BATCH (1,000);
 //               the median round is the figure (runs minutes apart on one box differed by 2x), and
 //               each round prints the box's CPU split (steal, iowait) and the checkpoints it overlapped
 //   steady      BENCH_SETTLE_RATE events/s (default 5,000) for BENCH_SETTLE_STEADY_S s (5) into the
@@ -27,7 +27,7 @@ const CFG = {
   events: num('BENCH_SETTLE_EVENTS', 20_000),
   rounds: Math.round(num('BENCH_SETTLE_ROUNDS', 3)),
   eventsOne: num('BENCH_SETTLE_EVENTS_ONE', 3_000),
-  batch: num('BENCH_SETTLE_BATCH', 500),
+  batch: num('BENCH_SETTLE_BATCH', 1_000),
   rate: num('BENCH_SETTLE_RATE', 5_000),
   steadyS: num('BENCH_SETTLE_STEADY_S', 5),
   workloads: num('BENCH_SETTLE_WORKLOADS', 50),
