@@ -137,6 +137,9 @@ function expectedColumn(f: DmmfField): ExpectedColumn {
     case 'Json':
       scalar = { data_type: 'jsonb', udt_name: 'jsonb', datetime_precision: null };
       break;
+    case 'Json @db.Json()':
+      scalar = { data_type: 'json', udt_name: 'json', datetime_precision: null };
+      break;
     case 'DateTime':
       scalar = { data_type: 'timestamp without time zone', udt_name: 'timestamp', datetime_precision: 3 };
       break;

@@ -171,6 +171,41 @@ describe('outbox, relay, idempotent consumer, reply correlation', () => {
     }
   });
 
+  it('a batch keeps each event whole and in order whatever its text holds (newlines, quotes, backslashes, U+2028, NUL)', async () => {
+    // appendMany sends the batch as newline-joined lines: nothing inside a key or payload may split a row.
+    const tag = `hostile-${randomUUID()}`;
+    const texts = [
+      'line 1\nline 2\r\n',
+      '"quoted" \\ back\\slash',
+      'sep\u2028ara\u2029tors',
+      'nul\u0000byte',
+      '{"not":"an object"}',
+      '🙂 ünïcode',
+    ];
+    // (a key is text: Postgres text holds no NUL, so the keys carry the rest)
+    const events = texts.map((t, i) => ({
+      key: `${tag}-${i}\n"k" \\ ${t.replace('\u0000', '')}`,
+      payload: { ...policyEvent(`${tag}-${i}`), change: t },
+    }));
+    await db.transaction((tx) => outbox.appendMany(tx, 'policyChanged', events));
+    const rows = await db.prisma.$queryRaw<Array<{ event_id: string; key: string; payload: PolicyChangedV1 }>>`
+      SELECT event_id, key, payload FROM outbox_message WHERE key LIKE ${`${tag}-%`} ORDER BY id`;
+    expect(rows.map((r) => ({ event_id: r.event_id, key: r.key, payload: r.payload }))).toEqual(
+      events.map((e) => ({ event_id: e.payload.event_id, key: e.key, payload: e.payload })),
+    );
+    // and what the sweep publishes from the stored rows is the same events
+    const relay = new OutboxRelay(outbox, bus, quiet, { sweepIntervalMs: 100 });
+    relay.start();
+    try {
+      for (const e of events) {
+        const got = await eventually(() => seen.find((s) => s.event_id === e.payload.event_id));
+        expect(got).toEqual(e.payload);
+      }
+    } finally {
+      await relay.stop();
+    }
+  });
+
   it('an idempotent consumer applies a redelivered event once', async () => {
     const store = new ProcessedEventRepository(db);
     const eventId = randomUUID();
