@@ -117,7 +117,9 @@ export async function seed(db: Database, n: number, workloadCount: number): Prom
         status: 'succeeded',
         statusReason: 'answered',
         effectiveCandidates: 1,
+        providerRequestId: `chatcmpl-${s.attemptId}`, // what answeredAttemptEvent reports
         startedAt: now,
+        endedAt: now, // dispatch's completion sets both, in the update that leaves in_flight
         updatedAt: now,
       })),
     });

@@ -14,6 +14,7 @@
 //               last round's running instance: answer → ledger latency (event timestamp → settled_at)
 import { spawn, ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Topics } from '@gateway/contracts';
 import { Database } from '@gateway/db';
@@ -33,6 +34,8 @@ const CFG = {
   workloads: num('BENCH_SETTLE_WORKLOADS', 50),
 };
 const LOG_DIR = path.join(ROOT, '.local', 'bench-logs');
+/** the broker scripts/bench-settlement.mjs started for the bench (its CPU is the third process an event costs) */
+const BROKER_PID = process.env.BENCH_BROKER_PID ? Number(process.env.BENCH_BROKER_PID) : null;
 const quiet = { info: () => undefined, warn: () => undefined, error: (o: object, m?: string) => console.error(m, o) };
 const log = (msg: string) => console.log(`[bench:settlement] ${msg}`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -51,11 +54,15 @@ async function main(): Promise<void> {
     const one = all.slice(0, CFG.eventsOne);
     const steady = all.slice(CFG.eventsOne + CFG.rounds * CFG.events);
 
+    const [{ autovacuum }] = await db.prisma.$queryRaw<Array<{ autovacuum: string }>>`SELECT current_setting('autovacuum') AS autovacuum`;
+    log(`the server's autovacuum is ${autovacuum}; every phase starts after a VACUUM (ANALYZE), so rounds start alike either way`);
     const results: PhaseResult[] = [];
+    await vacuum(db);
     await produce(bus, one);
     results.push(await phase(db, 'one-by-one', 1, one));
     for (let r = 1; r <= CFG.rounds; r++) {
       const batched = all.slice(CFG.eventsOne + (r - 1) * CFG.events, CFG.eventsOne + r * CFG.events);
+      await vacuum(db);
       await produce(bus, batched);
       const last = r === CFG.rounds;
       results.push(
@@ -83,6 +90,16 @@ async function main(): Promise<void> {
   }
 }
 
+/**
+ * The previous phase's dead row versions (every settled event updates its attempt, action lock,
+ * reservation and the shared team account) vacuumed away, as autovacuum would between them: on a
+ * server with autovacuum off, later rounds otherwise ran on more bloated tables and indexes than
+ * the first (Postgres CPU per event rising round by round, 2026-12-04).
+ */
+async function vacuum(db: Database): Promise<void> {
+  await db.prisma.$executeRawUnsafe('VACUUM (ANALYZE)');
+}
+
 async function produce(bus: KafkaBus, seeded: Seeded[], at = new Date()): Promise<void> {
   for (let i = 0; i < seeded.length; i += 2_000) {
     await bus.publish(
@@ -100,6 +117,8 @@ interface PhaseResult {
   cpuMsPerEvent: number;
   /** CPU of the Postgres backends serving the settlement instance, per event (null when Postgres is not on this machine) */
   pgCpuMsPerEvent: number | null;
+  /** the broker's CPU over the same span (`BENCH_BROKER_PID`; null when the bench did not start it) */
+  kafkaCpuMsPerEvent: number | null;
   lockWaitersAvg: number;
   deadlocks: number;
   /** the whole box's CPU by kind over the phase, in % (steal: a vCPU that wanted to run and did not) */
@@ -130,13 +149,17 @@ async function phase(
   const child = startSettlement(name, batchMax);
   try {
     let cpuAtFirst: number | null = null;
+    let kafkaAtFirst: number | null = null;
     const pg = new BackendsCpu();
     const waits: number[] = [];
     const deadline = Date.now() + 15 * 60_000;
     for (;;) {
       if (child.exitCode !== null) throw new Error(`settlement exited ${child.exitCode} (see ${LOG_DIR}/settlement-${name}.log)`);
       const n = await ledgerCountSince(db, since);
-      if (n > 0 && cpuAtFirst === null) cpuAtFirst = cpuMs(child.pid!);
+      if (n > 0 && cpuAtFirst === null) {
+        cpuAtFirst = cpuMs(child.pid!);
+        kafkaAtFirst = BROKER_PID === null ? null : cpuMs(BROKER_PID);
+      }
       if (n > 0) waits.push(await lockWaiters(db));
       if (n > 0) await pg.sample(db);
       if (n >= seeded.length) break;
@@ -147,6 +170,7 @@ async function phase(
     const exact = await ledgerCount(db, ids);
     if (exact !== seeded.length) throw new Error(`${name}: ${exact} of the phase's ${seeded.length} attempts have a ledger row`);
     const cpu = cpuMs(child.pid!) - (cpuAtFirst ?? 0);
+    const kafkaCpu = BROKER_PID === null || kafkaAtFirst === null ? null : cpuMs(BROKER_PID) - kafkaAtFirst;
     const [span] = await db.prisma.$queryRaw<Array<{ ms: number }>>`
       SELECT EXTRACT(EPOCH FROM max(settled_at) - min(settled_at)) * 1000 AS ms FROM ledger_entry WHERE attempt_id = ANY(${ids}::text[])`;
     const result: PhaseResult = {
@@ -156,6 +180,7 @@ async function phase(
       eventsPerS: Math.round(seeded.length / Math.max(0.001, Number(span.ms) / 1000)),
       cpuMsPerEvent: Number((cpu / seeded.length).toFixed(3)),
       pgCpuMsPerEvent: pg.seen ? Number((pg.totalMs / seeded.length).toFixed(3)) : null,
+      kafkaCpuMsPerEvent: kafkaCpu === null ? null : Number((kafkaCpu / seeded.length).toFixed(3)),
       lockWaitersAvg: Number((waits.reduce((a, b) => a + b, 0) / Math.max(1, waits.length)).toFixed(2)),
       deadlocks: (await deadlocks(db)) - deadlocksBefore,
       boxCpuPct: box,
@@ -361,12 +386,13 @@ function report(results: PhaseResult[]): void {
   console.log('');
   console.log(`load average ${fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
   console.log(
-    'phase        batch  events  events/s  CPU ms/event  pg CPU ms/event  lock waiters (avg)  deadlocks  checkpoints  box steal / iowait / idle %',
+    'phase        batch  events  events/s  CPU ms/event  pg CPU ms/event  kafka CPU ms/event  lock waiters (avg)  deadlocks  checkpoints  box steal / iowait / idle %',
   );
   const row = (r: Omit<PhaseResult, 'boxCpuPct' | 'checkpoints'> & { boxCpuPct?: BoxCpu | null; checkpoints?: number }) =>
     console.log(
       `${r.phase.padEnd(12)} ${String(r.batchMax).padStart(5)} ${String(r.events).padStart(7)} ${String(r.eventsPerS).padStart(9)} ` +
         `${r.cpuMsPerEvent.toFixed(3).padStart(13)} ${(r.pgCpuMsPerEvent === null ? '-' : r.pgCpuMsPerEvent.toFixed(3)).padStart(16)} ` +
+        `${(r.kafkaCpuMsPerEvent === null ? '-' : r.kafkaCpuMsPerEvent.toFixed(3)).padStart(19)} ` +
         `${r.lockWaitersAvg.toFixed(2).padStart(19)} ${String(r.deadlocks).padStart(10)} ${String(r.checkpoints ?? '').padStart(12)}  ` +
         (r.boxCpuPct ? `${r.boxCpuPct.steal} / ${r.boxCpuPct.iowait} / ${r.boxCpuPct.idle}` : ''),
     );
@@ -383,10 +409,17 @@ function report(results: PhaseResult[]): void {
       eventsPerS: mid((r) => r.eventsPerS),
       cpuMsPerEvent: mid((r) => r.cpuMsPerEvent),
       pgCpuMsPerEvent: rounds.every((r) => r.pgCpuMsPerEvent !== null) ? mid((r) => r.pgCpuMsPerEvent ?? 0) : null,
+      kafkaCpuMsPerEvent: rounds.every((r) => r.kafkaCpuMsPerEvent !== null) ? mid((r) => r.kafkaCpuMsPerEvent ?? 0) : null,
       lockWaitersAvg: mid((r) => r.lockWaitersAvg),
       deadlocks: rounds.reduce((a, r) => a + r.deadlocks, 0),
     });
     console.log('(batched med.: the median of each column over the rounds; deadlocks: their sum)');
+    const perEvent = mid((r) => r.cpuMsPerEvent + (r.pgCpuMsPerEvent ?? 0) + (r.kafkaCpuMsPerEvent ?? 0));
+    const cores = os.cpus().length;
+    console.log(
+      `CPU per event, settlement + its Postgres backends + the broker (median round): ${perEvent.toFixed(3)} ms; ` +
+        `with all ${cores} cores busy on nothing else, one instance could not pass ~${Math.round((cores * 1000) / Math.max(0.001, perEvent))} events/s`,
+    );
   }
   if (one && median) {
     console.log(

@@ -24,7 +24,7 @@ await withStops(async (stops) => {
     u.pathname = `/${database}`;
     process.env.DATABASE_URL = u.toString();
   }
-  const { env } = await startOwnInfra({
+  const { env, kafka } = await startOwnInfra({
     name: 'bench-settlement',
     database,
     kafkaPort: portBase + 93,
@@ -40,7 +40,12 @@ await withStops(async (stops) => {
       ['-r', '@swc-node/register', path.join('bench', process.argv.includes('--profile') ? 'settlement-profile.ts' : 'settlement.ts')],
       {
         cwd: ROOT,
-        env: { ...env, SWC_NODE_PROJECT: path.join(ROOT, 'tsconfig.json'), BENCH_SETTLE_INSTANCE: JSON.stringify(instance) },
+        env: {
+          ...env,
+          SWC_NODE_PROJECT: path.join(ROOT, 'tsconfig.json'),
+          BENCH_SETTLE_INSTANCE: JSON.stringify(instance),
+          ...(kafka.pid ? { BENCH_BROKER_PID: String(kafka.pid) } : {}),
+        },
         stdio: 'inherit',
       },
     );
