@@ -394,6 +394,20 @@ describe('sweeper: attempts orphaned in flight', () => {
     expect((await db.prisma.attempt.findUniqueOrThrow({ where: { id: attemptId } })).status).toBe('in_flight');
     expect(await db.prisma.reconciliationCase.count({ where: { attemptId } })).toBe(0);
   });
+
+  it('an attempt in flight cannot carry an end: the sweep reads the unended attempts only (check attempt_in_flight_unended)', async () => {
+    const s = await admitted({
+      reservedMicrousd: 900n,
+      deadlineAt: new Date(Date.now() - 2 * MIN),
+      dispatchDeadlineAt: new Date(Date.now() - 3 * MIN),
+    });
+    const attemptId = await inFlightAttempt(s);
+    await expect(db.prisma.attempt.update({ where: { id: attemptId }, data: { endedAt: new Date() } })).rejects.toThrow(
+      /attempt_in_flight_unended/,
+    );
+    await sweeper().execute(new Date());
+    expect(await db.prisma.reconciliationCase.count({ where: { attemptId, reason: 'orphaned_attempt' } })).toBe(1);
+  });
 });
 
 describe('HTTP: cases, usage import, operator release, exposure', () => {

@@ -104,11 +104,15 @@ export class ReconciliationRepository implements ReconciliationStore {
     return rows.map((r) => r.id);
   }
 
-  /** Candidates only; the decision is re-checked under a row lock. */
+  /**
+   * Candidates only; the decision is re-checked under a row lock. `ended_at IS NULL` is implied by
+   * `in_flight` (the table's check `attempt_in_flight_unended`) and is what the partial index
+   * `attempt_unended_action_id_idx` holds, so the sweep reads only the unended attempts.
+   */
   async actionsWithInFlightAttemptsPastDeadline(cutoff: Date, limit: number): Promise<string[]> {
     const rows = await this.db.prisma.$queryRaw<Array<{ action_id: string }>>`
       SELECT DISTINCT t.action_id FROM attempt t JOIN action a ON a.id = t.action_id
-      WHERE t.status = 'in_flight' AND a.deadline_at < ${cutoff}
+      WHERE t.status = 'in_flight' AND t.ended_at IS NULL AND a.deadline_at < ${cutoff}
       LIMIT ${limit}`;
     return rows.map((r) => r.action_id);
   }
@@ -131,7 +135,7 @@ export class ReconciliationRepository implements ReconciliationStore {
   async lockOrphanedAttempts(tx: Tx, actionId: string, cutoff: Date): Promise<ReconciliationAttemptView[]> {
     const rows = await prismaTx(tx).$queryRaw<Array<{ id: string }>>`
       SELECT t.id FROM attempt t JOIN action a ON a.id = t.action_id
-      WHERE t.action_id = ${actionId} AND t.status = 'in_flight' AND a.deadline_at < ${cutoff}
+      WHERE t.action_id = ${actionId} AND t.status = 'in_flight' AND t.ended_at IS NULL AND a.deadline_at < ${cutoff}
       ORDER BY t.attempt_no
       FOR UPDATE OF t SKIP LOCKED`;
     if (rows.length === 0) return [];
