@@ -16,7 +16,10 @@
 // one per req/s),
 // BENCH_CONNECTIONS (saturation, default 32), BENCH_DURATION_S (per run, default 10), BENCH_ROUNDS
 // (rounds of baseline + gateway per load phase, default 3; tables from the median round),
-// BENCH_WARMUP_S (per target, default 3), BENCH_KAFKA_PORT (default 14092), LOG_LEVEL (services,
+// BENCH_WARMUP_S (per target, default 3), BENCH_RATE_WARMUP_MAX_S / BENCH_RATE_WARMUP_TOLERANCE
+// (before the fixed-rate rounds, the gateway alone at that rate until two runs in a row cost the
+// same CPU per answer within the tolerance, default 0.08, but at least BENCH_RATE_WARMUP_MIN_S,
+// default 40, and at most this many seconds, default 90; 0 = off), BENCH_KAFKA_PORT (default 14092), LOG_LEVEL (services,
 // default info, as `npm start`), BENCH_SERVICES (comma-separated service names, or "all"; default
 // all, as `npm start`), BENCH_GATEWAY_WORKLOADS (spread the gateway load over this many workloads,
 // default 1), BENCH_IDLE_SETTLE_S / BENCH_IDLE_S (the idle phase: seconds of quiet before it is
@@ -57,6 +60,10 @@ const CFG = {
   // each load phase runs this many rounds (baseline then gateway), reported per round and by the median round
   rounds: Math.round(num('BENCH_ROUNDS', 3)),
   warmupS: num('BENCH_WARMUP_S', 3),
+  // before the fixed-rate rounds: the gateway alone at that rate until its CPU per answer settles (0 = off)
+  rateWarmupMaxS: process.env.BENCH_RATE_WARMUP_MAX_S === '0' ? 0 : num('BENCH_RATE_WARMUP_MAX_S', 90),
+  rateWarmupMinS: num('BENCH_RATE_WARMUP_MIN_S', 40),
+  rateWarmupTolerance: num('BENCH_RATE_WARMUP_TOLERANCE', 0.08),
   portBase: num('BENCH_PORT_BASE', 14000),
   kafkaPort: num('BENCH_KAFKA_PORT', num('BENCH_PORT_BASE', 14000) + 92),
   database: process.env.BENCH_DB || 'gateway_bench',
@@ -256,8 +263,10 @@ async function main() {
   if (phases.length === 0) throw new Error(`BENCH_PHASES names no load phase (rate, saturation): ${CFG.phases.join(',')}`);
   const runs = {};
   const rounds = {};
+  const warmup = {};
   const loadavgBefore = os.loadavg().map((l) => round(l, 2));
   for (const phase of phases) {
+    if (phase.name === 'rate' && CFG.rateWarmupMaxS > 0) warmup.rate = await settleAtRate(phase);
     rounds[phase.name] = [];
     for (let n = 1; n <= CFG.rounds; n++) {
       const pair = {};
@@ -282,12 +291,14 @@ async function main() {
     const after = await cpu.snapshot();
     const eventLoopDelayMs = await loop.read();
     const cpuSeconds = cpu.seconds(before, after);
+    const helperCpuMsPerOk = cpuMsPer(cpu.helperSeconds(before, after), r.ok);
     const pgTransactionsPerOk = r.ok > 0 ? round(((await pgTransactions(pool)) - xactsBefore) / r.ok, 2) : null;
     const kafkaRequestsPerOk = kafkaRequests.perOk(requestsBefore, await kafkaRequests.scrape(), r.ok);
     const run = {
       ...r,
       cpuCores: perSecond(cpuSeconds, r.durationS),
       cpuMsPerOk: cpuMsPer(cpuSeconds, r.ok),
+      helperCpuMsPerOk,
       syscallsPerOk: cpu.counts(before, after, r.ok),
       pgTransactionsPerOk,
       kafkaRequestsPerOk,
@@ -298,6 +309,44 @@ async function main() {
     if (phase.name === 'saturation' && name === 'gateway') run.rssMb = memoryMb.saturation = await memory(services);
     await resetSim();
     return run;
+  }
+
+  /**
+   * The gateway alone at the fixed rate, on the warm-up workload, in runs of BENCH_DURATION_S,
+   * until two runs in a row cost the stack the same CPU per answer (within
+   * BENCH_RATE_WARMUP_TOLERANCE), at least BENCH_RATE_WARMUP_MIN_S and at most
+   * BENCH_RATE_WARMUP_MAX_S. The minimum because the criterion alone stopped too early once
+   * (9.60 → 9.02 ms after 30 s, while the helper threads still fell 0.98 → 0.63 ms per answer
+   * over the rounds after it). The 3 s warm-up at
+   * saturation does not warm what a moderate rate runs: one action per group statement, one
+   * message per fetch. On 2026-12-05's box seven rounds in a row cost 14.4, 11.0, 9.4, 8.4,
+   * 8.9, 8.3, 9.0 ms of stack CPU per answer (added p50 +14.9 → +7.4 ms), while V8's optimizing
+   * compiler took up to 28 % of admission's CPU in the first: the median of three rounds was the
+   * second, half warm. Each warm-up run is printed with its helper threads' share.
+   */
+  async function settleAtRate(phase) {
+    const list = [];
+    let settled = false;
+    log(`${phase.label}: warming the gateway at this rate until its CPU per answer settles (at most ${CFG.rateWarmupMaxS} s)`);
+    while (!settled && (list.length + 1) * CFG.durationS <= CFG.rateWarmupMaxS) {
+      const before = await cpu.snapshot();
+      const r = await load(requestFor(targets.gateway, WORKLOADS.warmup), { ...phase.opts, duration: CFG.durationS });
+      const after = await cpu.snapshot();
+      const stack = cpuMsPer(cpu.seconds(before, after), r.ok)?.total ?? null;
+      const helpers = cpuMsPer(cpu.helperSeconds(before, after), r.ok)?.total ?? null;
+      list.push({ okPerSec: r.okPerSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms, stackCpuMsPerOk: stack, helperCpuMsPerOk: helpers });
+      const prev = list.at(-2)?.stackCpuMsPerOk;
+      settled =
+        list.length * CFG.durationS >= CFG.rateWarmupMinS &&
+        prev != null &&
+        stack != null &&
+        Math.abs(stack - prev) <= CFG.rateWarmupTolerance * prev;
+      log(
+        `  warm-up run ${list.length}: ${r.okPerSec} ok/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, stack CPU ${stack} ms/answer (helper threads ${helpers})${settled ? ': settled' : ''}`,
+      );
+    }
+    await resetSim();
+    return { runs: list, settled, seconds: list.length * CFG.durationS };
   }
 
   const hedged = await hedgedPhase(pool, seeded.keys);
@@ -315,6 +364,7 @@ async function main() {
     machine: { ...machine(), loadavgBefore, loadavgAfter: machine().loadavg },
     config: { ...CFG, upstreamModel: UPSTREAM_MODEL, logLevel: env.LOG_LEVEL, prompt: PROMPT },
     idle,
+    warmup,
     runs,
     comparison,
     rounds: Object.fromEntries(
@@ -384,6 +434,7 @@ function roundSummary(pair) {
     addedP50Ms: c.addedP50Ms,
     addedP99Ms: c.addedP99Ms,
     stackCpuMsPerOk: pair.gateway.cpuMsPerOk?.total ?? null,
+    stackHelperCpuMsPerOk: pair.gateway.helperCpuMsPerOk?.total ?? null,
     stackCpuPerOkInDirectCalls: c.stackCpuPerOkInDirectCalls ?? null,
     loadavg1: pair.gateway.loadavg?.[0] ?? null,
   };
@@ -797,14 +848,29 @@ function cpuProbe({ services, kafka, pool, pgUrl }) {
     const m = text && new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(text);
     return m ? Number(m[1]) : null;
   };
-  /** Context switches per thread (tid → counts): threads come and go (the JVM's do, often). */
+  /**
+   * Context switches and CPU seconds per thread (tid → counts): threads come and go (the JVM's
+   * do, often). `helper` marks a thread that compiles or collects garbage beside the work itself:
+   * in a node process every thread but the main one (V8's worker pool: the optimizing compiler,
+   * concurrent and parallel GC; libuv's pool, idle here), in the broker the JVM's compiler threads.
+   */
   const threads = (pid) => {
     try {
+      const list = fs.readdirSync(`/proc/${pid}/task`).map((tid) => {
+        const status = read(`/proc/${pid}/task/${tid}/status`);
+        const stat = read(`/proc/${pid}/task/${tid}/stat`);
+        const f = stat ? stat.slice(stat.lastIndexOf(')') + 2).split(' ') : null;
+        return {
+          tid,
+          name: /^Name:\s+(.*)$/m.exec(status ?? '')?.[1] ?? '',
+          vcsw: field(status, 'voluntary_ctxt_switches') ?? 0,
+          nvcsw: field(status, 'nonvoluntary_ctxt_switches') ?? 0,
+          cpu: f ? (Number(f[11]) + Number(f[12])) / hz : 0,
+        };
+      });
+      const jvm = list.some((t) => t.name === 'VM Thread');
       return Object.fromEntries(
-        fs.readdirSync(`/proc/${pid}/task`).map((tid) => {
-          const status = read(`/proc/${pid}/task/${tid}/status`);
-          return [tid, { vcsw: field(status, 'voluntary_ctxt_switches') ?? 0, nvcsw: field(status, 'nonvoluntary_ctxt_switches') ?? 0 }];
-        }),
+        list.map(({ tid, name, ...t }) => [tid, { ...t, helper: jvm ? /^C\d CompilerThre/.test(name) : tid !== String(pid) }]),
       );
     } catch {
       return null;
@@ -829,15 +895,18 @@ function cpuProbe({ services, kafka, pool, pgUrl }) {
   };
   const pgLocal = ['127.0.0.1', 'localhost', '::1'].includes(new URL(pgUrl).hostname);
   const SCALARS = ['user', 'system', 'syscr', 'syscw'];
-  const COUNTERS = [...SCALARS, 'vcsw', 'nvcsw'];
+  const COUNTERS = [...SCALARS, 'vcsw', 'nvcsw', 'helper'];
   // A thread (or backend) that started in between counts all it did; one that ended is lost.
   const switched = (a, b, k) =>
     a.threads ? Object.entries(a.threads).reduce((n, [tid, t]) => n + t[k] - (b?.threads?.[tid]?.[k] ?? 0), 0) : null;
+  const helperSeconds = (a, b) =>
+    a.threads ? Object.entries(a.threads).reduce((n, [tid, t]) => (t.helper ? n + t.cpu - (b?.threads?.[tid]?.cpu ?? 0) : n), 0) : null;
   const diff = (a, b) =>
     Object.fromEntries([
       ...SCALARS.map((k) => [k, a[k] != null && b?.[k] != null ? a[k] - b[k] : a[k] != null && !b ? a[k] : null]),
       ['vcsw', switched(a, b, 'vcsw')],
       ['nvcsw', switched(a, b, 'nvcsw')],
+      ['helper', helperSeconds(a, b)],
     ]);
   const sum = (list) =>
     Object.fromEntries(COUNTERS.map((k) => [k, list.some((d) => d[k] == null) ? null : list.reduce((n, d) => n + d[k], 0)]));
@@ -873,6 +942,10 @@ function cpuProbe({ services, kafka, pool, pgUrl }) {
     /** CPU seconds (user + system) per process between two snapshots. */
     seconds(before, after) {
       return Object.fromEntries(Object.entries(delta(before, after)).map(([k, d]) => [k, d.user + d.system]));
+    },
+    /** The part of `seconds` spent on helper threads (compilers, GC helpers; see `threads`); null where unknown. */
+    helperSeconds(before, after) {
+      return Object.fromEntries(Object.entries(delta(before, after)).map(([k, d]) => [k, d.helper == null ? null : Math.max(0, d.helper)]));
     },
     /**
      * Per process, and for the stack (services + kafka + postgres, not the load generator): read
@@ -926,7 +999,7 @@ const stackSeconds = (cpuSeconds) => Object.entries(cpuSeconds).reduce((a, [k, v
  */
 function cpuMsPer(cpuSeconds, ok) {
   if (ok <= 0) return null;
-  const per = Object.fromEntries(Object.entries(cpuSeconds).map(([k, v]) => [k, round((v * 1000) / ok, 2)]));
+  const per = Object.fromEntries(Object.entries(cpuSeconds).map(([k, v]) => [k, v == null ? null : round((v * 1000) / ok, 2)]));
   return { ...per, total: round((stackSeconds(cpuSeconds) * 1000) / ok, 2) };
 }
 
@@ -1112,6 +1185,20 @@ function writeResult(result) {
  * Each round's headline figures and the median of each column: the spread between rounds minutes
  * apart on one box is what a single figure from it is worth (the tables above are the median round's).
  */
+/** The fixed-rate warm-up's runs (settleAtRate), when it ran. */
+function reportWarmup(warmup) {
+  const w = warmup?.rate;
+  if (!w) return;
+  const rows = [['warm-up at the fixed rate (gateway)', 'ok req/s', 'p50 ms', 'p99 ms', 'stack CPU ms/answer', 'of it helper threads']];
+  w.runs.forEach((r, i) => rows.push([`run ${i + 1}`, r.okPerSec, r.p50Ms, r.p99Ms, r.stackCpuMsPerOk ?? '-', r.helperCpuMsPerOk ?? '-']));
+  console.log('\n' + table(rows, 1));
+  console.log(
+    w.settled
+      ? `settled after ${w.seconds} s (at least ${CFG.rateWarmupMinS} s): the last two runs' CPU per answer within ${CFG.rateWarmupTolerance * 100} %`
+      : `NOT settled within ${w.seconds} s (BENCH_RATE_WARMUP_MAX_S): the rounds below may still be warming up`,
+  );
+}
+
 function reportRounds(result, phases) {
   const cols = [
     ['baseline ok/s', (r) => r.baselineOkPerSec],
@@ -1119,6 +1206,7 @@ function reportRounds(result, phases) {
     ['added p50 ms', (r) => r.addedP50Ms, signed],
     ['added p99 ms', (r) => r.addedP99Ms, signed],
     ['stack CPU ms/answer', (r) => r.stackCpuMsPerOk],
+    ['of it helper threads', (r) => r.stackHelperCpuMsPerOk],
     ['in direct calls', (r) => r.stackCpuPerOkInDirectCalls],
     ['load avg', (r) => r.loadavg1],
   ];
@@ -1182,9 +1270,15 @@ function report(result, phases) {
     for (const phase of gatewayPhases) {
       const c = result.runs[phase.name].gateway.cpuMsPerOk;
       rows.push([phase.label, c.total, ...names.map((n) => c[n] ?? '')]);
+      const h = result.runs[phase.name].gateway.helperCpuMsPerOk;
+      if (h) rows.push([`  of it helper threads`, h.total, ...names.map((n) => h[n] ?? '')]);
     }
     console.log('\n' + table(rows, 1));
     console.log('(stack total: services + kafka + postgres, not the load generator)');
+    console.log(
+      "(helper threads: in a node process every thread but the main one — V8's optimizing compiler and GC helpers; in the broker the JVM's compiler threads)",
+    );
+    reportWarmup(result.warmup);
     for (const phase of gatewayPhases) {
       const c = result.comparison[phase.name];
       if (c?.stackCpuPerOkInDirectCalls != null)
