@@ -7,7 +7,9 @@
 // Phases, each on attempts of its own:
 //   one-by-one  BENCH_SETTLE_EVENTS_ONE events (default 3,000), SETTLEMENT_BATCH_MAX=1
 //   batched     BENCH_SETTLE_ROUNDS rounds (default 3), each a fresh instance on BENCH_SETTLE_EVENTS
-//               events of its own (default 20,000), SETTLEMENT_BATCH_MAX=BENCH_SETTLE_BATCH (1,000);
+//               events of its own (default 20,000), SETTLEMENT_BATCH_MAX=BENCH_SETTLE_BATCH (1,000),
+//               behind BENCH_SETTLE_WARM_EVENTS (10,000) on the same topic that warm the fresh
+//               instance's JIT and are not counted (0: the cold figure, as before 2026-12-05);
 //               the median round is the figure (runs minutes apart on one box differed by 2x), and
 //               each round prints the box's CPU split (steal, iowait) and the checkpoints it overlapped
 //   steady      BENCH_SETTLE_RATE events/s (default 5,000) for BENCH_SETTLE_STEADY_S s (5) into the
@@ -26,6 +28,8 @@ import { completed, Seeded, seed, seedRoute } from './settlement-seed';
 const ROOT = path.resolve(__dirname, '..');
 const CFG = {
   events: num('BENCH_SETTLE_EVENTS', 20_000),
+  // settled by each round's fresh instance before the counted ones (a warm instance, as in production)
+  warm: process.env.BENCH_SETTLE_WARM_EVENTS === '0' ? 0 : Math.round(num('BENCH_SETTLE_WARM_EVENTS', 10_000)),
   rounds: Math.round(num('BENCH_SETTLE_ROUNDS', 3)),
   eventsOne: num('BENCH_SETTLE_EVENTS_ONE', 3_000),
   batch: num('BENCH_SETTLE_BATCH', 1_000),
@@ -48,11 +52,12 @@ async function main(): Promise<void> {
     await bus.ensureTopics();
     await seedRoute(db);
     const steadyCount = Math.round(CFG.rate * CFG.steadyS);
-    const total = CFG.eventsOne + CFG.rounds * CFG.events + steadyCount;
+    const perRound = CFG.warm + CFG.events;
+    const total = CFG.eventsOne + CFG.rounds * perRound + steadyCount;
     log(`seeding ${total} answered attempts over ${CFG.workloads} workloads and one shared team account`);
     const all = await seed(db, total, CFG.workloads);
     const one = all.slice(0, CFG.eventsOne);
-    const steady = all.slice(CFG.eventsOne + CFG.rounds * CFG.events);
+    const steady = all.slice(CFG.eventsOne + CFG.rounds * perRound);
 
     const [{ autovacuum }] = await db.prisma.$queryRaw<Array<{ autovacuum: string }>>`SELECT current_setting('autovacuum') AS autovacuum`;
     log(`the server's autovacuum is ${autovacuum}; every phase starts after a VACUUM (ANALYZE), so rounds start alike either way`);
@@ -61,8 +66,13 @@ async function main(): Promise<void> {
     await produce(bus, one);
     results.push(await phase(db, 'one-by-one', 1, one));
     for (let r = 1; r <= CFG.rounds; r++) {
-      const batched = all.slice(CFG.eventsOne + (r - 1) * CFG.events, CFG.eventsOne + r * CFG.events);
+      const start = CFG.eventsOne + (r - 1) * perRound;
+      const warm = all.slice(start, start + CFG.warm);
+      const batched = all.slice(start + CFG.warm, start + perRound);
       await vacuum(db);
+      // In each partition the warm-up events come first: the instance has settled its first
+      // CFG.warm events (whichever they are) before the counted window opens.
+      await produce(bus, warm);
       await produce(bus, batched);
       const last = r === CFG.rounds;
       results.push(
@@ -77,6 +87,7 @@ async function main(): Promise<void> {
                 return steadyPhase(db, bus, steady);
               }
             : undefined,
+          warm,
         ),
       );
     }
@@ -113,6 +124,8 @@ interface PhaseResult {
   phase: string;
   batchMax: number;
   events: number;
+  /** settled by the same instance before the counted window opened (not in any figure) */
+  warmEvents?: number;
   eventsPerS: number;
   cpuMsPerEvent: number;
   /** CPU of the Postgres backends serving the settlement instance, per event (null when Postgres is not on this machine) */
@@ -129,9 +142,11 @@ interface PhaseResult {
 }
 
 /**
- * Starts one settlement instance with the batch size, waits until every seeded attempt has its
- * ledger row, and measures events/s over the span of settled_at (boot excluded), the instance's
- * CPU between its first and last row, and backends waiting on row locks.
+ * Starts one settlement instance with the batch size, waits until every seeded attempt (and every
+ * warm-up one ahead of them) has its ledger row, and measures, once the instance has settled as
+ * many events as there were warm-up ones: events/s over the span of settled_at from the next row
+ * to the last (boot and warm-up excluded), the instance's CPU over the same rows, and backends
+ * waiting on row locks.
  */
 async function phase(
   db: Database,
@@ -139,9 +154,14 @@ async function phase(
   batchMax: number,
   seeded: Seeded[],
   whileRunning?: () => Promise<PhaseResult['latency']>,
+  warm: Seeded[] = [],
 ): Promise<PhaseResult> {
-  log(`${name}: ${seeded.length} events waiting; starting settlement with SETTLEMENT_BATCH_MAX=${batchMax}`);
+  log(
+    `${name}: ${seeded.length} events waiting${warm.length > 0 ? ` behind ${warm.length} warm-up ones` : ''}; starting settlement with SETTLEMENT_BATCH_MAX=${batchMax}`,
+  );
   const ids = seeded.map((s) => s.attemptId);
+  const allIds = [...warm.map((s) => s.attemptId), ...ids];
+  const total = allIds.length;
   const since = await dbNow(db);
   const deadlocksBefore = await deadlocks(db);
   const checkpointsBefore = await checkpoints(db);
@@ -156,27 +176,32 @@ async function phase(
     for (;;) {
       if (child.exitCode !== null) throw new Error(`settlement exited ${child.exitCode} (see ${LOG_DIR}/settlement-${name}.log)`);
       const n = await ledgerCountSince(db, since);
-      if (n > 0 && cpuAtFirst === null) {
+      const counting = n > warm.length;
+      if (counting && cpuAtFirst === null) {
         cpuAtFirst = cpuMs(child.pid!);
         kafkaAtFirst = BROKER_PID === null ? null : cpuMs(BROKER_PID);
       }
-      if (n > 0) waits.push(await lockWaiters(db));
-      if (n > 0) await pg.sample(db);
-      if (n >= seeded.length) break;
-      if (Date.now() > deadline) throw new Error(`${name}: only ${n} of ${seeded.length} settled`);
+      if (counting) waits.push(await lockWaiters(db));
+      if (counting) await pg.sample(db);
+      if (n >= total) break;
+      if (Date.now() > deadline) throw new Error(`${name}: only ${n} of ${total} settled`);
       await sleep(POLL_MS);
     }
     const box = boxCpuShares(box0, boxCpu());
-    const exact = await ledgerCount(db, ids);
-    if (exact !== seeded.length) throw new Error(`${name}: ${exact} of the phase's ${seeded.length} attempts have a ledger row`);
+    const exact = await ledgerCount(db, allIds);
+    if (exact !== total) throw new Error(`${name}: ${exact} of the phase's ${total} attempts have a ledger row`);
     const cpu = cpuMs(child.pid!) - (cpuAtFirst ?? 0);
     const kafkaCpu = BROKER_PID === null || kafkaAtFirst === null ? null : cpuMs(BROKER_PID) - kafkaAtFirst;
+    // From the first row after the warm-up's count to the last: the rows the CPU window covers.
     const [span] = await db.prisma.$queryRaw<Array<{ ms: number }>>`
-      SELECT EXTRACT(EPOCH FROM max(settled_at) - min(settled_at)) * 1000 AS ms FROM ledger_entry WHERE attempt_id = ANY(${ids}::text[])`;
+      WITH phase AS (SELECT settled_at FROM ledger_entry WHERE attempt_id = ANY(${allIds}::text[]))
+      SELECT EXTRACT(EPOCH FROM max(settled_at) - (SELECT settled_at FROM phase ORDER BY settled_at OFFSET ${warm.length} LIMIT 1)) * 1000 AS ms
+      FROM phase`;
     const result: PhaseResult = {
       phase: name,
       batchMax,
       events: seeded.length,
+      ...(warm.length > 0 ? { warmEvents: warm.length } : {}),
       eventsPerS: Math.round(seeded.length / Math.max(0.001, Number(span.ms) / 1000)),
       cpuMsPerEvent: Number((cpu / seeded.length).toFixed(3)),
       pgCpuMsPerEvent: pg.seen ? Number((pg.totalMs / seeded.length).toFixed(3)) : null,
@@ -399,6 +424,10 @@ function report(results: PhaseResult[]): void {
   results.forEach(row);
   const one = results.find((r) => r.phase === 'one-by-one');
   const rounds = results.filter((r) => r.phase.startsWith('batched'));
+  if (rounds.some((r) => r.warmEvents))
+    console.log(
+      `(batched: each round's fresh instance settled ${CFG.warm} warm-up events first, in no figure; BENCH_SETTLE_WARM_EVENTS=0 measures it cold)`,
+    );
   const median = medianRound(rounds);
   if (median && rounds.length > 1) {
     const mid = (pick: (r: PhaseResult) => number) => medianOf(rounds.map(pick));
