@@ -19,8 +19,8 @@
 // BENCH_WARMUP_S (per target, default 3), BENCH_RATE_WARMUP_MAX_S / BENCH_RATE_WARMUP_TOLERANCE
 // (before the fixed-rate rounds, the gateway alone at that rate until two runs in a row cost the
 // same CPU per answer within the tolerance, default 0.08, but at least BENCH_RATE_WARMUP_MIN_S,
-// default 40, and at most this many seconds, default 90; 0 = off), BENCH_KAFKA_PORT (default 14092), LOG_LEVEL (services,
-// default info, as `npm start`), BENCH_SERVICES (comma-separated service names, or "all"; default
+// default 40, and at most this many seconds, default 90; 0 = off), BENCH_KAFKA_PORT (default
+// 14092), LOG_LEVEL (services, default info, as `npm start`), BENCH_SERVICES (comma-separated service names, or "all"; default
 // all, as `npm start`), BENCH_GATEWAY_WORKLOADS (spread the gateway load over this many workloads,
 // default 1), BENCH_IDLE_SETTLE_S / BENCH_IDLE_S (the idle phase: seconds of quiet before it is
 // measured, default 10, and measured, default 20), BENCH_ONLY=idle (= --idle), BENCH_FLOOR_S
@@ -317,9 +317,8 @@ async function main() {
    * BENCH_RATE_WARMUP_TOLERANCE), at least BENCH_RATE_WARMUP_MIN_S and at most
    * BENCH_RATE_WARMUP_MAX_S. The minimum because the criterion alone stopped too early once
    * (9.60 → 9.02 ms after 30 s, while the helper threads still fell 0.98 → 0.63 ms per answer
-   * over the rounds after it). The 3 s warm-up at
-   * saturation does not warm what a moderate rate runs: one action per group statement, one
-   * message per fetch. On 2026-12-05's box seven rounds in a row cost 14.4, 11.0, 9.4, 8.4,
+   * over the rounds after it). The 3 s warm-up at saturation does not warm what a moderate rate
+   * runs: one action per group statement, one message per fetch. On 2026-12-05's box seven rounds in a row cost 14.4, 11.0, 9.4, 8.4,
    * 8.9, 8.3, 9.0 ms of stack CPU per answer (added p50 +14.9 → +7.4 ms), while V8's optimizing
    * compiler took up to 28 % of admission's CPU in the first: the median of three rounds was the
    * second, half warm. Each warm-up run is printed with its helper threads' share.
@@ -1181,10 +1180,6 @@ function writeResult(result) {
 
 // ---------------------------------------------------------------- report
 
-/**
- * Each round's headline figures and the median of each column: the spread between rounds minutes
- * apart on one box is what a single figure from it is worth (the tables above are the median round's).
- */
 /** The fixed-rate warm-up's runs (settleAtRate), when it ran. */
 function reportWarmup(warmup) {
   const w = warmup?.rate;
@@ -1195,10 +1190,14 @@ function reportWarmup(warmup) {
   console.log(
     w.settled
       ? `settled after ${w.seconds} s (at least ${CFG.rateWarmupMinS} s): the last two runs' CPU per answer within ${CFG.rateWarmupTolerance * 100} %`
-      : `NOT settled within ${w.seconds} s (BENCH_RATE_WARMUP_MAX_S): the rounds below may still be warming up`,
+      : `NOT settled within ${w.seconds} s (BENCH_RATE_WARMUP_MAX_S): the rounds may still have been warming up`,
   );
 }
 
+/**
+ * Each round's headline figures and the median of each column: the spread between rounds minutes
+ * apart on one box is what a single figure from it is worth (the tables above are the median round's).
+ */
 function reportRounds(result, phases) {
   const cols = [
     ['baseline ok/s', (r) => r.baselineOkPerSec],
@@ -1275,9 +1274,10 @@ function report(result, phases) {
     }
     console.log('\n' + table(rows, 1));
     console.log('(stack total: services + kafka + postgres, not the load generator)');
-    console.log(
-      "(helper threads: in a node process every thread but the main one — V8's optimizing compiler and GC helpers; in the broker the JVM's compiler threads)",
-    );
+    if (gatewayPhases.some((p) => result.runs[p.name].gateway.helperCpuMsPerOk))
+      console.log(
+        "(helper threads: in a node process every thread but the main one — V8's optimizing compiler and GC helpers; in the broker the JVM's compiler threads)",
+      );
     reportWarmup(result.warmup);
     for (const phase of gatewayPhases) {
       const c = result.comparison[phase.name];
