@@ -15,8 +15,14 @@ export function required(name: string): string {
   return v;
 }
 
-/** User + system CPU of a process so far, from /proc (Linux); throws when there is no such process here. */
-export function cpuMs(pid: number): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+/**
+ * User + system CPU of a process so far (all its threads), or with `mainThread` of its main thread
+ * alone (a node process's event loop: the rest are V8's compiler and GC helpers), from /proc
+ * (Linux); throws when there is no such process here.
+ */
+export function cpuMs(pid: number, opts: { mainThread?: boolean } = {}): number {
+  const file = opts.mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`;
+  const stat = fs.readFileSync(file, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }

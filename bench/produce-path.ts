@@ -13,9 +13,9 @@
  * 8), BENCH_PRODUCE_ROUNDS (default 2), BENCH_LATENCY_MS (between command and reply, default 20).
  */
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
 import { Topics } from '@gateway/contracts';
 import { KafkaBus, OutboxRelay, OutboxRow, OutboxStore } from '@gateway/messaging';
+import { cpuMs } from './bench-env';
 
 const num = (name: string, fallback: number) => Number(process.env[name] || fallback);
 const RATE = num('BENCH_PRODUCE_RATE', 300);
@@ -51,11 +51,6 @@ function service(brokers: string, mode: Mode, counts: { requests: number; marks:
 let nextRowId = 1n;
 const row = (topic: string, key: string, bytes: number): OutboxRow => ({ id: nextRowId++, topic, key, payload: blob(bytes) });
 
-function brokerCpuMs(pid: number): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, USER_HZ 100
-}
-
 async function round(brokers: string, brokerPid: number, mode: Mode, seconds = SECONDS) {
   const counts = { requests: 0, marks: 0 };
   const [admission, dispatch, settlement] = [0, 1, 2].map(() => service(brokers, mode, counts));
@@ -74,7 +69,7 @@ async function round(brokers: string, brokerPid: number, mode: Mode, seconds = S
   };
 
   const cpu0 = process.cpuUsage();
-  const broker0 = brokerCpuMs(brokerPid);
+  const broker0 = cpuMs(brokerPid);
   const started = performance.now();
   const actions: Array<Promise<void>> = [];
   const total = RATE * seconds;
@@ -88,7 +83,7 @@ async function round(brokers: string, brokerPid: number, mode: Mode, seconds = S
   const elapsedS = (performance.now() - started) / 1000;
   for (const s of [admission, dispatch, settlement]) await s.relay.stop();
   const cpu = process.cpuUsage(cpu0);
-  const brokerMs = brokerCpuMs(brokerPid) - broker0;
+  const brokerMs = cpuMs(brokerPid) - broker0;
   for (const s of [admission, dispatch, settlement]) await s.bus.disconnect();
   commandLatencies.sort((a, b) => a - b);
   return {

@@ -138,7 +138,31 @@ interface PhaseResult {
   boxCpuPct: BoxCpu | null;
   /** Postgres checkpoints that started during the phase (timed or requested; each makes page writes dearer for a while) */
   checkpoints: number;
+  /** where the box's CPU went over the counted window (null where /proc is not this box's) */
+  window: CountedWindow | null;
   latency?: { p50Ms: number; p99Ms: number; maxMs: number; events: number };
+}
+
+/**
+ * The counted window's CPU in cores (CPU seconds per second of the window): the whole box busy
+ * (all but idle, iowait and steal), the settlement process and its main thread (the event loop;
+ * the rest of the process is V8's GC and compiler helpers), its Postgres backends, the broker,
+ * and whatever else ran (Postgres's own background processes and other backends, this bench, the
+ * kernel, other daemons), and how often a runnable task waited for a CPU. Whether the box or the
+ * instance's one thread bounds events/s: a main thread near 1.0 core is the thread; a box near all
+ * its cores, or busy enough that tasks queue for a CPU much of the time, is the box.
+ */
+interface CountedWindow {
+  wallMs: number;
+  cores: number;
+  boxBusy: number;
+  settlement: number;
+  mainThread: number;
+  backends: number | null;
+  broker: number | null;
+  rest: number;
+  /** % of the window in which some runnable task waited for a CPU (/proc/pressure/cpu; null without it) */
+  cpuWaitPct: number | null;
 }
 
 /**
@@ -170,6 +194,8 @@ async function phase(
   try {
     let cpuAtFirst: number | null = null;
     let kafkaAtFirst: number | null = null;
+    let windowStart: Snapshot | null = null;
+    let windowEnd: Snapshot | null = null;
     const pg = new BackendsCpu();
     const waits: number[] = [];
     const deadline = Date.now() + 15 * 60_000;
@@ -183,11 +209,15 @@ async function phase(
       }
       if (counting) waits.push(await lockWaiters(db));
       if (counting) await pg.sample(db);
+      // The window for cores used: polls while rows were still coming, not the idle wait after the last.
+      if (counting && n < total) windowEnd = snapshot(child.pid!, pg);
+      windowStart ??= windowEnd;
       if (n >= total) break;
       if (Date.now() > deadline) throw new Error(`${name}: only ${n} of ${total} settled`);
       await sleep(POLL_MS);
     }
     const box = boxCpuShares(box0, boxCpu());
+    const window = windowStart && windowEnd ? countedWindow(windowStart, windowEnd) : null;
     const exact = await ledgerCount(db, allIds);
     if (exact !== total) throw new Error(`${name}: ${exact} of the phase's ${total} attempts have a ledger row`);
     const cpu = cpuMs(child.pid!) - (cpuAtFirst ?? 0);
@@ -210,6 +240,7 @@ async function phase(
       deadlocks: (await deadlocks(db)) - deadlocksBefore,
       boxCpuPct: box,
       checkpoints: (await checkpoints(db)) - checkpointsBefore,
+      window,
     };
     if (whileRunning) result.latency = await whileRunning();
     return result;
@@ -217,6 +248,52 @@ async function phase(
     child.kill('SIGTERM');
     await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
   }
+}
+
+/** CPU so far, in ms, of what the counted window splits the box into, at one poll. */
+interface Snapshot {
+  at: number;
+  box: BoxCpu | null;
+  settlement: number;
+  mainThread: number;
+  backends: number | null;
+  broker: number | null;
+}
+
+function snapshot(pid: number, pg: BackendsCpu): Snapshot {
+  return {
+    at: Date.now(),
+    box: boxCpu(),
+    settlement: cpuMs(pid),
+    mainThread: cpuMs(pid, { mainThread: true }),
+    backends: pg.seen ? pg.totalMs : null,
+    broker: BROKER_PID === null ? null : cpuMs(BROKER_PID),
+  };
+}
+
+/** Cores used between two polls of the counted window (null without /proc/stat or with no time between them). */
+function countedWindow(a: Snapshot, b: Snapshot): CountedWindow | null {
+  const wallMs = b.at - a.at;
+  if (!a.box || !b.box || wallMs <= 0) return null;
+  const busyMs = (box: BoxCpu) => (box.user + box.nice + box.system + box.irq + box.softirq) * 1000;
+  const perWall = (ms: number) => Number((ms / wallMs).toFixed(2));
+  const diff = (x: number | null, y: number | null) => (x === null || y === null ? null : perWall(y - x));
+  const w: CountedWindow = {
+    wallMs,
+    cores: os.cpus().length,
+    boxBusy: perWall(busyMs(b.box) - busyMs(a.box)),
+    settlement: perWall(b.settlement - a.settlement),
+    mainThread: perWall(b.mainThread - a.mainThread),
+    backends: diff(a.backends, b.backends),
+    broker: diff(a.broker, b.broker),
+    rest: 0,
+    cpuWaitPct:
+      a.box.waitS === undefined || b.box.waitS === undefined
+        ? null
+        : Number(((100 * (b.box.waitS - a.box.waitS) * 1000) / wallMs).toFixed(1)),
+  };
+  w.rest = Number(Math.max(0, w.boxBusy - w.settlement - (w.backends ?? 0) - (w.broker ?? 0)).toFixed(2));
+  return w;
 }
 
 /**
@@ -413,7 +490,7 @@ function report(results: PhaseResult[]): void {
   console.log(
     'phase        batch  events  events/s  CPU ms/event  pg CPU ms/event  kafka CPU ms/event  lock waiters (avg)  deadlocks  checkpoints  box steal / iowait / idle %',
   );
-  const row = (r: Omit<PhaseResult, 'boxCpuPct' | 'checkpoints'> & { boxCpuPct?: BoxCpu | null; checkpoints?: number }) =>
+  const row = (r: Omit<PhaseResult, 'boxCpuPct' | 'checkpoints' | 'window'> & { boxCpuPct?: BoxCpu | null; checkpoints?: number }) =>
     console.log(
       `${r.phase.padEnd(12)} ${String(r.batchMax).padStart(5)} ${String(r.events).padStart(7)} ${String(r.eventsPerS).padStart(9)} ` +
         `${r.cpuMsPerEvent.toFixed(3).padStart(13)} ${(r.pgCpuMsPerEvent === null ? '-' : r.pgCpuMsPerEvent.toFixed(3)).padStart(16)} ` +
@@ -456,11 +533,39 @@ function report(results: PhaseResult[]): void {
         `${(one.cpuMsPerEvent / Math.max(0.001, median.cpuMsPerEvent)).toFixed(1)}x less settlement CPU per event`,
     );
   }
+  reportWindows(rounds);
   const lat = rounds.at(-1)?.latency;
   if (lat)
     console.log(
       `steady ${CFG.rate}/s: answer → ledger p50 ${lat.p50Ms} ms, p99 ${lat.p99Ms} ms, max ${lat.maxMs} ms (${lat.events} events)`,
     );
+}
+
+/**
+ * Each batched round's counted window in cores: what bounds events/s on this box. The box busy
+ * near all its cores with the main thread well short of one: the box (every process's CPU per
+ * event); the main thread near one core: the instance's event loop.
+ */
+function reportWindows(rounds: PhaseResult[]): void {
+  const ws = rounds.filter((r) => r.window);
+  if (ws.length === 0) return;
+  const cores = ws[0].window!.cores;
+  console.log(`\ncores used in the counted window (CPU seconds per second, of ${cores})`);
+  console.log(
+    'round         window s  box busy  settlement  of it main thread  its pg backends  broker  rest of the box  task waiting for a CPU %',
+  );
+  for (const r of ws) {
+    const w = r.window!;
+    const opt = (v: number | null, digits = 2) => (v === null ? '-' : v.toFixed(digits));
+    console.log(
+      `${r.phase.padEnd(12)} ${(w.wallMs / 1000).toFixed(1).padStart(9)} ${w.boxBusy.toFixed(2).padStart(9)} ${w.settlement.toFixed(2).padStart(11)} ` +
+        `${w.mainThread.toFixed(2).padStart(18)} ${opt(w.backends).padStart(16)} ${opt(w.broker).padStart(7)} ${w.rest.toFixed(2).padStart(16)} ${opt(w.cpuWaitPct, 1).padStart(25)}`,
+    );
+  }
+  console.log(
+    "(rest: Postgres's background processes and other backends, this bench, the kernel, other daemons; a main thread near 1.00 bounds the instance; " +
+      'a box near all its cores, or with tasks queued for a CPU much of the time, bounds the box)',
+  );
 }
 
 /** The round with the median events/s (the lower middle of an even count). */
