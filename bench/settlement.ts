@@ -127,6 +127,14 @@ interface PhaseResult {
   /** settled by the same instance before the counted window opened (not in any figure) */
   warmEvents?: number;
   eventsPerS: number;
+  /**
+   * Ledger rows committed per second between the counted window's first and last progress polls
+   * (null without a window). `eventsPerS` spans the rows' `settled_at`, which is when their batch
+   * began (the consumer's clock before the transaction), so on a round of a few seconds it counts
+   * the first counted batches from their start and the last ones not to their commit: 6,158 by
+   * `settled_at` against 6,920 by commit times in a traced round (2026-12-05).
+   */
+  committedPerS: number | null;
   cpuMsPerEvent: number;
   /** CPU of the Postgres backends serving the settlement instance, per event (null when Postgres is not on this machine) */
   pgCpuMsPerEvent: number | null;
@@ -154,6 +162,8 @@ interface PhaseResult {
  */
 interface CountedWindow {
   wallMs: number;
+  /** ledger rows committed between the window's two polls */
+  committed: number;
   cores: number;
   boxBusy: number;
   settlement: number;
@@ -210,7 +220,7 @@ async function phase(
       if (counting) waits.push(await lockWaiters(db));
       if (counting) await pg.sample(db);
       // The window for cores used: polls while rows were still coming, not the idle wait after the last.
-      if (counting && n < total) windowEnd = snapshot(child.pid!, pg);
+      if (counting && n < total) windowEnd = snapshot(child.pid!, pg, n);
       windowStart ??= windowEnd;
       if (n >= total) break;
       if (Date.now() > deadline) throw new Error(`${name}: only ${n} of ${total} settled`);
@@ -233,6 +243,7 @@ async function phase(
       events: seeded.length,
       ...(warm.length > 0 ? { warmEvents: warm.length } : {}),
       eventsPerS: Math.round(seeded.length / Math.max(0.001, Number(span.ms) / 1000)),
+      committedPerS: window && window.committed > 0 ? Math.round(window.committed / (window.wallMs / 1000)) : null,
       cpuMsPerEvent: Number((cpu / seeded.length).toFixed(3)),
       pgCpuMsPerEvent: pg.seen ? Number((pg.totalMs / seeded.length).toFixed(3)) : null,
       kafkaCpuMsPerEvent: kafkaCpu === null ? null : Number((kafkaCpu / seeded.length).toFixed(3)),
@@ -253,6 +264,8 @@ async function phase(
 /** CPU so far, in ms, of what the counted window splits the box into, at one poll. */
 interface Snapshot {
   at: number;
+  /** ledger rows committed so far in the phase */
+  rows: number;
   box: BoxCpu | null;
   settlement: number;
   mainThread: number;
@@ -260,9 +273,10 @@ interface Snapshot {
   broker: number | null;
 }
 
-function snapshot(pid: number, pg: BackendsCpu): Snapshot {
+function snapshot(pid: number, pg: BackendsCpu, rows: number): Snapshot {
   return {
     at: Date.now(),
+    rows,
     box: boxCpu(),
     settlement: cpuMs(pid),
     mainThread: cpuMs(pid, { mainThread: true }),
@@ -280,6 +294,7 @@ function countedWindow(a: Snapshot, b: Snapshot): CountedWindow | null {
   const diff = (x: number | null, y: number | null) => (x === null || y === null ? null : perWall(y - x));
   const w: CountedWindow = {
     wallMs,
+    committed: b.rows - a.rows,
     cores: os.cpus().length,
     boxBusy: perWall(busyMs(b.box) - busyMs(a.box)),
     settlement: perWall(b.settlement - a.settlement),
@@ -488,11 +503,11 @@ function report(results: PhaseResult[]): void {
   console.log('');
   console.log(`load average ${fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
   console.log(
-    'phase        batch  events  events/s  CPU ms/event  pg CPU ms/event  kafka CPU ms/event  lock waiters (avg)  deadlocks  checkpoints  box steal / iowait / idle %',
+    'phase        batch  events  events/s  by commits  CPU ms/event  pg CPU ms/event  kafka CPU ms/event  lock waiters (avg)  deadlocks  checkpoints  box steal / iowait / idle %',
   );
   const row = (r: Omit<PhaseResult, 'boxCpuPct' | 'checkpoints' | 'window'> & { boxCpuPct?: BoxCpu | null; checkpoints?: number }) =>
     console.log(
-      `${r.phase.padEnd(12)} ${String(r.batchMax).padStart(5)} ${String(r.events).padStart(7)} ${String(r.eventsPerS).padStart(9)} ` +
+      `${r.phase.padEnd(12)} ${String(r.batchMax).padStart(5)} ${String(r.events).padStart(7)} ${String(r.eventsPerS).padStart(9)} ${String(r.committedPerS ?? '-').padStart(11)} ` +
         `${r.cpuMsPerEvent.toFixed(3).padStart(13)} ${(r.pgCpuMsPerEvent === null ? '-' : r.pgCpuMsPerEvent.toFixed(3)).padStart(16)} ` +
         `${(r.kafkaCpuMsPerEvent === null ? '-' : r.kafkaCpuMsPerEvent.toFixed(3)).padStart(19)} ` +
         `${r.lockWaitersAvg.toFixed(2).padStart(19)} ${String(r.deadlocks).padStart(10)} ${String(r.checkpoints ?? '').padStart(12)}  ` +
@@ -513,6 +528,7 @@ function report(results: PhaseResult[]): void {
       batchMax: median.batchMax,
       events: median.events,
       eventsPerS: mid((r) => r.eventsPerS),
+      committedPerS: rounds.every((r) => r.committedPerS !== null) ? mid((r) => r.committedPerS ?? 0) : null,
       cpuMsPerEvent: mid((r) => r.cpuMsPerEvent),
       pgCpuMsPerEvent: rounds.every((r) => r.pgCpuMsPerEvent !== null) ? mid((r) => r.pgCpuMsPerEvent ?? 0) : null,
       kafkaCpuMsPerEvent: rounds.every((r) => r.kafkaCpuMsPerEvent !== null) ? mid((r) => r.kafkaCpuMsPerEvent ?? 0) : null,
@@ -520,6 +536,10 @@ function report(results: PhaseResult[]): void {
       deadlocks: rounds.reduce((a, r) => a + r.deadlocks, 0),
     });
     console.log('(batched med.: the median of each column over the rounds; deadlocks: their sum)');
+    console.log(
+      "(events/s: over the span of the rows' settled_at, which is when their batch began; by commits: ledger rows committed per second " +
+        'between the first and the last progress poll of the counted window, the cores table below covers the same window)',
+    );
     const perEvent = mid((r) => r.cpuMsPerEvent + (r.pgCpuMsPerEvent ?? 0) + (r.kafkaCpuMsPerEvent ?? 0));
     const cores = os.cpus().length;
     console.log(
