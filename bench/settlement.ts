@@ -561,6 +561,13 @@ function report(results: PhaseResult[]): void {
     );
 }
 
+/** CPU of settlement, its backends and the broker per ledger row committed in the round's counted window. */
+function perRow(r: PhaseResult): number | null {
+  const w = r.window;
+  if (!w || w.committed <= 0 || w.backends === null || w.broker === null) return null;
+  return ((w.settlement + w.backends + w.broker) * w.wallMs) / w.committed;
+}
+
 /**
  * Each batched round's counted window in cores: what bounds events/s on this box. The box busy
  * near all its cores with the main thread well short of one: the box (every process's CPU per
@@ -572,16 +579,28 @@ function reportWindows(rounds: PhaseResult[]): void {
   const cores = ws[0].window!.cores;
   console.log(`\ncores used in the counted window (CPU seconds per second, of ${cores})`);
   console.log(
-    'round         window s  box busy  settlement  of it main thread  its pg backends  broker  rest of the box  task waiting for a CPU %',
+    'round         window s  box busy  settlement  of it main thread  its pg backends  broker  rest of the box  task waiting for a CPU %  CPU ms per row, all three',
   );
   for (const r of ws) {
     const w = r.window!;
     const opt = (v: number | null, digits = 2) => (v === null ? '-' : v.toFixed(digits));
     console.log(
       `${r.phase.padEnd(12)} ${(w.wallMs / 1000).toFixed(1).padStart(9)} ${w.boxBusy.toFixed(2).padStart(9)} ${w.settlement.toFixed(2).padStart(11)} ` +
-        `${w.mainThread.toFixed(2).padStart(18)} ${opt(w.backends).padStart(16)} ${opt(w.broker).padStart(7)} ${w.rest.toFixed(2).padStart(16)} ${opt(w.cpuWaitPct, 1).padStart(25)}`,
+        `${w.mainThread.toFixed(2).padStart(18)} ${opt(w.backends).padStart(16)} ${opt(w.broker).padStart(7)} ${w.rest.toFixed(2).padStart(16)} ${opt(w.cpuWaitPct, 1).padStart(25)} ${opt(perRow(r), 3).padStart(26)}`,
     );
   }
+  const mid = (pick: (r: PhaseResult) => number | null) => {
+    const v = ws.map(pick).filter((x): x is number => x !== null);
+    return v.length === ws.length ? medianOf(v) : null;
+  };
+  const busy = mid((r) => r.window!.boxBusy);
+  const main = mid((r) => r.window!.mainThread);
+  const ms = mid(perRow);
+  if (busy !== null && main !== null && ms !== null)
+    console.log(
+      `medians: ${ms.toFixed(3)} ms of CPU per committed row (settlement + its backends + the broker), the box ${busy.toFixed(2)} of ${cores} cores busy ` +
+        `(${Math.round((busy * 1000) / ms)} rows/s at that cost), the main thread ${main.toFixed(2)}`,
+    );
   console.log(
     "(rest: Postgres's background processes and other backends, this bench, the kernel, other daemons; a main thread near 1.00 bounds the instance; " +
       'a box near all its cores, or with tasks queued for a CPU much of the time, bounds the box)',
