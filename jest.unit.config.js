@@ -2,5 +2,5 @@
 module.exports = {
   ...require('./jest.preset'),
   displayName: 'unit',
-  testMatch: ['<rootDir>/{apps,libs,examples}/**/*.spec.ts'],
+  testMatch: ['<rootDir>/{apps,libs,examples,bench}/**/*.spec.ts'],
 };

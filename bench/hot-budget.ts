@@ -17,7 +17,6 @@
 // (group statements of the workload in flight at once, default as the service),
 // HOT_PATHS (comma-separated subset of before,autocommit,group).
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
 import {
   ADMISSION_GROUPS,
   AdmissionRepository,
@@ -29,7 +28,7 @@ import {
   OutboxRepository,
 } from '@gateway/db';
 import { admitInput } from '@gateway/testing';
-import { num } from './bench-env';
+import { cpuMs, num } from './bench-env';
 import { LegacyAdmission } from './legacy-admission';
 
 const CFG = {
@@ -173,13 +172,10 @@ async function runPath(path: string, admit: Admit, db: Database, monitor: Databa
 async function backendCpu(monitor: Database): Promise<Map<number, number> | null> {
   const rows = await monitor.prisma.$queryRaw<Array<{ pid: number }>>`
     SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`;
-  const ticksPerSecond = 100; // USER_HZ on Linux
   const out = new Map<number, number>();
   for (const { pid } of rows) {
     try {
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(pid, ((Number(fields[11]) + Number(fields[12])) * 1e6) / ticksPerSecond);
+      out.set(pid, cpuMs(pid) * 1000);
     } catch {
       return null;
     }

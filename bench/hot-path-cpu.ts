@@ -7,10 +7,10 @@
  * (SWC_NODE_PROJECT=tsconfig.json); it adds actions, attempts and outbox rows to that database, and
  * the sweep figure means "nothing due" only when the database's outbox is otherwise drained.
  */
-import fs from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { Database, DispatchRepository, OutboxRepository } from '@gateway/db';
 import { insertAdmittedAction, succeededOutcome } from '@gateway/testing';
+import { cpuMs } from './bench-env';
 
 const N = Number(process.env.HOT_PATH_N ?? 200);
 const ROUNDS = 3;
@@ -21,8 +21,7 @@ const DELETE_RUN_PUBLISHED = {
 
 function backendCpuMs(pid: number): number | null {
   try {
-    const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+    return cpuMs(pid);
   } catch {
     return null;
   }

@@ -23,6 +23,7 @@ import { Database } from '@gateway/db';
 import { KafkaBus } from '@gateway/messaging';
 import { boxCpu, boxCpuShares, BoxCpu } from '../scripts/machine.mjs';
 import { cpuMs, num, required } from './bench-env';
+import { CountedWindow, countedWindow, perRow, Snapshot } from './counted-window';
 import { completed, Seeded, seed, seedRoute } from './settlement-seed';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -152,30 +153,6 @@ interface PhaseResult {
 }
 
 /**
- * The counted window's CPU in cores (CPU seconds per second of the window): the whole box busy
- * (all but idle, iowait and steal), the settlement process and its main thread (the event loop;
- * the rest of the process is V8's GC and compiler helpers), its Postgres backends, the broker,
- * and whatever else ran (Postgres's own background processes and other backends, this bench, the
- * kernel, other daemons), and how often a runnable task waited for a CPU. Whether the box or the
- * instance's one thread bounds events/s: a main thread near 1.0 core is the thread; a box near all
- * its cores, or busy enough that tasks queue for a CPU much of the time, is the box.
- */
-interface CountedWindow {
-  wallMs: number;
-  /** ledger rows committed between the window's two polls */
-  committed: number;
-  cores: number;
-  boxBusy: number;
-  settlement: number;
-  mainThread: number;
-  backends: number | null;
-  broker: number | null;
-  rest: number;
-  /** % of the window in which some runnable task waited for a CPU (/proc/pressure/cpu; null without it) */
-  cpuWaitPct: number | null;
-}
-
-/**
  * Starts one settlement instance with the batch size, waits until every seeded attempt (and every
  * warm-up one ahead of them) has its ledger row, and measures, once the instance has settled as
  * many events as there were warm-up ones: events/s over the span of settled_at from the next row
@@ -267,18 +244,6 @@ async function phase(
   }
 }
 
-/** CPU so far, in ms, of what the counted window splits the box into, at one poll. */
-interface Snapshot {
-  at: number;
-  /** ledger rows committed so far in the phase */
-  rows: number;
-  box: BoxCpu | null;
-  settlement: number;
-  mainThread: number;
-  backends: number | null;
-  broker: number | null;
-}
-
 function snapshot(pid: number, pg: BackendsCpu, rows: number): Snapshot {
   return {
     at: Date.now(),
@@ -289,32 +254,6 @@ function snapshot(pid: number, pg: BackendsCpu, rows: number): Snapshot {
     backends: pg.seen ? pg.totalMs : null,
     broker: BROKER_PID === null ? null : cpuMs(BROKER_PID),
   };
-}
-
-/** Cores used between two polls of the counted window (null without /proc/stat or with no time between them). */
-function countedWindow(a: Snapshot, b: Snapshot): CountedWindow | null {
-  const wallMs = b.at - a.at;
-  if (!a.box || !b.box || wallMs <= 0) return null;
-  const busyMs = (box: BoxCpu) => (box.user + box.nice + box.system + box.irq + box.softirq) * 1000;
-  const perWall = (ms: number) => Number((ms / wallMs).toFixed(2));
-  const diff = (x: number | null, y: number | null) => (x === null || y === null ? null : perWall(y - x));
-  const w: CountedWindow = {
-    wallMs,
-    committed: b.rows - a.rows,
-    cores: os.cpus().length,
-    boxBusy: perWall(busyMs(b.box) - busyMs(a.box)),
-    settlement: perWall(b.settlement - a.settlement),
-    mainThread: perWall(b.mainThread - a.mainThread),
-    backends: diff(a.backends, b.backends),
-    broker: diff(a.broker, b.broker),
-    rest: 0,
-    cpuWaitPct:
-      a.box.waitS === undefined || b.box.waitS === undefined
-        ? null
-        : Number(((100 * (b.box.waitS - a.box.waitS) * 1000) / wallMs).toFixed(1)),
-  };
-  w.rest = Number(Math.max(0, w.boxBusy - w.settlement - (w.backends ?? 0) - (w.broker ?? 0)).toFixed(2));
-  return w;
 }
 
 /**
@@ -567,13 +506,6 @@ function report(results: PhaseResult[]): void {
     );
 }
 
-/** CPU of settlement, its backends and the broker per ledger row committed in the round's counted window. */
-function perRow(r: PhaseResult): number | null {
-  const w = r.window;
-  if (!w || w.committed <= 0 || w.backends === null || w.broker === null) return null;
-  return ((w.settlement + w.backends + w.broker) * w.wallMs) / w.committed;
-}
-
 /**
  * Each batched round's counted window in cores: what bounds events/s on this box. The box busy
  * near all its cores with the main thread well short of one: the box (every process's CPU per
@@ -592,7 +524,7 @@ function reportWindows(rounds: PhaseResult[]): void {
     const opt = (v: number | null, digits = 2) => (v === null ? '-' : v.toFixed(digits));
     console.log(
       `${r.phase.padEnd(12)} ${(w.wallMs / 1000).toFixed(1).padStart(9)} ${w.boxBusy.toFixed(2).padStart(9)} ${w.settlement.toFixed(2).padStart(11)} ` +
-        `${w.mainThread.toFixed(2).padStart(18)} ${opt(w.backends).padStart(16)} ${opt(w.broker).padStart(7)} ${w.rest.toFixed(2).padStart(16)} ${opt(w.cpuWaitPct, 1).padStart(25)} ${opt(perRow(r), 3).padStart(26)}`,
+        `${w.mainThread.toFixed(2).padStart(18)} ${opt(w.backends).padStart(16)} ${opt(w.broker).padStart(7)} ${w.rest.toFixed(2).padStart(16)} ${opt(w.cpuWaitPct, 1).padStart(25)} ${opt(perRow(r.window), 3).padStart(26)}`,
     );
   }
   const mid = (pick: (r: PhaseResult) => number | null) => {
@@ -601,7 +533,7 @@ function reportWindows(rounds: PhaseResult[]): void {
   };
   const busy = mid((r) => r.window!.boxBusy);
   const main = mid((r) => r.window!.mainThread);
-  const ms = mid(perRow);
+  const ms = mid((r) => perRow(r.window));
   if (busy !== null && main !== null && ms !== null)
     console.log(
       `medians: ${ms.toFixed(3)} ms of CPU per committed row (settlement + its backends + the broker), the box ${busy.toFixed(2)} of ${cores} cores busy ` +
