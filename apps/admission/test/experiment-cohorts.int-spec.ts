@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Topics } from '@gateway/contracts';
 import { AdmissionRepository, Database, ExperimentRepository, LedgerRepository, OutboxRepository } from '@gateway/db';
+import type { OutboxRow } from '@gateway/messaging';
 import { assignCohort, Experiment, experimentReport, startedExperiment } from '@gateway/domain';
 import { admitInput, experimentDesign, ledgerRow } from '@gateway/testing';
 
@@ -18,6 +19,8 @@ describe('experiment cohorts and the report rows', () => {
   const alone = new AdmissionRepository(db, outbox, { groupCommit: false });
   const grouped = new AdmissionRepository(db, outbox);
   const ledger = new LedgerRepository(outbox);
+  const sentAtOnce: OutboxRow[] = [];
+  outbox.onCommittedAppend((rows) => sentAtOnce.push(...rows));
   const experiments = new ExperimentRepository(db, outbox);
   const periodStart = new Date('2026-11-01T00:00:00Z');
 
@@ -117,8 +120,12 @@ describe('experiment cohorts and the report rows', () => {
     const rows = await db.prisma.ledgerEntry.findMany({ where: { workloadId }, select: { actionId: true, cohort: true } });
     expect(rows).toHaveLength(43);
     for (const r of rows) expect(r.cohort).toBe(cohorts.get(r.actionId));
-    const events = await db.prisma.outboxMessage.findMany({ where: { key: workloadId, topic: { contains: 'usage.settled' } } });
+    // as a sweep publishes them, built from the ledger rows; the same as the writer's relay sent at once
+    const events = (await outbox.waitingMessages('usageSettled')).filter((m) => m.key === workloadId);
     expect(events).toHaveLength(43);
+    expect(events.map((m) => JSON.parse(JSON.stringify(m.payload)))).toEqual(
+      sentAtOnce.filter((m) => m.key === workloadId && m.topic === Topics.usageSettled.name).map((m) => JSON.parse(m.json as string)),
+    );
     // ... and the experiment's facts (issue 11: the report rebuilt from the topic alone), copied by
     // the ledger insert from the action and the attempt: this writer said nothing of them
     const admittedAt = new Map(actions.map((a) => [a.id, a.createdAt.toISOString()]));

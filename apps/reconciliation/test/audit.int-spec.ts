@@ -95,7 +95,7 @@ async function settledAttempt(cost: bigint, output: number): Promise<LedgerRow> 
   };
   // no outbox: the test publishes (or withholds) each row's event itself
   await db.transaction((tx) =>
-    new LedgerRepository({ appendMany: async () => undefined }).recordMany(tx, [{ row, eventId: randomUUID() }]),
+    new LedgerRepository({ appendLedgerSettled: async () => undefined }).recordMany(tx, [{ row, eventId: randomUUID() }]),
   );
   return row;
 }

@@ -5,8 +5,8 @@
  * (a crash before the offset commit) comes again (in halves) and every event is a duplicate; a poison event in the middle of a batch is parked while the events around it settle.
  */
 import { randomUUID } from 'node:crypto';
-import { AttemptCompletedV1, DeadLetterV1, Topics } from '@gateway/contracts';
-import { Database } from '@gateway/db';
+import { AttemptCompletedV1, DeadLetterV1, UsageSettledV1 } from '@gateway/contracts';
+import { Database, OutboxRepository } from '@gateway/db';
 import { KafkaBus } from '@gateway/messaging';
 import { answeredAttemptEvent, eventually, seedHeldAttempt } from '@gateway/testing';
 import { SettleOutcome } from '../src/usecases/settle-attempt/settle-attempt.usecase';
@@ -61,9 +61,7 @@ describe('settlement batches', () => {
   async function books(attempts: Array<{ attemptId: string; accountId: string }>) {
     const ids = attempts.map((a) => a.attemptId);
     const rows = await db.prisma.ledgerEntry.findMany({ where: { attemptId: { in: ids } } });
-    const settledEvents = await db.prisma.$queryRaw<Array<{ attempt_id: string }>>`
-      SELECT payload->>'attempt_id' AS attempt_id FROM outbox_message
-      WHERE topic = ${Topics.usageSettled.name} AND payload->>'attempt_id' = ANY(${ids}::text[])`;
+    const settledEvents = (await new OutboxRepository(db).waitingMessages('usageSettled')).map((m) => m.payload as UsageSettledV1);
     const acct = await db.prisma.budgetAccount.findUniqueOrThrow({ where: { id: attempts[0].accountId } });
     const attemptRows = await db.prisma.attempt.findMany({ where: { id: { in: ids } } });
     return {

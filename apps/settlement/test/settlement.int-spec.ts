@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { AttemptCompletedV1, Topics, UsageSettledV1 } from '@gateway/contracts';
 import { Database, LedgerQueryRepository, LedgerRepository, OutboxRepository } from '@gateway/db';
+import type { OutboxRow } from '@gateway/messaging';
 import { answeredAttemptEvent, ledgerRow, seedHeldAttempt, Seeder, STRUCTURED_CONTEXT_THRESHOLD, structuredPrice } from '@gateway/testing';
 import { QueryLedger } from '../src/usecases/query-ledger/query-ledger.usecase';
 import { settleOnPostgres, uniqueRoute } from './settle-on-postgres';
@@ -52,9 +53,24 @@ describe('settlement on Postgres', () => {
     return answeredAttemptEvent({ ...a, routeId }, { provider_request_id: 'chatcmpl-1', ...over });
   }
 
-  const settledEvents = async (attemptId: string) =>
-    db.prisma.$queryRaw<Array<{ payload: { request_id: string; cost_microusd: string } }>>`
-      SELECT payload FROM outbox_message WHERE topic = ${Topics.usageSettled.name} AND payload->>'attempt_id' = ${attemptId}`;
+  // What the relay of the settling process would publish at once: each event as built, as its text.
+  const sentAtOnce: OutboxRow[] = [];
+  outbox.onCommittedAppend((rows) => sentAtOnce.push(...rows));
+
+  /**
+   * An attempt's `usage.settled` events still in the outbox, as a sweep would publish them (built
+   * from the ledger row the batch's one outbox row names), and the same as the relay would have
+   * sent at once: key and payload, compared as published text.
+   */
+  const settledEvents = async (attemptId: string) => {
+    const ofAttempt = (rows: OutboxRow[]) =>
+      rows.filter((r) => r.topic === Topics.usageSettled.name && (r.payload as UsageSettledV1).attempt_id === attemptId);
+    const swept = ofAttempt(await outbox.waitingMessages('usageSettled'));
+    expect(swept.map((r) => ({ key: r.key, payload: JSON.parse(JSON.stringify(r.payload)) }))).toEqual(
+      ofAttempt(sentAtOnce).map((r) => ({ key: r.key, payload: JSON.parse(r.json as string) })),
+    );
+    return swept as Array<OutboxRow & { payload: UsageSettledV1 }>;
+  };
 
   it('a redelivered attempt.completed (same and new event id, also racing) writes one ledger row and one settled event', async () => {
     const a = await answered(20_000n);
@@ -161,8 +177,7 @@ describe('settlement on Postgres', () => {
       });
       const outcome = await settle.execute(answeredAttemptEvent({ ...a, routeId: tieredRouteId }, over), new Date());
       const row = await db.prisma.ledgerEntry.findUniqueOrThrow({ where: { attemptId: a.attemptId } });
-      const events = await db.prisma.$queryRaw<Array<{ payload: UsageSettledV1 }>>`
-        SELECT payload FROM outbox_message WHERE topic = ${Topics.usageSettled.name} AND payload->>'attempt_id' = ${a.attemptId}`;
+      const events = await settledEvents(a.attemptId);
       expect(events).toHaveLength(1);
       const cases = await db.prisma.reconciliationCase.findMany({ where: { attemptId: a.attemptId } });
       const [read] = await new LedgerQueryRepository(db).page({

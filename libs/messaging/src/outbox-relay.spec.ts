@@ -80,6 +80,24 @@ describe('OutboxRelay sweep', () => {
     ]);
   });
 
+  it('a row standing for several messages is published once all of them went out, and set aside once if one is refused', async () => {
+    // row 1 stands for three messages (a settled batch's events share their row's id)
+    const part = (key: string, change = 'c') => ({ ...row(1, change), key });
+    const stopped = storeOf([part('1a'), part('1b'), part('1c'), row(2)]);
+    await new OutboxRelay(stopped.store, publisher({ downAfter: 2 }), quiet, { maxSendBytes: 1 }).drain();
+    expect(stopped.result.outcome?.published).toEqual([]); // 1a and 1b went out, 1c did not: the row stays
+    expect(stopped.result.outcome?.error?.message).toMatch(/ECONNREFUSED/);
+
+    const refused = storeOf([part('1a'), part('1b', 'x'.repeat(5000)), part('1c'), row(2)]);
+    const pub = publisher({ maxValue: 1000 });
+    const counted: unknown[] = [];
+    await new OutboxRelay(refused.store, pub, quiet, { quarantineCounter: { inc: (l) => counted.push(l) } }).drain();
+    expect(refused.result.outcome?.published).toEqual([2n]);
+    expect(refused.result.outcome?.quarantined).toEqual([{ id: 1n, topic, reason: 'message_too_large' }]);
+    expect(pub.sent.flat()).toEqual(['1a', '1c', 'k2']);
+    expect(counted).toEqual([{ topic, reason: 'message_too_large' }]);
+  });
+
   it('cuts sends at maxSendBytes so rows that fit alone are not refused together', async () => {
     const rows = [row(1, 'x'.repeat(400)), row(2, 'x'.repeat(400)), row(3, 'x'.repeat(400))];
     const { store } = storeOf(rows);

@@ -3,6 +3,11 @@ import { IdleBackoff } from './idle-backoff';
 import type { BusLogger } from './kafka-bus';
 import { PermanentPublishError, RawMessage } from './produce-coalescer';
 
+/**
+ * One message to publish. `id` is the outbox row it belongs to: a row may stand for several
+ * messages (a settled batch's events), which then share it, and the row is done only when all of
+ * them are out.
+ */
 export interface OutboxRow {
   id: bigint;
   topic: string;
@@ -14,11 +19,15 @@ export interface OutboxRow {
 
 /**
  * Why a row can never be published. Only the row's own content qualifies: a broker that is down
- * or slow never quarantines anything.
+ * or slow never quarantines anything. `source_missing`: a row standing for messages built from
+ * other rows (a settled batch's ledger rows) names one that is gone.
  */
-export type QuarantineReason = 'message_too_large' | 'record_rejected' | 'schema_invalid' | 'unknown_topic';
+export type QuarantineReason = 'message_too_large' | 'record_rejected' | 'schema_invalid' | 'unknown_topic' | 'source_missing';
 
-/** What one sweep batch did: rows sent, rows set aside for good, and the transient error that stopped it (if any). */
+/**
+ * What one sweep batch did: rows all of whose messages were sent, rows set aside for good (one
+ * refused message sets its whole row aside), and the transient error that stopped it (if any).
+ */
 export interface BatchOutcome {
   published: bigint[];
   quarantined: Array<{ id: bigint; topic: string; reason: QuarantineReason }>;
@@ -37,7 +46,7 @@ export interface OutboxStore {
     limit: number,
     publish: (rows: OutboxRow[]) => Promise<BatchOutcome>,
     retryIds?: readonly bigint[],
-  ): Promise<{ claimed: number } & BatchOutcome>;
+  ): Promise<{ claimed: number; /** rows may be left (default: `claimed` reached `limit`) */ more?: boolean } & BatchOutcome>;
   deletePublished(ids: bigint[]): Promise<void>;
 }
 
@@ -135,7 +144,7 @@ export class OutboxRelay {
     this.wake();
     const p = this.publishRows(rows)
       .then(() => {
-        for (const r of rows) this.toDelete.push(r.id);
+        this.toDelete.push(...new Set(rows.map((r) => r.id)));
         this.scheduleDeletes();
       })
       .catch((err: Error) => {
@@ -246,7 +255,7 @@ export class OutboxRelay {
           this.sweepFailed = true;
           break;
         }
-        if (outcome.claimed < batchSize) break;
+        if (!(outcome.more ?? outcome.claimed >= batchSize)) break;
       }
     } catch (err) {
       this.logger.warn({ error: (err as Error).message }, 'outbox drain failed; the sweep will retry');
@@ -275,8 +284,12 @@ export class OutboxRelay {
    */
   private async publishSweptRows(rows: OutboxRow[]): Promise<BatchOutcome> {
     const outcome: BatchOutcome = { published: [], quarantined: [] };
+    // A row is published once every message under its id went out, quarantined once any is refused.
+    const unsent = new Map<bigint, number>();
+    for (const row of rows) unsent.set(row.id, (unsent.get(row.id) ?? 0) + 1);
+    const refused = new Map<bigint, BatchOutcome['quarantined'][number]>();
     const quarantine = (row: OutboxRow, reason: QuarantineReason) => {
-      outcome.quarantined.push({ id: row.id, topic: row.topic, reason });
+      if (!refused.has(row.id)) refused.set(row.id, { id: row.id, topic: row.topic, reason });
     };
     const sendable: OutboxRow[] = [];
     for (const row of rows) {
@@ -291,7 +304,7 @@ export class OutboxRelay {
           chunk[0].row.topic,
           chunk.map((c) => c.message),
         );
-        outcome.published.push(...chunk.map((c) => c.row.id));
+        for (const c of chunk) unsent.set(c.row.id, (unsent.get(c.row.id) as number) - 1);
         this.opts.sweptCounter?.inc({ topic: chunk[0].row.topic }, chunk.length);
       } catch (err) {
         if (!(err instanceof PermanentPublishError)) throw err;
@@ -306,6 +319,8 @@ export class OutboxRelay {
     } catch (err) {
       outcome.error = err as Error;
     }
+    for (const [id, left] of unsent) if (left === 0 && !refused.has(id)) outcome.published.push(id);
+    outcome.quarantined.push(...refused.values());
     return outcome;
   }
 

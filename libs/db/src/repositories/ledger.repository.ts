@@ -1,9 +1,9 @@
 import { acceptanceVerdict, settledCostFields } from '@gateway/contracts';
 import type { AttemptRole, DeadlineOutcome, UsageSettledV1, UsageSource } from '@gateway/contracts';
 import { FeeLine, PRICED_FEATURES, PricedFeature, Usage, UsageCost } from '@gateway/domain';
-import { Database, Tx, txQuery } from '../database';
+import { Database, Tx, prismaTx, txQuery } from '../database';
 import { Prisma } from '../generated/prisma/client';
-import { OutboxRepository } from './outbox.repository';
+import type { OutboxRepository } from './outbox.repository';
 import { recordedCandidatesOf } from './recorded-candidates';
 
 /** What the ledger row and the settled event say about the attempt, whoever settles it. */
@@ -310,11 +310,12 @@ export function experimentFieldsOf(c: CopiedFacts): Partial<UsageSettledV1> {
 
 /**
  * The one ledger writer: inserts the attempt's row once (`ON CONFLICT (attempt_id) DO NOTHING`)
- * and, only when it was inserted, appends `usage.settled` to the outbox in the same transaction,
- * so one attempt has one row and one settled event however often it is settled.
+ * and, only when it was inserted, announces its `usage.settled` through the outbox in the same
+ * transaction (one `ledger_settled` row for the batch: `OutboxRepository.appendLedgerSettled`), so
+ * one attempt has one row and one settled event however often it is settled.
  */
 export class LedgerRepository {
-  constructor(private readonly outbox: Pick<OutboxRepository, 'appendMany'>) {}
+  constructor(private readonly outbox: Pick<OutboxRepository, 'appendLedgerSettled'>) {}
 
   /** false when the attempt already had its ledger row (nothing written). */
   async record(tx: Tx, row: LedgerRow, eventId: string): Promise<boolean> {
@@ -348,10 +349,45 @@ export class LedgerRepository {
         const copied = copiedOf.get(row.attemptId)!;
         return { key: row.workloadId, payload: usageSettledEvent(row, eventId, copied.quota_scope, copied) };
       });
-    await this.outbox.appendMany(tx, 'usageSettled', events);
+    await this.outbox.appendLedgerSettled(tx, events);
     return new Set(copiedOf.keys());
   }
 }
+
+/**
+ * The `usage.settled` events of ledger rows already written, the same as `recordMany` built when it
+ * inserted them (the row, what it copied from its action and attempt, the action's quota scope):
+ * what a sweep publishes for an outbox row of kind `ledger_settled`. `pairs` are [attempt id, event
+ * id]; an attempt without a ledger row is missing from the map. Keyed as `recordMany` keys them.
+ */
+export async function usageSettledOfLedger(
+  tx: Tx,
+  pairs: ReadonlyArray<readonly [string, string]>,
+): Promise<Map<string, { key: string; payload: UsageSettledV1 }>> {
+  const eventIdOf = new Map(pairs);
+  const rows = await prismaTx(tx).$queryRaw<Array<LedgerRaw & CopiedRaw & { quota_scope: string | null }>>`
+    SELECT l.*, a.quota_scope FROM ledger_entry l LEFT JOIN action a ON a.id = l.action_id
+    WHERE l.attempt_id = ANY(${[...eventIdOf.keys()]}::text[])`;
+  return new Map(
+    rows.map((r) => {
+      const copied: CopiedFacts = {
+        cohort: r.cohort as UsageSettledV1['cohort'],
+        winner: r.winner,
+        experiment_id: r.experiment_id,
+        action_admitted_at: r.action_admitted_at,
+        attempt_ended_at: r.attempt_ended_at,
+        acceptance_verdict: r.acceptance_verdict,
+        candidate_outcomes: r.candidate_outcomes,
+        experiment_pause_id: r.experiment_pause_id,
+      };
+      const row = toLedgerRow(r);
+      return [r.attempt_id, { key: row.workloadId, payload: usageSettledEvent(row, eventIdOf.get(r.attempt_id)!, r.quota_scope, copied) }];
+    }),
+  );
+}
+
+/** The ledger columns EXPERIMENT_FACTS copied, as read back. */
+type CopiedRaw = Omit<CopiedFacts, 'cohort'> & { cohort: string | null };
 
 type ColumnValue = string | number | boolean | null | FeeLineJson[];
 const money = (v: bigint | null): string | null => (v === null ? null : v.toString());

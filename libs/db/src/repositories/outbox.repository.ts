@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { PolicyChangedV1, TopicKey, TopicPayload, Topics } from '@gateway/contracts';
+import { PolicyChangedV1, TopicKey, TopicPayload, Topics, UsageSettledV1 } from '@gateway/contracts';
 import type { BatchOutcome, OutboxRow, OutboxStore } from '@gateway/messaging';
 import { Database, PreparedStatement, Tx, prismaTx, txQuery } from '../database';
+import { usageSettledOfLedger } from './ledger.repository';
 
 /** How long a row belongs to the relay of the process that wrote it before any sweep may take it. */
 export const OUTBOX_LEASE_MS = 30_000;
@@ -33,6 +34,17 @@ const INSERT_OUTBOX_ROWS = `
   RETURNING id, event_id`;
 
 /**
+ * A settled batch's one row (`appendLedgerSettled`): the payload names its ledger rows, [[attempt
+ * id, event id], ...], ~80 bytes an event against ~1 KB for the event itself.
+ */
+const INSERT_LEDGER_SETTLED = `
+  INSERT INTO outbox_message (event_id, topic, key, payload, kind) VALUES ($1, $2, '', $3::json, 'ledger_settled') RETURNING id`;
+
+/** What a row holds: the message itself, or a settled batch whose events are built from its ledger rows. */
+type OutboxKind = 'message' | 'ledger_settled';
+type StoredRow = { id: bigint; topic: string; key: string; payload: unknown; kind: OutboxKind };
+
+/**
  * Whether the sweep has anything to claim; runs every second in every service. Two probes, each
  * one index lookup: the oldest unquarantined row past the lease (`outbox_message_created_at_idx`),
  * and this relay's failed sends by id.
@@ -47,9 +59,12 @@ const SWEEP_DUE: PreparedStatement = {
 };
 
 /**
- * Transactional outbox: events are written with the state change they announce. After the
- * commit, the rows that transaction wrote are handed to listeners (the relay publishes them at
- * once); rows nobody published are found by the sweep (`drainBatch`) once they are older than
+ * Transactional outbox: events are written with the state change they announce. A row is one
+ * message, or (kind `ledger_settled`) a settled batch's `usage.settled` events, which a sweep
+ * builds from the ledger rows the row names: the ledger row is the event's record, so its ~1 KB is
+ * not written a second time (migration 20261205000000). After the commit, the messages that
+ * transaction wrote are handed to listeners, each under the id of its row (the relay publishes
+ * them at once, and deletes a row when all its messages are out); rows nobody published are found by the sweep (`drainBatch`) once they are older than
  * `sweepAfterMs`, the lease of the writer's relay. A row the broker has acknowledged is deleted
  * (`deletePublished`, or in the sweep's transaction): what the table holds is what still waits,
  * and the quarantined rows an operator must fix.
@@ -104,10 +119,7 @@ export class OutboxRepository implements OutboxStore {
   ): Promise<void> {
     if (events.length === 0) return;
     const spec = Topics[topicKey];
-    const values = events.map((e) => {
-      const value = spec.schema.parse(e.payload) as { event_id?: string };
-      return { eventId: value.event_id ?? randomUUID(), key: e.key, value, json: JSON.stringify(value) };
-    });
+    const values = this.encode(topicKey, events);
     // Three texts of one line per event, sent by `pg` on the transaction's connection (`txQuery`),
     // not arrays whose elements `pg` escapes one by one. Each payload is stringified once: the
     // lines are those texts, and the relay publishes the same text (`OutboxRow.json`).
@@ -122,6 +134,34 @@ export class OutboxRepository implements OutboxStore {
     for (const v of values) {
       this.committed(tx, { id: idOf.get(v.eventId) as bigint, topic: spec.name, key: v.key, payload: v.value, json: v.json });
     }
+  }
+
+  /**
+   * A settled batch's `usage.settled` events, announced by one row of kind `ledger_settled` naming
+   * the ledger rows this transaction inserted ([attempt id, event id]); a sweep builds the events
+   * from those rows (`usageSettledOfLedger`, the same function of the row as `recordMany` used).
+   * This process's relay publishes the events as built here, each under the row's id.
+   */
+  async appendLedgerSettled(tx: Tx, events: ReadonlyArray<{ key: string; payload: UsageSettledV1 }>): Promise<void> {
+    if (events.length === 0) return;
+    const topic = Topics.usageSettled.name;
+    const values = this.encode('usageSettled', events);
+    const [row] = await txQuery<{ id: bigint | string }>(tx, INSERT_LEDGER_SETTLED, [
+      randomUUID(),
+      topic,
+      JSON.stringify(values.map((v) => [v.value.attempt_id, v.eventId])),
+    ]);
+    const id = BigInt(row.id);
+    for (const v of values) this.committed(tx, { id, topic, key: v.key, payload: v.value, json: v.json });
+  }
+
+  /** Each event checked against its topic's schema and stringified once (the relay publishes that text). */
+  private encode<K extends TopicKey>(topicKey: K, events: ReadonlyArray<{ key: string; payload: TopicPayload<K> }>) {
+    const schema = Topics[topicKey].schema;
+    return events.map((e) => {
+      const value = schema.parse(e.payload) as TopicPayload<K> & { event_id?: string };
+      return { eventId: value.event_id ?? randomUUID(), key: e.key, value, json: JSON.stringify(value) };
+    });
   }
 
   /**
@@ -154,27 +194,32 @@ export class OutboxRepository implements OutboxStore {
 
   /**
    * The sweep: rows older than `sweepAfterMs`, still unpublished and not quarantined, claimed
-   * with SKIP LOCKED. What `publish` sent is deleted and what it refused for good is
-   * quarantined with its reason, in the same transaction, even when a transient error stopped it.
-   * Nearly every sweep finds nothing: one autocommit statement says so, and only a sweep with
-   * something to claim opens the transaction.
+   * with SKIP LOCKED, their messages handed to `publish` (a `ledger_settled` row's built from its
+   * ledger rows; rows are taken in order until they hold `limit` messages, at least one row, and
+   * the rest of the claim is left for the next batch). What `publish` sent is deleted and what it
+   * refused for good is quarantined with its reason, in the same transaction, even when a transient
+   * error stopped it; so is a `ledger_settled` row one of whose ledger rows is gone
+   * (`source_missing`). Nearly every sweep finds nothing: one autocommit statement says so, and
+   * only a sweep with something to claim opens the transaction.
    */
   async drainBatch(
     limit: number,
     publish: (rows: OutboxRow[]) => Promise<BatchOutcome>,
     retryIds: readonly bigint[] = [],
-  ): Promise<{ claimed: number } & BatchOutcome> {
+  ): Promise<{ claimed: number; more: boolean } & BatchOutcome> {
     const retry = retryIds.map(String);
     const [{ due }] = await this.db.query<{ due: boolean }>(SWEEP_DUE, [this.sweepAfterMs / 1000, retry]);
-    if (!due) return { claimed: 0, published: [], quarantined: [] };
+    if (!due) return { claimed: 0, more: false, published: [], quarantined: [] };
     return this.db.transaction(async (tx) => {
-      const rows = await prismaTx(tx).$queryRaw<Array<{ id: bigint; topic: string; key: string; payload: unknown }>>`
-        SELECT id, topic, key, payload FROM outbox_message
+      const claimed = await prismaTx(tx).$queryRaw<StoredRow[]>`
+        SELECT id, topic, key, payload, kind FROM outbox_message
         WHERE quarantined_at IS NULL
           AND (created_at < now() - make_interval(secs => ${this.sweepAfterMs / 1000}) OR id = ANY(${retry}::bigint[]))
         ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
-      if (rows.length === 0) return { claimed: 0, published: [], quarantined: [] };
-      const outcome = await publish(rows);
+      if (claimed.length === 0) return { claimed: 0, more: false, published: [], quarantined: [] };
+      const { messages, missing, taken } = await this.messagesOf(tx, claimed, limit);
+      const outcome = messages.length > 0 ? await publish(messages) : { published: [], quarantined: [] };
+      outcome.quarantined.push(...missing.map((r) => ({ id: r.id, topic: r.topic, reason: 'source_missing' as const })));
       if (outcome.published.length > 0) {
         await prismaTx(tx).$executeRaw`DELETE FROM outbox_message WHERE id = ANY(${outcome.published}::bigint[])`;
       }
@@ -184,7 +229,52 @@ export class OutboxRepository implements OutboxStore {
           FROM unnest(${outcome.quarantined.map((q) => q.id)}::bigint[], ${outcome.quarantined.map((q) => q.reason)}::text[]) AS q(id, reason)
           WHERE o.id = q.id`;
       }
-      return { claimed: rows.length, ...outcome };
+      return { claimed: claimed.length, more: claimed.length === limit || taken < claimed.length, ...outcome };
+    });
+  }
+
+  /**
+   * The messages of stored rows, in order, until they number `limit` (at least one row): a
+   * `message` row is its payload; a `ledger_settled` row is one `usage.settled` event per ledger row
+   * it names, each under the row's id, or `missing` when any of those ledger rows is gone.
+   */
+  private async messagesOf(
+    tx: Tx,
+    stored: StoredRow[],
+    limit: number,
+  ): Promise<{ messages: OutboxRow[]; missing: StoredRow[]; taken: number }> {
+    const rows: StoredRow[] = [];
+    for (let count = 0; rows.length < stored.length && (rows.length === 0 || count < limit);) {
+      const row = stored[rows.length];
+      rows.push(row);
+      count += row.kind === 'ledger_settled' ? (row.payload as unknown[]).length : 1;
+    }
+    const pairs = rows.flatMap((r) => (r.kind === 'ledger_settled' ? (r.payload as Array<[string, string]>) : []));
+    const settled = pairs.length > 0 ? await usageSettledOfLedger(tx, pairs) : new Map<string, { key: string; payload: UsageSettledV1 }>();
+    const messages: OutboxRow[] = [];
+    const missing: StoredRow[] = [];
+    for (const r of rows) {
+      if (r.kind !== 'ledger_settled') {
+        messages.push({ id: r.id, topic: r.topic, key: r.key, payload: r.payload });
+        continue;
+      }
+      const events = (r.payload as Array<[string, string]>).map(([attemptId]) => settled.get(attemptId));
+      if (events.some((e) => e === undefined)) missing.push(r);
+      else for (const e of events as Array<{ key: string; payload: UsageSettledV1 }>) messages.push({ id: r.id, topic: r.topic, ...e });
+    }
+    return { messages, missing, taken: rows.length };
+  }
+
+  /**
+   * The messages still waiting on a topic, as a sweep would publish them (quarantined rows left
+   * out): for tests and for whoever investigates a backlog.
+   */
+  async waitingMessages(topicKey: TopicKey): Promise<OutboxRow[]> {
+    return this.db.transaction(async (tx) => {
+      const stored = await prismaTx(tx).$queryRaw<StoredRow[]>`
+        SELECT id, topic, key, payload, kind FROM outbox_message
+        WHERE quarantined_at IS NULL AND topic = ${Topics[topicKey].name} ORDER BY id`;
+      return (await this.messagesOf(tx, stored, Infinity)).messages;
     });
   }
 
