@@ -17,6 +17,8 @@ import { CasesController } from './http/cases.controller';
 import { ExposureController } from './http/exposure.controller';
 import { QuotaCountersController } from './http/quota-counters.controller';
 import { InstanceCountersScheduler } from './schedulers/instance-counters.scheduler';
+import { PruneProcessedEventsScheduler } from './schedulers/prune-processed-events.scheduler';
+import { PruneProcessedEvents } from './usecases/prune-processed-events/prune-processed-events.usecase';
 import { ReconcileInstanceCounters } from './usecases/reconcile-instance-counters/reconcile-instance-counters.usecase';
 import {
   CONTROLS_CONFIG,
@@ -103,6 +105,8 @@ export class ReconciliationModule {
         SweepScheduler,
         ReconcileInstanceCounters,
         InstanceCountersScheduler,
+        PruneProcessedEvents,
+        PruneProcessedEventsScheduler,
       ],
     };
   }

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { replyTopicKey } from './events';
-import { addressTo, allTopics, RECIPIENT_HEADER, recipientPartition, replyAddressOf, Topics } from './topics';
+import { addressTo, allTopics, RECIPIENT_HEADER, recipientPartition, REDELIVERY_HORIZON_MS, replyAddressOf, Topics } from './topics';
 
 describe('recipientPartition', () => {
   it.each([
@@ -55,6 +55,13 @@ describe('addressTo', () => {
 
   it('refuses a topic that is not addressed', () => {
     expect(() => addressTo('attemptCompleted', 'settlement-1')).toThrow(/not an addressed topic/);
+  });
+});
+
+describe('the redelivery horizon', () => {
+  it("outlasts every topic: its retention plus the broker's 7-day segment roll", () => {
+    const DAY = 24 * 60 * 60 * 1000;
+    for (const t of allTopics()) expect(REDELIVERY_HORIZON_MS).toBeGreaterThanOrEqual(t.retentionMs + 7 * DAY);
   });
 });
 

@@ -130,6 +130,15 @@ export type TopicPayload<K extends TopicKey> = z.infer<(typeof Topics)[K]['schem
 
 export const allTopics = (): TopicSpec<z.ZodTypeAny>[] => Object.values(Topics);
 
+/**
+ * How long after a consumer first took an event the same message may still come to it again: the
+ * longest retention of any topic, plus Kafka's default segment roll (7 days: the broker deletes a
+ * segment only once its newest message is past retention, so a message can outlive its retention
+ * by that much), plus a day. A consumer's record of the event ids it handled (`processed_event`)
+ * is kept this long and pruned after (reconciliation's `PruneProcessedEvents`).
+ */
+export const REDELIVERY_HORIZON_MS = Math.max(...allTopics().map((t) => t.retentionMs)) + 8 * DAY;
+
 /** Every reply topic key names a declared, addressed topic (checked by the compiler and at load). */
 for (const key of replyTopicKey.options satisfies readonly TopicKey[]) {
   if (!Topics[key].addressed) throw new Error(`reply topic ${key} must be addressed`);

@@ -32,4 +32,16 @@ export class ProcessedEventRepository implements ProcessedEventStore<Tx> {
             ON CONFLICT DO NOTHING RETURNING event_id`;
     return new Set(inserted.map((r) => r.event_id));
   }
+
+  /**
+   * Deletes up to `limit` recorded ids handled before `cutoff` (oldest pages first, through the
+   * BRIN index on `processed_at`: ids are appended in time order, so the index stays a few pages);
+   * returns how many went. Past the redelivery horizon (`REDELIVERY_HORIZON_MS`) no topic can
+   * bring the event again, so nothing relies on its id any more.
+   */
+  async pruneBefore(cutoff: Date, limit: number): Promise<number> {
+    return this.db.prisma.$executeRaw`
+      DELETE FROM processed_event WHERE ctid = ANY(ARRAY(
+        SELECT ctid FROM processed_event WHERE processed_at < ${cutoff} LIMIT ${limit}))`;
+  }
 }
