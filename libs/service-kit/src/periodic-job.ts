@@ -1,3 +1,4 @@
+import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { IdleBackoff } from '@gateway/messaging';
 
 export interface PeriodicJobOptions {
@@ -68,5 +69,21 @@ export class PeriodicJob {
       void this.tick();
     }, ms);
     this.timer.unref();
+  }
+}
+
+/**
+ * A Nest provider that runs one `PeriodicJob` from application bootstrap until shutdown (a job of
+ * interval 0 never starts): the one home of that wiring, which every scheduler extends.
+ */
+export abstract class ScheduledJob implements OnApplicationBootstrap, OnApplicationShutdown {
+  protected constructor(private readonly job: PeriodicJob) {}
+
+  onApplicationBootstrap(): void {
+    this.job.start();
+  }
+
+  onApplicationShutdown(): Promise<void> {
+    return this.job.stop();
   }
 }

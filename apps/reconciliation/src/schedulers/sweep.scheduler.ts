@@ -1,6 +1,6 @@
-import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { Clock, InjectClock, InjectLogger, PeriodicJob } from '@gateway/service-kit';
+import { Clock, InjectClock, InjectLogger, PeriodicJob, ScheduledJob } from '@gateway/service-kit';
 import { SWEEP_CONFIG, SweepConfig } from '../reconciliation.config';
 import { ReconciliationMetrics } from '../reconciliation.metrics';
 import { SweepReservations } from '../usecases/sweep-reservations/sweep-reservations.usecase';
@@ -10,9 +10,7 @@ import { SweepReservations } from '../usecases/sweep-reservations/sweep-reservat
  * while sweeps find nothing; one sweep at a time per instance (instances coordinate through row locks).
  */
 @Injectable()
-export class SweepScheduler implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly job: PeriodicJob;
-
+export class SweepScheduler extends ScheduledJob {
   constructor(
     sweep: SweepReservations,
     metrics: ReconciliationMetrics,
@@ -20,27 +18,21 @@ export class SweepScheduler implements OnApplicationBootstrap, OnApplicationShut
     @InjectLogger() log: Logger,
     @InjectClock() clock: Clock,
   ) {
-    this.job = new PeriodicJob(
-      config.intervalMs,
-      async () => {
-        const report = await sweep.execute(clock.now());
-        metrics.swept.inc({ kind: 'voided' }, report.voidedActionIds.length);
-        metrics.swept.inc({ kind: 'orphaned_attempt' }, report.orphans.length);
-        return report.voidedActionIds.length + report.orphans.length > 0;
-      },
-      (err) => {
-        metrics.sweepFailures.inc();
-        log.error({ error: err.message }, 'sweep failed');
-      },
-      { idleMaxMs: config.idleMaxMs },
+    super(
+      new PeriodicJob(
+        config.intervalMs,
+        async () => {
+          const report = await sweep.execute(clock.now());
+          metrics.swept.inc({ kind: 'voided' }, report.voidedActionIds.length);
+          metrics.swept.inc({ kind: 'orphaned_attempt' }, report.orphans.length);
+          return report.voidedActionIds.length + report.orphans.length > 0;
+        },
+        (err) => {
+          metrics.sweepFailures.inc();
+          log.error({ error: err.message }, 'sweep failed');
+        },
+        { idleMaxMs: config.idleMaxMs },
+      ),
     );
-  }
-
-  onApplicationBootstrap(): void {
-    this.job.start();
-  }
-
-  onApplicationShutdown(): Promise<void> {
-    return this.job.stop();
   }
 }
