@@ -64,8 +64,9 @@ const SWEEP_DUE: PreparedStatement = {
  * builds from the ledger rows the row names: the ledger row is the event's record, so its ~1 KB is
  * not written a second time (migration 20261205000000). After the commit, the messages that
  * transaction wrote are handed to listeners, each under the id of its row (the relay publishes
- * them at once, and deletes a row when all its messages are out); rows nobody published are found by the sweep (`drainBatch`) once they are older than
- * `sweepAfterMs`, the lease of the writer's relay. A row the broker has acknowledged is deleted
+ * them at once, and deletes a row when all its messages are out); rows nobody published are
+ * found by the sweep (`drainBatch`) once they are older than `sweepAfterMs`, the lease of the
+ * writer's relay. A row the broker has acknowledged is deleted
  * (`deletePublished`, or in the sweep's transaction): what the table holds is what still waits,
  * and the quarantined rows an operator must fix.
  *
