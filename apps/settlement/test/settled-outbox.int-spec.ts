@@ -3,7 +3,8 @@
  * on the real Postgres and Kafka: a sweep publishes the events the writer's relay would have sent
  * at once, built from the ledger rows, and deletes the row only once all of them are out; a sweep
  * stopped half way keeps the row and the next sends it whole; a row naming a ledger row that is
- * gone is quarantined (`source_missing`) and the rows behind it still go out.
+ * gone is quarantined (`source_missing`), one that can never be built (hand-written, not pairs, on
+ * another topic) as `schema_invalid`, and the rows behind them still go out.
  */
 import { randomUUID } from 'node:crypto';
 import { Topics, UsageSettledV1 } from '@gateway/contracts';
@@ -108,6 +109,31 @@ describe('a settled batch in the outbox', () => {
     const ids = publishedFor(batch.workloadId).map((p) => p.event.attempt_id);
     expect([...new Set(ids)].sort()).toEqual([...batch.attemptIds].sort());
     expect(ids.filter((id) => id === batch.attemptIds[0])).toHaveLength(2);
+    expect(await db.prisma.outboxMessage.count({ where: { id: batch.rowIds[0] } })).toBe(0);
+  });
+
+  it('a row that can never be built (not pairs, no pairs, another topic) is quarantined, never fails every sweep', async () => {
+    const hostile = [
+      [Topics.usageSettled.name, JSON.stringify({ attempt_id: 'x' })],
+      [Topics.usageSettled.name, '[]'],
+      [Topics.usageSettled.name, JSON.stringify([[1e308, null]])],
+      [Topics.usageSettled.name, JSON.stringify([['a\u0000b']])],
+      [Topics.policyChanged.name, JSON.stringify([[`attempt-${randomUUID()}`, randomUUID()]])],
+    ];
+    const ids: bigint[] = [];
+    for (const [topic, payload] of hostile) {
+      const [row] = await db.prisma.$queryRaw<Array<{ id: bigint }>>`
+        INSERT INTO outbox_message (event_id, topic, key, payload, kind)
+        VALUES (${randomUUID()}, ${topic}, '', ${payload}::json, 'ledger_settled') RETURNING id`;
+      ids.push(row.id);
+    }
+    const batch = await settledBatch(2);
+
+    await new OutboxRelay(outbox, bus, quiet).drain();
+
+    const rows = await db.prisma.outboxMessage.findMany({ where: { id: { in: ids } }, orderBy: { id: 'asc' } });
+    expect(rows.map((r) => r.quarantineReason)).toEqual(hostile.map(() => 'schema_invalid'));
+    await eventually(() => (publishedFor(batch.workloadId).length >= 2 ? true : undefined));
     expect(await db.prisma.outboxMessage.count({ where: { id: batch.rowIds[0] } })).toBe(0);
   });
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
 import { PolicyChangedV1, TopicKey, TopicPayload, Topics, UsageSettledV1 } from '@gateway/contracts';
-import type { BatchOutcome, OutboxRow, OutboxStore } from '@gateway/messaging';
+import type { BatchOutcome, OutboxRow, OutboxStore, QuarantineReason } from '@gateway/messaging';
 import { Database, PreparedStatement, Tx, prismaTx, txQuery } from '../database';
 import { usageSettledOfLedger } from './ledger.repository';
 
@@ -43,6 +44,13 @@ const INSERT_LEDGER_SETTLED = `
 /** What a row holds: the message itself, or a settled batch whose events are built from its ledger rows. */
 type OutboxKind = 'message' | 'ledger_settled';
 type StoredRow = { id: bigint; topic: string; key: string; payload: unknown; kind: OutboxKind };
+
+/**
+ * A `ledger_settled` row's payload as `appendLedgerSettled` writes it: at least one [attempt id,
+ * event id] pair, on the settled topic. Anything else (a row written by hand, a future writer) is
+ * quarantined as `schema_invalid`, never left to fail every sweep.
+ */
+const ledgerRefs = z.array(z.tuple([z.string().min(1), z.string().min(1)])).min(1);
 
 /**
  * Whether the sweep has anything to claim; runs every second in every service. Two probes, each
@@ -199,8 +207,7 @@ export class OutboxRepository implements OutboxStore {
    * ledger rows; rows are taken in order until they hold `limit` messages, at least one row, and
    * the rest of the claim is left for the next batch). What `publish` sent is deleted and what it
    * refused for good is quarantined with its reason, in the same transaction, even when a transient
-   * error stopped it; so is a `ledger_settled` row one of whose ledger rows is gone
-   * (`source_missing`). Nearly every sweep finds nothing: one autocommit statement says so, and
+   * error stopped it; so is a `ledger_settled` row that can never be built (`messagesOf`). Nearly every sweep finds nothing: one autocommit statement says so, and
    * only a sweep with something to claim opens the transaction.
    */
   async drainBatch(
@@ -218,9 +225,9 @@ export class OutboxRepository implements OutboxStore {
           AND (created_at < now() - make_interval(secs => ${this.sweepAfterMs / 1000}) OR id = ANY(${retry}::bigint[]))
         ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
       if (claimed.length === 0) return { claimed: 0, more: false, published: [], quarantined: [] };
-      const { messages, missing, taken } = await this.messagesOf(tx, claimed, limit);
+      const { messages, refused, taken } = await this.messagesOf(tx, claimed, limit);
       const outcome = messages.length > 0 ? await publish(messages) : { published: [], quarantined: [] };
-      outcome.quarantined.push(...missing.map((r) => ({ id: r.id, topic: r.topic, reason: 'source_missing' as const })));
+      outcome.quarantined.push(...refused);
       if (outcome.published.length > 0) {
         await prismaTx(tx).$executeRaw`DELETE FROM outbox_message WHERE id = ANY(${outcome.published}::bigint[])`;
       }
@@ -237,33 +244,41 @@ export class OutboxRepository implements OutboxStore {
   /**
    * The messages of stored rows, in order, until they number `limit` (at least one row): a
    * `message` row is its payload; a `ledger_settled` row is one `usage.settled` event per ledger row
-   * it names, each under the row's id, or `missing` when any of those ledger rows is gone.
+   * it names, each under the row's id. `refused`: `ledger_settled` rows that can never be built — a
+   * payload that is not a list of pairs on the settled topic (`schema_invalid`), or a ledger row it
+   * names that is gone (`source_missing`).
    */
   private async messagesOf(
     tx: Tx,
     stored: StoredRow[],
     limit: number,
-  ): Promise<{ messages: OutboxRow[]; missing: StoredRow[]; taken: number }> {
-    const rows: StoredRow[] = [];
+  ): Promise<{ messages: OutboxRow[]; refused: BatchOutcome['quarantined']; taken: number }> {
+    const rows: Array<StoredRow & { refs?: Array<[string, string]> }> = [];
     for (let count = 0; rows.length < stored.length && (rows.length === 0 || count < limit);) {
       const row = stored[rows.length];
-      rows.push(row);
-      count += row.kind === 'ledger_settled' ? (row.payload as unknown[]).length : 1;
+      const refs = row.kind === 'ledger_settled' && row.topic === Topics.usageSettled.name ? ledgerRefs.safeParse(row.payload) : null;
+      rows.push({ ...row, refs: refs?.success ? refs.data : undefined });
+      count += refs?.success ? refs.data.length : 1;
     }
-    const pairs = rows.flatMap((r) => (r.kind === 'ledger_settled' ? (r.payload as Array<[string, string]>) : []));
+    const pairs = rows.flatMap((r) => r.refs ?? []);
     const settled = pairs.length > 0 ? await usageSettledOfLedger(tx, pairs) : new Map<string, { key: string; payload: UsageSettledV1 }>();
     const messages: OutboxRow[] = [];
-    const missing: StoredRow[] = [];
+    const refused: BatchOutcome['quarantined'] = [];
+    const refuse = (r: StoredRow, reason: QuarantineReason) => refused.push({ id: r.id, topic: r.topic, reason });
     for (const r of rows) {
       if (r.kind !== 'ledger_settled') {
         messages.push({ id: r.id, topic: r.topic, key: r.key, payload: r.payload });
         continue;
       }
-      const events = (r.payload as Array<[string, string]>).map(([attemptId]) => settled.get(attemptId));
-      if (events.some((e) => e === undefined)) missing.push(r);
+      if (!r.refs) {
+        refuse(r, 'schema_invalid');
+        continue;
+      }
+      const events = r.refs.map(([attemptId]) => settled.get(attemptId));
+      if (events.some((e) => e === undefined)) refuse(r, 'source_missing');
       else for (const e of events as Array<{ key: string; payload: UsageSettledV1 }>) messages.push({ id: r.id, topic: r.topic, ...e });
     }
-    return { messages, missing, taken: rows.length };
+    return { messages, refused, taken: rows.length };
   }
 
   /**
