@@ -112,12 +112,14 @@ describe('a settled batch in the outbox', () => {
     expect(await db.prisma.outboxMessage.count({ where: { id: batch.rowIds[0] } })).toBe(0);
   });
 
-  it('a row that can never be built (not pairs, no pairs, another topic) is quarantined, never fails every sweep', async () => {
+  it('a row that can never be built (not pairs, no pairs, an id with a NUL, another topic) is quarantined, never fails every sweep', async () => {
     const hostile = [
       [Topics.usageSettled.name, JSON.stringify({ attempt_id: 'x' })],
       [Topics.usageSettled.name, '[]'],
       [Topics.usageSettled.name, JSON.stringify([[1e308, null]])],
       [Topics.usageSettled.name, JSON.stringify([['a\u0000b']])],
+      // a well-formed pair whose id holds a NUL, which Postgres text cannot: must not fail the sweep
+      [Topics.usageSettled.name, JSON.stringify([[`attempt-\u0000${randomUUID()}`, randomUUID()]])],
       [Topics.policyChanged.name, JSON.stringify([[`attempt-${randomUUID()}`, randomUUID()]])],
     ];
     const ids: bigint[] = [];
@@ -142,6 +144,11 @@ describe('a settled batch in the outbox', () => {
       INSERT INTO outbox_message (event_id, topic, key, payload, kind)
       VALUES (${randomUUID()}, ${Topics.usageSettled.name}, '', ${JSON.stringify([[`attempt-gone-${randomUUID()}`, randomUUID()]])}::json, 'ledger_settled')
       RETURNING id`;
+    // an id 100,000 characters long names no ledger row either
+    const [long] = await db.prisma.$queryRaw<Array<{ id: bigint }>>`
+      INSERT INTO outbox_message (event_id, topic, key, payload, kind)
+      VALUES (${randomUUID()}, ${Topics.usageSettled.name}, '', ${JSON.stringify([['x'.repeat(100_000), randomUUID()]])}::json, 'ledger_settled')
+      RETURNING id`;
     const batch = await settledBatch(2);
     const counted: Array<{ topic: string; reason: string }> = [];
 
@@ -149,6 +156,7 @@ describe('a settled batch in the outbox', () => {
 
     const row = await db.prisma.outboxMessage.findUniqueOrThrow({ where: { id: gone.id } });
     expect(row.quarantineReason).toBe('source_missing');
+    expect((await db.prisma.outboxMessage.findUniqueOrThrow({ where: { id: long.id } })).quarantineReason).toBe('source_missing');
     expect(counted).toContainEqual({ topic: Topics.usageSettled.name, reason: 'source_missing' });
     await eventually(() => (publishedFor(batch.workloadId).length >= 2 ? true : undefined));
     expect(await db.prisma.outboxMessage.count({ where: { id: batch.rowIds[0] } })).toBe(0);

@@ -47,10 +47,15 @@ type StoredRow = { id: bigint; topic: string; key: string; payload: unknown; kin
 
 /**
  * A `ledger_settled` row's payload as `appendLedgerSettled` writes it: at least one [attempt id,
- * event id] pair, on the settled topic. Anything else (a row written by hand, a future writer) is
- * quarantined as `schema_invalid`, never left to fail every sweep.
+ * event id] pair, on the settled topic, each id a string Postgres `text` can hold (no NUL: the
+ * sweep's lookup would fail on it, and with it every sweep). Anything else (a row written by hand,
+ * a future writer) is quarantined as `schema_invalid`, never left to fail every sweep.
  */
-const ledgerRefs = z.array(z.tuple([z.string().min(1), z.string().min(1)])).min(1);
+const storedId = z
+  .string()
+  .min(1)
+  .refine((s) => !s.includes('\u0000'));
+const ledgerRefs = z.array(z.tuple([storedId, storedId])).min(1);
 
 /**
  * Whether the sweep has anything to claim; runs every second in every service. Two probes, each
