@@ -22,7 +22,7 @@ import { Topics } from '@gateway/contracts';
 import { Database } from '@gateway/db';
 import { KafkaBus } from '@gateway/messaging';
 import { boxCpu, boxCpuShares, BoxCpu } from '../scripts/machine.mjs';
-import { cpuMs, num, required } from './bench-env';
+import { cpuMs, num, peakRssMb, required } from './bench-env';
 import { CountedWindow, countedWindow, perRow, Snapshot } from './counted-window';
 import { completed, Seeded, seed, seedRoute } from './settlement-seed';
 
@@ -93,8 +93,10 @@ async function main(): Promise<void> {
       );
     }
     report(results);
+    const hot = await hotShares(db);
+    console.log(`row updates that were HOT (no index entries): ${hot.map((h) => `${h.table} ${h.hotPct} % of ${h.updates}`).join(', ')}`);
     const books = await verify(db, bus, all);
-    console.log(JSON.stringify({ config: CFG, results, books }));
+    console.log(JSON.stringify({ config: CFG, results, hot, books }));
     if (!books.ok) process.exitCode = 1;
   } finally {
     await bus.disconnect();
@@ -149,6 +151,12 @@ interface PhaseResult {
   checkpoints: number;
   /** where the box's CPU went over the counted window (null where /proc is not this box's) */
   window: CountedWindow | null;
+  /** WAL the server wrote during the phase (warm-up included) per event settled in it: the write work, deterministic where CPU is noisy */
+  walBytesPerEvent: number;
+  /** the phase's WAL, from and to (LSNs), for `pg_waldump --stats` on the server's pg_wal */
+  walRange: [string, string];
+  /** the instance's peak RSS when the phase ended (MB; null where /proc is not this box's) */
+  peakRssMb: number | null;
   latency?: { p50Ms: number; p99Ms: number; maxMs: number; events: number };
 }
 
@@ -176,6 +184,7 @@ async function phase(
   const since = await dbNow(db);
   const deadlocksBefore = await deadlocks(db);
   const checkpointsBefore = await checkpoints(db);
+  const walBefore = await walLsn(db);
   const box0 = boxCpu();
   const child = startSettlement(name, batchMax);
   try {
@@ -211,6 +220,7 @@ async function phase(
     const exact = await ledgerCount(db, allIds);
     if (exact !== total) throw new Error(`${name}: ${exact} of the phase's ${total} attempts have a ledger row`);
     const cpu = cpuMs(child.pid!) - (cpuAtFirst ?? 0);
+    const rssPeak = peakRssMb(child.pid!);
     const kafkaCpu = BROKER_PID === null || kafkaAtFirst === null ? null : cpuMs(BROKER_PID) - kafkaAtFirst;
     // The CPU readings began at the first poll past the warm-up's rows; the rows committed before
     // that poll (up to a few thousand: batches commit in bursts) cost CPU that is not in them.
@@ -234,7 +244,10 @@ async function phase(
       deadlocks: (await deadlocks(db)) - deadlocksBefore,
       boxCpuPct: box,
       checkpoints: (await checkpoints(db)) - checkpointsBefore,
+      walBytesPerEvent: Math.round((await walBytesSince(db, walBefore)) / total),
+      walRange: [walBefore, await walLsn(db)],
       window,
+      peakRssMb: rssPeak,
     };
     if (whileRunning) result.latency = await whileRunning();
     return result;
@@ -386,6 +399,32 @@ async function checkpoints(db: Database): Promise<number> {
   return Number(r.n);
 }
 
+async function walLsn(db: Database): Promise<string> {
+  const [r] = await db.prisma.$queryRaw<Array<{ lsn: string }>>`SELECT pg_current_wal_lsn()::text AS lsn`;
+  return r.lsn;
+}
+
+async function walBytesSince(db: Database, lsn: string): Promise<number> {
+  const [r] = await db.prisma.$queryRaw<Array<{ n: number }>>`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), ${lsn}::pg_lsn)::float8 AS n`;
+  return Number(r.n);
+}
+
+/**
+ * The share of the settled tables' row updates that were HOT (no index entries written: the new
+ * version fits on the old one's page and no indexed column changed), over the whole run. Read after
+ * the instances have exited, so their backends have flushed their statistics.
+ */
+async function hotShares(db: Database): Promise<Array<{ table: string; updates: number; hotPct: number }>> {
+  const rows = await db.prisma.$queryRaw<Array<{ relname: string; upd: bigint; hot: bigint }>>`
+    SELECT relname, n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_user_tables
+    WHERE relname IN ('attempt', 'reservation', 'budget_account') ORDER BY relname`;
+  return rows.map((r) => ({
+    table: r.relname,
+    updates: Number(r.upd),
+    hotPct: Number(r.upd) === 0 ? 0 : Math.round((Number(r.hot) * 1000) / Number(r.upd)) / 10,
+  }));
+}
+
 async function deadlocks(db: Database): Promise<number> {
   const [r] = await db.prisma.$queryRaw<
     Array<{ n: bigint }>
@@ -448,14 +487,20 @@ function report(results: PhaseResult[]): void {
   console.log('');
   console.log(`load average ${fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
   console.log(
-    'phase        batch  events  events/s  by commits  CPU ms/event  pg CPU ms/event  kafka CPU ms/event  lock waiters (avg)  deadlocks  checkpoints  box steal / iowait / idle %',
+    'phase        batch  events  events/s  by commits  CPU ms/event  pg CPU ms/event  kafka CPU ms/event  lock waiters (avg)  deadlocks  checkpoints  WAL B/event  box steal / iowait / idle %',
   );
-  const row = (r: Omit<PhaseResult, 'boxCpuPct' | 'checkpoints' | 'window'> & { boxCpuPct?: BoxCpu | null; checkpoints?: number }) =>
+  const row = (
+    r: Omit<PhaseResult, 'boxCpuPct' | 'checkpoints' | 'window' | 'peakRssMb' | 'walBytesPerEvent' | 'walRange'> & {
+      boxCpuPct?: BoxCpu | null;
+      checkpoints?: number;
+      walBytesPerEvent?: number;
+    },
+  ) =>
     console.log(
       `${r.phase.padEnd(12)} ${String(r.batchMax).padStart(5)} ${String(r.events).padStart(7)} ${String(r.eventsPerS).padStart(9)} ${String(r.committedPerS ?? '-').padStart(11)} ` +
         `${r.cpuMsPerEvent.toFixed(3).padStart(13)} ${(r.pgCpuMsPerEvent === null ? '-' : r.pgCpuMsPerEvent.toFixed(3)).padStart(16)} ` +
         `${(r.kafkaCpuMsPerEvent === null ? '-' : r.kafkaCpuMsPerEvent.toFixed(3)).padStart(19)} ` +
-        `${r.lockWaitersAvg.toFixed(2).padStart(19)} ${String(r.deadlocks).padStart(10)} ${String(r.checkpoints ?? '').padStart(12)}  ` +
+        `${r.lockWaitersAvg.toFixed(2).padStart(19)} ${String(r.deadlocks).padStart(10)} ${String(r.checkpoints ?? '').padStart(12)} ${String(r.walBytesPerEvent ?? '').padStart(12)}  ` +
         (r.boxCpuPct ? `${r.boxCpuPct.steal} / ${r.boxCpuPct.iowait} / ${r.boxCpuPct.idle}` : ''),
     );
   results.forEach(row);
@@ -517,14 +562,14 @@ function reportWindows(rounds: PhaseResult[]): void {
   const cores = ws[0].window!.cores;
   console.log(`\ncores used in the counted window (CPU seconds per second, of ${cores})`);
   console.log(
-    'round         window s  box busy  settlement  of it main thread  its pg backends  broker  rest of the box  task waiting for a CPU %  CPU ms per row, all three',
+    'round         window s  box busy  settlement  of it main thread  its pg backends  broker  rest of the box  task waiting for a CPU %  CPU ms per row, all three  instance peak RSS MB',
   );
   for (const r of ws) {
     const w = r.window!;
     const opt = (v: number | null, digits = 2) => (v === null ? '-' : v.toFixed(digits));
     console.log(
       `${r.phase.padEnd(12)} ${(w.wallMs / 1000).toFixed(1).padStart(9)} ${w.boxBusy.toFixed(2).padStart(9)} ${w.settlement.toFixed(2).padStart(11)} ` +
-        `${w.mainThread.toFixed(2).padStart(18)} ${opt(w.backends).padStart(16)} ${opt(w.broker).padStart(7)} ${w.rest.toFixed(2).padStart(16)} ${opt(w.cpuWaitPct, 1).padStart(25)} ${opt(perRow(r.window), 3).padStart(26)}`,
+        `${w.mainThread.toFixed(2).padStart(18)} ${opt(w.backends).padStart(16)} ${opt(w.broker).padStart(7)} ${w.rest.toFixed(2).padStart(16)} ${opt(w.cpuWaitPct, 1).padStart(25)} ${opt(perRow(r.window), 3).padStart(26)} ${String(r.peakRssMb ?? '-').padStart(21)}`,
     );
   }
   const mid = (pick: (r: PhaseResult) => number | null) => {
