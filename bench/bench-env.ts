@@ -26,13 +26,3 @@ export function cpuMs(pid: number, opts: { mainThread?: boolean } = {}): number 
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
-
-/** A process's peak resident set so far (VmHWM), in MB, from /proc (Linux); null when unreadable. */
-export function peakRssMb(pid: number): number | null {
-  try {
-    const kb = /^VmHWM:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-    return kb === undefined ? null : Math.round(Number(kb) / 1024);
-  } catch {
-    return null;
-  }
-}

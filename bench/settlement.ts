@@ -21,8 +21,8 @@ import path from 'node:path';
 import { Topics } from '@gateway/contracts';
 import { Database } from '@gateway/db';
 import { KafkaBus } from '@gateway/messaging';
-import { boxCpu, boxCpuShares, BoxCpu } from '../scripts/machine.mjs';
-import { cpuMs, num, peakRssMb, required } from './bench-env';
+import { boxCpu, boxCpuShares, BoxCpu, processMemoryMb } from '../scripts/machine.mjs';
+import { cpuMs, num, required } from './bench-env';
 import { CountedWindow, countedWindow, perRow, Snapshot } from './counted-window';
 import { completed, Seeded, seed, seedRoute } from './settlement-seed';
 
@@ -220,7 +220,7 @@ async function phase(
     const exact = await ledgerCount(db, allIds);
     if (exact !== total) throw new Error(`${name}: ${exact} of the phase's ${total} attempts have a ledger row`);
     const cpu = cpuMs(child.pid!) - (cpuAtFirst ?? 0);
-    const rssPeak = peakRssMb(child.pid!);
+    const rssPeak = processMemoryMb(child.pid!)?.peak ?? null;
     const kafkaCpu = BROKER_PID === null || kafkaAtFirst === null ? null : cpuMs(BROKER_PID) - kafkaAtFirst;
     // The CPU readings began at the first poll past the warm-up's rows; the rows committed before
     // that poll (up to a few thousand: batches commit in bursts) cost CPU that is not in them.

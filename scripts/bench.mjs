@@ -39,7 +39,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { startKafka } from './kafka.mjs';
-import { boxCpu, boxCpuShares, calibrateMachine, reportMachine, shares } from './machine.mjs';
+import { boxCpu, boxCpuShares, calibrateMachine, processMemoryMb, reportMachine, shares } from './machine.mjs';
 import { measurePathFloor, reportPathFloor } from './path-floor.mjs';
 import { ensurePostgres, recreateDatabase } from './postgres.mjs';
 import { ensurePrismaClient } from './prisma-generate.mjs';
@@ -1012,13 +1012,8 @@ function cpuMsPer(cpuSeconds, ok) {
 function rss(services) {
   const out = {};
   for (const c of services.children) {
-    try {
-      const status = fs.readFileSync(`/proc/${c.child.pid}/status`, 'utf8');
-      const kb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
-      out[c.service.name] = { rss: round(kb('VmRSS') / 1024, 1), peak: round(kb('VmHWM') / 1024, 1) };
-    } catch {
-      // not Linux, or the process is gone
-    }
+    const m = processMemoryMb(c.child.pid);
+    if (m) out[c.service.name] = m;
   }
   return out;
 }

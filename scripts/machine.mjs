@@ -78,6 +78,20 @@ export function boxCpuShares(before, after) {
   return pct;
 }
 
+/**
+ * A process's resident set now (VmRSS) and at its peak so far (VmHWM), in MB with one decimal, from
+ * /proc/<pid>/status; null where there is no such file (not Linux, or the process is gone).
+ */
+export function processMemoryMb(pid) {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+    return { rss: round(kb('VmRSS') / 1024, 1), peak: round(kb('VmHWM') / 1024, 1) };
+  } catch {
+    return null;
+  }
+}
+
 /** Runs every measurement (about 4–5 s) and returns the figures; `dir` holds the fsync file. */
 export async function calibrateMachine({ dir = os.tmpdir() } = {}) {
   const t0 = performance.now();
