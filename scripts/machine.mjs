@@ -80,13 +80,16 @@ export function boxCpuShares(before, after) {
 
 /**
  * A process's resident set now (VmRSS) and at its peak so far (VmHWM), in MB with one decimal, from
- * /proc/<pid>/status; null where there is no such file (not Linux, or the process is gone).
+ * /proc/<pid>/status; null where there is no such file or figure (not Linux, the process gone, a
+ * kernel thread).
  */
 export function processMemoryMb(pid) {
   try {
     const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
     const kb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
-    return { rss: round(kb('VmRSS') / 1024, 1), peak: round(kb('VmHWM') / 1024, 1) };
+    const [rss, peak] = [kb('VmRSS'), kb('VmHWM')];
+    // a kernel thread or a zombie has no VmRSS line: no figure rather than NaN
+    return Number.isFinite(rss) && Number.isFinite(peak) ? { rss: round(rss / 1024, 1), peak: round(peak / 1024, 1) } : null;
   } catch {
     return null;
   }
