@@ -22,6 +22,7 @@ import { Topics } from '@gateway/contracts';
 import { Database } from '@gateway/db';
 import { KafkaBus } from '@gateway/messaging';
 import { boxCpu, boxCpuShares, BoxCpu, processMemoryMb } from '../scripts/machine.mjs';
+import { hotShares, Query, updateCounts, walPosition, walSince } from '../scripts/pg-write-work.mjs';
 import { cpuMs, num, required } from './bench-env';
 import { CountedWindow, countedWindow, perRow, Snapshot } from './counted-window';
 import { completed, Seeded, seed, seedRoute } from './settlement-seed';
@@ -93,7 +94,7 @@ async function main(): Promise<void> {
       );
     }
     report(results);
-    const hot = await hotShares(db);
+    const hot = hotShares({}, await updateCounts(sql(db), SETTLED_TABLES));
     console.log(`row updates that were HOT (no index entries): ${hot.map((h) => `${h.table} ${h.hotPct} % of ${h.updates}`).join(', ')}`);
     const books = await verify(db, bus, all);
     console.log(JSON.stringify({ config: CFG, results, hot, books }));
@@ -153,6 +154,8 @@ interface PhaseResult {
   window: CountedWindow | null;
   /** WAL the server wrote during the phase (warm-up included) per event settled in it: the write work, deterministic where CPU is noisy */
   walBytesPerEvent: number;
+  /** the same in WAL records (pg_stat_wal; null before Postgres 14) */
+  walRecordsPerEvent: number | null;
   /** the phase's WAL, from and to (LSNs), for `pg_waldump --stats` on the server's pg_wal */
   walRange: [string, string];
   /** the instance's peak RSS when the phase ended (MB; null where /proc is not this box's) */
@@ -184,7 +187,7 @@ async function phase(
   const since = await dbNow(db);
   const deadlocksBefore = await deadlocks(db);
   const checkpointsBefore = await checkpoints(db);
-  const walBefore = await walLsn(db);
+  const walBefore = await walPosition(sql(db));
   const box0 = boxCpu();
   const child = startSettlement(name, batchMax);
   try {
@@ -244,8 +247,7 @@ async function phase(
       deadlocks: (await deadlocks(db)) - deadlocksBefore,
       boxCpuPct: box,
       checkpoints: (await checkpoints(db)) - checkpointsBefore,
-      walBytesPerEvent: Math.round((await walBytesSince(db, walBefore)) / total),
-      walRange: [walBefore, await walLsn(db)],
+      ...(await walPerEvent(db, walBefore, total)),
       window,
       peakRssMb: rssPeak,
     };
@@ -399,30 +401,25 @@ async function checkpoints(db: Database): Promise<number> {
   return Number(r.n);
 }
 
-async function walLsn(db: Database): Promise<string> {
-  const [r] = await db.prisma.$queryRaw<Array<{ lsn: string }>>`SELECT pg_current_wal_lsn()::text AS lsn`;
-  return r.lsn;
+/** The settled tables whose updates the bench reports as HOT or not. */
+const SETTLED_TABLES = ['attempt', 'budget_account', 'reservation'];
+
+/** scripts/pg-write-work.mjs's statements, run through Prisma. */
+function sql(db: Database): Query {
+  return (text, params = []) => db.prisma.$queryRawUnsafe(text, ...params);
 }
 
-async function walBytesSince(db: Database, lsn: string): Promise<number> {
-  const [r] = await db.prisma.$queryRaw<Array<{ n: number }>>`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), ${lsn}::pg_lsn)::float8 AS n`;
-  return Number(r.n);
-}
-
-/**
- * The share of the settled tables' row updates that were HOT (no index entries written: the new
- * version fits on the old one's page and no indexed column changed), over the whole run. Read after
- * the instances have exited, so their backends have flushed their statistics.
- */
-async function hotShares(db: Database): Promise<Array<{ table: string; updates: number; hotPct: number }>> {
-  const rows = await db.prisma.$queryRaw<Array<{ relname: string; upd: bigint; hot: bigint }>>`
-    SELECT relname, n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_user_tables
-    WHERE relname IN ('attempt', 'reservation', 'budget_account') ORDER BY relname`;
-  return rows.map((r) => ({
-    table: r.relname,
-    updates: Number(r.upd),
-    hotPct: Number(r.upd) === 0 ? 0 : Math.round((Number(r.hot) * 1000) / Number(r.upd)) / 10,
-  }));
+async function walPerEvent(
+  db: Database,
+  before: Awaited<ReturnType<typeof walPosition>>,
+  events: number,
+): Promise<Pick<PhaseResult, 'walBytesPerEvent' | 'walRecordsPerEvent' | 'walRange'>> {
+  const wal = await walSince(sql(db), before);
+  return {
+    walBytesPerEvent: Math.round(wal.bytes / events),
+    walRecordsPerEvent: wal.records === null ? null : Math.round((wal.records * 10) / events) / 10,
+    walRange: wal.range,
+  };
 }
 
 async function deadlocks(db: Database): Promise<number> {
@@ -487,20 +484,21 @@ function report(results: PhaseResult[]): void {
   console.log('');
   console.log(`load average ${fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
   console.log(
-    'phase        batch  events  events/s  by commits  CPU ms/event  pg CPU ms/event  kafka CPU ms/event  lock waiters (avg)  deadlocks  checkpoints  WAL B/event  box steal / iowait / idle %',
+    'phase        batch  events  events/s  by commits  CPU ms/event  pg CPU ms/event  kafka CPU ms/event  lock waiters (avg)  deadlocks  checkpoints  WAL B/event  WAL rec/event  box steal / iowait / idle %',
   );
   const row = (
-    r: Omit<PhaseResult, 'boxCpuPct' | 'checkpoints' | 'window' | 'peakRssMb' | 'walBytesPerEvent' | 'walRange'> & {
+    r: Omit<PhaseResult, 'boxCpuPct' | 'checkpoints' | 'window' | 'peakRssMb' | 'walBytesPerEvent' | 'walRecordsPerEvent' | 'walRange'> & {
       boxCpuPct?: BoxCpu | null;
       checkpoints?: number;
       walBytesPerEvent?: number;
+      walRecordsPerEvent?: number | null;
     },
   ) =>
     console.log(
       `${r.phase.padEnd(12)} ${String(r.batchMax).padStart(5)} ${String(r.events).padStart(7)} ${String(r.eventsPerS).padStart(9)} ${String(r.committedPerS ?? '-').padStart(11)} ` +
         `${r.cpuMsPerEvent.toFixed(3).padStart(13)} ${(r.pgCpuMsPerEvent === null ? '-' : r.pgCpuMsPerEvent.toFixed(3)).padStart(16)} ` +
         `${(r.kafkaCpuMsPerEvent === null ? '-' : r.kafkaCpuMsPerEvent.toFixed(3)).padStart(19)} ` +
-        `${r.lockWaitersAvg.toFixed(2).padStart(19)} ${String(r.deadlocks).padStart(10)} ${String(r.checkpoints ?? '').padStart(12)} ${String(r.walBytesPerEvent ?? '').padStart(12)}  ` +
+        `${r.lockWaitersAvg.toFixed(2).padStart(19)} ${String(r.deadlocks).padStart(10)} ${String(r.checkpoints ?? '').padStart(12)} ${String(r.walBytesPerEvent ?? '').padStart(12)} ${String(r.walRecordsPerEvent ?? '').padStart(14)}  ` +
         (r.boxCpuPct ? `${r.boxCpuPct.steal} / ${r.boxCpuPct.iowait} / ${r.boxCpuPct.idle}` : ''),
     );
   results.forEach(row);

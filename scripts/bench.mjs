@@ -41,6 +41,7 @@ import pg from 'pg';
 import { startKafka } from './kafka.mjs';
 import { boxCpu, boxCpuShares, calibrateMachine, processMemoryMb, reportMachine, shares } from './machine.mjs';
 import { measurePathFloor, reportPathFloor } from './path-floor.mjs';
+import { hotShares, updateCounts, walPosition, walSince } from './pg-write-work.mjs';
 import { ensurePostgres, recreateDatabase } from './postgres.mjs';
 import { ensurePrismaClient } from './prisma-generate.mjs';
 import { contentKey, ROOT, runTs, sleep, startServices } from './services.mjs';
@@ -287,6 +288,7 @@ async function main() {
     await loop.reset();
     const before = await cpu.snapshot();
     const xactsBefore = await pgTransactions(pool);
+    const writesBefore = await pgWrites(pool);
     const requestsBefore = await kafkaRequests.scrape();
     const sampler = pgWaitSampler(pool);
     const r = await load(requestFor(target, phase.workloads), { ...phase.opts, duration: CFG.durationS });
@@ -296,6 +298,7 @@ async function main() {
     const cpuSeconds = cpu.seconds(before, after);
     const helperCpuMsPerOk = cpuMsPer(cpu.helperSeconds(before, after), r.ok);
     const pgTransactionsPerOk = r.ok > 0 ? round(((await pgTransactions(pool)) - xactsBefore) / r.ok, 2) : null;
+    const pgWritesPerOk = await pgWritesPer(pool, writesBefore, r.ok);
     const kafkaRequestsPerOk = kafkaRequests.perOk(requestsBefore, await kafkaRequests.scrape(), r.ok);
     const run = {
       ...r,
@@ -304,6 +307,7 @@ async function main() {
       helperCpuMsPerOk,
       syscallsPerOk: cpu.counts(before, after, r.ok),
       pgTransactionsPerOk,
+      pgWritesPerOk,
       kafkaRequestsPerOk,
       eventLoopDelayMs,
       pgWaits,
@@ -809,6 +813,40 @@ async function pgTransactions(pool) {
   }
 }
 
+/** The tables the request path and settlement update, whose updates are reported as HOT or not. */
+const UPDATED_TABLES = ['action', 'attempt', 'budget_account', 'quota_counter', 'reservation'];
+
+/** scripts/pg-write-work.mjs's statements, run on the pool. */
+const rowsOf = (pool) => async (sql, params) => (await pool.query(sql, params)).rows;
+
+/** Where the WAL and the updated tables' counters stand (null when the server cannot say). */
+async function pgWrites(pool) {
+  try {
+    return { wal: await walPosition(rowsOf(pool)), updates: await updateCounts(rowsOf(pool), UPDATED_TABLES) };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * What Postgres wrote since `before` (a pgWrites) per 2xx answer: WAL bytes (exact), records and
+ * full-page images (pg_stat_wal, up to a second late), and per table its updates per answer and
+ * the share of them that were HOT. The WAL is the whole server's (the bench's box runs nothing
+ * else); the run's answers are settled partly after it, as the previous run's were during it.
+ */
+async function pgWritesPer(pool, before, ok) {
+  if (!before || ok <= 0) return null;
+  try {
+    const wal = await walSince(rowsOf(pool), before.wal);
+    const per = (n, digits = 1) => (n === null ? null : round(n / ok, digits));
+    const after = await updateCounts(rowsOf(pool), UPDATED_TABLES);
+    const tables = hotShares(before.updates, after).map((t) => ({ ...t, updates: per(t.updates) }));
+    return { walBytes: Math.round(wal.bytes / ok), walRecords: per(wal.records), walFpi: per(wal.fpi, 2), tables };
+  } catch {
+    return null;
+  }
+}
+
 /** "UPDATE quota_counter", "INSERT INTO action", "COMMIT"…: enough to tell statements apart. */
 function statementLabel(query) {
   const q = (query ?? '').trim().replace(/"/g, '');
@@ -1290,6 +1328,13 @@ function report(result, phases) {
     for (const phase of gatewayPhases) {
       const n = result.runs[phase.name].gateway.pgTransactionsPerOk;
       if (n != null) console.log(`Postgres transactions per 2xx answer, ${phase.label}: ${n}`);
+    }
+    for (const phase of gatewayPhases) {
+      const w = result.runs[phase.name].gateway.pgWritesPerOk;
+      if (!w) continue;
+      const records = w.walRecords === null ? '' : ` in ${w.walRecords} records (${w.walFpi} full-page images)`;
+      const hot = w.tables.filter((t) => t.updates > 0).map((t) => `${t.table} ${t.updates} (${t.hotPct} % HOT)`);
+      console.log(`Postgres writes per 2xx answer, ${phase.label}: ${w.walBytes} B of WAL${records}; row updates ${hot.join(', ')}`);
     }
     const kr = [['Kafka requests per 2xx answer (gateway runs)', 'phase', 'requests']];
     for (const phase of gatewayPhases) {
