@@ -8,8 +8,8 @@ delete swcrc.$schema;
 module.exports = {
   rootDir: __dirname,
   testEnvironment: 'node',
-  transform: { '^.+\\.(t|j)s$': ['@swc/jest', { ...swcrc, swcrc: false }] },
-  moduleFileExtensions: ['ts', 'js', 'json'],
+  transform: { '^.+\\.(t|j|mj)s$': ['@swc/jest', { ...swcrc, swcrc: false }] },
+  moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/', '/.local/'],
   watchman: false,
 };

@@ -1,0 +1,54 @@
+import { hotShares, Query, walSince } from '../scripts/pg-write-work.mjs';
+
+describe('hotShares', () => {
+  it('is the share of the updates between two readings that were HOT, per table', () => {
+    const before = { action: { updates: 100, hot: 0 }, attempt: { updates: 1_000, hot: 200 } };
+    const after = { action: { updates: 300, hot: 0 }, attempt: { updates: 1_400, hot: 500 }, reservation: { updates: 3, hot: 1 } };
+    expect(hotShares(before, after)).toEqual([
+      { table: 'action', updates: 200, hotPct: 0 },
+      { table: 'attempt', updates: 400, hotPct: 75 },
+      // a table missing from the first reading counts from zero
+      { table: 'reservation', updates: 3, hotPct: 33.3 },
+    ]);
+  });
+
+  it('reads 0 % for a table with no updates in between, not a division by zero', () => {
+    expect(hotShares({ action: { updates: 5, hot: 5 } }, { action: { updates: 5, hot: 5 } })).toEqual([
+      { table: 'action', updates: 0, hotPct: 0 },
+    ]);
+  });
+});
+
+describe('walSince', () => {
+  it('gives bytes from the WAL positions and records only when the server counts them', async () => {
+    const answers: Record<string, Array<Record<string, unknown>>> = {
+      'SELECT pg_current_wal_lsn()::text AS lsn': [{ lsn: '0/2000' }],
+      'SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::float8 AS bytes': [{ bytes: 4096 }],
+    };
+    const asked: unknown[][] = [];
+    // pg_stat_wal missing (Postgres 13): its statement fails
+    const query: Query = async (sql, params = []) => {
+      asked.push([sql, params]);
+      const rows = answers[sql];
+      if (!rows) throw new Error(`relation "pg_stat_wal" does not exist`);
+      return rows;
+    };
+    const wal = await walSince(query, { lsn: '0/1000', records: null, fpi: null });
+    expect(wal).toEqual({ bytes: 4096, records: null, fpi: null, range: ['0/1000', '0/2000'] });
+    expect(asked).toContainEqual(['SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::float8 AS bytes', ['0/2000', '0/1000']]);
+  });
+
+  it('subtracts the records and full-page images of the two readings', async () => {
+    const query: Query = async (sql) => {
+      if (sql.includes('pg_current_wal_lsn')) return [{ lsn: '0/3000' }];
+      if (sql.includes('pg_stat_wal')) return [{ records: 150, fpi: 2 }];
+      return [{ bytes: 8192 }];
+    };
+    expect(await walSince(query, { lsn: '0/1000', records: 100, fpi: 2 })).toEqual({
+      bytes: 8192,
+      records: 50,
+      fpi: 0,
+      range: ['0/1000', '0/3000'],
+    });
+  });
+});
