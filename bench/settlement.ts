@@ -178,8 +178,10 @@ async function phase(
   whileRunning?: () => Promise<PhaseResult['latency']>,
   warm: Seeded[] = [],
 ): Promise<PhaseResult> {
+  const cgroup = settlementCgroup();
   log(
-    `${name}: ${seeded.length} events waiting${warm.length > 0 ? ` behind ${warm.length} warm-up ones` : ''}; starting settlement with SETTLEMENT_BATCH_MAX=${batchMax}`,
+    `${name}: ${seeded.length} events waiting${warm.length > 0 ? ` behind ${warm.length} warm-up ones` : ''}; starting settlement with SETTLEMENT_BATCH_MAX=${batchMax}` +
+      (cgroup ? ` in the cgroup ${cgroup} (${cgroupMemoryLimit(cgroup)})` : ''),
   );
   const ids = seeded.map((s) => s.attemptId);
   const allIds = [...warm.map((s) => s.attemptId), ...ids];
@@ -316,7 +318,14 @@ function startSettlement(name: string, batchMax: number): ChildProcess {
     other || !process.env.BENCH_SETTLE_INSTANCE
       ? { args: ['-r', '@swc-node/register', 'apps/settlement/src/main.ts'], env: { SWC_NODE_PROJECT: path.join(root, 'tsconfig.json') } }
       : JSON.parse(process.env.BENCH_SETTLE_INSTANCE);
-  return spawn(process.execPath, instance.args, {
+  // BENCH_SETTLE_CGROUP: start the instance inside that cgroup, as a container would (a shell
+  // writes its own pid to cgroup.procs, then execs node), so Node sizes its heap from the
+  // cgroup's memory limit at start-up, as it does in a container.
+  const cgroup = settlementCgroup();
+  const [command, args] = cgroup
+    ? ['sh', ['-c', 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"', 'sh', cgroup, process.execPath, ...instance.args]]
+    : [process.execPath, instance.args];
+  return spawn(command, args, {
     cwd: root,
     env: {
       ...process.env,
@@ -330,6 +339,26 @@ function startSettlement(name: string, batchMax: number): ChildProcess {
 }
 
 const SETTLEMENT_APP_NAME = 'bench-settlement-instance';
+
+/** The cgroup directory of BENCH_SETTLE_CGROUP (one that exists, with a cgroup.procs), or null. */
+function settlementCgroup(): string | null {
+  const dir = process.env.BENCH_SETTLE_CGROUP;
+  if (!dir) return null;
+  if (!fs.existsSync(path.join(dir, 'cgroup.procs')))
+    throw new Error(`BENCH_SETTLE_CGROUP=${dir} is not a cgroup directory (no cgroup.procs)`);
+  return path.resolve(dir);
+}
+
+/** The memory limit of BENCH_SETTLE_CGROUP, for the log (cgroup v1 memory.limit_in_bytes, v2 memory.max). */
+function cgroupMemoryLimit(dir: string): string {
+  for (const file of ['memory.limit_in_bytes', 'memory.max']) {
+    const f = path.join(dir, file);
+    if (!fs.existsSync(f)) continue;
+    const raw = fs.readFileSync(f, 'utf8').trim();
+    return raw === 'max' || Number(raw) >= 2 ** 60 ? 'no memory limit' : `a memory limit of ${Math.round(Number(raw) / 1048576)} MB`;
+  }
+  return 'no memory controller';
+}
 
 /**
  * CPU of the backends serving the settlement instance (/proc, by application_name), summed per
