@@ -38,6 +38,17 @@ describe('walSince', () => {
     expect(asked).toContainEqual(['SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::float8 AS bytes', ['0/2000', '0/1000']]);
   });
 
+  it('gives no record count when the first reading had none, rather than counting from zero', async () => {
+    const query: Query = async (sql) => {
+      if (sql.includes('pg_current_wal_lsn')) return [{ lsn: '0/3000' }];
+      if (sql.includes('pg_stat_wal')) return [{ records: 150, fpi: 2 }];
+      return [{ bytes: 8192 }];
+    };
+    const wal = await walSince(query, { lsn: '0/1000', records: null, fpi: null });
+    expect(wal.records).toBeNull();
+    expect(wal.fpi).toBeNull();
+  });
+
   it('subtracts the records and full-page images of the two readings', async () => {
     const query: Query = async (sql) => {
       if (sql.includes('pg_current_wal_lsn')) return [{ lsn: '0/3000' }];
