@@ -1,4 +1,4 @@
-import { hotShares, Query, walSince } from '../scripts/pg-write-work.mjs';
+import { hotShares, Query, walByRelation, walLines, walSince } from '../scripts/pg-write-work.mjs';
 
 describe('hotShares', () => {
   it('is the share of the updates between two readings that were HOT, per table', () => {
@@ -61,5 +61,63 @@ describe('walSince', () => {
       fpi: 0,
       range: ['0/1000', '0/3000'],
     });
+  });
+});
+
+describe('walLines', () => {
+  const rows = [
+    { relation: 'ledger_entry', rm: 'Heap', type: 'INSERT', records: 100, bytes: 26_000 },
+    { relation: 'attempt', rm: 'Heap', type: 'UPDATE', records: 100, bytes: 9_000 },
+    { relation: 'attempt', rm: 'Heap', type: 'LOCK', records: 100, bytes: 5_400 },
+    { relation: 'attempt', rm: 'Heap', type: 'HOT_UPDATE', records: 20, bytes: 1_400 },
+    { relation: 'ledger_entry_attempt_id_key', rm: 'Btree', type: 'INSERT_LEAF', records: 100, bytes: 7_000 },
+    { relation: null, rm: 'Transaction', type: 'COMMIT', records: 40, bytes: 1_360 },
+    { relation: null, rm: 'Standby', type: 'RUNNING_XACTS', records: 2, bytes: 100 },
+  ];
+
+  it('sums each relation per unit, most records first, and names the record types that made them', () => {
+    const { lines, rest } = walLines(rows, 100);
+    expect(lines).toEqual([
+      { name: 'attempt', records: 2.2, bytes: 158, types: 'LOCK 1, UPDATE 1, HOT_UPDATE 0.2' },
+      { name: 'ledger_entry', records: 1, bytes: 260, types: 'INSERT 1' },
+      { name: 'ledger_entry_attempt_id_key', records: 1, bytes: 70, types: 'INSERT_LEAF 1' },
+      // records that touch no relation of the database: by resource manager
+      { name: '(Transaction)', records: 0.4, bytes: 14, types: 'COMMIT 0.4' },
+    ]);
+    // the standby's 0.02 per unit is under the line, counted apart
+    expect(rest).toBe(0.02);
+  });
+
+  it('reads nothing from no records', () => {
+    expect(walLines([], 10)).toEqual({ lines: [], rest: 0 });
+  });
+});
+
+describe('walByRelation', () => {
+  it('is null where pg_walinspect cannot be created, without reading the WAL', async () => {
+    const asked: string[] = [];
+    const query: Query = async (sql) => {
+      asked.push(sql);
+      throw new Error('permission denied to create extension "pg_walinspect"');
+    };
+    expect(await walByRelation(query, ['0/1000', '0/2000'])).toBeNull();
+    expect(asked).toHaveLength(1);
+  });
+
+  it('reads the range it is given and keeps records of no relation apart, unquoting quoted names', async () => {
+    const params: unknown[][] = [];
+    const query: Query = async (sql, p = []) => {
+      if (sql.startsWith('CREATE EXTENSION')) return [];
+      params.push(p);
+      return [
+        { relation: '"Attempt"', rm: 'Heap', type: 'INSERT', records: 3, bytes: 195 },
+        { relation: null, rm: 'Transaction', type: 'COMMIT', records: '1', bytes: '34' },
+      ];
+    };
+    expect(await walByRelation(query, ['0/1000', '0/2000'])).toEqual([
+      { relation: 'Attempt', rm: 'Heap', type: 'INSERT', records: 3, bytes: 195 },
+      { relation: null, rm: 'Transaction', type: 'COMMIT', records: 1, bytes: 34 },
+    ]);
+    expect(params).toEqual([['0/1000', '0/2000']]);
   });
 });

@@ -22,7 +22,7 @@ import { Topics } from '@gateway/contracts';
 import { Database } from '@gateway/db';
 import { KafkaBus } from '@gateway/messaging';
 import { boxCpu, boxCpuShares, BoxCpu, processMemoryMb } from '../scripts/machine.mjs';
-import { hotShares, Query, updateCounts, walPosition, walSince } from '../scripts/pg-write-work.mjs';
+import { hotShares, Query, updateCounts, walByRelation, walLines, walPosition, walSince } from '../scripts/pg-write-work.mjs';
 import { cpuMs, num, required } from './bench-env';
 import { CountedWindow, countedWindow, perRow, Snapshot } from './counted-window';
 import { completed, Seeded, seed, seedRoute } from './settlement-seed';
@@ -158,6 +158,8 @@ interface PhaseResult {
   walRecordsPerEvent: number | null;
   /** the phase's WAL, from and to (LSNs), for `pg_waldump --stats` on the server's pg_wal */
   walRange: [string, string];
+  /** the phase's WAL records per event by relation and record type (pg_walinspect; null without it) */
+  walByRelation: ReturnType<typeof walLines> | null;
   /** the instance's peak RSS when the phase ended (MB; null where /proc is not this box's) */
   peakRssMb: number | null;
   latency?: { p50Ms: number; p99Ms: number; maxMs: number; events: number };
@@ -442,12 +444,14 @@ async function walPerEvent(
   db: Database,
   before: Awaited<ReturnType<typeof walPosition>>,
   events: number,
-): Promise<Pick<PhaseResult, 'walBytesPerEvent' | 'walRecordsPerEvent' | 'walRange'>> {
+): Promise<Pick<PhaseResult, 'walBytesPerEvent' | 'walRecordsPerEvent' | 'walRange' | 'walByRelation'>> {
   const wal = await walSince(sql(db), before);
+  const byRelation = await walByRelation(sql(db), wal.range).catch(() => null);
   return {
     walBytesPerEvent: Math.round(wal.bytes / events),
     walRecordsPerEvent: wal.records === null ? null : Math.round((wal.records * 10) / events) / 10,
     walRange: wal.range,
+    walByRelation: byRelation && walLines(byRelation, events),
   };
 }
 
@@ -516,7 +520,10 @@ function report(results: PhaseResult[]): void {
     'phase        batch  events  events/s  by commits  CPU ms/event  pg CPU ms/event  kafka CPU ms/event  lock waiters (avg)  deadlocks  checkpoints  WAL B/event  WAL rec/event  box steal / iowait / idle %',
   );
   const row = (
-    r: Omit<PhaseResult, 'boxCpuPct' | 'checkpoints' | 'window' | 'peakRssMb' | 'walBytesPerEvent' | 'walRecordsPerEvent' | 'walRange'> & {
+    r: Omit<
+      PhaseResult,
+      'boxCpuPct' | 'checkpoints' | 'window' | 'peakRssMb' | 'walBytesPerEvent' | 'walRecordsPerEvent' | 'walRange' | 'walByRelation'
+    > & {
       boxCpuPct?: BoxCpu | null;
       checkpoints?: number;
       walBytesPerEvent?: number;
@@ -571,11 +578,29 @@ function report(results: PhaseResult[]): void {
     );
   }
   reportWindows(rounds);
+  reportWal([one, median].filter((r): r is PhaseResult => r !== undefined));
   const lat = rounds.at(-1)?.latency;
   if (lat)
     console.log(
       `steady ${CFG.rate}/s: answer → ledger p50 ${lat.p50Ms} ms, p99 ${lat.p99Ms} ms, max ${lat.maxMs} ms (${lat.events} events)`,
     );
+}
+
+/** What the WAL records per event were, by relation and record type (one-by-one and the median batched round). */
+function reportWal(results: PhaseResult[]): void {
+  const shown = results.filter((r) => r.walByRelation);
+  if (shown.length === 0) return;
+  console.log(
+    '\nWAL records per event (pg_walinspect; the phase, warm-up included), by relation: a table or index, or in parentheses records that touch none',
+  );
+  for (const r of shown) {
+    const w = r.walByRelation!;
+    const width = Math.max(...w.lines.map((l) => l.name.length));
+    console.log(`${r.phase}:`);
+    for (const l of w.lines)
+      console.log(`  ${l.name.padEnd(width)}  ${l.records.toFixed(2).padStart(6)}  ${String(l.bytes).padStart(5)} B  ${l.types}`);
+    if (w.rest > 0) console.log(`  ${'(the rest, each under 0.05)'.padEnd(width)}  ${w.rest.toFixed(2).padStart(6)}`);
+  }
 }
 
 /**

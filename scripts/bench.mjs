@@ -41,7 +41,7 @@ import pg from 'pg';
 import { startKafka } from './kafka.mjs';
 import { boxCpu, boxCpuShares, calibrateMachine, processMemoryMb, reportMachine, shares } from './machine.mjs';
 import { measurePathFloor, reportPathFloor } from './path-floor.mjs';
-import { hotShares, updateCounts, walPosition, walSince } from './pg-write-work.mjs';
+import { hotShares, updateCounts, walByRelation, walLines, walPosition, walSince } from './pg-write-work.mjs';
 import { ensurePostgres, recreateDatabase } from './postgres.mjs';
 import { ensurePrismaClient } from './prisma-generate.mjs';
 import { contentKey, ROOT, runTs, sleep, startServices } from './services.mjs';
@@ -841,7 +841,14 @@ async function pgWritesPer(pool, before, ok) {
     const per = (n, digits = 1) => (n === null ? null : round(n / ok, digits));
     const after = await updateCounts(rowsOf(pool), UPDATED_TABLES);
     const tables = hotShares(before.updates, after).map((t) => ({ ...t, updates: per(t.updates) }));
-    return { walBytes: Math.round(wal.bytes / ok), walRecords: per(wal.records), walFpi: per(wal.fpi, 2), tables };
+    const byRelation = await walByRelation(rowsOf(pool), wal.range).catch(() => null);
+    return {
+      walBytes: Math.round(wal.bytes / ok),
+      walRecords: per(wal.records),
+      walFpi: per(wal.fpi, 2),
+      tables,
+      walByRelation: byRelation && walLines(byRelation, ok),
+    };
   } catch {
     return null;
   }
@@ -1336,6 +1343,19 @@ function report(result, phases) {
       const hot = w.tables.filter((t) => t.updates > 0).map((t) => `${t.table} ${t.updates} (${t.hotPct} % HOT)`);
       console.log(`Postgres writes per 2xx answer, ${phase.label}: ${w.walBytes} B of WAL${records}; row updates ${hot.join(', ')}`);
     }
+    const wr = [['WAL records per 2xx answer (pg_walinspect)', 'phase', 'record types', 'records', 'bytes']];
+    for (const phase of gatewayPhases) {
+      const w = result.runs[phase.name].gateway.pgWritesPerOk?.walByRelation;
+      if (!w) continue;
+      for (const l of w.lines) wr.push([l.name, phase.name, l.types, l.records, l.bytes]);
+      if (w.rest > 0) wr.push(['(the rest, each under 0.05)', phase.name, '', w.rest, '']);
+    }
+    if (wr.length > 1)
+      console.log(
+        '\n' +
+          table(wr, 3) +
+          '\n(per relation: a table or index of the bench database, named by the first block each record touches; in parentheses, records that touch none: commits, other databases)',
+      );
     const kr = [['Kafka requests per 2xx answer (gateway runs)', 'phase', 'requests']];
     for (const phase of gatewayPhases) {
       const k = result.runs[phase.name].gateway.kafkaRequestsPerOk;

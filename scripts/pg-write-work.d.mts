@@ -9,3 +9,10 @@ export function walSince(
 ): Promise<{ bytes: number; records: number | null; fpi: number | null; range: [string, string] }>;
 export function updateCounts(query: Query, tables: string[]): Promise<UpdateCounts>;
 export function hotShares(before: UpdateCounts, after: UpdateCounts): Array<{ table: string; updates: number; hotPct: number }>;
+export type WalRelationRow = { relation: string | null; rm: string; type: string; records: number; bytes: number };
+export function walByRelation(query: Query, range: [string, string]): Promise<WalRelationRow[] | null>;
+export function walLines(
+  rows: WalRelationRow[],
+  unit: number,
+  digits?: number,
+): { lines: Array<{ name: string; records: number; bytes: number; types: string }>; rest: number };

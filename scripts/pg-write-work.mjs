@@ -52,3 +52,74 @@ export function hotShares(before, after) {
     return { table, updates, hotPct: updates > 0 ? Math.round((hot * 1000) / updates) / 10 : 0 };
   });
 }
+
+/**
+ * The WAL records between two positions (`range`, as walSince returns it) by what they changed:
+ * per relation of this database (a table or an index; the first block a record touches names it)
+ * and record type (Heap INSERT, HOT_UPDATE, LOCK; Btree INSERT_LEAF…), and per resource manager
+ * and type for records that touch no block of this database (commits, other databases). Read with
+ * pg_walinspect (Postgres 15+, in contrib), which a superuser can create in the bench database; null
+ * where it cannot be had. Counts, not timings: a lock taken with FOR UPDATE, an index entry that a
+ * HOT update would have spared, a page split, each is one line here.
+ */
+export async function walByRelation(query, range) {
+  try {
+    await query('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
+  } catch {
+    return null;
+  }
+  const rows = await query(
+    `WITH r AS (
+       SELECT resource_manager AS rm, record_type AS type, record_length,
+              substring(block_ref FROM 'rel \\d+/(\\d+)/\\d+')::oid AS db,
+              substring(block_ref FROM 'rel \\d+/\\d+/(\\d+)')::oid AS filenode
+         FROM pg_get_wal_records_info($1::pg_lsn, least($2::pg_lsn, pg_current_wal_flush_lsn())))
+     SELECT CASE WHEN r.db = d.oid THEN coalesce(pg_filenode_relation(0, r.filenode)::text, 'relfilenode ' || r.filenode) END AS relation,
+            r.rm, r.type, count(*)::float8 AS records, sum(r.record_length)::float8 AS bytes
+       FROM r CROSS JOIN (SELECT oid FROM pg_database WHERE datname = current_database()) d
+      GROUP BY 1, 2, 3`,
+    range,
+  );
+  return rows.map((r) => ({
+    relation: r.relation === null ? null : String(r.relation).replace(/^"|"$/g, ''),
+    rm: String(r.rm),
+    type: String(r.type),
+    records: Number(r.records),
+    bytes: Number(r.bytes),
+  }));
+}
+
+/**
+ * walByRelation's rows per `unit` (an answer, an event), one line per relation (or resource
+ * manager, for records that touch no relation of this database), most records first: records and
+ * bytes per unit and the record types that made them, e.g. `{ name: 'ledger_entry', records: 1,
+ * bytes: 260, types: 'INSERT 1' }`. Figures to `digits` decimals; lines under 0.05 per unit are
+ * left out but counted in `rest`.
+ */
+export function walLines(rows, unit, digits = 2) {
+  const by = new Map();
+  for (const r of rows) {
+    const name = r.relation ?? `(${r.rm})`;
+    const line = by.get(name) ?? { name, records: 0, bytes: 0, types: new Map() };
+    line.records += r.records;
+    line.bytes += r.bytes;
+    line.types.set(r.type, (line.types.get(r.type) ?? 0) + r.records);
+    by.set(name, line);
+  }
+  const round = (n) => Math.round((n / unit) * 10 ** digits) / 10 ** digits;
+  const lines = [...by.values()].sort((a, b) => b.records - a.records || a.name.localeCompare(b.name));
+  const shown = lines.filter((l) => l.records / unit >= 0.05);
+  const rest = lines.filter((l) => l.records / unit < 0.05).reduce((n, l) => n + l.records, 0);
+  return {
+    lines: shown.map((l) => ({
+      name: l.name,
+      records: round(l.records),
+      bytes: Math.round(l.bytes / unit),
+      types: [...l.types.entries()]
+        .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+        .map(([t, n]) => `${t} ${round(n)}`)
+        .join(', '),
+    })),
+    rest: round(rest),
+  };
+}
