@@ -39,7 +39,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { startKafka } from './kafka.mjs';
-import { boxCpu, boxCpuShares, calibrateMachine, processMemoryMb, reportMachine, shares } from './machine.mjs';
+import { boxCpu, boxCpuShares, calibrateMachine, processMemoryMb, reportMachine, round, shares } from './machine.mjs';
 import { measurePathFloor, reportPathFloor } from './path-floor.mjs';
 import { hotShares, updateCounts, walByRelation, walLines, walPosition, walSince } from './pg-write-work.mjs';
 import { ensurePostgres, recreateDatabase } from './postgres.mjs';
@@ -1479,8 +1479,6 @@ function table(rows, textColumns = 2) {
 }
 
 const signed = (n) => (n > 0 ? `+${n}` : String(n));
-const round = (n, d) => Math.round(n * 10 ** d) / 10 ** d;
-
 function withDatabase(url, database) {
   const u = new URL(url);
   u.pathname = `/${database}`;

@@ -7,4 +7,5 @@ export type BoxCpu = Record<'user' | 'nice' | 'system' | 'idle' | 'iowait' | 'ir
 export function boxCpu(hz?: number): BoxCpu | null;
 export function boxCpuShares(before: BoxCpu | null, after: BoxCpu | null): BoxCpu | null;
 export function shares(pct: BoxCpu): string;
+export function round(n: number, d: number): number;
 export function processMemoryMb(pid: number): { rss: number; peak: number } | null;

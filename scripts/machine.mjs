@@ -427,7 +427,8 @@ export function shares(pct) {
   return pct.cpuWait === undefined ? kinds : `${kinds}; some task waiting for a CPU ${pct.cpuWait} % of the time (/proc/pressure/cpu)`;
 }
 
-function round(n, d) {
+/** `n` rounded to `d` decimals: the benches' one rounding for printed figures. */
+export function round(n, d) {
   return Math.round(n * 10 ** d) / 10 ** d;
 }
 

@@ -12,6 +12,7 @@
 // provider that the direct call also makes.
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
+import { round } from './machine.mjs';
 
 const TOPIC = 'bench.path-floor';
 
@@ -137,4 +138,3 @@ async function within(promise, ms, message) {
 
 const msSince = (t) => Number(process.hrtime.bigint() - t) / 1e6;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const round = (x, d) => Math.round(x * 10 ** d) / 10 ** d;
