@@ -54,8 +54,12 @@ export function serviceCommand(service, build, env = process.env) {
  * 1.5 × what survived the last one instead of V8's adaptive factor (up to 4× when GC is quick, so
  * a busy process ballooned): −17 to −35 MB at saturation, no CPU per answer measurable in the
  * bench. docs/decisions.md, "Memory", has the measurements and the flags that were rejected.
+ * No memory reducer: 8–35 s after traffic stops, V8 ran one or two shrinking mark-compacts in
+ * 50–110 incremental steps, each step a task that wakes the event loop; on the 2-core VMs that
+ * cost each service ~0.16 s of CPU per quiet spell, to give back 3–6 MB of a 40–50 MB heap
+ * (docs/decisions.md, "Idle: V8's memory reducer").
  */
-export const SERVICE_NODE_FLAGS = ['--max-semi-space-size=4', '--heap-growing-percent=50'];
+export const SERVICE_NODE_FLAGS = ['--max-semi-space-size=4', '--heap-growing-percent=50', '--no-memory-reducer'];
 
 /**
  * A service's V8 flags: GATEWAY_NODE_FLAGS when set, else the service's own (`nodeFlags` in
