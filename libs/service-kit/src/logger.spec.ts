@@ -1,5 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Request, Response } from 'express';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createLogger, requestLog } from './logger';
 
 describe('createLogger redaction', () => {
@@ -27,8 +29,14 @@ describe('requestLog', () => {
   const setup = () => {
     const lines: Array<Record<string, unknown>> = [];
     const mw = requestLog(createLogger('test', 'info', { write: (line: string) => void lines.push(JSON.parse(line)) }));
-    const request = (method: string, originalUrl: string, status: number, end: 'finish' | 'close' | 'both' = 'finish') => {
-      const res = Object.assign(new EventEmitter(), { statusCode: status }) as unknown as Response;
+    const request = (
+      method: string,
+      originalUrl: string,
+      status: number,
+      end: 'finish' | 'close' | 'both' = 'finish',
+      headersSent = end !== 'close',
+    ) => {
+      const res = Object.assign(new EventEmitter(), { statusCode: status, headersSent }) as unknown as Response;
       let passed = false;
       mw({ method, originalUrl, url: originalUrl, headers: { authorization: 'Bearer sk-canary' } } as unknown as Request, res, () => {
         passed = true;
@@ -59,7 +67,7 @@ describe('requestLog', () => {
     const { lines, request } = setup();
     request('GET', '/health', 200);
     request('GET', '/metrics', 200);
-    request('POST', '/v1/chat/completions', 503, 'close');
+    request('POST', '/v1/chat/completions', 503, 'both');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({
       level: 30,
@@ -67,5 +75,57 @@ describe('requestLog', () => {
       err: { message: 'failed with status code 503' },
       msg: 'request errored',
     });
+  });
+
+  it('a connection closed before the answer is "request aborted", without the default status no client saw', () => {
+    const { lines, request } = setup();
+    // Nest's default for a POST is 201 until the handler sets one; nothing was sent.
+    request('POST', '/v1/chat/completions', 201, 'close');
+    // Headers went out (a stream the client left): the status sent is kept.
+    request('POST', '/v1/chat/completions', 200, 'close', true);
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatchObject({
+      level: 30,
+      req: { method: 'POST', path: '/v1/chat/completions' },
+      res: { statusCode: null },
+      msg: 'request aborted',
+    });
+    expect(lines[0]).not.toHaveProperty('err');
+    expect(typeof lines[0].responseTime).toBe('number');
+    expect(lines[1]).toMatchObject({ res: { statusCode: 200 }, msg: 'request aborted' });
+  });
+
+  it('on a real server: an answered request is "completed" with its status, one the client left is "aborted"', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const mw = requestLog(createLogger('test', 'info', { write: (line: string) => void lines.push(JSON.parse(line)) }));
+    const server = http.createServer((req, res) => {
+      res.statusCode = 201; // what Nest sets for a POST before the handler answers
+      mw(req as unknown as Request, res as unknown as Response, () => {
+        if (req.url === '/answer') res.end('{}');
+        // '/stall' never answers: the client gives up
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      await new Promise<void>((resolve, reject) =>
+        http
+          .request({ port, host: '127.0.0.1', path: '/answer', method: 'POST' }, (res) => res.resume().on('end', resolve))
+          .on('error', reject)
+          .end(),
+      );
+      const stalled = http.request({ port, host: '127.0.0.1', path: '/stall', method: 'POST' });
+      stalled.on('error', () => undefined).end();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      stalled.destroy();
+      for (let i = 0; i < 100 && lines.length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+    expect(lines.map((l) => [l.msg, (l.req as { path: string }).path, (l.res as { statusCode: unknown }).statusCode])).toEqual([
+      ['request completed', '/answer', 201],
+      ['request aborted', '/stall', null],
+    ]);
   });
 });

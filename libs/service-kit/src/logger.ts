@@ -32,10 +32,12 @@ export function createLogger(service: string, level: string, destination?: Desti
 const NOT_LOGGED = /^\/(health|metrics)/;
 
 /**
- * One line per answered request, as pino-http wrote it (`request completed`, or `request
- * errored` for a 5xx or a response that failed; both at info level), with method, path (no query
- * string: Gemini clients may put a key there), status and duration; never headers or bodies.
- * Health and metrics scrapes are not logged.
+ * One line per request, as pino-http wrote it: `request completed`, or `request errored` for a 5xx
+ * or a response that failed (both at info level), with method, path (no query string: Gemini
+ * clients may put a key there), status and duration; never headers or bodies. A request whose
+ * connection closed before its response was written (the client gave up or timed out) is
+ * `request aborted`: its status is the one sent, or none when nothing was sent, never the framework's
+ * default that no client saw. Health and metrics scrapes are not logged.
  *
  * Not pino-http + nestjs-pino: they built two child loggers per request (serialising and
  * redacting the request each time) and bound them with an AsyncLocalStorage, which turns on
@@ -48,23 +50,30 @@ export function requestLog(logger: Logger): RequestHandler {
     if (NOT_LOGGED.test(url)) return next();
     const started = performance.now();
     let done = false;
-    const finished = (err?: Error) => {
+    const finished = (how: 'finish' | 'close' | Error) => {
       if (done) return;
       done = true;
       res.removeListener('finish', onFinish);
-      res.removeListener('close', onFinish);
+      res.removeListener('close', onClose);
       res.removeListener('error', finished);
       const responseTime = Math.round(performance.now() - started);
-      const fields = { req: { method: req.method, path: url.split('?')[0] }, res: { statusCode: res.statusCode } };
-      if (err || res.statusCode >= 500) {
-        logger.info({ ...fields, err: err ?? new Error(`failed with status code ${res.statusCode}`), responseTime }, 'request errored');
+      const path = url.split('?')[0];
+      if (how === 'close' && !res.headersSent) {
+        logger.info({ req: { method: req.method, path }, res: { statusCode: null }, responseTime }, 'request aborted');
+        return;
+      }
+      const fields = { req: { method: req.method, path }, res: { statusCode: res.statusCode } };
+      if (how instanceof Error || res.statusCode >= 500) {
+        const err = how instanceof Error ? how : new Error(`failed with status code ${res.statusCode}`);
+        logger.info({ ...fields, err, responseTime }, 'request errored');
       } else {
-        logger.info({ ...fields, responseTime }, 'request completed');
+        logger.info({ ...fields, responseTime }, how === 'close' ? 'request aborted' : 'request completed');
       }
     };
-    const onFinish = () => finished();
+    const onFinish = () => finished('finish');
+    const onClose = () => finished('close');
     res.on('finish', onFinish);
-    res.on('close', onFinish);
+    res.on('close', onClose);
     res.on('error', finished);
     next();
   };
