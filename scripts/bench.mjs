@@ -39,7 +39,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { startKafka } from './kafka.mjs';
-import { boxCpu, boxCpuShares, calibrateMachine, processMemoryMb, reportMachine, round, shares } from './machine.mjs';
+import { boxCpu, boxCpuShares, calibrateMachine, platform, processMemoryMb, reportMachine, round, shares } from './machine.mjs';
 import { measurePathFloor, reportPathFloor } from './path-floor.mjs';
 import { hotShares, updateCounts, walByRelation, walLines, walPosition, walSince } from './pg-write-work.mjs';
 import { ensurePostgres, recreateDatabase } from './postgres.mjs';
@@ -132,6 +132,7 @@ async function main() {
     model: os.cpus()[0]?.model ?? null,
     node: process.version,
     loadavg: os.loadavg().map((l) => round(l, 2)),
+    platform: platform(),
     calibration,
   });
   reportMachine(machine(), table);

@@ -95,6 +95,38 @@ export function processMemoryMb(pid) {
   }
 }
 
+/**
+ * What the kernel says it runs on, read not measured: the kernel release, the hypervisor the guest
+ * kernel detected at boot (`dmesg`, where it is readable; else only whether the CPU flags name
+ * one), the clock source, and the meltdown line of the CPU vulnerabilities. These explain the
+ * wake-up rows: on a PVM guest (a hypervisor that runs the guest kernel without hardware
+ * virtualisation), page-table isolation is on even on AMD CPUs that do not need it, so every
+ * syscall, interrupt and context switch swaps page tables through the host.
+ */
+export function platform() {
+  const read = (file) => {
+    try {
+      return fs.readFileSync(file, 'utf8').trim();
+    } catch {
+      return null;
+    }
+  };
+  let hypervisor = null;
+  try {
+    const boot = execFileSync('dmesg', { stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20 }).toString();
+    hypervisor = boot.match(/Hypervisor detected: (.+)/)?.[1].trim() ?? null;
+  } catch {
+    // dmesg restricted to root (kernel.dmesg_restrict) or absent
+  }
+  if (!hypervisor && /^flags\s*:.*\bhypervisor\b/m.test(read('/proc/cpuinfo') ?? '')) hypervisor = 'yes (dmesg not readable)';
+  return {
+    kernel: os.release(),
+    hypervisor,
+    clocksource: read('/sys/devices/system/clocksource/clocksource0/current_clocksource'),
+    meltdown: read('/sys/devices/system/cpu/vulnerabilities/meltdown'),
+  };
+}
+
 /** Runs every measurement (about 4–5 s) and returns the figures; `dir` holds the fsync file. */
 export async function calibrateMachine({ dir = os.tmpdir() } = {}) {
   const t0 = performance.now();
@@ -135,6 +167,12 @@ export async function calibrateMachine({ dir = os.tmpdir() } = {}) {
 export function reportMachine(machine, table) {
   const c = machine.calibration;
   console.log(`\nMachine: ${machine.cpus} × ${machine.model}, node ${machine.node}, load average ${machine.loadavg.join(' ')}`);
+  const p = machine.platform;
+  if (p)
+    console.log(
+      `platform: kernel ${p.kernel}, hypervisor ${p.hypervisor ?? 'none seen'}, clock source ${p.clocksource ?? '?'}, ` +
+        `meltdown: ${p.meltdown ?? '?'}`,
+    );
   if (!c) return;
   console.log(
     `compute (best of 3; median): JSON + sha256 of ${JSON_DOCS} docs ${c.compute.jsonSha256Ms.best} ms (${c.compute.jsonSha256Ms.median}); ` +
