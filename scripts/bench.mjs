@@ -288,7 +288,7 @@ async function main() {
   async function measuredRun(phase, name, target) {
     await loop.reset();
     const before = await cpu.snapshot();
-    const xactsBefore = await pgTransactions(pool);
+    const pgBefore = await pgActivity(pool);
     const writesBefore = await pgWrites(pool);
     const requestsBefore = await kafkaRequests.scrape();
     const sampler = pgWaitSampler(pool);
@@ -298,7 +298,9 @@ async function main() {
     const eventLoopDelayMs = await loop.read();
     const cpuSeconds = cpu.seconds(before, after);
     const helperCpuMsPerOk = cpuMsPer(cpu.helperSeconds(before, after), r.ok);
-    const pgTransactionsPerOk = r.ok > 0 ? round(((await pgTransactions(pool)) - xactsBefore) / r.ok, 2) : null;
+    const pgAfter = await pgActivity(pool);
+    const pgTransactionsPerOk = r.ok > 0 ? round((pgAfter.transactions - pgBefore.transactions) / r.ok, 2) : null;
+    const pgSessionsOpened = Number.isFinite(pgAfter.sessions - pgBefore.sessions) ? pgAfter.sessions - pgBefore.sessions : null;
     const pgWritesPerOk = await pgWritesPer(pool, writesBefore, r.ok);
     const kafkaRequestsPerOk = kafkaRequests.perOk(requestsBefore, await kafkaRequests.scrape(), r.ok);
     const run = {
@@ -308,6 +310,7 @@ async function main() {
       helperCpuMsPerOk,
       syscallsPerOk: cpu.counts(before, after, r.ok),
       pgTransactionsPerOk,
+      pgSessionsOpened,
       pgWritesPerOk,
       kafkaRequestsPerOk,
       eventLoopDelayMs,
@@ -799,18 +802,21 @@ function pgWaitSampler(pool) {
 }
 
 /**
- * Transactions committed or rolled back in the bench database so far (pg_stat_database; the
- * backends report at most a second late, and the bench's own samples count too: read it as
- * approximate). Each commit of a writing transaction is a WAL flush.
+ * Transactions committed or rolled back in the bench database so far, and sessions (connections)
+ * opened to it (pg_stat_database; the backends report at most a second late, and the bench's own
+ * samples count too: read it as approximate). Each commit of a writing transaction is a WAL flush;
+ * each session a new backend process (fork, authentication, catalog caches, and the statements
+ * and PL/pgSQL functions prepared again on first use).
  */
-async function pgTransactions(pool) {
+async function pgActivity(pool) {
   try {
     const { rows } = await pool.query(
-      `SELECT pg_stat_clear_snapshot(), (SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database())::float8 AS n`,
+      `SELECT pg_stat_clear_snapshot(), d.xact_commit + d.xact_rollback AS transactions, d.sessions
+         FROM pg_stat_database d WHERE d.datname = current_database()`,
     );
-    return rows[0].n;
+    return { transactions: Number(rows[0].transactions), sessions: Number(rows[0].sessions) };
   } catch {
-    return NaN;
+    return { transactions: NaN, sessions: NaN };
   }
 }
 
@@ -937,15 +943,16 @@ function cpuProbe({ services, kafka, pool, pgUrl }) {
       system: Number(f[12]) / hz,
       syscr: field(io, 'syscr'),
       syscw: field(io, 'syscw'),
+      minflt: Number(f[7]),
       threads: threads(pid),
     };
   };
   const self = () => {
     const u = process.cpuUsage();
-    return sample(process.pid) ?? { user: u.user / 1e6, system: u.system / 1e6, syscr: null, syscw: null, threads: null };
+    return sample(process.pid) ?? { user: u.user / 1e6, system: u.system / 1e6, syscr: null, syscw: null, minflt: null, threads: null };
   };
   const pgLocal = ['127.0.0.1', 'localhost', '::1'].includes(new URL(pgUrl).hostname);
-  const SCALARS = ['user', 'system', 'syscr', 'syscw'];
+  const SCALARS = ['user', 'system', 'syscr', 'syscw', 'minflt'];
   const COUNTERS = [...SCALARS, 'vcsw', 'nvcsw', 'helper'];
   // A thread (or backend) that started in between counts all it did; one that ended is lost.
   const switched = (a, b, k) =>
@@ -1013,6 +1020,7 @@ function cpuProbe({ services, kafka, pool, pgUrl }) {
         reads: ratio(c.syscr, n, 2),
         voluntaryCtxSw: ratio(c.vcsw, n, 2),
         involuntaryCtxSw: ratio(c.nvcsw, n, 2),
+        minorFaults: ratio(c.minflt, n, 1),
         systemPct: ratio(100 * c.system, c.user + c.system, 1),
       });
       if (Object.keys(d).length === 0) return {};
@@ -1338,6 +1346,10 @@ function report(result, phases) {
       if (n != null) console.log(`Postgres transactions per 2xx answer, ${phase.label}: ${n}`);
     }
     for (const phase of gatewayPhases) {
+      const opened = result.runs[phase.name].gateway.pgSessionsOpened;
+      if (opened != null) console.log(`Postgres connections opened during the run (new backends), ${phase.label}: ${opened}`);
+    }
+    for (const phase of gatewayPhases) {
       const w = result.runs[phase.name].gateway.pgWritesPerOk;
       if (!w) continue;
       const records = w.walRecords === null ? '' : ` in ${w.walRecords} records (${w.walFpi} full-page images)`;
@@ -1434,8 +1446,26 @@ function report(result, phases) {
  * baseline runs, the processes that did something: provider-sim and the load generator).
  */
 function reportSyscalls(result, phases) {
-  const rows = [['syscalls and context switches per 2xx answer', 'run', 'writes', 'reads', 'vol. ctx sw', 'invol. ctx sw', 'sys % of CPU']];
-  const cells = (c) => [c.writes ?? '', c.reads ?? '', c.voluntaryCtxSw ?? '', c.involuntaryCtxSw ?? '', c.systemPct ?? ''];
+  const rows = [
+    [
+      'syscalls and context switches per 2xx answer',
+      'run',
+      'writes',
+      'reads',
+      'vol. ctx sw',
+      'invol. ctx sw',
+      'minor faults',
+      'sys % of CPU',
+    ],
+  ];
+  const cells = (c) => [
+    c.writes ?? '',
+    c.reads ?? '',
+    c.voluntaryCtxSw ?? '',
+    c.involuntaryCtxSw ?? '',
+    c.minorFaults ?? '',
+    c.systemPct ?? '',
+  ];
   for (const phase of phases) {
     for (const [target, r] of Object.entries(result.runs[phase.name])) {
       const counts = r.syscallsPerOk;
@@ -1449,7 +1479,9 @@ function reportSyscalls(result, phases) {
   }
   if (rows.length === 1) return;
   console.log('\n' + table(rows, 2));
-  console.log("(/proc: syscw, syscr; context switches summed over each process's threads; machine calibration at the top)");
+  console.log(
+    "(/proc: syscw, syscr; minor page faults (minflt, the whole process); context switches summed over each process's threads; machine calibration at the top)",
+  );
   for (const phase of phases) {
     for (const [target, r] of Object.entries(result.runs[phase.name])) {
       const box = r.syscallsPerOk?.boxCpuPct;

@@ -71,6 +71,14 @@ describe('loadConfig: instance and connection budget', () => {
     expect(() => loadConfig('t', { ...base, DATABASE_POOL_MAX: '1.5' })).toThrow();
   });
 
+  it('keeps idle pool connections open unless DATABASE_POOL_IDLE_MS says how long (whole ms, 0 = keep)', () => {
+    expect(loadConfig('t', base).databasePoolIdleMs).toBe(0);
+    expect(loadConfig('t', { ...base, DATABASE_POOL_IDLE_MS: '30000' }).databasePoolIdleMs).toBe(30000);
+    expect(() => loadConfig('t', { ...base, DATABASE_POOL_IDLE_MS: '-1' })).toThrow();
+    expect(() => loadConfig('t', { ...base, DATABASE_POOL_IDLE_MS: '2.5' })).toThrow();
+    expect(() => loadConfig('t', { ...base, DATABASE_POOL_IDLE_MS: 'forever' })).toThrow();
+  });
+
   it('the instance id is GATEWAY_INSTANCE_ID, else unique to the process', () => {
     expect(loadConfig('dispatch', { ...base, GATEWAY_INSTANCE_ID: 'dispatch-2' }).instanceId).toBe('dispatch-2');
     expect(loadConfig('dispatch', base).instanceId).toBe(`dispatch-${process.pid}`);

@@ -52,6 +52,7 @@ const schema = httpSchema.extend({
   KAFKA_SASL_PASSWORD_FILE: z.string().min(1).optional(),
   OUTBOX_SWEEP_IDLE_MAX_MS: z.coerce.number().int().nonnegative().optional(),
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(100).default(10),
+  DATABASE_POOL_IDLE_MS: z.coerce.number().int().nonnegative().default(0),
 });
 
 export interface ServiceConfig {
@@ -67,6 +68,11 @@ export interface ServiceConfig {
   outboxSweepIdleMaxMs?: number;
   /** connections this process's one pg pool may open (DATABASE_POOL_MAX, default 10; docs/scaling.md, connection budget) */
   databasePoolMax?: number;
+  /**
+   * how long an idle pool connection stays open (DATABASE_POOL_IDLE_MS); 0, the default, keeps it
+   * until it fails: each new connection is a new Postgres backend (docs/decisions.md, "A pool that keeps its connections")
+   */
+  databasePoolIdleMs?: number;
   /** what HTTP clients may send (filled by loadConfig; hand-made test configs may leave it out: defaults) */
   http?: HttpInputConfig;
 }
@@ -88,6 +94,7 @@ export function loadConfig(serviceName: string, env: NodeJS.ProcessEnv = process
     kafkaSecurity: kafkaSecurity(parsed),
     outboxSweepIdleMaxMs: parsed.OUTBOX_SWEEP_IDLE_MAX_MS,
     databasePoolMax: parsed.DATABASE_POOL_MAX,
+    databasePoolIdleMs: parsed.DATABASE_POOL_IDLE_MS,
     serviceName,
     databaseUrl: parsed.DATABASE_URL,
     kafkaBrokers: parsed.KAFKA_BROKERS.split(',')

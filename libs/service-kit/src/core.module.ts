@@ -75,7 +75,10 @@ export class CoreModule {
         { provide: ENTROPY, useValue: systemEntropy },
         { provide: LOGGER, useValue: logger },
         { provide: Metrics, useValue: metrics },
-        { provide: Database, useFactory: () => new Database(config.databaseUrl, { poolMax: config.databasePoolMax }) },
+        {
+          provide: Database,
+          useFactory: () => new Database(config.databaseUrl, { poolMax: config.databasePoolMax, idleMs: config.databasePoolIdleMs }),
+        },
         {
           provide: KafkaBus,
           useFactory: async (clock: Clock) => {
