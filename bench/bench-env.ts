@@ -26,3 +26,12 @@ export function cpuMs(pid: number, opts: { mainThread?: boolean } = {}): number 
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
+
+/**
+ * Minor page faults of a process so far, all threads (/proc/<pid>/stat `minflt`): each is a page
+ * the kernel mapped on first touch, 10–15 µs apiece on a PVM guest (bench/README.md, "platform").
+ */
+export function minorFaults(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[7]);
+}

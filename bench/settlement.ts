@@ -23,7 +23,7 @@ import { Database } from '@gateway/db';
 import { KafkaBus } from '@gateway/messaging';
 import { boxCpu, boxCpuShares, BoxCpu, processMemoryMb } from '../scripts/machine.mjs';
 import { hotShares, Query, updateCounts, walByRelation, walLines, walPosition, walSince } from '../scripts/pg-write-work.mjs';
-import { cpuMs, num, required } from './bench-env';
+import { cpuMs, minorFaults, num, required } from './bench-env';
 import { CountedWindow, countedWindow, perRow, Snapshot } from './counted-window';
 import { completed, Seeded, seed, seedRoute } from './settlement-seed';
 
@@ -140,6 +140,8 @@ interface PhaseResult {
    */
   committedPerS: number | null;
   cpuMsPerEvent: number;
+  /** the instance's minor page faults per event over the same rows as its CPU */
+  minorFaultsPerEvent: number;
   /** CPU of the Postgres backends serving the settlement instance, per event (null when Postgres is not on this machine) */
   pgCpuMsPerEvent: number | null;
   /** the broker's CPU over the same span (`BENCH_BROKER_PID`; null when the bench did not start it) */
@@ -196,6 +198,7 @@ async function phase(
   const child = startSettlement(name, batchMax);
   try {
     let cpuAtFirst: number | null = null;
+    let faultsAtFirst = 0;
     /** rows committed when the CPU readings began: the per-event figures divide by the rows after it */
     let rowsAtFirst = warm.length;
     let kafkaAtFirst: number | null = null;
@@ -210,6 +213,7 @@ async function phase(
       const counting = n > warm.length;
       if (counting && cpuAtFirst === null) {
         cpuAtFirst = cpuMs(child.pid!);
+        faultsAtFirst = minorFaults(child.pid!);
         rowsAtFirst = n;
         kafkaAtFirst = BROKER_PID === null ? null : cpuMs(BROKER_PID);
       }
@@ -227,6 +231,7 @@ async function phase(
     const exact = await ledgerCount(db, allIds);
     if (exact !== total) throw new Error(`${name}: ${exact} of the phase's ${total} attempts have a ledger row`);
     const cpu = cpuMs(child.pid!) - (cpuAtFirst ?? 0);
+    const faults = minorFaults(child.pid!) - faultsAtFirst;
     const rssPeak = processMemoryMb(child.pid!)?.peak ?? null;
     const kafkaCpu = BROKER_PID === null || kafkaAtFirst === null ? null : cpuMs(BROKER_PID) - kafkaAtFirst;
     // The CPU readings began at the first poll past the warm-up's rows; the rows committed before
@@ -245,6 +250,7 @@ async function phase(
       eventsPerS: Math.round(seeded.length / Math.max(0.001, Number(span.ms) / 1000)),
       committedPerS: window && window.committed > 0 ? Math.round(window.committed / (window.wallMs / 1000)) : null,
       cpuMsPerEvent: Number((cpu / measured).toFixed(3)),
+      minorFaultsPerEvent: Number((faults / measured).toFixed(2)),
       pgCpuMsPerEvent: pg.seen ? Number((pg.totalMs / measured).toFixed(3)) : null,
       kafkaCpuMsPerEvent: kafkaCpu === null ? null : Number((kafkaCpu / measured).toFixed(3)),
       lockWaitersAvg: Number((waits.reduce((a, b) => a + b, 0) / Math.max(1, waits.length)).toFixed(2)),
@@ -517,7 +523,7 @@ function report(results: PhaseResult[]): void {
   console.log('');
   console.log(`load average ${fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
   console.log(
-    'phase        batch  events  events/s  by commits  CPU ms/event  pg CPU ms/event  kafka CPU ms/event  lock waiters (avg)  deadlocks  checkpoints  WAL B/event  WAL rec/event  box steal / iowait / idle %',
+    'phase        batch  events  events/s  by commits  CPU ms/event  faults/event  pg CPU ms/event  kafka CPU ms/event  lock waiters (avg)  deadlocks  checkpoints  WAL B/event  WAL rec/event  box steal / iowait / idle %',
   );
   const row = (
     r: Omit<
@@ -532,7 +538,7 @@ function report(results: PhaseResult[]): void {
   ) =>
     console.log(
       `${r.phase.padEnd(12)} ${String(r.batchMax).padStart(5)} ${String(r.events).padStart(7)} ${String(r.eventsPerS).padStart(9)} ${String(r.committedPerS ?? '-').padStart(11)} ` +
-        `${r.cpuMsPerEvent.toFixed(3).padStart(13)} ${(r.pgCpuMsPerEvent === null ? '-' : r.pgCpuMsPerEvent.toFixed(3)).padStart(16)} ` +
+        `${r.cpuMsPerEvent.toFixed(3).padStart(13)} ${r.minorFaultsPerEvent.toFixed(2).padStart(13)} ${(r.pgCpuMsPerEvent === null ? '-' : r.pgCpuMsPerEvent.toFixed(3)).padStart(16)} ` +
         `${(r.kafkaCpuMsPerEvent === null ? '-' : r.kafkaCpuMsPerEvent.toFixed(3)).padStart(19)} ` +
         `${r.lockWaitersAvg.toFixed(2).padStart(19)} ${String(r.deadlocks).padStart(10)} ${String(r.checkpoints ?? '').padStart(12)} ${String(r.walBytesPerEvent ?? '').padStart(12)} ${String(r.walRecordsPerEvent ?? '').padStart(14)}  ` +
         (r.boxCpuPct ? `${r.boxCpuPct.steal} / ${r.boxCpuPct.iowait} / ${r.boxCpuPct.idle}` : ''),
@@ -554,6 +560,7 @@ function report(results: PhaseResult[]): void {
       eventsPerS: mid((r) => r.eventsPerS),
       committedPerS: rounds.every((r) => r.committedPerS !== null) ? mid((r) => r.committedPerS ?? 0) : null,
       cpuMsPerEvent: mid((r) => r.cpuMsPerEvent),
+      minorFaultsPerEvent: mid((r) => r.minorFaultsPerEvent),
       pgCpuMsPerEvent: rounds.every((r) => r.pgCpuMsPerEvent !== null) ? mid((r) => r.pgCpuMsPerEvent ?? 0) : null,
       kafkaCpuMsPerEvent: rounds.every((r) => r.kafkaCpuMsPerEvent !== null) ? mid((r) => r.kafkaCpuMsPerEvent ?? 0) : null,
       lockWaitersAvg: mid((r) => r.lockWaitersAvg),
