@@ -29,6 +29,9 @@ describe('Database pool: idle connections', () => {
       expect(r.opened).toBe(3);
       expect(r.after).toBe(after);
       expect(r.backends.size).toBe(backends);
+      // pg-pool arms no idle timer at all for 0 (a falsy limit), so what held 400 ms holds for good;
+      // unset would have been its 10 s default, which a 400 ms gap cannot tell from 0.
+      expect(db.pool.options.idleTimeoutMillis).toBe(idleMs);
     } finally {
       await db.close();
     }
