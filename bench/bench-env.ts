@@ -1,5 +1,5 @@
 // Small helpers the benches share: their knobs from the environment and a process's CPU from /proc.
-import fs from 'node:fs';
+import { procStatFields } from '../scripts/machine.mjs';
 
 /** A positive number from the environment, or `fallback` when unset. */
 export const num = (name: string, fallback: number): number => {
@@ -21,9 +21,7 @@ export function required(name: string): string {
  * (Linux); throws when there is no such process here.
  */
 export function cpuMs(pid: number, opts: { mainThread?: boolean } = {}): number {
-  const file = opts.mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`;
-  const stat = fs.readFileSync(file, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = statOf(opts.mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`);
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
 
@@ -32,6 +30,11 @@ export function cpuMs(pid: number, opts: { mainThread?: boolean } = {}): number 
  * the kernel mapped on first touch, 10–15 µs apiece on a PVM guest (bench/README.md, "platform").
  */
 export function minorFaults(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[7]);
+  return Number(statOf(`/proc/${pid}/stat`)[7]);
+}
+
+function statOf(file: string): string[] {
+  const fields = procStatFields(file);
+  if (!fields) throw new Error(`cannot read ${file}`);
+  return fields;
 }

@@ -44,3 +44,26 @@ describe('machine platform', () => {
     else expect(p.hypervisor).toBe(flagged ? 'yes (dmesg not readable)' : null);
   });
 });
+
+describe('procStatFields', () => {
+  // A child whose command name holds ") " and spaces: the fields after it must not shift.
+  const script =
+    "process.title = 'x) y (z'; import('./scripts/machine.mjs').then(({ procStatFields }) => {" +
+    '  const f = procStatFields(`/proc/${process.pid}/stat`);' +
+    '  console.log(JSON.stringify({ f, faults: process.resourceUsage().minorPageFault, missing: procStatFields("/proc/0/nope") }));' +
+    '});';
+
+  it('returns the fields after the command name (state first, minflt at 7), whatever the name holds; null for no file', () => {
+    const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: ROOT, encoding: 'utf8' })) as {
+      f: string[];
+      faults: number;
+      missing: null;
+    };
+    expect(out.f[0]).toMatch(/^[RSD]$/);
+    // minflt was read just before resourceUsage: the same counter, a few faults apart at most
+    expect(Number(out.f[7])).toBeGreaterThan(0);
+    expect(Math.abs(Number(out.f[7]) - out.faults)).toBeLessThan(500);
+    expect(Number(out.f[11]) + Number(out.f[12])).toBeGreaterThanOrEqual(0);
+    expect(out.missing).toBeNull();
+  });
+});

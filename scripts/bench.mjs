@@ -39,7 +39,17 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { startKafka } from './kafka.mjs';
-import { boxCpu, boxCpuShares, calibrateMachine, platform, processMemoryMb, reportMachine, round, shares } from './machine.mjs';
+import {
+  boxCpu,
+  boxCpuShares,
+  calibrateMachine,
+  platform,
+  processMemoryMb,
+  procStatFields,
+  reportMachine,
+  round,
+  shares,
+} from './machine.mjs';
 import { measurePathFloor, reportPathFloor } from './path-floor.mjs';
 import { hotShares, updateCounts, walByRelation, walLines, walPosition, walSince } from './pg-write-work.mjs';
 import { ensurePostgres, recreateDatabase } from './postgres.mjs';
@@ -915,8 +925,7 @@ function cpuProbe({ services, kafka, pool, pgUrl }) {
     try {
       const list = fs.readdirSync(`/proc/${pid}/task`).map((tid) => {
         const status = read(`/proc/${pid}/task/${tid}/status`);
-        const stat = read(`/proc/${pid}/task/${tid}/stat`);
-        const f = stat ? stat.slice(stat.lastIndexOf(')') + 2).split(' ') : null;
+        const f = procStatFields(`/proc/${pid}/task/${tid}/stat`);
         return {
           tid,
           name: /^Name:\s+(.*)$/m.exec(status ?? '')?.[1] ?? '',
@@ -934,9 +943,8 @@ function cpuProbe({ services, kafka, pool, pgUrl }) {
     }
   };
   const sample = (pid) => {
-    const stat = read(`/proc/${pid}/stat`);
-    if (!stat) return null;
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const f = procStatFields(`/proc/${pid}/stat`);
+    if (!f) return null;
     const io = read(`/proc/${pid}/io`);
     return {
       user: Number(f[11]) / hz,

@@ -8,4 +8,5 @@ export function boxCpu(hz?: number): BoxCpu | null;
 export function boxCpuShares(before: BoxCpu | null, after: BoxCpu | null): BoxCpu | null;
 export function shares(pct: BoxCpu): string;
 export function round(n: number, d: number): number;
+export function procStatFields(file: string): string[] | null;
 export function processMemoryMb(pid: number): { rss: number; peak: number } | null;

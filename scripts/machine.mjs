@@ -79,6 +79,22 @@ export function boxCpuShares(before, after) {
 }
 
 /**
+ * The fields of a /proc stat file (`/proc/<pid>/stat` or `/proc/<pid>/task/<tid>/stat`) after the
+ * command name, which may itself hold spaces and parentheses: index 0 is the state, 7 `minflt`
+ * (minor page faults, the whole process in a process's file), 11 `utime` and 12 `stime` (clock
+ * ticks). Null where the file cannot be read (no /proc, or the process is gone).
+ */
+export function procStatFields(file) {
+  let stat;
+  try {
+    stat = fs.readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/**
  * A process's resident set now (VmRSS) and at its peak so far (VmHWM), in MB with one decimal, from
  * /proc/<pid>/status; null where there is no such file or figure (not Linux, the process gone, a
  * kernel thread).

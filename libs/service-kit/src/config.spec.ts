@@ -77,6 +77,10 @@ describe('loadConfig: instance and connection budget', () => {
     expect(() => loadConfig('t', { ...base, DATABASE_POOL_IDLE_MS: '-1' })).toThrow();
     expect(() => loadConfig('t', { ...base, DATABASE_POOL_IDLE_MS: '2.5' })).toThrow();
     expect(() => loadConfig('t', { ...base, DATABASE_POOL_IDLE_MS: 'forever' })).toThrow();
+    expect(() => loadConfig('t', { ...base, DATABASE_POOL_IDLE_MS: '1e999' })).toThrow();
+    // past a timer's range node would fire the idle timeout after 1 ms: refused, not shortened
+    expect(loadConfig('t', { ...base, DATABASE_POOL_IDLE_MS: '2147483647' }).databasePoolIdleMs).toBe(2147483647);
+    expect(() => loadConfig('t', { ...base, DATABASE_POOL_IDLE_MS: '2147483648' })).toThrow();
   });
 
   it('the instance id is GATEWAY_INSTANCE_ID, else unique to the process', () => {

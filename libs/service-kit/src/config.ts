@@ -52,7 +52,8 @@ const schema = httpSchema.extend({
   KAFKA_SASL_PASSWORD_FILE: z.string().min(1).optional(),
   OUTBOX_SWEEP_IDLE_MAX_MS: z.coerce.number().int().nonnegative().optional(),
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(100).default(10),
-  DATABASE_POOL_IDLE_MS: z.coerce.number().int().nonnegative().default(0),
+  // at most a timer's range (~24.8 days): node fires a longer setTimeout after 1 ms
+  DATABASE_POOL_IDLE_MS: z.coerce.number().int().nonnegative().max(2_147_483_647).default(0),
 });
 
 export interface ServiceConfig {
