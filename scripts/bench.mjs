@@ -231,6 +231,7 @@ async function main() {
   const cpu = cpuProbe({ services, kafka, pool, pgUrl: pgServer.url });
   const loop = eventLoopProbe(services);
   const kafkaRequests = kafkaRequestProbe(services);
+  const gcs = gcProbe(services);
 
   if (CFG.idleOnly) {
     const idle = await idlePhase(cpu, loop);
@@ -301,6 +302,7 @@ async function main() {
     const pgBefore = await pgActivity(pool);
     const writesBefore = await pgWrites(pool);
     const requestsBefore = await kafkaRequests.scrape();
+    const gcBefore = await gcs.scrape();
     const sampler = pgWaitSampler(pool);
     const r = await load(requestFor(target, phase.workloads), { ...phase.opts, duration: CFG.durationS });
     const pgWaits = await sampler.stop();
@@ -313,6 +315,7 @@ async function main() {
     const pgSessionsOpened = Number.isFinite(pgAfter.sessions - pgBefore.sessions) ? pgAfter.sessions - pgBefore.sessions : null;
     const pgWritesPerOk = await pgWritesPer(pool, writesBefore, r.ok);
     const kafkaRequestsPerOk = kafkaRequests.perOk(requestsBefore, await kafkaRequests.scrape(), r.ok);
+    const gcPer1000Ok = gcs.perOk(gcBefore, await gcs.scrape(), r.ok / 1000, 4);
     const run = {
       ...r,
       cpuCores: perSecond(cpuSeconds, r.durationS),
@@ -323,6 +326,7 @@ async function main() {
       pgSessionsOpened,
       pgWritesPerOk,
       kafkaRequestsPerOk,
+      gcPer1000Ok,
       eventLoopDelayMs,
       pgWaits,
       loadavg: os.loadavg().map((l) => round(l, 2)),
@@ -1169,11 +1173,10 @@ function reportMemory(memoryMb, startupMs = {}) {
 }
 
 /**
- * Kafka requests each service sent (`gateway_kafka_requests_total` from its /metrics, by client
- * and API): `perOk` turns two scrapes into requests per 2xx answer, per service and API
- * ("producer Produce", "consumer Fetch", "consumer OffsetCommit"…), and in total.
+ * Counters each service exports on /metrics, summed by a key `keyOf(line)` names (null: not
+ * counted): `perOk` turns two scrapes into counts per 2xx answer, per service and key, and in total.
  */
-function kafkaRequestProbe(services) {
+function metricsCounterProbe(services, keyOf) {
   const targets = services.children
     .filter((c) => c.service.name !== 'provider-sim')
     .map((c) => [c.service.name, `http://127.0.0.1:${PORTS[c.service.portEnv]}/metrics`]);
@@ -1184,10 +1187,8 @@ function kafkaRequestProbe(services) {
         try {
           const text = await (await fetch(url)).text();
           for (const line of text.split('\n')) {
-            if (!line.startsWith('gateway_kafka_requests_total{')) continue;
-            const client = /client="([^"]+)"/.exec(line)?.[1];
-            const api = /api="([^"]+)"/.exec(line)?.[1];
-            out[`${name}|${client} ${api}`] = Number(line.split(' ').pop());
+            const key = keyOf(line);
+            if (key) out[`${name}|${key}`] = (out[`${name}|${key}`] ?? 0) + Number(line.split(' ').pop());
           }
         } catch {
           // a service without metrics counts nothing
@@ -1196,20 +1197,46 @@ function kafkaRequestProbe(services) {
     );
     return out;
   };
-  const perOk = (before, after, ok) => {
+  const perOk = (before, after, ok, digits = 2) => {
     if (ok <= 0) return null;
     const out = { total: 0 };
     for (const [key, n] of Object.entries(after)) {
       const d = n - (before[key] ?? 0);
       if (d <= 0) continue;
       const [service, what] = key.split('|');
-      (out[service] ??= {})[what] = round(d / ok, 2);
+      (out[service] ??= {})[what] = round(d / ok, digits);
       out.total += d / ok;
     }
-    out.total = round(out.total, 2);
+    out.total = round(out.total, digits);
     return out;
   };
   return { scrape, perOk };
+}
+
+/**
+ * Kafka requests each service sent (`gateway_kafka_requests_total`, by client and API):
+ * "producer Produce", "consumer Fetch", "consumer OffsetCommit"… per 2xx answer.
+ */
+function kafkaRequestProbe(services) {
+  return metricsCounterProbe(services, (line) => {
+    if (!line.startsWith('gateway_kafka_requests_total{')) return null;
+    return `${/client="([^"]+)"/.exec(line)?.[1]} ${/api="([^"]+)"/.exec(line)?.[1]}`;
+  });
+}
+
+/**
+ * V8's garbage collections in each service (prom-client's `nodejs_gc_duration_seconds`, from
+ * Node's `gc` performance entries): how many of each kind, and the main thread's pause time.
+ * Where concurrent marking is on (settlement), a major GC's marking runs on a helper thread and is
+ * not in the pause: that CPU is in the helper-thread figures (docs/decisions.md, "The tail at 100 req/s: V8's concurrent marking").
+ */
+function gcProbe(services) {
+  return metricsCounterProbe(services, (line) => {
+    const m = /^nodejs_gc_duration_seconds_(count|sum)\{/.exec(line);
+    const kind = m && /kind="([a-z]+)"/.exec(line)?.[1];
+    if (!kind) return null;
+    return m[1] === 'count' ? `${kind} GCs` : `${kind} pause ms`;
+  });
 }
 
 /**
@@ -1388,6 +1415,24 @@ function report(result, phases) {
       kr.push(['all services', phase.name, k.total]);
     }
     if (kr.length > 1) console.log('\n' + table(kr, 2));
+    const gr = [['V8 GCs per 1,000 2xx answers (gateway runs)', 'phase', 'major', 'minor', 'incremental', 'main-thread pause ms']];
+    for (const phase of gatewayPhases) {
+      const g = result.runs[phase.name].gateway.gcPer1000Ok;
+      if (!g) continue;
+      for (const [service, kinds] of Object.entries(g)) {
+        if (service === 'total') continue;
+        // the counter sums seconds: ms per 1,000 answers
+        const pause = Object.entries(kinds).reduce((a, [k, v]) => (k.endsWith(' pause ms') ? a + v * 1000 : a), 0);
+        const n = (kind) => round(kinds[`${kind} GCs`] ?? 0, 1);
+        gr.push([service, phase.name, n('major'), n('minor'), n('incremental'), round(pause, 1)]);
+      }
+    }
+    if (gr.length > 1)
+      console.log(
+        '\n' +
+          table(gr, 2) +
+          "\n(where concurrent marking is on (settlement: V8's defaults), a major GC's marking runs on a helper thread, outside the pause; SERVICE_NODE_FLAGS in scripts/services.mjs)",
+      );
   }
   reportSyscalls(result, phases);
 
