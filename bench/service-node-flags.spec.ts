@@ -21,10 +21,18 @@ function flagsOf(env: Record<string, string>): Record<string, string[]> {
 describe('service V8 flags', () => {
   const flags = flagsOf({});
 
-  it('turns the memory reducer off for every service but settlement, which keeps V8 defaults', () => {
+  it('turns the memory reducer and concurrent marking off for every service but settlement, which keeps V8 defaults', () => {
     for (const [name, f] of Object.entries(flags)) {
       if (name === 'settlement') expect(f).toEqual([]);
-      else expect(f).toEqual(expect.arrayContaining(['--max-semi-space-size=4', '--heap-growing-percent=50', '--no-memory-reducer']));
+      else
+        expect(f).toEqual(
+          expect.arrayContaining([
+            '--max-semi-space-size=4',
+            '--heap-growing-percent=50',
+            '--no-memory-reducer',
+            '--no-concurrent-marking',
+          ]),
+        );
     }
     expect(Object.keys(flags)).toEqual(expect.arrayContaining(['admission', 'dispatch', 'policy', 'reconciliation', 'settlement']));
   });

@@ -58,8 +58,19 @@ export function serviceCommand(service, build, env = process.env) {
  * 50–110 incremental steps, each step a task that wakes the event loop; on the 2-core VMs that
  * cost each service ~0.16 s of CPU per quiet spell, to give back 3–6 MB of a 40–50 MB heap
  * (docs/decisions.md, "Idle: V8's memory reducer").
+ * No concurrent marking: a major GC's marking ran on a helper thread, taking one of the box's two
+ * cores for 30–40 ms at a time while every process on the request path waited for the other; at
+ * 100 req/s the slowest answers came in runs behind those bursts. Marked on the main thread in
+ * incremental steps instead, the same work is spread out: added p99 lower in four of four
+ * interleaved pairs, saturation higher in four of four, CPU per answer unchanged
+ * (docs/decisions.md, "The tail at 100 req/s: V8's concurrent marking").
  */
-export const SERVICE_NODE_FLAGS = ['--max-semi-space-size=4', '--heap-growing-percent=50', '--no-memory-reducer'];
+export const SERVICE_NODE_FLAGS = [
+  '--max-semi-space-size=4',
+  '--heap-growing-percent=50',
+  '--no-memory-reducer',
+  '--no-concurrent-marking',
+];
 
 /**
  * A service's V8 flags: GATEWAY_NODE_FLAGS when set, else the service's own (`nodeFlags` in
