@@ -44,6 +44,21 @@ describe('hostile input: a 4xx with a stable code, never a 5xx, never a row for 
     return out;
   }
 
+  it('no service names its framework: no X-Powered-By on health, refusals or answers', async () => {
+    const answers: Response[] = [];
+    for (const base of Object.values(targets)) if (base) answers.push(await fetch(`${base}/health`));
+    const chat = (headers: Record<string, string>) =>
+      fetch(`${stack.admission}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ model: alias, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+    answers.push(await chat({})); // no key: 401
+    answers.push(await chat({ authorization: `Bearer ${creds.workloadKey}` }));
+    expect(answers.map((a) => a.status)).toEqual([...answers.slice(0, -2).map(() => 200), 401, 200]);
+    for (const a of answers) expect(a.headers.get('x-powered-by')).toBeNull();
+  });
+
   it(`${COUNT} generated bad requests (seed ${SEED}) → no 5xx, no reset, every 4xx a registry code, every service healthy`, async () => {
     const cases = sample(hostileRequests(creds, targets), COUNT, SEED);
     const report = await sendHostile(targets, cases, { concurrency: 4 });

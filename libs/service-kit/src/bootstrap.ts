@@ -40,6 +40,9 @@ export interface RunningService {
 export async function startHttpService(module: Type<unknown> | DynamicModule, opts: HttpServiceOptions): Promise<RunningService> {
   const stopProfile = startCpuProfile(opts.title.replace(/\W+/g, '-'));
   const app = await NestFactory.create<NestExpressApplication>(module, { bodyParser: false, bufferLogs: true });
+  // Express names itself on every answer (`X-Powered-By: Express`): a free hint to whoever probes
+  // the gateway for known framework flaws. Nothing reads it.
+  app.disable('x-powered-by');
   // Nest's own messages through pino, without nestjs-pino's LoggerModule (its request middleware
   // is replaced by `requestLog`, see there).
   app.useLogger(new PinoNestLogger(new PinoLogger({ pinoHttp: { logger: opts.logger } }), {}));
