@@ -230,8 +230,7 @@ async function main() {
 
   const cpu = cpuProbe({ services, kafka, pool, pgUrl: pgServer.url });
   const loop = eventLoopProbe(services);
-  const kafkaRequests = kafkaRequestProbe(services);
-  const gcs = gcProbe(services);
+  const counters = metricsCounterProbe(services, { kafkaRequests: kafkaRequestKey, gc: gcKey });
 
   if (CFG.idleOnly) {
     const idle = await idlePhase(cpu, loop);
@@ -301,8 +300,7 @@ async function main() {
     const before = await cpu.snapshot();
     const pgBefore = await pgActivity(pool);
     const writesBefore = await pgWrites(pool);
-    const requestsBefore = await kafkaRequests.scrape();
-    const gcBefore = await gcs.scrape();
+    const countersBefore = await counters.scrape();
     const sampler = pgWaitSampler(pool);
     const r = await load(requestFor(target, phase.workloads), { ...phase.opts, duration: CFG.durationS });
     const pgWaits = await sampler.stop();
@@ -314,8 +312,9 @@ async function main() {
     const pgTransactionsPerOk = r.ok > 0 ? round((pgAfter.transactions - pgBefore.transactions) / r.ok, 2) : null;
     const pgSessionsOpened = Number.isFinite(pgAfter.sessions - pgBefore.sessions) ? pgAfter.sessions - pgBefore.sessions : null;
     const pgWritesPerOk = await pgWritesPer(pool, writesBefore, r.ok);
-    const kafkaRequestsPerOk = kafkaRequests.perOk(requestsBefore, await kafkaRequests.scrape(), r.ok);
-    const gcPer1000Ok = gcs.perOk(gcBefore, await gcs.scrape(), r.ok / 1000, 4);
+    const countersAfter = await counters.scrape();
+    const kafkaRequestsPerOk = counters.perOk(countersBefore.kafkaRequests, countersAfter.kafkaRequests, r.ok);
+    const gcPer1000Ok = counters.perOk(countersBefore.gc, countersAfter.gc, r.ok / 1000, 4);
     const run = {
       ...r,
       cpuCores: perSecond(cpuSeconds, r.durationS),
@@ -1173,22 +1172,25 @@ function reportMemory(memoryMb, startupMs = {}) {
 }
 
 /**
- * Counters each service exports on /metrics, summed by a key `keyOf(line)` names (null: not
- * counted): `perOk` turns two scrapes into counts per 2xx answer, per service and key, and in total.
+ * Counters each service exports on /metrics, one scrape per service for all of them: for each
+ * name in `keys`, the lines its function names a key for (null: not counted), summed per service
+ * and key. `perOk` turns two scrapes of one name into counts per 2xx answer, and in total.
  */
-function metricsCounterProbe(services, keyOf) {
+function metricsCounterProbe(services, keys) {
   const targets = services.children
     .filter((c) => c.service.name !== 'provider-sim')
     .map((c) => [c.service.name, `http://127.0.0.1:${PORTS[c.service.portEnv]}/metrics`]);
   const scrape = async () => {
-    const out = {};
+    const out = Object.fromEntries(Object.keys(keys).map((k) => [k, {}]));
     await Promise.all(
       targets.map(async ([name, url]) => {
         try {
           const text = await (await fetch(url)).text();
           for (const line of text.split('\n')) {
-            const key = keyOf(line);
-            if (key) out[`${name}|${key}`] = (out[`${name}|${key}`] ?? 0) + Number(line.split(' ').pop());
+            for (const [counter, keyOf] of Object.entries(keys)) {
+              const key = keyOf(line);
+              if (key) out[counter][`${name}|${key}`] = (out[counter][`${name}|${key}`] ?? 0) + Number(line.split(' ').pop());
+            }
           }
         } catch {
           // a service without metrics counts nothing
@@ -1215,13 +1217,11 @@ function metricsCounterProbe(services, keyOf) {
 
 /**
  * Kafka requests each service sent (`gateway_kafka_requests_total`, by client and API):
- * "producer Produce", "consumer Fetch", "consumer OffsetCommit"… per 2xx answer.
+ * "producer Produce", "consumer Fetch", "consumer OffsetCommit"…
  */
-function kafkaRequestProbe(services) {
-  return metricsCounterProbe(services, (line) => {
-    if (!line.startsWith('gateway_kafka_requests_total{')) return null;
-    return `${/client="([^"]+)"/.exec(line)?.[1]} ${/api="([^"]+)"/.exec(line)?.[1]}`;
-  });
+function kafkaRequestKey(line) {
+  if (!line.startsWith('gateway_kafka_requests_total{')) return null;
+  return `${/client="([^"]+)"/.exec(line)?.[1]} ${/api="([^"]+)"/.exec(line)?.[1]}`;
 }
 
 /**
@@ -1230,13 +1230,11 @@ function kafkaRequestProbe(services) {
  * Where concurrent marking is on (settlement), a major GC's marking runs on a helper thread and is
  * not in the pause: that CPU is in the helper-thread figures (docs/decisions.md, "The tail at 100 req/s: V8's concurrent marking").
  */
-function gcProbe(services) {
-  return metricsCounterProbe(services, (line) => {
-    const m = /^nodejs_gc_duration_seconds_(count|sum)\{/.exec(line);
-    const kind = m && /kind="([a-z]+)"/.exec(line)?.[1];
-    if (!kind) return null;
-    return m[1] === 'count' ? `${kind} GCs` : `${kind} pause ms`;
-  });
+function gcKey(line) {
+  const m = /^nodejs_gc_duration_seconds_(count|sum)\{/.exec(line);
+  const kind = m && /kind="([a-z]+)"/.exec(line)?.[1];
+  if (!kind) return null;
+  return m[1] === 'count' ? `${kind} GCs` : `${kind} pause s`;
 }
 
 /**
@@ -1421,8 +1419,8 @@ function report(result, phases) {
       if (!g) continue;
       for (const [service, kinds] of Object.entries(g)) {
         if (service === 'total') continue;
-        // the counter sums seconds: ms per 1,000 answers
-        const pause = Object.entries(kinds).reduce((a, [k, v]) => (k.endsWith(' pause ms') ? a + v * 1000 : a), 0);
+        // seconds per 1,000 answers → ms
+        const pause = Object.entries(kinds).reduce((a, [k, v]) => (k.endsWith(' pause s') ? a + v * 1000 : a), 0);
         const n = (kind) => round(kinds[`${kind} GCs`] ?? 0, 1);
         gr.push([service, phase.name, n('major'), n('minor'), n('incremental'), round(pause, 1)]);
       }
