@@ -205,7 +205,7 @@ async function main() {
   const pool = new pg.Pool({ connectionString: pgServer.url, max: 2 });
   stops.push(() => pool.end());
   log(`stack up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-  const memoryMb = { start: await memory(services) };
+  const memoryMb = { start: await memory(services, kafka.pid) };
   const startupMs = Object.fromEntries(services.children.map((c) => [c.name, c.healthyAfterMs]));
 
   const targets = {
@@ -234,7 +234,7 @@ async function main() {
 
   if (CFG.idleOnly) {
     const idle = await idlePhase(cpu, loop);
-    memoryMb.idle = await memory(services);
+    memoryMb.idle = await memory(services, kafka.pid);
     const result = { finishedAt: new Date().toISOString(), mode: 'idle', machine: machine(), config: CFG, idle, memoryMb, startupMs };
     writeResult(result);
     reportIdle(idle);
@@ -259,7 +259,7 @@ async function main() {
   await resetSim();
   const pathFloor = CFG.phases.includes('rate') ? await pathFloorProbe(kafka.brokers, pgServer.url) : null;
   const idle = CFG.phases.includes('idle') ? await idlePhase(cpu, loop) : null;
-  memoryMb.idle = await memory(services);
+  memoryMb.idle = await memory(services, kafka.pid);
 
   const phases = [
     {
@@ -330,7 +330,7 @@ async function main() {
       pgWaits,
       loadavg: os.loadavg().map((l) => round(l, 2)),
     };
-    if (phase.name === 'saturation' && name === 'gateway') run.rssMb = memoryMb.saturation = await memory(services);
+    if (phase.name === 'saturation' && name === 'gateway') run.rssMb = memoryMb.saturation = await memory(services, kafka.pid);
     await resetSim();
     return run;
   }
@@ -1073,23 +1073,28 @@ function cpuMsPer(cpuSeconds, ok) {
   return { ...per, total: round((stackSeconds(cpuSeconds) * 1000) / ok, 2) };
 }
 
-/** RSS now and at its peak (VmHWM) per service process, in MB (Linux only; elsewhere empty). */
-function rss(services) {
+/**
+ * RSS now and at its peak (VmHWM) per service process, and the broker's when the bench started
+ * one, in MB (Linux only; elsewhere empty).
+ */
+function rss(services, brokerPid) {
   const out = {};
   for (const c of services.children) {
     const m = processMemoryMb(c.child.pid);
     if (m) out[c.service.name] = m;
   }
+  const broker = brokerPid ? processMemoryMb(brokerPid) : null;
+  if (broker) out.kafka = broker;
   return out;
 }
 
 /**
  * RSS (rss()) plus where it sits, per service, in MB: V8 heap used / total and external memory
  * (array buffers included) from each service's /metrics (prom-client's default metrics; the
- * provider simulator has none).
+ * provider simulator and the broker have none).
  */
-async function memory(services) {
-  const out = rss(services);
+async function memory(services, brokerPid) {
+  const out = rss(services, brokerPid);
   await Promise.all(
     services.children.map(async (c) => {
       if (!out[c.service.name] || c.service.name === 'provider-sim') return;
@@ -1169,6 +1174,8 @@ function reportMemory(memoryMb, startupMs = {}) {
     rows.push([n, ...at.map(([, m]) => cell(m[n])), at[at.length - 1][1][n]?.peak ?? '', s ? round(s / 1000, 1) : '']);
   }
   console.log('\n' + table(rows, 1));
+  if (names.includes('kafka'))
+    console.log('(kafka: the broker the bench started, a JVM: RSS only; its heap flags are in scripts/kafka.mjs)');
 }
 
 /**
