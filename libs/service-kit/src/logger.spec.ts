@@ -1,4 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import { EventEmitter } from 'node:events';
+import path from 'node:path';
 import type { Request, Response } from 'express';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -22,6 +24,31 @@ describe('createLogger redaction', () => {
     expect(lines).toHaveLength(1);
     expect(JSON.parse(lines[0])).toMatchObject({ action_id: 'act-1', upstream: {}, req: {} });
     expect(lines[0]).not.toMatch(/canary/);
+  });
+});
+
+describe('createLogger destination', () => {
+  it('writes each line before the call returns: a process killed right after keeps all of them', () => {
+    // A child logs 300 lines through the default destination, then SIGKILLs itself: no exit
+    // hook runs. An asynchronous destination (pino's default) loses what its thread pool had
+    // not written yet.
+    const script =
+      "const { createLogger } = require('./libs/service-kit/src/logger.ts');" +
+      "const log = createLogger('killed', 'info');" +
+      "for (let i = 0; i < 300; i++) log.info({ i }, 'line');" +
+      "process.kill(process.pid, 'SIGKILL');";
+    const child = spawnSync(process.execPath, ['-r', '@swc-node/register', '-e', script], {
+      cwd: path.resolve(__dirname, '../../..'),
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(child.signal).toBe('SIGKILL');
+    const lines = child.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { i: number; service: string });
+    expect(lines.map((l) => l.i)).toEqual(Array.from({ length: 300 }, (_, i) => i));
+    expect(lines[299].service).toBe('killed');
   });
 });
 

@@ -4,6 +4,12 @@ import pino, { DestinationStream, Logger } from 'pino';
 /**
  * JSON logs that never carry content: request logs keep method, path (no query string: Gemini
  * clients may put a key there), status and duration; headers and bodies are never logged.
+ *
+ * Written synchronously to stdout: a line is in the file or pipe when the call returns, so a
+ * process killed right after (SIGKILL, the OOM killer) keeps its last lines, and a line costs one
+ * `write` on the calling thread. pino's own default is an asynchronous sonic-boom, which hands
+ * every line to libuv's thread pool and wakes the event loop when it is written: two thread
+ * wake-ups per request line (docs/decisions.md, "Log lines written where they are made").
  */
 export function createLogger(service: string, level: string, destination?: DestinationStream): Logger {
   const options: pino.LoggerOptions = {
@@ -26,7 +32,7 @@ export function createLogger(service: string, level: string, destination?: Desti
       remove: true,
     },
   };
-  return destination ? pino(options, destination) : pino(options);
+  return pino(options, destination ?? pino.destination({ dest: 1, sync: true }));
 }
 
 const NOT_LOGGED = /^\/(health|metrics)/;
