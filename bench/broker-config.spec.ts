@@ -1,4 +1,6 @@
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 /**
@@ -29,6 +31,32 @@ describe('local broker configuration', () => {
     const { properties } = brokerConfig({});
     expect(properties['log.cleaner.dedupe.buffer.size']).toBe(String(16 * 1024 * 1024));
     expect(properties['log.cleaner.enable']).not.toBe('false');
+  });
+
+  it("counts the broker's collections that ended inside a window from its GC log", () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'gc-')), 'broker-gc.log');
+    fs.writeFileSync(
+      file,
+      [
+        '[2026-12-06T09:59:59.990+0000] Using Serial',
+        '[2026-12-06T09:59:59.999+0000] GC(0) Pause Young (Allocation Failure) 68M->8M(247M) 18.807ms',
+        '[2026-12-06T10:00:00.512+0000] GC(1) Pause Young (Allocation Failure) 117M->49M(247M) 12.097ms',
+        '[2026-12-06T10:00:03.000+0000] GC(2) Pause Young (Allocation Failure) 117M->49M(247M) 9.5ms',
+        '[2026-12-06T10:00:05.000+0000] GC(3) Pause Full (Metadata GC Threshold) 32M->21M(247M) 28.713ms',
+        '[2026-12-06T10:00:10.001+0000] GC(4) Pause Young (Allocation Failure) 117M->49M(247M) 10.5ms',
+        '',
+      ].join('\n'),
+    );
+    const script =
+      "import { brokerGcPauses } from './scripts/kafka.mjs';" +
+      'const [file, from, to] = JSON.parse(process.argv[1]);' +
+      "console.log(JSON.stringify([brokerGcPauses(file, from, to), brokerGcPauses(file + '.none', from, to)]));";
+    const window = [file, Date.parse('2026-12-06T10:00:00Z'), Date.parse('2026-12-06T10:00:10Z')];
+    const [pauses, none] = JSON.parse(
+      execFileSync(process.execPath, ['--input-type=module', '-e', script, JSON.stringify(window)], { cwd: ROOT, encoding: 'utf8' }),
+    ) as [Record<string, number>, null];
+    expect(pauses).toEqual({ young: 2, full: 1, youngPauseMs: 21.597, fullPauseMs: 28.713, maxPauseMs: 28.713 });
+    expect(none).toBeNull();
   });
 
   it('appends KAFKA_EXTRA_JVM_FLAGS after its own heap flags, ignoring blank ones', () => {

@@ -38,7 +38,7 @@ import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { startKafka } from './kafka.mjs';
+import { brokerGcPauses, startKafka } from './kafka.mjs';
 import {
   boxCpu,
   boxCpuShares,
@@ -161,7 +161,7 @@ async function main() {
   stops.push(pgServer.stop);
   await recreateDatabase(pgServer.url);
   delete process.env.KAFKA_BROKERS;
-  const kafka = await startKafka({ port: CFG.kafkaPort, log, fresh: true });
+  const kafka = await startKafka({ port: CFG.kafkaPort, log, fresh: true, gcLog: true });
   stops.push(kafka.stop);
 
   const env = {
@@ -302,7 +302,9 @@ async function main() {
     const writesBefore = await pgWrites(pool);
     const countersBefore = await counters.scrape();
     const sampler = pgWaitSampler(pool);
+    const loadStart = Date.now();
     const r = await load(requestFor(target, phase.workloads), { ...phase.opts, duration: CFG.durationS });
+    const brokerGc = kafka.gcLogFile ? brokerGcPauses(kafka.gcLogFile, loadStart, Date.now()) : null;
     const pgWaits = await sampler.stop();
     const after = await cpu.snapshot();
     const eventLoopDelayMs = await loop.read();
@@ -315,6 +317,7 @@ async function main() {
     const countersAfter = await counters.scrape();
     const kafkaRequestsPerOk = counters.perOk(countersBefore.kafkaRequests, countersAfter.kafkaRequests, r.ok);
     const gcPer1000Ok = counters.perOk(countersBefore.gc, countersAfter.gc, r.ok / 1000, 4);
+    if (gcPer1000Ok && brokerGc) gcPer1000Ok.kafka = brokerGcPer1000Ok(brokerGc, r.ok);
     const run = {
       ...r,
       cpuCores: perSecond(cpuSeconds, r.durationS),
@@ -326,6 +329,7 @@ async function main() {
       pgWritesPerOk,
       kafkaRequestsPerOk,
       gcPer1000Ok,
+      brokerGc,
       eventLoopDelayMs,
       pgWaits,
       loadavg: os.loadavg().map((l) => round(l, 2)),
@@ -1244,6 +1248,30 @@ function gcKey(line) {
   return m[1] === 'count' ? `${kind} GCs` : `${kind} pause s`;
 }
 
+/** The longest broker pause of each gateway run, for the GC table's footnote ('' without a GC log). */
+function brokerMaxPauses(result, phases) {
+  const parts = phases.flatMap((p) => {
+    const gc = result.runs[p.name].gateway.brokerGc;
+    return gc ? [`${p.name} ${round(gc.maxPauseMs, 1)} ms`] : [];
+  });
+  return parts.length ? `\n(the broker's longest pause: ${parts.join(', ')})` : '';
+}
+
+/**
+ * The broker's collections during a run (brokerGcPauses) in the GC table's keys, per 1,000 2xx
+ * answers: young ones count as minor, full ones as major.
+ */
+function brokerGcPer1000Ok(gc, ok) {
+  if (ok <= 0) return null;
+  const per = (n) => round((n * 1000) / ok, 4);
+  return {
+    'minor GCs': per(gc.young),
+    'minor pause s': per(gc.youngPauseMs / 1000),
+    'major GCs': per(gc.full),
+    'major pause s': per(gc.fullPauseMs / 1000),
+  };
+}
+
 /**
  * No traffic: waits BENCH_IDLE_SETTLE_S for the stack to quiet down (back-offs reach their
  * ceiling), then measures CPU per process over BENCH_IDLE_S.
@@ -1420,7 +1448,7 @@ function report(result, phases) {
       kr.push(['all services', phase.name, k.total]);
     }
     if (kr.length > 1) console.log('\n' + table(kr, 2));
-    const gr = [['V8 GCs per 1,000 2xx answers (gateway runs)', 'phase', 'major', 'minor', 'incremental', 'main-thread pause ms']];
+    const gr = [['GCs per 1,000 2xx answers (gateway runs)', 'phase', 'major', 'minor', 'incremental', 'main-thread pause ms']];
     for (const phase of gatewayPhases) {
       const g = result.runs[phase.name].gateway.gcPer1000Ok;
       if (!g) continue;
@@ -1436,7 +1464,9 @@ function report(result, phases) {
       console.log(
         '\n' +
           table(gr, 2) +
-          "\n(where concurrent marking is on (settlement: V8's defaults), a major GC's marking runs on a helper thread, outside the pause; SERVICE_NODE_FLAGS in scripts/services.mjs)",
+          "\n(services: V8's collections; where concurrent marking is on (settlement: V8's defaults), a major GC's marking runs on a helper thread, outside the pause; SERVICE_NODE_FLAGS in scripts/services.mjs)" +
+          "\n(kafka: the broker's young (minor) and full (major) collections from its GC log; each pause stops every Kafka hop in flight)" +
+          brokerMaxPauses(result, gatewayPhases),
       );
   }
   reportSyscalls(result, phases);

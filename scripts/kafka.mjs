@@ -121,8 +121,10 @@ function run(cmd, args) {
  * fresh (wipe the data dir first), detach (leave the broker running when this
  * process exits; used by the CLI), scram (see scramListener below: a second,
  * SASL_PLAINTEXT listener that only SCRAM users can use; its users are created
- * when the data dir is formatted, so give it with `fresh` or a new dataDir).
- * Returns { brokers, stop } plus saslBrokers when scram was given.
+ * when the data dir is formatted, so give it with `fresh` or a new dataDir), gcLog (the broker
+ * logs its collections with wall-clock stamps to gcLogFile, next to its log; read them with
+ * brokerGcPauses).
+ * Returns { brokers, stop, pid, logFile, gcLogFile } plus saslBrokers when scram was given.
  */
 export async function startKafka({
   port = Number(process.env.KAFKA_PORT ?? 9092),
@@ -131,6 +133,7 @@ export async function startKafka({
   fresh = false,
   detach = false,
   scram = null,
+  gcLog = false,
 } = {}) {
   const noop = async () => {};
 
@@ -145,6 +148,7 @@ export async function startKafka({
   const brokers = `127.0.0.1:${port}`;
   const pidFile = path.join(dataDir, 'broker.pid');
   const logFile = path.join(LOCAL, `broker-${port}.log`);
+  const gcLogFile = gcLog ? path.join(LOCAL, `broker-${port}-gc.log`) : null;
 
   // A broker from an earlier run may still be there.
   const previous = readPidFile(pidFile);
@@ -222,7 +226,9 @@ export async function startKafka({
 
   const t0 = Date.now();
   const logFd = fs.openSync(logFile, 'w');
-  const broker = spawn(JAVA, [...JVM_FLAGS, ...cds.flags, '-cp', cp, 'kafka.Kafka', config], {
+  if (gcLogFile) fs.rmSync(gcLogFile, { force: true });
+  const gcFlags = gcLogFile ? [`-Xlog:gc:file=${gcLogFile}:utctime`] : [];
+  const broker = spawn(JAVA, [...JVM_FLAGS, ...gcFlags, ...cds.flags, '-cp', cp, 'kafka.Kafka', config], {
     cwd: ROOT,
     // Own process group: a Ctrl-C in the terminal reaches only us, and we
     // decide how the broker goes down.
@@ -285,7 +291,7 @@ export async function startKafka({
   }
   log(`Kafka ready at ${brokers} in ${Date.now() - t0} ms`);
   warmup = warmUpProducerIds(brokers);
-  return { brokers, stop, pid: broker.pid, logFile, ...(scram ? { saslBrokers: `127.0.0.1:${scram.port}` } : {}) };
+  return { brokers, stop, pid: broker.pid, logFile, gcLogFile, ...(scram ? { saslBrokers: `127.0.0.1:${scram.port}` } : {}) };
 }
 
 /**
@@ -403,6 +409,36 @@ background.threads=2
 # pass (24 bytes each at the 0.9 load factor), far more than a local broker's topics hold.
 log.cleaner.dedupe.buffer.size=16777216
 `;
+}
+
+/**
+ * The broker's stop-the-world collections that ended between two wall-clock times (ms), from a
+ * GC log written with `gcLog` (`-Xlog:gc` with `utctime`: a pause's line is stamped when it
+ * ended): young and full collections, their pauses in ms, and the longest. Null without a log.
+ */
+export function brokerGcPauses(file, fromMs, toMs) {
+  let text;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
+  const out = { young: 0, full: 0, youngPauseMs: 0, fullPauseMs: 0, maxPauseMs: 0 };
+  for (const line of text.split('\n')) {
+    const m = /^\[([^\]]+)\] GC\(\d+\) Pause (Young|Full) .* ([\d.]+)ms$/.exec(line);
+    const t = m ? Date.parse(m[1]) : NaN;
+    if (!(t >= fromMs && t <= toMs)) continue;
+    const ms = Number(m[3]);
+    if (m[2] === 'Young') {
+      out.young += 1;
+      out.youngPauseMs += ms;
+    } else {
+      out.full += 1;
+      out.fullPauseMs += ms;
+    }
+    out.maxPauseMs = Math.max(out.maxPauseMs, ms);
+  }
+  return out;
 }
 
 /**
