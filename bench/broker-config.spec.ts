@@ -1,23 +1,20 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { callScriptModule } from './script-module';
 
 /**
- * The local broker's server.properties and JVM flags (scripts/kafka.mjs), read in a child node:
- * the module is ESM with `import.meta`, which this compiled test cannot load. The dedupe map size
- * is a measured decision (docs/decisions.md, "The broker's heap: the log cleaner's map").
+ * The local broker's server.properties, JVM flags and GC-log reader (scripts/kafka.mjs, called in
+ * a child node). The dedupe map size is a measured decision (docs/decisions.md, "The broker's
+ * heap: the log cleaner's map").
  */
-const ROOT = path.resolve(__dirname, '..');
 
 function brokerConfig(env: Record<string, string>): { properties: Record<string, string>; jvm: string[] } {
   const script =
     "import { serverProperties, brokerJvmFlags } from './scripts/kafka.mjs';" +
     'const env = JSON.parse(process.argv[1]);' +
     "console.log(JSON.stringify({ text: serverProperties({ port: 19092, logsDir: '/tmp/x' }), jvm: brokerJvmFlags(env) }));";
-  const { text, jvm } = JSON.parse(
-    execFileSync(process.execPath, ['--input-type=module', '-e', script, JSON.stringify(env)], { cwd: ROOT, encoding: 'utf8' }),
-  ) as { text: string; jvm: string[] };
+  const { text, jvm } = callScriptModule<{ text: string; jvm: string[] }>(script, env);
   const properties: Record<string, string> = {};
   for (const line of text.split('\n')) {
     const m = /^([a-z][\w.]*)=(.*)$/.exec(line);
@@ -52,9 +49,7 @@ describe('local broker configuration', () => {
       'const [file, from, to] = JSON.parse(process.argv[1]);' +
       "console.log(JSON.stringify([brokerGcPauses(file, from, to), brokerGcPauses(file + '.none', from, to)]));";
     const window = [file, Date.parse('2026-12-06T10:00:00Z'), Date.parse('2026-12-06T10:00:10Z')];
-    const [pauses, none] = JSON.parse(
-      execFileSync(process.execPath, ['--input-type=module', '-e', script, JSON.stringify(window)], { cwd: ROOT, encoding: 'utf8' }),
-    ) as [Record<string, number>, null];
+    const [pauses, none] = callScriptModule<[Record<string, number>, null]>(script, window);
     expect(pauses).toEqual({ young: 2, full: 1, youngPauseMs: 21.597, fullPauseMs: 28.713, maxPauseMs: 28.713 });
     expect(none).toBeNull();
   });

@@ -1,13 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
+import { callScriptModule } from './script-module';
 
 /**
  * The platform line of the bench's machine calibration (scripts/machine.mjs, `platform`), read in a
  * child node (the module is ESM) and checked against the same sources read here.
  */
-const ROOT = path.resolve(__dirname, '..');
 const readOrNull = (file: string): string | null => {
   try {
     return fs.readFileSync(file, 'utf8').trim();
@@ -17,13 +16,9 @@ const readOrNull = (file: string): string | null => {
 };
 
 describe('machine platform', () => {
-  const p = JSON.parse(
-    execFileSync(
-      process.execPath,
-      ['--input-type=module', '-e', "import { platform } from './scripts/machine.mjs'; console.log(JSON.stringify(platform()));"],
-      { cwd: ROOT, encoding: 'utf8' },
-    ),
-  ) as { kernel: string; hypervisor: string | null; clocksource: string | null; meltdown: string | null };
+  const p = callScriptModule<{ kernel: string; hypervisor: string | null; clocksource: string | null; meltdown: string | null }>(
+    "import { platform } from './scripts/machine.mjs'; console.log(JSON.stringify(platform()));",
+  );
 
   it('names the kernel, the clock source and the meltdown mitigation as the kernel reports them', () => {
     expect(p.kernel).toBe(os.release());
@@ -54,11 +49,7 @@ describe('procStatFields', () => {
     '});';
 
   it('returns the fields after the command name (state first, minflt at 7), whatever the name holds; null for no file', () => {
-    const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: ROOT, encoding: 'utf8' })) as {
-      f: string[];
-      faults: number;
-      missing: null;
-    };
+    const out = callScriptModule<{ f: string[]; faults: number; missing: null }>(script);
     expect(out.f[0]).toMatch(/^[RSD]$/);
     // minflt was read just before resourceUsage: the same counter, a few faults apart at most
     expect(Number(out.f[7])).toBeGreaterThan(0);

@@ -1,21 +1,17 @@
 import { execFileSync } from 'node:child_process';
-import path from 'node:path';
+import { callScriptModule } from './script-module';
 
 /**
- * The V8 flags each service process starts with (scripts/services.mjs, `serviceNodeFlags`), read
- * in a child node: the module is ESM with `import.meta`, which this compiled test cannot load.
+ * The V8 flags each service process starts with (scripts/services.mjs, `serviceNodeFlags`, called
+ * in a child node).
  * The flags are measured decisions (docs/decisions.md, "Memory" and "Idle: V8's memory reducer").
  */
-const ROOT = path.resolve(__dirname, '..');
-
 function flagsOf(env: Record<string, string>): Record<string, string[]> {
   const script =
     "import { serviceNodeFlags, SERVICES } from './scripts/services.mjs';" +
     'const env = JSON.parse(process.argv[1]);' +
     'console.log(JSON.stringify(Object.fromEntries(SERVICES.map((s) => [s.name, serviceNodeFlags(env, s)]))));';
-  return JSON.parse(
-    execFileSync(process.execPath, ['--input-type=module', '-e', script, JSON.stringify(env)], { cwd: ROOT, encoding: 'utf8' }),
-  );
+  return callScriptModule(script, env);
 }
 
 describe('service V8 flags', () => {
