@@ -34,31 +34,33 @@ describe('walSince', () => {
       return rows;
     };
     const wal = await walSince(query, { lsn: '0/1000', records: null, fpi: null });
-    expect(wal).toEqual({ bytes: 4096, records: null, fpi: null, range: ['0/1000', '0/2000'] });
+    expect(wal).toEqual({ bytes: 4096, records: null, fpi: null, syncs: null, range: ['0/1000', '0/2000'] });
     expect(asked).toContainEqual(['SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::float8 AS bytes', ['0/2000', '0/1000']]);
   });
 
   it('gives no record count when the first reading had none, rather than counting from zero', async () => {
     const query: Query = async (sql) => {
       if (sql.includes('pg_current_wal_lsn')) return [{ lsn: '0/3000' }];
-      if (sql.includes('pg_stat_wal')) return [{ records: 150, fpi: 2 }];
+      if (sql.includes('pg_stat_wal')) return [{ records: 150, fpi: 2, syncs: 40 }];
       return [{ bytes: 8192 }];
     };
     const wal = await walSince(query, { lsn: '0/1000', records: null, fpi: null });
     expect(wal.records).toBeNull();
     expect(wal.fpi).toBeNull();
+    expect(wal.syncs).toBeNull();
   });
 
-  it('subtracts the records and full-page images of the two readings', async () => {
+  it('subtracts the records, full-page images and syncs of the two readings', async () => {
     const query: Query = async (sql) => {
       if (sql.includes('pg_current_wal_lsn')) return [{ lsn: '0/3000' }];
-      if (sql.includes('pg_stat_wal')) return [{ records: 150, fpi: 2 }];
+      if (sql.includes('pg_stat_wal')) return [{ records: 150, fpi: 2, syncs: 40 }];
       return [{ bytes: 8192 }];
     };
-    expect(await walSince(query, { lsn: '0/1000', records: 100, fpi: 2 })).toEqual({
+    expect(await walSince(query, { lsn: '0/1000', records: 100, fpi: 2, syncs: 15 })).toEqual({
       bytes: 8192,
       records: 50,
       fpi: 0,
+      syncs: 25,
       range: ['0/1000', '0/3000'],
     });
   });

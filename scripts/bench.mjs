@@ -870,6 +870,7 @@ async function pgWritesPer(pool, before, ok) {
       walBytes: Math.round(wal.bytes / ok),
       walRecords: per(wal.records),
       walFpi: per(wal.fpi, 2),
+      walSyncs: per(wal.syncs, 2),
       tables,
       walByRelation: byRelation && walLines(byRelation, ok),
     };
@@ -1421,8 +1422,11 @@ function report(result, phases) {
       const w = result.runs[phase.name].gateway.pgWritesPerOk;
       if (!w) continue;
       const records = w.walRecords === null ? '' : ` in ${w.walRecords} records (${w.walFpi} full-page images)`;
+      const syncs = w.walSyncs == null ? '' : `, synced to disk ${w.walSyncs} times`;
       const hot = w.tables.filter((t) => t.updates > 0).map((t) => `${t.table} ${t.updates} (${t.hotPct} % HOT)`);
-      console.log(`Postgres writes per 2xx answer, ${phase.label}: ${w.walBytes} B of WAL${records}; row updates ${hot.join(', ')}`);
+      console.log(
+        `Postgres writes per 2xx answer, ${phase.label}: ${w.walBytes} B of WAL${records}${syncs}; row updates ${hot.join(', ')}`,
+      );
     }
     const wr = [['WAL records per 2xx answer (pg_walinspect)', 'phase', 'record types', 'records', 'bytes']];
     for (const phase of gatewayPhases) {

@@ -11,28 +11,35 @@
 
 /**
  * Where the WAL stands: the insert position (exact) and, from pg_stat_wal (Postgres 14+, null
- * before), the records and full-page images written so far. Backends report the latter at most a
- * second late, so over a short stretch read them as approximate; both are cluster-wide, so they count
- * whatever else the server does.
+ * before), the records and full-page images written so far and how many times the WAL was synced
+ * to disk (`wal_sync`: each a commit's flush, or the WAL writer's). Backends report the latter at
+ * most a second late, so over a short stretch read them as approximate; all are cluster-wide, so
+ * they count whatever else the server does.
  */
 export async function walPosition(query) {
   const [lsn] = await query('SELECT pg_current_wal_lsn()::text AS lsn');
   let stats = null;
   try {
-    const [s] = await query('SELECT wal_records::float8 AS records, wal_fpi::float8 AS fpi FROM pg_stat_wal');
-    stats = { records: Number(s.records), fpi: Number(s.fpi) };
+    const [s] = await query('SELECT wal_records::float8 AS records, wal_fpi::float8 AS fpi, wal_sync::float8 AS syncs FROM pg_stat_wal');
+    stats = { records: Number(s.records), fpi: Number(s.fpi), syncs: Number(s.syncs) };
   } catch {
     // Postgres 13 or older: bytes only
   }
-  return { lsn: lsn.lsn, records: stats?.records ?? null, fpi: stats?.fpi ?? null };
+  return { lsn: lsn.lsn, records: stats?.records ?? null, fpi: stats?.fpi ?? null, syncs: stats?.syncs ?? null };
 }
 
-/** WAL written since `from` (a walPosition): bytes, and records and full-page images when known. */
+/** WAL written since `from` (a walPosition): bytes, and records, full-page images and syncs when known. */
 export async function walSince(query, from) {
   const to = await walPosition(query);
   const [d] = await query('SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::float8 AS bytes', [to.lsn, from.lsn]);
-  const delta = (a, b) => (a === null || b === null ? null : a - b);
-  return { bytes: Number(d.bytes), records: delta(to.records, from.records), fpi: delta(to.fpi, from.fpi), range: [from.lsn, to.lsn] };
+  const delta = (a, b) => (a == null || b == null ? null : a - b);
+  return {
+    bytes: Number(d.bytes),
+    records: delta(to.records, from.records),
+    fpi: delta(to.fpi, from.fpi),
+    syncs: delta(to.syncs, from.syncs),
+    range: [from.lsn, to.lsn],
+  };
 }
 
 /** Row updates and HOT updates so far of each of `tables` (pg_stat_user_tables: as late as the WAL counts). */
