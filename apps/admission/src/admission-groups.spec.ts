@@ -14,10 +14,10 @@ function recordingRepository(): { repo: AdmissionRepository; groups: Array<Array
       const items = JSON.parse(values[0] as string) as Array<{ wf: unknown }>;
       groups.push(items);
       await new Promise((r) => setTimeout(r, 2));
-      return items.map(() => ({ refused: null, outbox_id: String(nextId++) }));
+      return items.map(() => ({ refused: null, outbox_id: String(nextId++), server_started: 'run-1' }));
     },
   } as unknown as Database;
-  const outbox = { committedNow: () => undefined } as unknown as OutboxRepository;
+  const outbox = { committedBeforeFlush: () => undefined } as unknown as OutboxRepository;
   return { repo: new AdmissionRepository(db, outbox), groups };
 }
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { AdmissionRepository, AdmitInput, budgetAccountId, Database, OutboxRepository } from '@gateway/db';
+import { AdmissionRepository, AdmitInput, budgetAccountId, Database, OutboxRepository, PreparedStatement } from '@gateway/db';
+import type { OutboxRow } from '@gateway/messaging';
 import { admitInput } from '@gateway/testing';
 
 /**
@@ -17,7 +18,14 @@ describe('admission as one autocommit statement', () => {
   const periodStart = new Date('2026-11-01T00:00:00Z');
   const windowStart = new Date(Math.floor(Date.now() / 60000) * 60000);
 
-  afterAll(() => db.close());
+  afterAll(async () => {
+    await outbox.stop();
+    await db.close();
+  });
+
+  /** Statements that admitted (the outbox's look at the WAL position goes through `query` too). */
+  const admissionStatements = (spy: jest.SpyInstance) =>
+    spy.mock.calls.filter(([statement]) => (statement as PreparedStatement).text.includes('admission_admit(')).length;
 
   const input = (workloadId: string, over: Partial<AdmitInput> = {}) =>
     admitInput(workloadId, { workloadBudget: { budgetMicrousd: 10_000n, periodStart }, ...over });
@@ -98,7 +106,7 @@ describe('admission as one autocommit statement', () => {
     });
     // same event-loop turn: one group, one statement
     const results = await Promise.all(inputs.map((i) => grouped.admit(i)));
-    expect(statements).toHaveBeenCalledTimes(1);
+    expect(admissionStatements(statements)).toBe(1);
     statements.mockRestore();
 
     // in sequence: 1000, 2000, 3000 (plus what was there), then 9000 would overspend 10 000 (refused),
@@ -138,7 +146,7 @@ describe('admission as one autocommit statement', () => {
     inputs[3].action.idempotencyKey = 'dup';
     const statements = jest.spyOn(db, 'query');
     const results = await Promise.all(inputs.map((i) => grouped.admit(i)));
-    expect(statements).toHaveBeenCalledTimes(1);
+    expect(admissionStatements(statements)).toBe(1);
     statements.mockRestore();
     // one slot was taken before; a conflict frees nothing and takes nothing; slots 2–5 go to 0, 2, 4, 5; 6 is refused
     expect(results).toEqual([
@@ -181,5 +189,57 @@ describe('admission as one autocommit statement', () => {
     } finally {
       await other.close();
     }
+  });
+  // docs/decisions.md, "The admission's commit does not wait for the disk"
+  it('commits without waiting for the WAL flush: the statement turns synchronous_commit off for its own transaction only', async () => {
+    const wl = `async-${randomUUID()}`;
+    // the repository's statement and values, kept from Postgres: the test sends them itself below
+    let sent: [PreparedStatement, unknown[]] | undefined;
+    const statements = jest.spyOn(db, 'query').mockImplementationOnce(async (statement, values) => {
+      sent = [statement, values];
+      return [{ refused: null, outbox_id: null, server_started: 'not sent' }] as never;
+    });
+    expect(await alone.admit(input(wl))).toEqual({ ok: true });
+    statements.mockRestore();
+    const [statement, values] = sent!;
+
+    const client = await db.pool.connect();
+    try {
+      const serverSetting = (await client.query('SHOW synchronous_commit')).rows[0].synchronous_commit as string;
+      await client.query('BEGIN');
+      const rows = (await client.query(statement.text, values)).rows;
+      expect(rows).toEqual([expect.objectContaining({ refused: null, commit_mode: 'off', server_started: expect.any(String) })]);
+      expect((await client.query('SHOW synchronous_commit')).rows[0].synchronous_commit).toBe('off');
+      await client.query('ROLLBACK');
+      // local to the transaction: the pooled connection is back to the server's setting
+      expect((await client.query('SHOW synchronous_commit')).rows[0].synchronous_commit).toBe(serverSetting);
+    } finally {
+      client.release();
+    }
+  });
+
+  it('hands its decision events to the relay only after the WAL flush has passed the commit', async () => {
+    const wl = `flush-${randomUUID()}`;
+    const order: string[] = [];
+    const flushedAtRelease: bigint[] = [];
+    const lsn = async (fn: 'insert' | 'flush') =>
+      BigInt((await db.pool.query(`SELECT (pg_current_wal_${fn}_lsn() - '0/0'::pg_lsn)::text AS n`)).rows[0].n as string);
+    const released = new Promise<OutboxRow[]>((resolve) =>
+      outbox.onCommittedAppend((rows) => {
+        if (!rows.some((r) => r.key === wl)) return;
+        order.push('released');
+        void lsn('flush').then((f) => {
+          flushedAtRelease.push(f);
+          resolve(rows);
+        });
+      }),
+    );
+    expect(await alone.admit(input(wl))).toEqual({ ok: true });
+    order.push('admitted');
+    const afterCommit = await lsn('insert'); // past the admission's commit record
+    const rows = await released;
+    expect(order).toEqual(['admitted', 'released']);
+    expect(rows.filter((r) => r.key === wl)).toHaveLength(1);
+    expect(flushedAtRelease[0]).toBeGreaterThanOrEqual(afterCommit);
   });
 });

@@ -24,6 +24,7 @@ class CoreLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
     private readonly relay: OutboxRelay,
     private readonly bus: KafkaBus,
     private readonly db: Database,
+    private readonly outbox: OutboxRepository,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -31,6 +32,7 @@ class CoreLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
+    await this.outbox.stop();
     await this.relay.stop();
     await this.bus.disconnect();
     await this.db.close();

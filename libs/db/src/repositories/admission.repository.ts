@@ -88,10 +88,23 @@ interface PreparedAdmission {
   maxWaitMs: number;
 }
 
-/** The prepared statement of every admission (prisma/migrations/20261202010000_admission_admit_function). */
+/**
+ * The prepared statement of every admission (prisma/migrations/20261202010000_admission_admit_function).
+ *
+ * Its commit does not wait for the WAL flush (`synchronous_commit` off for this transaction only,
+ * set before the commit by the select list). Nothing outside Postgres acts on an admission until a
+ * later commit that waits for the flush: dispatch sends nothing upstream before its claim commits,
+ * and the claim, which reads the action this statement wrote, commits after it in the WAL, so its
+ * flush is this one's too. A crash of the server before then undoes the admission and the
+ * command that names it is refused at the claim (no such action); nothing was sent or billed. The
+ * statement's decision events wait for the flush in `OutboxRepository.committedBeforeFlush`
+ * (docs/decisions.md, "The admission's commit does not wait for the disk").
+ */
 const ADMIT: PreparedStatement = {
-  name: 'admission_admit',
-  text: 'SELECT refused, outbox_id FROM admission_admit($1::jsonb)',
+  name: 'admission_admit_unflushed',
+  text: `SELECT refused, outbox_id, set_config('synchronous_commit', 'off', true) AS commit_mode,
+    pg_postmaster_start_time()::text AS server_started
+  FROM admission_admit($1::jsonb)`,
 };
 
 /**
@@ -171,14 +184,14 @@ export class AdmissionRepository {
     // A pool connection that comes after an action's deadline is of no use: wait at most until then
     // (the caller answers 503 service_unavailable when the pool cannot serve in time).
     const maxWaitMs = Math.min(...admissions.map((a) => a.maxWaitMs));
-    const rows = await this.db.query<{ refused: string | null; outbox_id: string | null }>(
+    const rows = await this.db.query<{ refused: string | null; outbox_id: string | null; server_started: string }>(
       ADMIT,
       [JSON.stringify(admissions.map((a) => a.item))],
       { maxWaitMs },
     );
     const decisions = rows.map((r) => ({ refused: r.refused, outboxId: r.outbox_id === null ? null : BigInt(r.outbox_id) }));
     const committed = decisions.flatMap((d, i) => (d.outboxId === null ? [] : [{ id: d.outboxId, ...admissions[i].outbox }]));
-    this.outbox.committedNow(committed);
+    if (rows.length > 0) this.outbox.committedBeforeFlush(committed, rows[0].server_started);
     return decisions;
   }
 

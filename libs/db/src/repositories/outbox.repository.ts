@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { PolicyChangedV1, TopicKey, TopicPayload, Topics, UsageSettledV1 } from '@gateway/contracts';
 import type { BatchOutcome, OutboxRow, OutboxStore, QuarantineReason } from '@gateway/messaging';
 import { Database, PreparedStatement, Tx, prismaTx, txQuery } from '../database';
+import { parseLsn, WalFlushGate, WalPosition } from '../wal-flush-gate';
 import { usageSettledOfLedger } from './ledger.repository';
 
 /** How long a row belongs to the relay of the process that wrote it before any sweep may take it. */
@@ -15,6 +16,12 @@ export const OUTBOX_LEASE_MS = 30_000;
 const DELETE_PUBLISHED: PreparedStatement = {
   name: 'outbox_delete_published',
   text: 'DELETE FROM outbox_message WHERE id = ANY($1::bigint[])',
+};
+
+/** Where the WAL stands, for rows committed without waiting for the flush (`committedBeforeFlush`). */
+const WAL_POSITION: PreparedStatement = {
+  name: 'outbox_wal_position',
+  text: 'SELECT pg_current_wal_insert_lsn()::text AS insert_lsn, pg_current_wal_flush_lsn()::text AS flush_lsn, pg_postmaster_start_time()::text AS started',
 };
 
 /**
@@ -95,6 +102,7 @@ const SWEEP_DUE: PreparedStatement = {
 export class OutboxRepository implements OutboxStore {
   private readonly listeners: Array<(rows: OutboxRow[]) => void> = [];
   private readonly pendingByTx = new WeakMap<Tx, OutboxRow[]>();
+  private flushGate?: WalFlushGate<OutboxRow>;
 
   constructor(
     private readonly db: Database,
@@ -185,6 +193,35 @@ export class OutboxRepository implements OutboxStore {
   committedNow(rows: OutboxRow[]): void {
     if (rows.length === 0) return;
     for (const l of this.listeners) l(rows);
+  }
+
+  /**
+   * Hands rows that an autocommit statement committed with `synchronous_commit = off` to the
+   * listeners once the server's WAL flush has passed that commit (`WalFlushGate`, a look every
+   * 100 ms while rows wait): until then a crash of the server could still undo them, and nothing
+   * may go out on their word. `serverStartedAt` is `pg_postmaster_start_time()` as the committing
+   * statement read it. Rows the gate drops (a restart, an unreadable position, a stop) stay in the
+   * table for the sweep, after the lease; `gateway_outbox_swept_total` counts them there.
+   */
+  committedBeforeFlush(rows: OutboxRow[], serverStartedAt: string): void {
+    if (rows.length === 0) return;
+    this.flushGate ??= new WalFlushGate<OutboxRow>(
+      () => this.walPosition(),
+      (released) => this.committedNow(released),
+      () => undefined,
+      100,
+    );
+    this.flushGate.add(rows, serverStartedAt);
+  }
+
+  /** Stops holding rows for the flush (what still waits is left to the sweep). */
+  async stop(): Promise<void> {
+    await this.flushGate?.stop();
+  }
+
+  private async walPosition(): Promise<WalPosition> {
+    const [r] = await this.db.query<{ insert_lsn: string; flush_lsn: string; started: string }>(WAL_POSITION, []);
+    return { insertLsn: parseLsn(r.insert_lsn), flushLsn: parseLsn(r.flush_lsn), serverStartedAt: r.started };
   }
 
   /** Registers a row written by another statement of `tx`, to be handed to listeners after commit. */
