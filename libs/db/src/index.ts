@@ -25,6 +25,7 @@ export * from './repositories/experiment.repository';
 export * from './repositories/experiment-pause.repository';
 export * from './repositories/gateway-meta.repository';
 export { migrate } from './migrations/migrate';
+export type { FlushDropReason } from './wal-flush-gate';
 export * from './repositories/controls.repository';
 export * from './repositories/audit.repository';
 export * from './repositories/usage-export.repository';

@@ -16,6 +16,12 @@ export function parseLsn(text: string): bigint {
   return (BigInt(`0x${m[1]}`) << 32n) | BigInt(`0x${m[2]}`);
 }
 
+/**
+ * Why the gate gave items up without releasing them: it was stopped, the server restarted after
+ * their commit, or the WAL position could not be read (`detail` then says why).
+ */
+export type FlushDropReason = 'stopped' | 'restarted' | 'unreadable';
+
 interface Held<T> {
   items: T[];
   serverStartedAt: string;
@@ -48,7 +54,7 @@ export class WalFlushGate<T> {
   constructor(
     private readonly position: () => Promise<WalPosition>,
     private readonly release: (items: T[]) => void,
-    private readonly drop: (items: T[], reason: string) => void,
+    private readonly drop: (items: T[], reason: FlushDropReason, detail?: string) => void,
     private readonly intervalMs = 50,
   ) {}
 
@@ -108,7 +114,8 @@ export class WalFlushGate<T> {
       const all = this.held.splice(0);
       this.drop(
         all.flatMap((h) => h.items),
-        `WAL position unreadable: ${(err as Error).message}`,
+        'unreadable',
+        (err as Error).message,
       );
       return;
     }
@@ -123,7 +130,7 @@ export class WalFlushGate<T> {
       else keep.push(h);
     });
     this.held = keep;
-    if (lost.length > 0) this.drop(lost, 'the server restarted after the commit');
+    if (lost.length > 0) this.drop(lost, 'restarted');
     if (released.length > 0) this.release(released);
   }
 }

@@ -66,6 +66,12 @@ export class CoreModule {
       labelNames: ['topic'],
       registers: [metrics.registry],
     });
+    const flushDroppedCounter = new Counter({
+      name: 'gateway_outbox_flush_dropped_total',
+      help: 'Outbox rows of a commit made without waiting for the disk that the WAL flush gate gave up on (left to the sweep, or undone by a crash), by topic and reason: stopped, restarted, unreadable',
+      labelNames: ['topic', 'reason'],
+      registers: [metrics.registry],
+    });
     return {
       module: CoreModule,
       imports: [TerminusModule.forRoot({ logger: false })],
@@ -109,7 +115,21 @@ export class CoreModule {
             }),
           inject: [KafkaBus, ID_GENERATOR],
         },
-        { provide: OutboxRepository, useFactory: (db: Database) => new OutboxRepository(db), inject: [Database] },
+        {
+          provide: OutboxRepository,
+          useFactory: (db: Database) => {
+            const outbox = new OutboxRepository(db);
+            outbox.onFlushDropped((rows, reason, detail) => {
+              const byTopic = new Map<string, number>();
+              for (const r of rows) byTopic.set(r.topic, (byTopic.get(r.topic) ?? 0) + 1);
+              for (const [topic, n] of byTopic) flushDroppedCounter.inc({ topic, reason }, n);
+              if (reason !== 'stopped')
+                logger.warn({ rows: rows.length, reason, detail }, 'outbox rows left to the sweep: the WAL flush was not confirmed');
+            });
+            return outbox;
+          },
+          inject: [Database],
+        },
         { provide: ProcessedEventRepository, useFactory: (db: Database) => new ProcessedEventRepository(db), inject: [Database] },
         {
           provide: OutboxRelay,

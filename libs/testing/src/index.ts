@@ -12,3 +12,4 @@ export * from './ledger-rows';
 export * from './policy-bodies';
 export * from './held-attempt';
 export * from './structured-price';
+export * from './private-postgres';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { PolicyChangedV1, TopicKey, TopicPayload, Topics, UsageSettledV1 } from '@gateway/contracts';
 import type { BatchOutcome, OutboxRow, OutboxStore, QuarantineReason } from '@gateway/messaging';
 import { Database, PreparedStatement, Tx, prismaTx, txQuery } from '../database';
-import { parseLsn, WalFlushGate, WalPosition } from '../wal-flush-gate';
+import { FlushDropReason, parseLsn, WalFlushGate, WalPosition } from '../wal-flush-gate';
 import { usageSettledOfLedger } from './ledger.repository';
 
 /** How long a row belongs to the relay of the process that wrote it before any sweep may take it. */
@@ -101,6 +101,7 @@ const SWEEP_DUE: PreparedStatement = {
  */
 export class OutboxRepository implements OutboxStore {
   private readonly listeners: Array<(rows: OutboxRow[]) => void> = [];
+  private readonly dropListeners: Array<(rows: OutboxRow[], reason: FlushDropReason, detail?: string) => void> = [];
   private readonly pendingByTx = new WeakMap<Tx, OutboxRow[]>();
   private flushGate?: WalFlushGate<OutboxRow>;
 
@@ -112,6 +113,15 @@ export class OutboxRepository implements OutboxStore {
   /** Called after every commit that appended outbox rows, with those rows. */
   onCommittedAppend(listener: (rows: OutboxRow[]) => void): void {
     this.listeners.push(listener);
+  }
+
+  /**
+   * Called with rows `committedBeforeFlush` gave up on (the flush gate stopped, the server
+   * restarted after their commit, or the WAL position could not be read): they were not handed to
+   * the relay, and the sweep publishes whatever of them the table still holds after the lease.
+   */
+  onFlushDropped(listener: (rows: OutboxRow[], reason: FlushDropReason, detail?: string) => void): void {
+    this.dropListeners.push(listener);
   }
 
   async append<K extends TopicKey>(tx: Tx, topicKey: K, key: string, payload: TopicPayload<K>): Promise<void> {
@@ -200,15 +210,18 @@ export class OutboxRepository implements OutboxStore {
    * listeners once the server's WAL flush has passed that commit (`WalFlushGate`, a look every
    * 100 ms while rows wait): until then a crash of the server could still undo them, and nothing
    * may go out on their word. `serverStartedAt` is `pg_postmaster_start_time()` as the committing
-   * statement read it. Rows the gate drops (a restart, an unreadable position, a stop) stay in the
-   * table for the sweep, after the lease; `gateway_outbox_swept_total` counts them there.
+   * statement read it. Rows the gate drops (a restart, an unreadable position, a stop) go to the
+   * `onFlushDropped` listeners; what of them survived stays in the table for the sweep, after the
+   * lease (a crash may have undone the rest: libs/db/test/unflushed-commit-crash.int-spec.ts).
    */
   committedBeforeFlush(rows: OutboxRow[], serverStartedAt: string): void {
     if (rows.length === 0) return;
     this.flushGate ??= new WalFlushGate<OutboxRow>(
       () => this.walPosition(),
       (released) => this.committedNow(released),
-      () => undefined,
+      (dropped, reason, detail) => {
+        for (const l of this.dropListeners) l(dropped, reason, detail);
+      },
       100,
     );
     this.flushGate.add(rows, serverStartedAt);
