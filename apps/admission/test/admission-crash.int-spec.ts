@@ -5,6 +5,7 @@ import {
   Database,
   DispatchRepository,
   FlushDropReason,
+  isDatabaseUnavailable,
   migrate,
   OutboxRepository,
 } from '@gateway/db';
@@ -144,5 +145,23 @@ describe('an admission committed without waiting for the disk, when Postgres cra
     expect(released.filter((r) => r.key === wl)).toEqual([]);
     const waiting = await outbox.waitingMessages('admissionDecisions');
     expect(waiting.filter((m) => m.key === wl).map((m) => (m.payload as { action_id: string }).action_id)).toEqual([input.action.id]);
+  });
+
+  // found by `npm run chaos` crashing Postgres under load: admission exited with pg's "Unhandled
+  // 'error' event" (a connection checked out of the pool had no 'error' listener)
+  it('a statement running on a checked-out connection when Postgres crashes fails as unavailable, and the process lives on', async () => {
+    // the admission's path: a connection checked out within a wait limit (`maxWaitMs`), then the
+    // statement on it (without a listener on the connection, jest fails the run: "Unhandled error")
+    const running = db.query({ name: 'crash_sleep', text: 'SELECT pg_sleep(30)' }, [], { maxWaitMs: 1000 }).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    await new Promise((r) => setTimeout(r, 200));
+    await crashAndRestart();
+    const failure = await running;
+    expect(failure).toBeInstanceOf(Error);
+    expect(isDatabaseUnavailable(failure)).toBe(true);
+    // the pool replaced the dead connection
+    expect(await db.query({ name: 'crash_one', text: 'SELECT 1 AS one' }, [], { maxWaitMs: 1000 })).toEqual([{ one: 1 }]);
   });
 });

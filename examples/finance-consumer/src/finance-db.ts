@@ -16,6 +16,11 @@ export class FinanceDb implements OnModuleInit, OnModuleDestroy {
 
   constructor(@Inject(FINANCE_CONFIG) config: FinanceConsumerConfig) {
     this.pool = new Pool({ connectionString: config.databaseUrl, max: 4 });
+    // A restart of Postgres closes every connection. pg reports that as an 'error' event, on the
+    // pool for an idle connection and on the connection itself for one in use; unheard, either
+    // ends the process. The statement in flight fails all the same, and the pool reconnects.
+    this.pool.on('error', () => undefined);
+    this.pool.on('connect', (client) => client.on('error', () => undefined));
     this.s = `"${config.schema}"`;
   }
 

@@ -80,6 +80,12 @@ export class Database {
     this.pool.on('error', () => undefined);
     // The pool's connections by backend pid, so `txQuery` can find the one a transaction runs on.
     this.pool.on('connect', (client) => {
+      // A connection that dies while checked out (a statement running on it, or a transaction
+      // between statements) emits 'error' on its client, which pg's pool listens for only while
+      // the connection is idle: without this listener a Postgres crash or restart killed the
+      // process ("Unhandled 'error' event"). The statement running on it fails all the same, and
+      // a released connection that failed is not reused (apps/admission/test/admission-crash.int-spec.ts).
+      client.on('error', () => undefined);
       const pid = (client as pg.PoolClient & { processID: number | null }).processID;
       if (pid !== null) this.connectionByBackend.set(pid, client);
     });
