@@ -5,7 +5,9 @@
 // A mixed load (OpenAI and Gemini dialects, whole and streamed, some routes that withhold usage or
 // cut their streams, one workload with a tight budget) runs while faults are injected: kill -9 of
 // every service in turn (the supervisor restarts them), a broker stop and start, Postgres
-// connections terminated (pg_terminate_backend). After the load, consumer offsets of settlement and
+// connections terminated (pg_terminate_backend), and Postgres itself crashed (an immediate
+// shutdown: the chaos run's own durable server, `startPrivatePostgres`) and started again, which
+// runs crash recovery. After the load, consumer offsets of settlement and
 // dispatch are reset to earliest (a full replay of two topics). Then the invariants are checked
 // with SQL and the public topics:
 //   - pending + unresolved + settled <= budget for every account, at every sample
@@ -14,6 +16,8 @@
 //   - no action non-terminal past its deadline + grace
 //   - the ledger is unchanged by the replay
 //   - the settled topic's sum equals the ledger's
+//   - every admission announced on the decisions topic names an action Postgres has (an admission
+//     the crash undid was never announced)
 //   - no client waited longer than its deadline + 2 s; every service healthy again at the end
 // It prints a table and exits non-zero on any violation.
 //
@@ -27,6 +31,7 @@ import { startKafka } from './kafka.mjs';
 import { ensurePrismaClient } from './prisma-generate.mjs';
 import { runTs, sleep, scriptArgs, startOwnInfra, startServices, tsRequire, withStops } from './services.mjs';
 import {
+  announcedAdmissionsWithoutAction,
   ledgerSnapshot,
   overBudgetAccounts,
   quiesce as quiesceStack,
@@ -50,6 +55,7 @@ const ORPHAN_GRACE_MS = 2000;
 const require = tsRequire();
 const { Topics } = require('@gateway/contracts');
 const { Kafka, logLevel } = require('kafkajs');
+const { startPrivatePostgres } = require('@gateway/testing');
 
 const t0 = Date.now();
 const log = (msg) => console.log(`[chaos ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)}s] ${msg}`);
@@ -66,7 +72,12 @@ async function main() {
 }
 
 async function run(stops) {
+  // A server of the run's own, durable like production's, so that a fault can crash it.
+  log('starting a Postgres server of its own');
+  const postgres = await startPrivatePostgres({ max_connections: '200' });
+  stops.push(() => postgres.dispose());
   const infra = await startOwnInfra({
+    postgresUrl: postgres.url,
     name: 'chaos',
     database: process.env.CHAOS_DB ?? 'gateway_chaos',
     kafkaPort: KAFKA_PORT,
@@ -88,6 +99,7 @@ async function run(stops) {
   const services = await startServices({ env, logDir, supervise: true, log: (m) => log(`supervisor: ${m}`) });
   stops.push(services.stop);
   const db = new pg.Pool({ connectionString: pgServer.url, max: 3 });
+  db.on('error', () => undefined); // an idle connection the Postgres crash closed
   stops.push(() => db.end());
 
   // ------------------------------------------------------------ load, faults, budget samples
@@ -117,7 +129,7 @@ async function run(stops) {
       if (wait > 0) await sleep(wait);
       log(`fault: ${f.name}`);
       try {
-        kafka = (await f.run({ services, logDir, kafka, dataDir, db, dbName: new URL(pgServer.url).pathname.slice(1) })) ?? kafka;
+        kafka = (await f.run({ services, logDir, kafka, dataDir, db, dbName: new URL(pgServer.url).pathname.slice(1), postgres })) ?? kafka;
         faults.push({ name: f.name, ok: true });
       } catch (err) {
         faults.push({ name: f.name, ok: false, error: err.message });
@@ -163,6 +175,11 @@ async function run(stops) {
   if (topic.sum !== after.sum || topic.attempts !== after.rows) {
     violate(`settled topic (${topic.attempts} attempts, ${topic.sum} micro-USD) differs from the ledger (${after.rows}, ${after.sum})`);
   }
+  const decisions = await announcedAdmissionsWithoutAction(db, kafka.brokers);
+  if (decisions.missing.length > 0)
+    violate(
+      `${decisions.missing.length} admissions announced on the decisions topic have no action (${decisions.missing.slice(0, 3).join(', ')})`,
+    );
   if (maxWaitMs > DEADLINE_MS + CLIENT_SLACK_MS) violate(`a client waited ${maxWaitMs} ms (deadline ${DEADLINE_MS} + ${CLIENT_SLACK_MS})`);
   const restarts = services.children.map((c) => `${c.service.name}:${c.restarts}`).join(' ');
 
@@ -176,6 +193,7 @@ async function run(stops) {
     ['budget samples', `${samples} (every account, pending + unresolved + settled <= budget)`],
     ['ledger', `${after.rows} rows, ${after.sum} micro-USD; replay ${before.digest === after.digest ? 'changed nothing' : 'CHANGED IT'}`],
     ['settled topic', `${topic.attempts} attempts, ${topic.sum} micro-USD, ${topic.duplicates} duplicate deliveries`],
+    ['decisions topic', `${decisions.announced} admissions announced, ${decisions.missing.length} without an action`],
     ['cases', String((await db.query(`SELECT count(*)::int AS n FROM reconciliation_case`)).rows[0].n)],
     ['violations', violations.length === 0 ? 'none' : violations.join('; ')],
   ];
@@ -214,8 +232,17 @@ function faultSchedule(seconds) {
       log(`terminated ${r.rows[0].n} backends`);
     },
   };
+  const pgCrash = {
+    name: 'Postgres crash and restart',
+    run: async ({ postgres }) => {
+      await postgres.crash();
+      await sleep(1000);
+      await postgres.restart();
+      log('Postgres recovered and accepts connections');
+    },
+  };
   const list = SHORT
-    ? [kill('dispatch'), kill('settlement'), brokerRestart, pgKill]
+    ? [kill('dispatch'), kill('settlement'), brokerRestart, pgKill, pgCrash]
     : [
         kill('dispatch'),
         kill('settlement'),
@@ -224,6 +251,7 @@ function faultSchedule(seconds) {
         kill('policy'),
         brokerRestart,
         pgKill,
+        pgCrash,
         kill('dispatch'),
       ];
   const step = seconds / (list.length + 1);

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { ensureBuilt, markInUse } from './build.mjs';
 import { ensureConsoleBuilt } from './console-build.mjs';
 import { startKafka } from './kafka.mjs';
-import { ensurePostgres, recreateDatabase } from './postgres.mjs';
+import { ensurePostgres, recreateDatabase, withDatabase } from './postgres.mjs';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -339,9 +339,12 @@ export async function withStops(run) {
  * An empty, migrated database `database`, a fresh broker on `kafkaPort` (data in
  * .local/kafka/<name>-<port>), an empty log folder .local/<name>-logs, and the services'
  * environment for ports from `portBase` plus `extraEnv`; the stops are pushed on `stops`.
+ * `postgresUrl`: a server the caller runs (the database is made on it), else `ensurePostgres`'s.
  */
-export async function startOwnInfra({ name, database, kafkaPort, portBase, extraEnv = {}, stops, log }) {
-  const pgServer = await ensurePostgres({ database, log });
+export async function startOwnInfra({ name, database, kafkaPort, portBase, extraEnv = {}, stops, log, postgresUrl }) {
+  const pgServer = postgresUrl
+    ? { url: withDatabase(postgresUrl, database), stop: async () => {} }
+    : await ensurePostgres({ database, log });
   stops.push(pgServer.stop);
   await recreateDatabase(pgServer.url);
   const dataDir = path.join(ROOT, '.local', 'kafka', `${name}-${kafkaPort}`);

@@ -67,31 +67,30 @@ export async function waitForLag(brokers, groupId, topic) {
   }
 }
 
-/** Reads the whole settled topic; finance counts each attempt once. */
-export async function settledTopicSum(brokers) {
+/**
+ * Reads a topic from the beginning to the end it had when called, handing each event (parsed JSON)
+ * to `onEvent`; how many messages it delivered.
+ */
+async function readTopic(brokers, topic, onEvent) {
   const kafka = new Kafka({ clientId: 'stack-checks-finance', brokers: [brokers], logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
-  const ends = await admin.fetchTopicOffsets(Topics.usageSettled.name);
+  const ends = await admin.fetchTopicOffsets(topic);
   await admin.disconnect();
   const target = new Map(ends.map((e) => [e.partition, Number(e.high)]));
-  const byAttempt = new Map();
+  if ([...target.values()].every((h) => h === 0)) return 0;
   let deliveries = 0;
-  if ([...target.values()].every((h) => h === 0)) return { attempts: 0, sum: '0', duplicates: 0, events: 0 };
   const consumer = kafka.consumer({ groupId: `stack-checks-finance-${Date.now()}` });
   await consumer.connect();
-  await consumer.subscribe({ topic: Topics.usageSettled.name, fromBeginning: true });
+  await consumer.subscribe({ topic, fromBeginning: true });
   const seen = new Map();
-  const events = new Set();
   await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('settled topic not read within 60 s')), 60_000);
+    const timer = setTimeout(() => reject(new Error(`${topic} not read within 60 s`)), 60_000);
     consumer
       .run({
         eachMessage: async ({ partition, message }) => {
           deliveries += 1;
-          const e = JSON.parse(message.value.toString('utf8'));
-          byAttempt.set(e.attempt_id, BigInt(e.cost_microusd));
-          events.add(e.event_id);
+          onEvent(JSON.parse(message.value.toString('utf8')));
           seen.set(partition, Number(message.offset) + 1);
           if ([...target.entries()].every(([p, h]) => h === 0 || (seen.get(p) ?? 0) >= h)) {
             clearTimeout(timer);
@@ -102,10 +101,38 @@ export async function settledTopicSum(brokers) {
       .catch(reject);
   });
   await consumer.disconnect();
+  return deliveries;
+}
+
+/** Reads the whole settled topic; finance counts each attempt once. */
+export async function settledTopicSum(brokers) {
+  const byAttempt = new Map();
+  const events = new Set();
+  const deliveries = await readTopic(brokers, Topics.usageSettled.name, (e) => {
+    byAttempt.set(e.attempt_id, BigInt(e.cost_microusd));
+    events.add(e.event_id);
+  });
   const sum = [...byAttempt.values()].reduce((a, b) => a + b, 0n);
   // a duplicate delivery is an event id seen again (the outbox's at-least-once); `events` above
   // `attempts` would mean two different events for one attempt
   return { attempts: byAttempt.size, sum: sum.toString(), duplicates: deliveries - events.size, events: events.size };
+}
+
+/**
+ * The admission decisions on the public topic that admitted an action (`policy_result` allow) and
+ * name an action Postgres does not have: an admission a Postgres crash undid must never have been
+ * announced (docs/decisions.md, "The admission's commit does not wait for the disk").
+ */
+export async function announcedAdmissionsWithoutAction(db, brokers) {
+  const admitted = new Set();
+  await readTopic(brokers, Topics.admissionDecisions.name, (e) => {
+    if (e.policy_result === 'allow' && e.action_id) admitted.add(e.action_id);
+  });
+  const { rows } = await db.query(
+    `SELECT id FROM unnest($1::text[]) AS announced(id) WHERE NOT EXISTS (SELECT 1 FROM action a WHERE a.id = announced.id)`,
+    [[...admitted]],
+  );
+  return { announced: admitted.size, missing: rows.map((r) => r.id) };
 }
 
 /** Every service of a `startServices` stack answers /health within 60 s; the names of those that do not. */
