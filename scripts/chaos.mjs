@@ -18,10 +18,15 @@
 //   - the settled topic's sum equals the ledger's
 //   - every admission announced on the decisions topic names an action Postgres has (an admission
 //     the crash undid was never announced)
+//   - no consumer parked a message on the dead-letter topic: every fault here passes, and a parked
+//     message waits for an operator to re-publish it
 //   - no client waited longer than its deadline + 2 s; every service healthy again at the end
 // It prints a table and exits non-zero on any violation.
 //
-//   node scripts/chaos.mjs [--short] [--seconds=N] [--rate=N] [--seed=N] [--report=FILE]
+//   node scripts/chaos.mjs [--short] [--seconds=N] [--rate=N] [--seed=N] [--pg-down-s=N] [--report=FILE]
+//
+// `--pg-down-s` is how long the crashed Postgres stays down before it is started again (default 15,
+// longer than a consumer's transient retries; 1 with `--short`).
 //
 // `--short` is the version `npm test` runs (fewer faults, ~30 s of load).
 import fs from 'node:fs';
@@ -33,6 +38,7 @@ import { runTs, sleep, scriptArgs, startOwnInfra, startServices, tsRequire, with
 import {
   announcedAdmissionsWithoutAction,
   ledgerSnapshot,
+  parkedMessages,
   overBudgetAccounts,
   quiesce as quiesceStack,
   rng,
@@ -46,6 +52,7 @@ const SHORT = args.short === 'true';
 const LOAD_SECONDS = Number(args.seconds ?? (SHORT ? 30 : 120));
 const RATE = Number(args.rate ?? (SHORT ? 8 : 20));
 const SEED = Number(args.seed ?? 42);
+const PG_DOWN_MS = Number(args['pg-down-s'] ?? (SHORT ? 1 : 15)) * 1000;
 const PORT_BASE = Number(process.env.CHAOS_PORT_BASE ?? 23000);
 const KAFKA_PORT = Number(process.env.CHAOS_KAFKA_PORT ?? 29092);
 const DEADLINE_MS = 4000;
@@ -180,6 +187,8 @@ async function run(stops) {
     violate(
       `${decisions.missing.length} admissions announced on the decisions topic have no action (${decisions.missing.slice(0, 3).join(', ')})`,
     );
+  const parked = await parkedMessages(kafka.brokers);
+  if (parked.length > 0) violate(`messages parked on the dead-letter topic: ${parked.join('; ')}`);
   if (maxWaitMs > DEADLINE_MS + CLIENT_SLACK_MS) violate(`a client waited ${maxWaitMs} ms (deadline ${DEADLINE_MS} + ${CLIENT_SLACK_MS})`);
   const restarts = services.children.map((c) => `${c.service.name}:${c.restarts}`).join(' ');
 
@@ -194,6 +203,7 @@ async function run(stops) {
     ['ledger', `${after.rows} rows, ${after.sum} micro-USD; replay ${before.digest === after.digest ? 'changed nothing' : 'CHANGED IT'}`],
     ['settled topic', `${topic.attempts} attempts, ${topic.sum} micro-USD, ${topic.duplicates} duplicate deliveries`],
     ['decisions topic', `${decisions.announced} admissions announced, ${decisions.missing.length} without an action`],
+    ['dead-letter topic', parked.length === 0 ? 'nothing parked' : parked.join('; ')],
     ['cases', String((await db.query(`SELECT count(*)::int AS n FROM reconciliation_case`)).rows[0].n)],
     ['violations', violations.length === 0 ? 'none' : violations.join('; ')],
   ];
@@ -233,10 +243,10 @@ function faultSchedule(seconds) {
     },
   };
   const pgCrash = {
-    name: 'Postgres crash and restart',
+    name: `Postgres crash and restart (${PG_DOWN_MS / 1000} s down)`,
     run: async ({ postgres }) => {
       await postgres.crash();
-      await sleep(1000);
+      await sleep(PG_DOWN_MS);
       await postgres.restart();
       log('Postgres recovered and accepts connections');
     },

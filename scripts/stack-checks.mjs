@@ -118,6 +118,16 @@ export async function settledTopicSum(brokers) {
   return { attempts: byAttempt.size, sum: sum.toString(), duplicates: deliveries - events.size, events: events.size };
 }
 
+/** What consumers parked on the dead-letter topic, as `group reason_class: n` lines (empty: nothing). */
+export async function parkedMessages(brokers) {
+  const counts = new Map();
+  await readTopic(brokers, Topics.deadLetters.name, (e) => {
+    const k = `${e.consumer_group} ${e.reason_class} (${e.topic})`;
+    counts.set(k, (counts.get(k) ?? 0) + 1);
+  });
+  return [...counts.entries()].map(([k, n]) => `${k}: ${n}`);
+}
+
 /**
  * The admission decisions on the public topic that admitted an action (`policy_result` allow) and
  * name an action Postgres does not have: an admission a Postgres crash undid must never have been

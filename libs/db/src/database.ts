@@ -246,16 +246,31 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
   const text = String(e?.message ?? '');
   return (
+    isDatabaseUnreachable(err) ||
     e?.code === 'P2028' ||
+    e?.code === '53300' ||
+    /Unable to start a transaction|Transaction already closed|timeout exceeded when trying to connect|53300|too many clients/.test(text)
+  );
+}
+
+/**
+ * The database server cannot be reached or went away (down, restarting, recovering from a crash,
+ * shutting down, failing over): nothing can succeed until it is back, whatever the work. Not a
+ * busy server (pool exhausted, too many clients, a transaction that timed out): those can come from
+ * the work itself. Consumers retry these in place for minutes rather than park the message
+ * (`classifyConsumerError` in libs/service-kit).
+ */
+export function isDatabaseUnreachable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  const text = String(e?.message ?? '');
+  return (
     e?.code === 'P1001' ||
     e?.code === 'P1017' ||
     // plain `pg` (the prepared hot-path statements): the server's SQLSTATE is the error's `code` and
     // the message is the server's text, e.g. 57P01 "terminating connection due to administrator command"
-    /^(57P0[123]|53300|08\d{3})$/.test(String(e?.code ?? '')) ||
+    /^(57P0[123]|08\d{3})$/.test(String(e?.code ?? '')) ||
     /terminating connection/.test(text) ||
-    /Unable to start a transaction|Transaction already closed|timeout exceeded when trying to connect|Connection terminated|ECONNREFUSED|ECONNRESET|57P0[123]|53300|too many clients/.test(
-      text,
-    )
+    /Can't reach database server|Connection terminated|ECONNREFUSED|ECONNRESET|57P0[123]/.test(text)
   );
 }
 

@@ -63,6 +63,8 @@ export interface BusOptions {
   requestCounter?: KafkaRequestCounter;
   /** publishes issued together share a produce request up to this many bytes of keys and values (default 512 KiB) */
   maxProduceRequestBytes?: number;
+  /** every consumer's poison policy, under what a subscription sets itself (default `defaultPoisonPolicy`) */
+  poison?: Partial<PoisonPolicy>;
 }
 
 export interface KafkaRequestCounter {
@@ -342,7 +344,7 @@ export class KafkaBus {
         publishDeadLetter: (record) => this.publish('deadLetters', [{ key: record.consumer_group, value: record }]),
         counter: this.opts.deadLetterCounter,
       },
-      options.poison,
+      { ...this.opts.poison, ...options.poison },
       options.onPoison,
     );
   }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { DeadLetterV1, deadLetterV1 } from '@gateway/contracts';
 import { PoisonGuard, Delivery } from './poison-guard';
-import { deadLetterId, defaultClassifier, sanitisedReason } from './poison-policy';
+import { deadLetterId, defaultClassifier, PoisonPolicy, sanitisedReason } from './poison-policy';
 
 const schema = z.object({ event_id: z.string(), action_id: z.string(), attempt_id: z.string(), n: z.number() });
 type P = z.infer<typeof schema>;
@@ -9,7 +9,11 @@ const NOW = new Date('2026-12-01T00:00:00.000Z');
 const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
 const FAST = { initialBackoffMs: 1, maxBackoffMs: 2, maxTransientRetries: 3 };
 
-function harness(handler: (p: P) => Promise<void>, onPoison?: (r: DeadLetterV1) => Promise<void>) {
+function harness(
+  handler: (p: P) => Promise<void>,
+  onPoison?: (r: DeadLetterV1) => Promise<void>,
+  over: { policy?: Partial<PoisonPolicy>; now?: () => Date } = {},
+) {
   const parked: DeadLetterV1[] = [];
   const counted: string[] = [];
   const guard = new PoisonGuard<P>(
@@ -18,13 +22,13 @@ function harness(handler: (p: P) => Promise<void>, onPoison?: (r: DeadLetterV1) 
     handler,
     {
       logger: quiet,
-      now: () => NOW,
+      now: over.now ?? (() => NOW),
       publishDeadLetter: async (r) => {
         parked.push(deadLetterV1.parse(r));
       },
       counter: { inc: (l) => counted.push(`${l.topic}|${l.consumer}|${l.reason_class}`) },
     },
-    FAST,
+    { ...FAST, ...over.policy },
     onPoison,
   );
   const delivery = (value: string | null): Delivery => ({
@@ -88,6 +92,59 @@ describe('PoisonGuard', () => {
     await h.guard.deliver(h.delivery(good));
     expect(calls).toBe(FAST.maxTransientRetries + 1);
     expect(h.parked.map((p) => [p.reason_class, p.attempts])).toEqual([['retries_exhausted', 4]]);
+  });
+
+  describe('an unavailable dependency (the database server down or restarting)', () => {
+    const down = Object.assign(new Error("Can't reach database server"), { code: 'P1001' });
+    const classify = (err: unknown) => (err === down ? 'unavailable' : defaultClassifier(err));
+
+    it('is retried past the transient retries until the handler succeeds: nothing is parked', async () => {
+      let calls = 0;
+      const h = harness(
+        async () => {
+          if (++calls <= 3 * FAST.maxTransientRetries) throw down;
+        },
+        undefined,
+        { policy: { classify } },
+      );
+      await h.guard.deliver(h.delivery(good));
+      expect(calls).toBe(3 * FAST.maxTransientRetries + 1);
+      expect(h.parked).toEqual([]);
+    });
+
+    it('does not use up the transient retries of the same delivery', async () => {
+      const errors = [down, down, down, down, down, new Error('a lock timeout'), new Error('again')];
+      let calls = 0;
+      const h = harness(
+        async () => {
+          const e = errors[calls++];
+          if (e) throw e;
+        },
+        undefined,
+        { policy: { classify } },
+      );
+      await h.guard.deliver(h.delivery(good));
+      expect(calls).toBe(errors.length + 1);
+      expect(h.parked).toEqual([]);
+    });
+
+    it('is parked once it has lasted longer than maxUnavailableMs', async () => {
+      let clock = NOW.getTime();
+      let calls = 0;
+      const h = harness(
+        async () => {
+          calls++;
+          clock += 1_000; // each try finds the server still down a second later
+          throw down;
+        },
+        undefined,
+        { policy: { classify, maxUnavailableMs: 10_000 }, now: () => new Date(clock) },
+      );
+      await h.guard.deliver(h.delivery(good));
+      // first seen after the first try; parked at the first try more than 10 s after that
+      expect(calls).toBe(12);
+      expect(h.parked.map((p) => [p.reason_class, p.attempts])).toEqual([['retries_exhausted', 12]]);
+    });
   });
 
   it('parks a message that does not match its schema without running the handler or the hook', async () => {

@@ -75,6 +75,8 @@ export class PoisonGuard<P> {
     } catch (err) {
       return this.park(d.meta, raw, err, 'schema_invalid', 1, firstSeen);
     }
+    let transient = 0;
+    let unavailableSince: number | undefined;
     for (let attempt = 1; ; attempt++) {
       try {
         await this.handler(payload, d.meta);
@@ -82,13 +84,27 @@ export class PoisonGuard<P> {
       } catch (err) {
         const kind: ErrorKind = this.policy.classify(err);
         if (kind === 'poison') return this.park(d.meta, raw, err, 'deterministic_error', attempt, firstSeen);
-        if (attempt > this.policy.maxTransientRetries) return this.park(d.meta, raw, err, 'retries_exhausted', attempt, firstSeen);
+        if (kind === 'unavailable') {
+          unavailableSince ??= this.deps.now().getTime();
+          if (this.deps.now().getTime() - unavailableSince > this.policy.maxUnavailableMs)
+            return this.park(d.meta, raw, err, 'retries_exhausted', attempt, firstSeen);
+        } else if (++transient > this.policy.maxTransientRetries) {
+          return this.park(d.meta, raw, err, 'retries_exhausted', attempt, firstSeen);
+        }
         if (d.stopping()) throw err;
         this.deps.logger.warn(
-          { topic: d.meta.topic, partition: d.meta.partition, offset: d.meta.offset, group: this.groupId, attempt, error: errorClass(err) },
-          'transient consumer error; retrying in place',
+          {
+            topic: d.meta.topic,
+            partition: d.meta.partition,
+            offset: d.meta.offset,
+            group: this.groupId,
+            attempt,
+            kind,
+            error: errorClass(err),
+          },
+          `${kind} consumer error; retrying in place`,
         );
-        await this.wait(backoffMs(this.policy, attempt), d);
+        await this.wait(backoffMs(this.policy, kind === 'unavailable' ? attempt : transient), d);
       }
     }
   }

@@ -7,14 +7,21 @@ import { z } from 'zod';
  * the consumer keeps its partition; `poison` errors fail the same way on every delivery and are
  * parked on the dead-letter topic so the partition moves on. An error still failing after
  * `maxTransientRetries` is parked too: retrying without end is how one event blocked settlement.
+ * `unavailable` errors say that what every message needs cannot be reached at all (the database
+ * server is down, restarting or failing over): no message can succeed until it is back, and a
+ * parked message waits for an operator, so these are retried in place for up to
+ * `maxUnavailableMs` and do not count against `maxTransientRetries` (docs/decisions.md, "A crash of
+ * Postgres, injected"). The classifier that knows the database says which errors those are.
  */
-export type ErrorKind = 'transient' | 'poison';
+export type ErrorKind = 'transient' | 'poison' | 'unavailable';
 export type ErrorClassifier = (err: unknown) => ErrorKind;
 
 export interface PoisonPolicy {
   classify: ErrorClassifier;
   /** retries of a transient error before the message is parked */
   maxTransientRetries: number;
+  /** how long `unavailable` errors are retried, from the first, before the message is parked */
+  maxUnavailableMs: number;
   /** first backoff; doubles per retry up to `maxBackoffMs` */
   initialBackoffMs: number;
   maxBackoffMs: number;
@@ -58,6 +65,7 @@ function isNetworkError(err: Error): boolean {
 export const defaultPoisonPolicy: PoisonPolicy = {
   classify: defaultClassifier,
   maxTransientRetries: 6,
+  maxUnavailableMs: 10 * 60_000,
   initialBackoffMs: 200,
   maxBackoffMs: 5_000,
 };

@@ -8,6 +8,7 @@ import { Counter } from 'prom-client';
 import { ServiceConfig } from './config';
 import { HealthController } from './health';
 import { Metrics, MetricsController } from './metrics';
+import { classifyConsumerError } from './errors';
 import { Clock, CLOCK, ENTROPY, ID_GENERATOR, IdGenerator, randomIds, systemClock, systemEntropy } from './clock';
 
 export const SERVICE_CONFIG = 'SERVICE_CONFIG';
@@ -98,6 +99,7 @@ export class CoreModule {
               now: () => clock.now(),
               deadLetterCounter,
               requestCounter: metrics.kafkaRequests,
+              poison: { classify: classifyConsumerError },
             });
             await bus.connect();
             await bus.ensureTopics();

@@ -3,7 +3,8 @@ import { Readable } from 'node:stream';
 import { NotFoundException } from '@nestjs/common';
 import express, { Request, Response } from 'express';
 import { DomainError } from '@gateway/domain';
-import { GatewayExceptionFilter, toDomainError } from './errors';
+import { isDatabaseUnavailable } from '@gateway/db';
+import { classifyConsumerError, GatewayExceptionFilter, toDomainError } from './errors';
 
 /** What express's JSON body parser passes to `next` for this body (in process, no socket). */
 function bodyParserError(body: string, limit = '64b'): Promise<unknown> {
@@ -127,5 +128,35 @@ describe('GatewayExceptionFilter', () => {
     expect(JSON.stringify(out.body)).not.toContain('secret');
     expect(out.body).toMatchObject({ error: { code: 'internal_error', type: 'api_error' } });
     expect(errors).toHaveLength(1);
+  });
+});
+
+describe('classifyConsumerError', () => {
+  const pgError = (code: string, message: string) => Object.assign(new Error(message), { code });
+  it.each([
+    // the server cannot be reached or went away: wait for it (minutes), do not park
+    [Object.assign(new Error("Can't reach database server at 127.0.0.1:5432"), { code: 'P1001' }), 'unavailable'],
+    [Object.assign(new Error('Server has closed the connection.'), { code: 'P1017' }), 'unavailable'],
+    [pgError('57P03', 'the database system is starting up'), 'unavailable'],
+    [pgError('57P01', 'terminating connection due to administrator command'), 'unavailable'],
+    [pgError('08006', 'connection failure'), 'unavailable'],
+    [new Error('Connection terminated unexpectedly'), 'unavailable'],
+    [new Error('connect ECONNREFUSED 127.0.0.1:5432'), 'unavailable'],
+    // a busy server or the work itself: the transient retries, then parked
+    [new Error('timeout exceeded when trying to connect'), 'transient'],
+    [pgError('53300', 'sorry, too many clients already'), 'transient'],
+    [Object.assign(new Error('Transaction already closed'), { code: 'P2028' }), 'transient'],
+    [pgError('40P01', 'deadlock detected'), 'transient'],
+    // the message itself is wrong
+    [new RangeError('cachedInputTokens cannot exceed inputTokens'), 'poison'],
+  ])('%p is %s', (err, kind) => expect(classifyConsumerError(err)).toBe(kind));
+
+  it('every error it waits for is one the API answers 503 for', () => {
+    for (const err of [
+      Object.assign(new Error("Can't reach database server"), { code: 'P1001' }),
+      pgError('57P03', 'the database system is starting up'),
+      new Error('Connection terminated unexpectedly'),
+    ])
+      expect(isDatabaseUnavailable(err)).toBe(true);
   });
 });

@@ -1,8 +1,19 @@
 // eslint-disable-next-line no-restricted-imports -- the one filter is where Nest's own exceptions (unknown path, …) are mapped
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { isDatabaseUnavailable } from '@gateway/db';
+import { isDatabaseUnavailable, isDatabaseUnreachable } from '@gateway/db';
 import { denialHttpStatus, denialShouldRetry, DomainError, ErrorCode } from '@gateway/domain';
+import { defaultClassifier, ErrorKind } from '@gateway/messaging';
+
+/**
+ * How every service's consumers tell handler errors apart (`KafkaBus`'s poison policy): a database
+ * server that cannot be reached is `unavailable` (retried in place for minutes: a Postgres restart
+ * or failover must not park every message in flight for an operator to re-publish), the rest as
+ * `defaultClassifier` says.
+ */
+export function classifyConsumerError(err: unknown): ErrorKind {
+  return isDatabaseUnreachable(err) ? 'unavailable' : defaultClassifier(err);
+}
 
 const GEMINI_STATUS: Record<number, string> = {
   400: 'INVALID_ARGUMENT',
