@@ -258,7 +258,9 @@ export function isDatabaseUnavailable(err: unknown): boolean {
  * shutting down, failing over): nothing can succeed until it is back, whatever the work. Not a
  * busy server (pool exhausted, too many clients, a transaction that timed out): those can come from
  * the work itself. Consumers retry these in place for minutes rather than park the message
- * (`classifyConsumerError` in libs/service-kit).
+ * (`classifyConsumerError` in libs/service-kit). The texts also match a connection refused or reset
+ * by another server a handler talks to (the broker's `KafkaJSConnectionError` says ECONNREFUSED
+ * too): waiting for it is as right, since parking goes through the broker as well.
  */
 export function isDatabaseUnreachable(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
