@@ -7,7 +7,7 @@ import { BusTransport, KafkaBus, OutboxRelay } from '@gateway/messaging';
 import { Counter } from 'prom-client';
 import { ServiceConfig } from './config';
 import { HealthController } from './health';
-import { Metrics, MetricsController } from './metrics';
+import { flushDropRecorder, Metrics, MetricsController } from './metrics';
 import { classifyConsumerError } from './errors';
 import { Clock, CLOCK, ENTROPY, ID_GENERATOR, IdGenerator, randomIds, systemClock, systemEntropy } from './clock';
 
@@ -121,13 +121,7 @@ export class CoreModule {
           provide: OutboxRepository,
           useFactory: (db: Database) => {
             const outbox = new OutboxRepository(db);
-            outbox.onFlushDropped((rows, reason, detail) => {
-              const byTopic = new Map<string, number>();
-              for (const r of rows) byTopic.set(r.topic, (byTopic.get(r.topic) ?? 0) + 1);
-              for (const [topic, n] of byTopic) flushDroppedCounter.inc({ topic, reason }, n);
-              if (reason !== 'stopped')
-                logger.warn({ rows: rows.length, reason, detail }, 'outbox rows left to the sweep: the WAL flush was not confirmed');
-            });
+            outbox.onFlushDropped(flushDropRecorder(flushDroppedCounter, logger));
             return outbox;
           },
           inject: [Database],

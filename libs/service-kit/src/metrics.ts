@@ -13,6 +13,21 @@ export type UnauthenticatedReason = 'missing_credential' | 'unknown_credential' 
  */
 export const EVENT_LOOP_SAMPLE_MS = 50;
 
+/**
+ * What `OutboxRepository.onFlushDropped` is told, counted by topic and reason in `counter`
+ * (`gateway_outbox_flush_dropped_total`); anything but a shutdown is logged too (counts, the
+ * reason and the error's message: never a payload).
+ */
+export function flushDropRecorder(counter: Counter<'topic' | 'reason'>, logger: { warn(obj: object, msg: string): void }) {
+  return (rows: ReadonlyArray<{ topic: string }>, reason: string, detail?: string): void => {
+    const byTopic = new Map<string, number>();
+    for (const r of rows) byTopic.set(r.topic, (byTopic.get(r.topic) ?? 0) + 1);
+    for (const [topic, n] of byTopic) counter.inc({ topic, reason }, n);
+    if (reason !== 'stopped')
+      logger.warn({ rows: rows.length, reason, detail }, 'outbox rows left to the sweep: the WAL flush was not confirmed');
+  };
+}
+
 /** One registry per service, so in-process test stacks don't mix their counters. */
 export class Metrics {
   readonly registry = new Registry();
