@@ -212,7 +212,7 @@ export class OutboxRepository implements OutboxStore {
    * may go out on their word. `serverStartedAt` is `pg_postmaster_start_time()` as the committing
    * statement read it. Rows the gate drops (a restart, an unreadable position, a stop) go to the
    * `onFlushDropped` listeners; what of them survived stays in the table for the sweep, after the
-   * lease (a crash may have undone the rest: libs/db/test/unflushed-commit-crash.int-spec.ts).
+   * lease (a crash may have undone the rest: apps/admission/test/admission-crash.int-spec.ts).
    */
   committedBeforeFlush(rows: OutboxRow[], serverStartedAt: string): void {
     if (rows.length === 0) return;
