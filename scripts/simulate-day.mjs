@@ -327,7 +327,7 @@ async function run(stops) {
     ['  duplicate deliveries', `${topic.duplicates} (an event id read again; ${topic.events} distinct events)`],
     [
       'outbox sweep',
-      `${swept[Topics.usageSettled.name] ?? 0} settled events published by the sweep, ${Object.values(swept).reduce((a, b) => a + b, 0)} rows of all topics (recoveries after a lost mark or send)`,
+      `${swept[Topics.usageSettled.name] ?? 0} settled events published by the sweep, ${Object.values(swept).reduce((a, b) => a + b, 0)} messages of all topics (recoveries after a lost mark or send)`,
     ],
     ['finance consumer', `${finance.attempts} attempts, ${finance.sum} micro-USD`],
     ['violations', violations.length === 0 ? 'none' : String(violations.length)],

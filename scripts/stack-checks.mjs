@@ -167,7 +167,7 @@ export async function unhealthyServices(services, env) {
 }
 
 /**
- * Outbox rows each service's sweep published (`gateway_outbox_swept_total`, from /metrics), summed
+ * Outbox messages each service's sweep published (`gateway_outbox_swept_total`, from /metrics), summed
  * by topic over a `startServices` stack. A process that restarted counts since its restart.
  */
 export async function sweptOutboxRows(services, env) {

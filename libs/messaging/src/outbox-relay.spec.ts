@@ -50,8 +50,13 @@ describe('OutboxRelay sweep', () => {
     const { store, result } = storeOf(rows);
     const pub = publisher({ maxValue: 1000 });
     const counted: unknown[] = [];
-    await new OutboxRelay(store, pub, quiet, { quarantineCounter: { inc: (l) => counted.push(l) } }).drain();
+    const swept: Array<[unknown, number | undefined]> = [];
+    await new OutboxRelay(store, pub, quiet, {
+      quarantineCounter: { inc: (l) => counted.push(l) },
+      sweptCounter: { inc: (l, n) => swept.push([l, n]) },
+    }).drain();
     expect(result.outcome?.published).toEqual([1n, 2n, 4n, 5n]);
+    expect(swept.reduce((sum: number, [, n]) => sum + (n as number), 0)).toBe(4); // k1, k2, k4, k5; not the refused row
     expect(result.outcome?.quarantined).toEqual([{ id: 3n, topic, reason: 'message_too_large' }]);
     expect(pub.sent.flat()).toEqual(['k1', 'k2', 'k4', 'k5']);
     expect(counted).toEqual([{ topic, reason: 'message_too_large' }]);
@@ -91,11 +96,20 @@ describe('OutboxRelay sweep', () => {
     const refused = storeOf([part('1a'), part('1b', 'x'.repeat(5000)), part('1c'), row(2)]);
     const pub = publisher({ maxValue: 1000 });
     const counted: unknown[] = [];
-    await new OutboxRelay(refused.store, pub, quiet, { quarantineCounter: { inc: (l) => counted.push(l) } }).drain();
+    const swept: Array<[unknown, number | undefined]> = [];
+    await new OutboxRelay(refused.store, pub, quiet, {
+      quarantineCounter: { inc: (l) => counted.push(l) },
+      sweptCounter: { inc: (l, n) => swept.push([l, n]) },
+    }).drain();
     expect(refused.result.outcome?.published).toEqual([2n]);
     expect(refused.result.outcome?.quarantined).toEqual([{ id: 1n, topic, reason: 'message_too_large' }]);
     expect(pub.sent.flat()).toEqual(['1a', '1c', 'k2']);
     expect(counted).toEqual([{ topic, reason: 'message_too_large' }]);
+    // messages, each send counted once: 1a, then 1c and k2 (the send of 1b was refused)
+    expect(swept).toEqual([
+      [{ topic }, 1],
+      [{ topic }, 2],
+    ]);
   });
 
   it('cuts sends at maxSendBytes so rows that fit alone are not refused together', async () => {

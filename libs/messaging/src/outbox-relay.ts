@@ -50,7 +50,10 @@ export interface OutboxStore {
   deletePublished(ids: bigint[]): Promise<void>;
 }
 
-/** Counts rows the sweep published (not the direct path): each is a recovery, or a duplicate if the direct send had gone out. */
+/**
+ * Counts messages the sweep published (not the direct path): each is a recovery, or a duplicate if the
+ * direct send had gone out. Messages, not rows: a settled batch's one row stands for all its events.
+ */
 export interface SweptCounter {
   inc(labels: { topic: string }, value: number): void;
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DeadLetterV1, deadLetterV1 } from '@gateway/contracts';
-import { PoisonGuard, Delivery } from './poison-guard';
+import { BusLogger, PoisonGuard, Delivery } from './poison-guard';
 import { deadLetterId, defaultClassifier, PoisonPolicy, sanitisedReason } from './poison-policy';
 
 const schema = z.object({ event_id: z.string(), action_id: z.string(), attempt_id: z.string(), n: z.number() });
@@ -12,7 +12,7 @@ const FAST = { initialBackoffMs: 1, maxBackoffMs: 2, maxTransientRetries: 3 };
 function harness(
   handler: (p: P) => Promise<void>,
   onPoison?: (r: DeadLetterV1) => Promise<void>,
-  over: { policy?: Partial<PoisonPolicy>; now?: () => Date } = {},
+  over: { policy?: Partial<PoisonPolicy>; now?: () => Date; logger?: BusLogger } = {},
 ) {
   const parked: DeadLetterV1[] = [];
   const counted: string[] = [];
@@ -21,7 +21,7 @@ function harness(
     (raw) => schema.parse(raw),
     handler,
     {
-      logger: quiet,
+      logger: over.logger ?? quiet,
       now: over.now ?? (() => NOW),
       publishDeadLetter: async (r) => {
         parked.push(deadLetterV1.parse(r));
@@ -126,6 +126,32 @@ describe('PoisonGuard', () => {
       await h.guard.deliver(h.delivery(good));
       expect(calls).toBe(errors.length + 1);
       expect(h.parked).toEqual([]);
+    });
+
+    it('logs an outage when it starts and then once per unavailableLogEveryMs; every transient retry is logged', async () => {
+      let clock = NOW.getTime();
+      let calls = 0;
+      const warns: Array<Record<string, unknown>> = [];
+      const logger = { ...quiet, warn: (o: object) => void warns.push(o as Record<string, unknown>) };
+      const h = harness(
+        async () => {
+          calls++;
+          clock += 1_000; // each try a second after the last
+          if (calls === 3) throw new Error('a lock timeout');
+          if (calls <= 12) throw down;
+        },
+        undefined,
+        { policy: { classify, unavailableLogEveryMs: 5_000 }, now: () => new Date(clock), logger },
+      );
+      await h.guard.deliver(h.delivery(good));
+      expect(calls).toBe(13);
+      expect(h.parked).toEqual([]);
+      expect(warns.map((w) => [w.attempt, w.kind, w.unavailable_for_ms])).toEqual([
+        [1, 'unavailable', 0],
+        [3, 'transient', undefined],
+        [6, 'unavailable', 5_000],
+        [11, 'unavailable', 10_000],
+      ]);
     });
 
     it('is parked once it has lasted longer than maxUnavailableMs', async () => {

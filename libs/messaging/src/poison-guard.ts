@@ -77,6 +77,7 @@ export class PoisonGuard<P> {
     }
     let transient = 0;
     let unavailableSince: number | undefined;
+    let lastUnavailableLog: number | undefined;
     for (let attempt = 1; ; attempt++) {
       try {
         await this.handler(payload, d.meta);
@@ -92,18 +93,25 @@ export class PoisonGuard<P> {
           return this.park(d.meta, raw, err, 'retries_exhausted', attempt, firstSeen);
         }
         if (d.stopping()) throw err;
-        this.deps.logger.warn(
-          {
-            topic: d.meta.topic,
-            partition: d.meta.partition,
-            offset: d.meta.offset,
-            group: this.groupId,
-            attempt,
-            kind,
-            error: errorClass(err),
-          },
-          `${kind} consumer error; retrying in place`,
-        );
+        // A transient error is retried a few times and each retry is logged; an outage is retried
+        // for minutes, so it is logged when it starts and then once per `unavailableLogEveryMs`.
+        const at = this.deps.now().getTime();
+        if (kind !== 'unavailable' || lastUnavailableLog === undefined || at - lastUnavailableLog >= this.policy.unavailableLogEveryMs) {
+          if (kind === 'unavailable') lastUnavailableLog = at;
+          this.deps.logger.warn(
+            {
+              topic: d.meta.topic,
+              partition: d.meta.partition,
+              offset: d.meta.offset,
+              group: this.groupId,
+              attempt,
+              kind,
+              error: errorClass(err),
+              ...(kind === 'unavailable' ? { unavailable_for_ms: at - (unavailableSince ?? at) } : {}),
+            },
+            `${kind} consumer error; retrying in place`,
+          );
+        }
         await this.wait(backoffMs(this.policy, kind === 'unavailable' ? attempt : transient), d);
       }
     }

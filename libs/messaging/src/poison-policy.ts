@@ -22,6 +22,8 @@ export interface PoisonPolicy {
   maxTransientRetries: number;
   /** how long `unavailable` errors are retried, from the first, before the message is parked */
   maxUnavailableMs: number;
+  /** while `unavailable` errors are retried, at most one warn line per this many ms (the first always) */
+  unavailableLogEveryMs: number;
   /** first backoff; doubles per retry up to `maxBackoffMs` */
   initialBackoffMs: number;
   maxBackoffMs: number;
@@ -66,6 +68,7 @@ export const defaultPoisonPolicy: PoisonPolicy = {
   classify: defaultClassifier,
   maxTransientRetries: 6,
   maxUnavailableMs: 10 * 60_000,
+  unavailableLogEveryMs: 30_000,
   initialBackoffMs: 200,
   maxBackoffMs: 5_000,
 };

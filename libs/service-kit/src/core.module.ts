@@ -63,7 +63,7 @@ export class CoreModule {
     });
     const sweptCounter = new Counter({
       name: 'gateway_outbox_swept_total',
-      help: 'Outbox rows the periodic sweep published rather than the direct path after commit (a recovery; a duplicate when the direct send had gone out), by topic',
+      help: 'Outbox messages the periodic sweep published rather than the direct path after commit (a recovery; a duplicate when the direct send had gone out), by topic; a settled batch is one row and counts each of its events',
       labelNames: ['topic'],
       registers: [metrics.registry],
     });
