@@ -21,6 +21,15 @@ export function prismaTx(tx: Tx): PrismaTx {
 const databaseOf = new WeakMap<Tx, Database>();
 /** The pool connection an open transaction runs on, once `txQuery` has looked it up. */
 const connectionOf = new WeakMap<Tx, pg.PoolClient>();
+/**
+ * Transactions whose time ran out (`Database.transaction`'s own timer, which fires before
+ * Prisma's): `txQuery` sends them nothing more. Prisma rolls a timed-out transaction back by
+ * queueing ROLLBACK on its connection; a statement `txQuery` queued after that ran in autocommit
+ * and committed on its own (docs/decisions.md, "A Postgres that stops answering").
+ */
+const expired = new WeakSet<Tx>();
+/** How much earlier than Prisma's a transaction's own timer fires. */
+const EXPIRY_LEAD_MS = 1000;
 
 /**
  * One statement (positional `$n` parameters) inside the transaction `tx`, sent by `pg` itself on
@@ -32,6 +41,7 @@ const connectionOf = new WeakMap<Tx, pg.PoolClient>();
  * found, Prisma's `$queryRawUnsafe` runs the statement, with the same result apart from those types.
  */
 export async function txQuery<R extends Record<string, unknown>>(tx: Tx, text: string, values: unknown[]): Promise<R[]> {
+  refuseExpired(tx);
   let connection = connectionOf.get(tx);
   const db = databaseOf.get(tx);
   if (!connection && db) {
@@ -39,8 +49,15 @@ export async function txQuery<R extends Record<string, unknown>>(tx: Tx, text: s
     connection = db.connectionByBackend.get(pid);
     if (connection) connectionOf.set(tx, connection);
   }
-  if (connection && db) return (await connection.query<R>(text, values)).rows;
+  if (connection && db) {
+    refuseExpired(tx); // the lookup may have outlasted the transaction's time; queueing the statement below is synchronous
+    return (await connection.query<R>(text, values)).rows;
+  }
   return prismaTx(tx).$queryRawUnsafe<R[]>(text, ...values);
+}
+
+function refuseExpired(tx: Tx): void {
+  if (expired.has(tx)) throw new Error('Transaction already closed: its time ran out before this statement was sent');
 }
 
 /**
@@ -168,8 +185,11 @@ export class Database {
   /**
    * Runs `fn` in one transaction. `maxWaitMs` bounds the wait for a pool connection (default 5 s):
    * a caller with a deadline passes what is left of it, so an exhausted pool answers in time.
+   * `timeoutMs` (default 10 s) is the transaction's time: past it `txQuery` refuses to send, and
+   * Prisma rolls the transaction back a second later.
    */
   async transaction<T>(fn: (tx: Tx) => Promise<T>, opts: { timeoutMs?: number; maxWaitMs?: number } = {}): Promise<T> {
+    const timeoutMs = opts.timeoutMs ?? 10000;
     for (let attempt = 1; ; attempt++) {
       let hooks: Array<() => void> = [];
       try {
@@ -179,15 +199,19 @@ export class Database {
             hooks = [];
             this.afterCommitHooks.set(tx, hooks);
             databaseOf.set(tx, this);
+            // Started after Prisma's own timer and set to fire EXPIRY_LEAD_MS before it: whatever
+            // txQuery sent before this fires is queued ahead of Prisma's ROLLBACK, nothing after.
+            const timer = setTimeout(() => expired.add(tx), timeoutMs);
             try {
               return await fn(tx);
             } finally {
+              clearTimeout(timer);
               // the connection goes back to the pool with the commit: a late txQuery must not reach it
               databaseOf.delete(tx);
               connectionOf.delete(tx);
             }
           },
-          { timeout: opts.timeoutMs ?? 10000, maxWait: opts.maxWaitMs ?? 5000 },
+          { timeout: timeoutMs + EXPIRY_LEAD_MS, maxWait: opts.maxWaitMs ?? 5000 },
         );
         for (const hook of hooks) hook();
         return result;

@@ -67,6 +67,30 @@ describe('txQuery inside a transaction', () => {
     await expect(txQuery(ended!, 'SELECT 1', [])).rejects.toThrow();
   });
 
+  // Regression (chaos, a Postgres stall): Prisma's interactive transaction timed out while a txQuery
+  // statement ran, queued its ROLLBACK behind it on the connection, and the use case's next txQuery
+  // went out after the ROLLBACK: in autocommit, so half a settlement batch committed (ledger rows
+  // without their attempts' transitions).
+  it('never runs a statement after the transaction timed out, not even one sent while Prisma rolls back', async () => {
+    const before = randomUUID();
+    const after = randomUUID();
+    const insert = (tx: Tx, id: string) =>
+      txQuery(tx, "INSERT INTO processed_event (consumer, event_id) VALUES ('tx-query-spec', $1) RETURNING event_id", [id]);
+    await expect(
+      db.transaction(
+        async (tx) => {
+          await insert(tx, before);
+          await txQuery(tx, 'SELECT pg_sleep(2.5)', []); // outlasts the transaction's time
+          await insert(tx, after);
+        },
+        { timeoutMs: 1_000 },
+      ),
+    ).rejects.toThrow(/expired transaction|ran out/);
+    await new Promise((r) => setTimeout(r, 300)); // whatever was still queued on the connection has run
+    expect(await recorded(before)).toBe(false);
+    expect(await recorded(after)).toBe(false);
+  });
+
   it('keeps each of many concurrent transactions on its own connection', async () => {
     const results = await Promise.all(
       Array.from({ length: 12 }, () =>
