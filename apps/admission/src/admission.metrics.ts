@@ -14,6 +14,12 @@ export class AdmissionMetrics {
    * `omitted="true"`, so sums stay candidate counts and "sent n=1" stays apart from "sent nothing".
    */
   readonly requestedCandidates: Histogram<'workload' | 'route' | 'omitted'>;
+  /**
+   * Admissions that outlasted ADMISSION_DECIDE_TIMEOUT_MS (`timed_out`: the client got 503), and
+   * what became of them: `admitted_late` (the reservation committed afterwards; never dispatched,
+   * released by the dispatch-deadline sweep) or `failed_late`.
+   */
+  readonly decideTimeouts: Counter<'event'>;
 
   constructor(metrics: Metrics) {
     this.unauthenticated = metrics.unauthenticated;
@@ -28,6 +34,12 @@ export class AdmissionMetrics {
       help: 'Time from request to response, by outcome',
       labelNames: ['outcome'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [metrics.registry],
+    });
+    this.decideTimeouts = new Counter({
+      name: 'gateway_admission_decide_timeouts_total',
+      help: 'Admissions (key, contract, reservation) that outlasted ADMISSION_DECIDE_TIMEOUT_MS: event="timed_out" (answered 503), then "admitted_late" (the reservation committed afterwards, never dispatched, released by the dispatch-deadline sweep) or "failed_late"',
+      labelNames: ['event'],
       registers: [metrics.registry],
     });
     this.requestedCandidates = new Histogram({

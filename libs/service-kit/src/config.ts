@@ -24,6 +24,8 @@ export function maxBodyBytesFor(messageMaxBytes: number): number {
   return Math.floor(((messageMaxBytes - DISPATCH_MESSAGE_OVERHEAD_BYTES) * 3) / 4) - DISPATCH_COMMAND_FIELDS_BYTES;
 }
 
+export const ADMISSION_DECIDE_TIMEOUT_DEFAULT_MS = 3000;
+
 /** HTTP input limits from the environment. */
 const httpSchema = z.object({
   KAFKA_MESSAGE_MAX_BYTES: z.coerce.number().int().min(65_536).default(KAFKA_DEFAULT_MESSAGE_MAX_BYTES),
@@ -54,6 +56,7 @@ const schema = httpSchema.extend({
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(100).default(10),
   // at most a timer's range (~24.8 days): node fires a longer setTimeout after 1 ms
   DATABASE_POOL_IDLE_MS: z.coerce.number().int().nonnegative().max(2_147_483_647).default(0),
+  ADMISSION_DECIDE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(ADMISSION_DECIDE_TIMEOUT_DEFAULT_MS),
 });
 
 export interface ServiceConfig {
@@ -74,6 +77,12 @@ export interface ServiceConfig {
    * until it fails: each new connection is a new Postgres backend (docs/decisions.md, "A pool that keeps its connections")
    */
   databasePoolIdleMs?: number;
+  /**
+   * how long admission's own work on a request (key, contract, reservation) may take before the
+   * client gets 503 service_unavailable (ADMISSION_DECIDE_TIMEOUT_MS, default 3000; hand-made test
+   * configs may leave it out: the default): a database that stops answering must not hold clients
+   */
+  admissionDecideTimeoutMs?: number;
   /** what HTTP clients may send (filled by loadConfig; hand-made test configs may leave it out: defaults) */
   http?: HttpInputConfig;
 }
@@ -96,6 +105,7 @@ export function loadConfig(serviceName: string, env: NodeJS.ProcessEnv = process
     outboxSweepIdleMaxMs: parsed.OUTBOX_SWEEP_IDLE_MAX_MS,
     databasePoolMax: parsed.DATABASE_POOL_MAX,
     databasePoolIdleMs: parsed.DATABASE_POOL_IDLE_MS,
+    admissionDecideTimeoutMs: parsed.ADMISSION_DECIDE_TIMEOUT_MS,
     serviceName,
     databaseUrl: parsed.DATABASE_URL,
     kafkaBrokers: parsed.KAFKA_BROKERS.split(',')

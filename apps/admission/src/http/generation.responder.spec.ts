@@ -59,7 +59,14 @@ class FakeAdmission implements Admission {
     this.settlePublish = (err) => (err ? reject(err) : resolve());
   });
 
+  /** how many times `dispatch` was called (a command published) */
+  dispatched = 0;
+
+  /** `admitting`: when admission's own work ends (at once unless given; a hung database never). */
+  constructor(private readonly admitting?: Promise<void>) {}
+
   async execute(): Promise<AdmittedAction> {
+    if (this.admitting) await this.admitting;
     return {
       actionId: ACTION,
       command: COMMAND,
@@ -69,6 +76,7 @@ class FakeAdmission implements Admission {
   }
 
   async dispatch(admitted: AdmittedAction, onReply: (r: DispatchReplyV1) => void, onTimeout: () => void): Promise<() => void> {
+    this.dispatched += 1;
     const stop = this.router.listen(admitted.actionId, admitted.deadline, NOW, onReply, onTimeout);
     try {
       await this.published;
@@ -209,13 +217,18 @@ const settle = async () => {
   for (let i = 0; i < 5; i++) await Promise.resolve();
 };
 
-function setup(build: () => AdmitRequestCommand, req: { path: string } = OPENAI_PATH) {
+function setup(
+  build: () => AdmitRequestCommand,
+  req: { path: string } = OPENAI_PATH,
+  opts: { admitting?: Promise<void>; decideTimeoutMs?: number } = {},
+) {
   jest.useFakeTimers({ now: NOW });
-  const admission = new FakeAdmission();
+  const admission = new FakeAdmission(opts.admitting);
   const logs: Array<{ level: number; msg: string; cause?: string; answered?: string }> = [];
   const log = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
   const cache = new ReplyCache(new ContentCipher(Buffer.alloc(32, 3)), { now: () => new Date() });
-  const responder = new GenerationResponder(admission, cache, new AdmissionMetrics(new Metrics('test')), log);
+  const metrics = new AdmissionMetrics(new Metrics('test'));
+  const responder = new GenerationResponder(admission, cache, metrics, log, { admissionDecideTimeoutMs: opts.decideTimeoutMs });
   const res = new FakeResponse();
   const served = responder.serve(build, req, res);
   let outcome: 'pending' | 'served' = 'pending';
@@ -225,6 +238,7 @@ function setup(build: () => AdmitRequestCommand, req: { path: string } = OPENAI_
     cache,
     res,
     logs,
+    metrics,
     served: async () => {
       await settle();
       return outcome;
@@ -494,6 +508,67 @@ describe('GenerationResponder', () => {
       expect(f.res.statusCode).toBe(200);
       expect(JSON.parse(f.res.body)).toEqual(answer.body);
       expect(f.cache.get(ACTION)).toEqual(kept);
+    });
+  });
+
+  describe('a database that stops answering', () => {
+    /** A promise the test ends; until then admission's work hangs, as on a stalled server. */
+    const hung = () => {
+      let end: (err?: Error) => void = () => undefined;
+      const p = new Promise<void>((resolve, reject) => (end = (err) => (err ? reject(err) : resolve())));
+      return { p, end };
+    };
+    const timeouts = async (f: ReturnType<typeof setup>) =>
+      Object.fromEntries((await f.metrics.decideTimeouts.get()).values.map((v) => [String(v.labels.event), v.value]));
+
+    it.each([openAiStream, openAiWhole])(
+      'answers 503 service_unavailable with Retry-After once admission outlasts its limit; a late admission is never dispatched (%p)',
+      async (build) => {
+        const db = hung();
+        const f = setup(build, OPENAI_PATH, { admitting: db.p, decideTimeoutMs: 2_000 });
+        jest.advanceTimersByTime(1_999);
+        expect(await f.served()).toBe('pending');
+        jest.advanceTimersByTime(1);
+        expect(await f.served()).toBe('served');
+        expect(f.res.statusCode).toBe(503);
+        expect(f.res.headers.get('retry-after')).toBe('1');
+        expect(JSON.parse(f.res.body).error.code).toBe('service_unavailable');
+        db.end(); // the server answers again and the reservation commits
+        await settle();
+        expect(f.admission.dispatched).toBe(0);
+        expect(f.admission.router.pending).toBe(0);
+        expect(f.res.violations).toEqual([]);
+        expect(await timeouts(f)).toEqual({ timed_out: 1, admitted_late: 1 });
+        expect(f.logs.filter((l) => l.msg.startsWith('admitted after the client was answered 503'))).toHaveLength(1);
+      },
+    );
+
+    it('a late failure is counted and answers nothing more', async () => {
+      const db = hung();
+      const f = setup(openAiWhole, OPENAI_PATH, { admitting: db.p, decideTimeoutMs: 500 });
+      jest.advanceTimersByTime(500);
+      expect(await f.served()).toBe('served');
+      db.end(new Error('Connection terminated unexpectedly'));
+      await settle();
+      expect(f.res.statusCode).toBe(503);
+      expect(f.res.violations).toEqual([]);
+      expect(await timeouts(f)).toEqual({ timed_out: 1, failed_late: 1 });
+    });
+
+    it('an admission inside the limit is dispatched as ever, and its timer leaves no trace', async () => {
+      const db = hung();
+      const f = setup(openAiWhole, OPENAI_PATH, { admitting: db.p });
+      jest.advanceTimersByTime(2_900); // the default limit is 3 s
+      db.end();
+      await settle();
+      expect(f.admission.dispatched).toBe(1);
+      jest.advanceTimersByTime(200);
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply({ kind: 'response', http_status: 200, body: { choices: [] }, ...ONE_CANDIDATE_COUNTS });
+      expect(await f.served()).toBe('served');
+      expect(f.res.statusCode).toBe(200);
+      expect(await timeouts(f)).toEqual({});
     });
   });
 

@@ -3,7 +3,17 @@ import type { Request } from 'express';
 import type { Logger } from 'pino';
 import { DispatchReplyV1 } from '@gateway/contracts';
 import { DenialCode, DomainError } from '@gateway/domain';
-import { denialBody, DenialTarget, INPUT_LIMITS, InjectLogger, toDomainError, writeDenial } from '@gateway/service-kit';
+import {
+  ADMISSION_DECIDE_TIMEOUT_DEFAULT_MS,
+  denialBody,
+  DenialTarget,
+  INPUT_LIMITS,
+  InjectConfig,
+  InjectLogger,
+  ServiceConfig,
+  toDomainError,
+  writeDenial,
+} from '@gateway/service-kit';
 import { AdmitRequestCommand } from '../usecases/admit-request/admit-request.command';
 import { AdmitRequest, AdmittedAction, IdempotentReplay } from '../usecases/admit-request/admit-request.usecase';
 import { AdmissionMetrics } from '../admission.metrics';
@@ -34,6 +44,7 @@ export class GenerationResponder {
     private readonly cache: ReplyCache,
     private readonly metrics: AdmissionMetrics,
     @InjectLogger() private readonly log: Logger,
+    @InjectConfig() private readonly config: Pick<ServiceConfig, 'admissionDecideTimeoutMs'>,
   ) {}
 
   async serve(build: () => AdmitRequestCommand, req: Pick<Request, 'path'>, res: HttpAnswer): Promise<void> {
@@ -42,13 +53,60 @@ export class GenerationResponder {
     try {
       const cmd = build();
       assertModelAcceptable(cmd.modelAlias);
-      const admitted = await this.admit.execute(cmd);
+      const admitted = await this.decided(this.admit.execute(cmd));
       outcome = cmd.stream ? await this.stream(admitted, cmd, req, res) : await this.whole(admitted, cmd.idempotencyKey !== null, req, res);
     } catch (err) {
       outcome = await this.fail(err, req, res);
     } finally {
       this.metrics.latency.observe({ outcome }, Number(process.hrtime.bigint() - started) / 1e9);
     }
+  }
+
+  /**
+   * Admission's own work (the key, the contract, the reservation) within ADMISSION_DECIDE_TIMEOUT_MS:
+   * a database that stops answering without failing (a hung server or disk, a network that drops
+   * packets) must not hold the client, who gets 503 service_unavailable with Retry-After instead.
+   * An admission that completes after that is never dispatched (nothing here calls `dispatch` for
+   * it): its action stays `admitted` and the dispatch-deadline sweep releases its reservation, as
+   * after a failed publish (docs/decisions.md, "A Postgres that stops answering").
+   */
+  private decided(admitting: Promise<AdmittedAction>): Promise<AdmittedAction> {
+    const limitMs = this.config.admissionDecideTimeoutMs ?? ADMISSION_DECIDE_TIMEOUT_DEFAULT_MS;
+    return new Promise((resolve, reject) => {
+      let late = false;
+      const timer = setTimeout(() => {
+        late = true;
+        this.metrics.decideTimeouts.inc({ event: 'timed_out' });
+        reject(
+          new DomainError(
+            'service_unavailable',
+            `the gateway could not admit the request within ${limitMs} ms (its database is not answering); retry shortly`,
+            undefined,
+            { 'retry-after': '1' },
+          ),
+        );
+      }, limitMs);
+      admitting.then(
+        (admitted) => {
+          if (!late) {
+            clearTimeout(timer);
+            return resolve(admitted);
+          }
+          this.metrics.decideTimeouts.inc({ event: 'admitted_late' });
+          this.log.warn(
+            { action_id: admitted.actionId, limit_ms: limitMs },
+            'admitted after the client was answered 503; not dispatched: its reservation is released after the dispatch deadline',
+          );
+        },
+        (err: unknown) => {
+          if (!late) {
+            clearTimeout(timer);
+            return reject(err);
+          }
+          this.metrics.decideTimeouts.inc({ event: 'failed_late' });
+        },
+      );
+    });
   }
 
   /**
