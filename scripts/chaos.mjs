@@ -5,9 +5,11 @@
 // A mixed load (OpenAI and Gemini dialects, whole and streamed, some routes that withhold usage or
 // cut their streams, one workload with a tight budget) runs while faults are injected: kill -9 of
 // every service in turn (the supervisor restarts them), a broker stop and start, Postgres
-// connections terminated (pg_terminate_backend), and Postgres itself crashed (an immediate
+// connections terminated (pg_terminate_backend), Postgres itself crashed (an immediate
 // shutdown: the chaos run's own durable server, `startPrivatePostgres`) and started again, which
-// runs crash recovery. After the load, consumer offsets of settlement and
+// runs crash recovery, and Postgres stalled (every process of the server stopped with SIGSTOP,
+// then continued: connections stay open and nothing answers, as when its disk or host hangs).
+// After the load, consumer offsets of settlement and
 // dispatch are reset to earliest (a full replay of two topics). Then the invariants are checked
 // with SQL and the public topics:
 //   - pending + unresolved + settled <= budget for every account, at every sample
@@ -23,10 +25,12 @@
 //   - no client waited longer than its deadline + 2 s; every service healthy again at the end
 // It prints a table and exits non-zero on any violation.
 //
-//   node scripts/chaos.mjs [--short] [--seconds=N] [--rate=N] [--seed=N] [--pg-down-s=N] [--report=FILE]
+//   node scripts/chaos.mjs [--short] [--seconds=N] [--rate=N] [--seed=N] [--pg-down-s=N] [--pg-stall-s=N] [--report=FILE]
 //
 // `--pg-down-s` is how long the crashed Postgres stays down before it is started again (default 15,
-// longer than a consumer's transient retries; 1 with `--short`).
+// longer than a consumer's transient retries; 1 with `--short`). `--pg-stall-s` is how long it
+// stays stopped in the stall (default 15; 8 with `--short`: longer than a client's deadline + 2 s,
+// so a request that waited on it would fail the client check).
 //
 // `--short` is the version `npm test` runs (fewer faults, ~30 s of load).
 import fs from 'node:fs';
@@ -53,6 +57,7 @@ const LOAD_SECONDS = Number(args.seconds ?? (SHORT ? 30 : 120));
 const RATE = Number(args.rate ?? (SHORT ? 8 : 20));
 const SEED = Number(args.seed ?? 42);
 const PG_DOWN_MS = Number(args['pg-down-s'] ?? (SHORT ? 1 : 15)) * 1000;
+const PG_STALL_MS = Number(args['pg-stall-s'] ?? (SHORT ? 8 : 15)) * 1000;
 const PORT_BASE = Number(process.env.CHAOS_PORT_BASE ?? 23000);
 const KAFKA_PORT = Number(process.env.CHAOS_KAFKA_PORT ?? 29092);
 const DEADLINE_MS = 4000;
@@ -251,8 +256,17 @@ function faultSchedule(seconds) {
       log('Postgres recovered and accepts connections');
     },
   };
+  const pgStall = {
+    name: `Postgres stalls (SIGSTOP, ${PG_STALL_MS / 1000} s)`,
+    run: async ({ postgres }) => {
+      postgres.freeze();
+      await sleep(PG_STALL_MS);
+      postgres.thaw();
+      log('Postgres runs again');
+    },
+  };
   const list = SHORT
-    ? [kill('dispatch'), kill('settlement'), brokerRestart, pgKill, pgCrash]
+    ? [kill('dispatch'), kill('settlement'), brokerRestart, pgKill, pgCrash, pgStall]
     : [
         kill('dispatch'),
         kill('settlement'),
@@ -262,6 +276,7 @@ function faultSchedule(seconds) {
         brokerRestart,
         pgKill,
         pgCrash,
+        pgStall,
         kill('dispatch'),
       ];
   const step = seconds / (list.length + 1);

