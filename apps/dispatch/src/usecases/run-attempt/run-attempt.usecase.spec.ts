@@ -82,8 +82,12 @@ class FakeAttemptStore implements AttemptStore {
   failWith: Error = new Error('Connection terminated unexpectedly');
   runs = 0;
 
+  /** runs while the claim is being written (a test moves the clock here) */
+  whileClaiming: () => void = () => undefined;
+
   async claim(input: ClaimInput): Promise<ClaimResult> {
     this.claims.push(input);
+    this.whileClaiming();
     return this.claimAnswer;
   }
 
@@ -170,7 +174,8 @@ function setup(
   const store = new FakeAttemptStore();
   const bus = new FakeReplyBus();
   const cipher = new ContentCipher(Buffer.alloc(32, 7));
-  const clock: Clock = { now: () => new Date(NOW) };
+  let nowMs = NOW.getTime();
+  const clock: Clock = { now: () => new Date(nowMs) };
   const upstream: Dispatcher = interceptor ? agent.compose(interceptor) : agent;
   const run = new RunAttempt(
     store,
@@ -197,7 +202,8 @@ function setup(
     const { done } = await run.execute(cmd, ADMISSION_1);
     await done;
   };
-  return { agent, pool: agent.get(ORIGIN), store, bus, replies, attempt, run };
+  const advance = (ms: number) => (nowMs += ms);
+  return { agent, pool: agent.get(ORIGIN), store, bus, replies, attempt, run, advance };
 }
 
 const openAiCommand = (over: Partial<DispatchCommandV1> = {}) =>
@@ -247,6 +253,35 @@ describe('RunAttempt', () => {
       await f.attempt(openAiCommand({ dispatch_deadline: NOW.toISOString() }));
       expect(f.store.claims).toHaveLength(0);
       expect(f.bus.sent).toHaveLength(0);
+    });
+
+    it.each([false, true])(
+      'a claim that outlasted the deadline (stream %s): nothing sent upstream, the attempt ends without usage, a 504',
+      async (stream) => {
+        const f = setup(); // no interceptor: a call would be refused by the mock agent and recorded as a connection failure
+        const cmd = openAiCommand({ stream });
+        f.store.whileClaiming = () => f.advance(new Date(cmd.deadline).getTime() - NOW.getTime()); // a stalled database
+        await f.attempt(cmd);
+        expect(f.store.claims).toHaveLength(1);
+        expect(f.store.completed).toEqual([
+          expect.objectContaining({
+            status: 'usage_missing',
+            statusReason: 'not sent: the deadline passed while the claim was written',
+            httpStatus: null,
+            usage: null,
+          }),
+        ]);
+        expect(f.replies()).toEqual([expect.objectContaining({ kind: 'error', http_status: 504, code: 'deadline_exceeded' })]);
+      },
+    );
+
+    it('a claim that returns a moment before the deadline still sends', async () => {
+      const f = setup();
+      answered(f);
+      const cmd = openAiCommand();
+      f.store.whileClaiming = () => f.advance(new Date(cmd.deadline).getTime() - NOW.getTime() - 1);
+      await f.attempt(cmd);
+      expect(f.store.completed).toEqual([expect.objectContaining({ status: 'succeeded' })]);
     });
 
     it('a route naming a credential the gateway cannot resolve: no claim, no call, a 502 upstream_credential_missing', async () => {

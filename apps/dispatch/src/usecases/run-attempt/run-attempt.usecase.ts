@@ -143,6 +143,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
       startedAtMs: now.getTime(),
     };
     const run = async () => {
+      if (this.clock.now().getTime() >= new Date(cmd.deadline).getTime()) return this.deadlinePassedAtClaim(ctx);
       try {
         if (cmd.stream) await this.runStream(ctx);
         else await new ActionRunner(this, ctx, policy).run();
@@ -376,6 +377,38 @@ export class RunAttempt implements BeforeApplicationShutdown {
       complete: ctx.streamFinished,
       ...this.counts(ctx, parsed),
     });
+  }
+
+  /**
+   * The claim outlasted the action's deadline (a database that stalled, a long lock wait): the
+   * claim checks the dispatch deadline against the time the command was taken, and admission has
+   * answered the client 504 by now. A call made now would be paid for with nobody to answer, so
+   * nothing is sent. The attempt ends without usage, as one that timed out: its hold stays exposure
+   * (a reconciliation case) until the provider's usage export shows nothing was billed.
+   */
+  private async deadlinePassedAtClaim(ctx: Ctx): Promise<void> {
+    this.metrics.refused.inc({ reason: 'deadline_passed_at_claim' });
+    this.log.warn({ action_id: ctx.cmd.action_id, attempt_id: ctx.attemptId }, 'claimed after the deadline; nothing sent upstream');
+    try {
+      await this.finish(
+        ctx,
+        'usage_missing',
+        'not sent: the deadline passed while the claim was written',
+        null,
+        null,
+        null,
+        SINGLE_ATTEMPT,
+      );
+      await this.reply(ctx, {
+        kind: 'error',
+        http_status: 504,
+        code: 'deadline_exceeded',
+        message: 'no answer before the deadline',
+        ...this.counts(ctx, null),
+      });
+    } finally {
+      await ctx.evidence;
+    }
   }
 
   /** The key the route's contract names (none when it names none), from `UpstreamCredentials`. */
