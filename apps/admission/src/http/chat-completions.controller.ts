@@ -2,7 +2,7 @@ import { Controller, Headers, Post, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { fromOpenAiChat } from '../usecases/admit-request/admit-request.command';
-import { GenerationResponder } from './generation.responder';
+import { GenerationFailureResponses, GenerationResponder } from './generation.responder';
 import { bearer, workflowHeader } from './credentials';
 
 @ApiTags('openai-compatible')
@@ -35,6 +35,7 @@ export class ChatCompletionsController {
   })
   @ApiResponse({ status: 200, description: 'provider-shaped response with x-gateway-* headers' })
   @ApiResponse({ status: 400, description: 'candidate_count_exceeds_policy | candidate_count_without_sampling | invalid_request' })
+  @GenerationFailureResponses()
   create(@Req() req: Request, @Res() res: Response, @Headers('idempotency-key') idem?: string): Promise<void> {
     return this.responder.serve(
       () => ({ ...fromOpenAiChat(req.body, bearer(req), idem ?? null), workflowId: workflowHeader(req) }),

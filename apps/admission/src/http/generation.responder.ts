@@ -1,4 +1,5 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { applyDecorators, Inject, Injectable } from '@nestjs/common';
+import { ApiResponse } from '@nestjs/swagger';
 import type { Request } from 'express';
 import type { Logger } from 'pino';
 import { DispatchReplyV1 } from '@gateway/contracts';
@@ -32,6 +33,26 @@ export interface HttpAnswer extends DenialTarget {
 }
 
 type Reply = DispatchReplyV1 | 'timeout';
+
+/**
+ * The answers every generation endpoint can give besides its own (OpenAPI): the gateway's state,
+ * not the request, decides these, and they carry the same `error.code` on every dialect.
+ */
+export const GenerationFailureResponses = () =>
+  applyDecorators(
+    ApiResponse({ status: 403, description: 'budget_exhausted: the reservation would exceed a budget (x-should-retry: false)' }),
+    ApiResponse({
+      status: 429,
+      description: 'token_quota_exceeded | concurrency_limit_exceeded | fanout_limit_exceeded | authentication_rate_limited (Retry-After)',
+    }),
+    ApiResponse({ status: 502, description: 'upstream_error | upstream_credential_missing' }),
+    ApiResponse({
+      status: 503,
+      description:
+        'service_unavailable (Retry-After): the database cannot take work, or admission could not finish within ADMISSION_DECIDE_TIMEOUT_MS; nothing was dispatched',
+    }),
+    ApiResponse({ status: 504, description: 'deadline_exceeded: no acceptable answer before the workload deadline' }),
+  );
 
 /**
  * Turns an admitted action into the HTTP answer in the caller's dialect: a whole JSON response

@@ -2,7 +2,7 @@ import { Controller, Headers, Post, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { fromOpenAiResponses } from '../usecases/admit-request/admit-request.command';
-import { GenerationResponder } from './generation.responder';
+import { GenerationFailureResponses, GenerationResponder } from './generation.responder';
 import { bearer, workflowHeader } from './credentials';
 
 @ApiTags('openai-compatible')
@@ -42,6 +42,7 @@ export class ResponsesController {
     description:
       'invalid_request | background_not_supported | stored_state_not_supported | provider_storage_not_allowed | unpriced_feature | unpriced_input',
   })
+  @GenerationFailureResponses()
   create(@Req() req: Request, @Res() res: Response, @Headers('idempotency-key') idem?: string): Promise<void> {
     return this.responder.serve(
       () => ({ ...fromOpenAiResponses(req.body, bearer(req), idem ?? null), workflowId: workflowHeader(req) }),
