@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import { TerminusModule } from '@nestjs/terminus';
 import { Database } from '@gateway/db';
 import { ConsumerStatus, KafkaBus } from '@gateway/messaging';
-import { HealthController } from './health';
+import { HEALTH_CHECK_TIMEOUT_MS, HealthController } from './health';
 
 const consuming: ConsumerStatus = {
   groupId: 'gateway-dispatch',
@@ -16,12 +16,12 @@ const consuming: ConsumerStatus = {
   lastError: null,
 };
 
-async function controller(consumers: ConsumerStatus[]): Promise<HealthController> {
+async function controller(consumers: ConsumerStatus[], ping: () => Promise<boolean> = async () => true): Promise<HealthController> {
   const module = await Test.createTestingModule({
     imports: [TerminusModule.forRoot({ logger: false })],
     controllers: [HealthController],
     providers: [
-      { provide: Database, useValue: { ping: async () => true } },
+      { provide: Database, useValue: { ping } },
       { provide: KafkaBus, useValue: { healthy: async () => true, consumerStatus: () => consumers } },
     ],
   }).compile();
@@ -47,5 +47,22 @@ describe('HealthController', () => {
         expect.objectContaining({ state: 'restarting', last_error: 'KafkaJSNonRetriableError' }),
       ],
     });
+  });
+
+  it('is down, not hanging, when Postgres stops answering (a stalled server)', async () => {
+    const health = await controller([consuming], () => new Promise<boolean>(() => undefined));
+    jest.useFakeTimers();
+    try {
+      const check = health.check().catch((e: ServiceUnavailableException) => e);
+      await jest.advanceTimersByTimeAsync(HEALTH_CHECK_TIMEOUT_MS);
+      const answer = await check;
+      expect(answer).toBeInstanceOf(ServiceUnavailableException);
+      expect(((answer as ServiceUnavailableException).getResponse() as { error: Record<string, unknown> }).error.postgres).toEqual({
+        status: 'down',
+        message: `postgres did not answer within ${HEALTH_CHECK_TIMEOUT_MS} ms`,
+      });
+    } finally {
+      jest.useRealTimers();
+    }
   });
 });

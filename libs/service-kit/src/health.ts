@@ -4,10 +4,15 @@ import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs
 import { Database } from '@gateway/db';
 import { KafkaBus } from '@gateway/messaging';
 
+/** How long /health waits for Postgres or the broker to answer before it calls them down. */
+export const HEALTH_CHECK_TIMEOUT_MS = 2000;
+
 /**
  * /health (readiness) checks what every service needs: its Postgres, its Kafka connection, and
  * that each of its consumers is consuming: joined, not crashed, and fetching or heartbeating
- * within its stall window. A consumer that died while the broker is fine is not healthy.
+ * within its stall window. A consumer that died while the broker is fine is not healthy. A
+ * dependency that does not answer within HEALTH_CHECK_TIMEOUT_MS is down: a stalled Postgres
+ * (its disk or host hung, packets dropped) must make the probe answer 503, not hang it.
  */
 @ApiTags('health')
 @Controller('health')
@@ -25,11 +30,13 @@ export class HealthController {
     return this.health.check([
       async () => {
         const ind = this.indicators.check('postgres');
-        return (await this.db.ping()) ? ind.up() : ind.down({ message: 'postgres unreachable' });
+        const ok = await within(this.db.ping(), HEALTH_CHECK_TIMEOUT_MS);
+        return ok === true ? ind.up() : ind.down({ message: ok === false ? 'postgres unreachable' : notAnswering('postgres') });
       },
       async () => {
         const ind = this.indicators.check('kafka');
-        return (await this.bus.healthy()) ? ind.up() : ind.down({ message: 'kafka unreachable' });
+        const ok = await within(this.bus.healthy(), HEALTH_CHECK_TIMEOUT_MS);
+        return ok === true ? ind.up() : ind.down({ message: ok === false ? 'kafka unreachable' : notAnswering('kafka') });
       },
       () => {
         const ind = this.indicators.check('kafka_consumers');
@@ -48,4 +55,15 @@ export class HealthController {
       },
     ]);
   }
+}
+
+/** The check's answer, or 'timeout' when it has none within `ms` (the check itself runs on). */
+function within(check: Promise<boolean>, ms: number): Promise<boolean | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), ms)));
+  return Promise.race([check.catch(() => false), timeout]).finally(() => clearTimeout(timer));
+}
+
+function notAnswering(what: string): string {
+  return `${what} did not answer within ${HEALTH_CHECK_TIMEOUT_MS} ms`;
 }
