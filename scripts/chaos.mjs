@@ -8,7 +8,8 @@
 // connections terminated (pg_terminate_backend), Postgres itself crashed (an immediate
 // shutdown: the chaos run's own durable server, `startPrivatePostgres`) and started again, which
 // runs crash recovery, and Postgres stalled (every process of the server stopped with SIGSTOP,
-// then continued: connections stay open and nothing answers, as when its disk or host hangs).
+// then continued: connections stay open and nothing answers, as when its disk or host hangs);
+// the full run also stalls the broker (SIGSTOP, 10 s).
 // After the load, consumer offsets of settlement and
 // dispatch are reset to earliest (a full replay of two topics). Then the invariants are checked
 // with SQL and the public topics:
@@ -58,6 +59,7 @@ const RATE = Number(args.rate ?? (SHORT ? 8 : 20));
 const SEED = Number(args.seed ?? 42);
 const PG_DOWN_MS = Number(args['pg-down-s'] ?? (SHORT ? 1 : 15)) * 1000;
 const PG_STALL_MS = Number(args['pg-stall-s'] ?? (SHORT ? 8 : 15)) * 1000;
+const BROKER_STALL_MS = 10_000;
 const PORT_BASE = Number(process.env.CHAOS_PORT_BASE ?? 23000);
 const KAFKA_PORT = Number(process.env.CHAOS_KAFKA_PORT ?? 29092);
 const DEADLINE_MS = 4000;
@@ -265,6 +267,18 @@ function faultSchedule(seconds) {
       log('Postgres runs again');
     },
   };
+  const brokerStall = {
+    name: `broker stalls (SIGSTOP, ${BROKER_STALL_MS / 1000} s)`,
+    run: async ({ kafka }) => {
+      process.kill(kafka.pid, 'SIGSTOP');
+      try {
+        await sleep(BROKER_STALL_MS);
+      } finally {
+        process.kill(kafka.pid, 'SIGCONT');
+      }
+      log('broker runs again');
+    },
+  };
   const list = SHORT
     ? [kill('dispatch'), kill('settlement'), brokerRestart, pgKill, pgCrash, pgStall]
     : [
@@ -274,6 +288,7 @@ function faultSchedule(seconds) {
         kill('reconciliation'),
         kill('policy'),
         brokerRestart,
+        brokerStall,
         pgKill,
         pgCrash,
         pgStall,
