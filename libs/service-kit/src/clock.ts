@@ -12,6 +12,26 @@ export interface Clock {
 export const CLOCK = Symbol('CLOCK');
 export const systemClock: Clock = { now: () => new Date() };
 
+/** What `awaitAtMost` gives when the promise has not settled in time. */
+export const TIMED_OUT = Symbol('TIMED_OUT');
+
+/**
+ * `work`'s value, or TIMED_OUT when it has not settled within `ms` (its error, if it fails within
+ * that time, is rethrown). The work itself runs on; only the wait is bounded. A real timer, not
+ * the injected clock: what it bounds is how long a caller is held.
+ */
+export async function awaitAtMost<T>(work: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
+    timer = setTimeout(() => resolve(TIMED_OUT), Math.max(0, ms));
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** New ids for rows and events (UUIDs in production). */
 export interface IdGenerator {
   next(): string;

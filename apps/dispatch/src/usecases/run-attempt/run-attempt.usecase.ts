@@ -6,10 +6,10 @@ import { DispatchRepository, ExperimentPauseRepository, HedgePolicyRepository } 
 import { accept } from '@gateway/domain';
 import { ContentCipher, KafkaBus, PermanentPublishError } from '@gateway/messaging';
 import { adapterForCommand, NO_USAGE_DETAILS, ParsedResponse, SseDecoder, UpstreamRequest } from '@gateway/providers';
-import { Clock, CLOCK, IdGenerator, InjectConfig, InjectIds, InjectLogger, ServiceConfig } from '@gateway/service-kit';
+import { awaitAtMost, Clock, CLOCK, IdGenerator, InjectConfig, InjectIds, InjectLogger, ServiceConfig } from '@gateway/service-kit';
 import { AttemptStatus, buildAttemptEvent, deliveryOf, shortfallOf } from './attempt-report';
 import type { AttemptStore, CredentialSource, ReplyPublisher, ReplySealer } from './ports';
-import { EVIDENCE_RETRY, EvidenceResult, recordEvidence } from './record-evidence';
+import { EVIDENCE_RETRY, recordEvidence } from './record-evidence';
 import { DispatchMetrics } from '../../dispatch.metrics';
 import { HedgePolicies, HedgePolicySource, PauseSource, RunsUnder } from '../../hedging/hedge-policies';
 import { PauseEvaluator, PauseStore } from '../../hedging/pause-evaluator';
@@ -537,7 +537,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
       this.log,
     );
     ctx.evidence = evidence;
-    await untilDeadline(evidence, new Date(cmd.deadline).getTime() - this.clock.now().getTime());
+    await awaitAtMost(evidence, new Date(cmd.deadline).getTime() - this.clock.now().getTime());
   }
 
   private counts(ctx: Ctx, parsed: ParsedResponse | null) {
@@ -588,19 +588,6 @@ export class RunAttempt implements BeforeApplicationShutdown {
         message: `the provider's answer is larger than the gateway can carry back (${err.refusal}); it was recorded and billed`,
       });
     }
-  }
-}
-
-/** Waits for `write` for at most `ms` (rethrowing its error if it fails within that time). */
-async function untilDeadline(write: Promise<EvidenceResult>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, Math.max(0, ms));
-  });
-  try {
-    await Promise.race([write, deadline]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 
