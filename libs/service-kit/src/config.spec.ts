@@ -83,6 +83,13 @@ describe('loadConfig: instance and connection budget', () => {
     expect(() => loadConfig('t', { ...base, DATABASE_POOL_IDLE_MS: '2147483648' })).toThrow();
   });
 
+  it("bounds admission's own work by ADMISSION_DECIDE_TIMEOUT_MS (3000 unless set; whole ms, 100..600000)", () => {
+    expect(loadConfig('t', base).admissionDecideTimeoutMs).toBe(3000);
+    expect(loadConfig('t', { ...base, ADMISSION_DECIDE_TIMEOUT_MS: '1500' }).admissionDecideTimeoutMs).toBe(1500);
+    for (const hostile of ['99', '600001', '2.5', '-3000', 'soon', '1e999', 'Infinity', 'NaN', '3000\u0000'])
+      expect(() => loadConfig('t', { ...base, ADMISSION_DECIDE_TIMEOUT_MS: hostile })).toThrow(/ADMISSION_DECIDE_TIMEOUT_MS/);
+  });
+
   it('the instance id is GATEWAY_INSTANCE_ID, else unique to the process', () => {
     expect(loadConfig('dispatch', { ...base, GATEWAY_INSTANCE_ID: 'dispatch-2' }).instanceId).toBe('dispatch-2');
     expect(loadConfig('dispatch', base).instanceId).toBe(`dispatch-${process.pid}`);
