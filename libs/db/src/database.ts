@@ -270,7 +270,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
   const text = String(e?.message ?? '');
   return (
-    isDatabaseUnreachable(err) ||
+    isDatabaseOutOfService(err) ||
     e?.code === 'P2028' ||
     e?.code === '53300' ||
     /Unable to start a transaction|Transaction already closed|timeout exceeded when trying to connect|53300|too many clients/.test(text)
@@ -278,18 +278,23 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 }
 
 /**
- * The database server cannot be reached or went away (down, restarting, recovering from a crash,
- * shutting down, failing over): nothing can succeed until it is back, whatever the work. Not a
- * busy server (pool exhausted, too many clients, a transaction that timed out): those can come from
- * the work itself. Consumers retry these in place for minutes rather than park the message
+ * The database server is out of service as a whole: nothing the gateway does can succeed until it
+ * is back, whatever the work. Two kinds:
+ * - it cannot be reached or went away (down, restarting, recovering from a crash, shutting down,
+ *   failing over): Prisma P1001/P1017, SQLSTATE 57P01–57P03 and class 08, a refused or reset
+ *   connection;
+ * - it answers but takes no writes (`isDatabaseRefusingWrites`): read-only, or its disk is full.
+ * Not a busy server (pool exhausted, too many clients, a transaction that timed out): those can come
+ * from the work itself. Consumers retry these in place for minutes rather than park the message
  * (`classifyConsumerError` in libs/service-kit). The texts also match a connection refused or reset
  * by another server a handler talks to (the broker's `KafkaJSConnectionError` says ECONNREFUSED
  * too): waiting for it is as right, since parking goes through the broker as well.
  */
-export function isDatabaseUnreachable(err: unknown): boolean {
+export function isDatabaseOutOfService(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
   const text = String(e?.message ?? '');
   return (
+    isDatabaseRefusingWrites(err) ||
     e?.code === 'P1001' ||
     e?.code === 'P1017' ||
     // plain `pg` (the prepared hot-path statements): the server's SQLSTATE is the error's `code` and
@@ -297,6 +302,21 @@ export function isDatabaseUnreachable(err: unknown): boolean {
     /^(57P0[123]|08\d{3})$/.test(String(e?.code ?? '')) ||
     /terminating connection/.test(text) ||
     /Can't reach database server|Connection terminated|ECONNREFUSED|ECONNRESET|57P0[123]/.test(text)
+  );
+}
+
+/**
+ * The server answers but refuses every write: 25006 `read_only_sql_transaction` (every transaction
+ * read-only, as managed databases make them when their storage fills, or a standby after a failover
+ * that went the wrong way) or 53100 `disk_full` (a table or the WAL cannot grow). Every write path
+ * of the gateway fails alike until an operator acts, so this is the server's state, not the
+ * work's: `pg` gives the SQLSTATE as `code`, Prisma's raw queries quote it ("Code: `25006`").
+ */
+export function isDatabaseRefusingWrites(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  const text = String(e?.message ?? '');
+  return (
+    /^(25006|53100)$/.test(String(e?.code ?? '')) || /Code: `(25006|53100)`|in a read-only transaction|No space left on device/.test(text)
   );
 }
 

@@ -2,7 +2,14 @@
  * @gateway/db: the only Prisma user. Database (client + transactions), the migration runner and
  * repositories that accept a transaction and return plain read models, never Prisma types.
  */
-export { Database, isDatabaseUnavailable, isDatabaseUnreachable, isTransientDatabaseError, isUniqueViolation } from './database';
+export {
+  Database,
+  isDatabaseOutOfService,
+  isDatabaseRefusingWrites,
+  isDatabaseUnavailable,
+  isTransientDatabaseError,
+  isUniqueViolation,
+} from './database';
 export type { PreparedStatement, Tx } from './database';
 export * from './types';
 export * from './repositories/outbox.repository';

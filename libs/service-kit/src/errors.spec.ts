@@ -142,6 +142,16 @@ describe('classifyConsumerError', () => {
     [pgError('08006', 'connection failure'), 'unavailable'],
     [new Error('Connection terminated unexpectedly'), 'unavailable'],
     [new Error('connect ECONNREFUSED 127.0.0.1:5432'), 'unavailable'],
+    // the server answers but takes no writes (read-only, disk full): every message would fail alike
+    [pgError('25006', 'cannot execute INSERT in a read-only transaction'), 'unavailable'],
+    [pgError('53100', 'could not extend file "base/16385/16712": No space left on device'), 'unavailable'],
+    [
+      Object.assign(new Error('Raw query failed. Code: `25006`. Message: `cannot execute SELECT FOR UPDATE in a read-only transaction`'), {
+        code: 'P2010',
+      }),
+      'unavailable',
+    ],
+    [Object.assign(new Error('Database error. Code: `53100`. Message: `could not extend file`'), { code: 'P2039' }), 'unavailable'],
     // a busy server or the work itself: the transient retries, then parked
     [new Error('timeout exceeded when trying to connect'), 'transient'],
     [pgError('53300', 'sorry, too many clients already'), 'transient'],
@@ -156,7 +166,23 @@ describe('classifyConsumerError', () => {
       Object.assign(new Error("Can't reach database server"), { code: 'P1001' }),
       pgError('57P03', 'the database system is starting up'),
       new Error('Connection terminated unexpectedly'),
+      pgError('25006', 'cannot execute INSERT in a read-only transaction'),
     ])
       expect(isDatabaseUnavailable(err)).toBe(true);
+  });
+
+  it('a database that takes no writes is a 503 that says so, not a 500', () => {
+    for (const err of [
+      pgError('25006', 'cannot execute INSERT in a read-only transaction'),
+      Object.assign(new Error('Database error. Code: `53100`. Message: `could not extend file`'), { code: 'P2039' }),
+    ]) {
+      const denial = toDomainError(err);
+      expect(denial?.code).toBe('service_unavailable');
+      expect(denial?.headers).toEqual({ 'retry-after': '1' });
+      expect(denial?.message).toBe("the gateway's database takes no writes right now; retry shortly");
+    }
+    expect(toDomainError(pgError('57P03', 'the database system is starting up'))?.message).toBe(
+      'the gateway cannot reach its database right now; retry shortly',
+    );
   });
 });

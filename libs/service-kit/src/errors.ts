@@ -1,18 +1,18 @@
 // eslint-disable-next-line no-restricted-imports -- the one filter is where Nest's own exceptions (unknown path, …) are mapped
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { isDatabaseUnavailable, isDatabaseUnreachable } from '@gateway/db';
+import { isDatabaseOutOfService, isDatabaseRefusingWrites, isDatabaseUnavailable } from '@gateway/db';
 import { denialHttpStatus, denialShouldRetry, DomainError, ErrorCode } from '@gateway/domain';
 import { defaultClassifier, ErrorKind } from '@gateway/messaging';
 
 /**
  * How every service's consumers tell handler errors apart (`KafkaBus`'s poison policy): a database
- * server that cannot be reached is `unavailable` (retried in place for minutes: a Postgres restart
- * or failover must not park every message in flight for an operator to re-publish), the rest as
- * `defaultClassifier` says.
+ * server out of service (unreachable, or refusing every write) is `unavailable` (retried in place
+ * for minutes: a Postgres restart, failover or full disk must not park every message in flight for
+ * an operator to re-publish), the rest as `defaultClassifier` says.
  */
 export function classifyConsumerError(err: unknown): ErrorKind {
-  return isDatabaseUnreachable(err) ? 'unavailable' : defaultClassifier(err);
+  return isDatabaseOutOfService(err) ? 'unavailable' : defaultClassifier(err);
 }
 
 const GEMINI_STATUS: Record<number, string> = {
@@ -129,16 +129,15 @@ function codeForStatus(status: number): ErrorCode {
  * - express body-parser failures: a body over the limit is `payload_too_large` (413), anything
  *   else it refuses (malformed JSON, bad charset or encoding, aborted upload) `invalid_request`;
  * - Nest's own `HttpException`s (unknown path, wrong method): the code their status stands for;
- * - the database out of reach (pool exhausted, connection refused or terminated):
- *   `service_unavailable` (503, Retry-After), at once, never a 500;
+ * - the database out of reach (pool exhausted, connection refused or terminated) or refusing
+ *   writes (read-only, disk full): `service_unavailable` (503, Retry-After), at once, never a 500;
  * - anything else: `null`, an internal error the caller must not see the details of.
  */
 export function toDomainError(exception: unknown): DomainError | null {
   if (exception instanceof DomainError) return exception;
   if (isDatabaseUnavailable(exception)) {
-    return new DomainError('service_unavailable', 'the gateway cannot reach its database right now; retry shortly', undefined, {
-      'retry-after': '1',
-    });
+    const why = isDatabaseRefusingWrites(exception) ? "the gateway's database takes no writes" : 'the gateway cannot reach its database';
+    return new DomainError('service_unavailable', `${why} right now; retry shortly`, undefined, { 'retry-after': '1' });
   }
   if (isBodyParserError(exception)) {
     if (exception.type === 'entity.too.large') {

@@ -429,6 +429,9 @@ describe('RunAttempt', () => {
         Object.assign(new Error('Transaction API error: Unable to start a transaction in the given time.'), { code: 'P2028' }),
       ],
       ['a statement timeout', new Error('canceling statement due to statement timeout (57014)')],
+      // before these counted as out of service, the usage that had arrived was thrown away
+      ['a read-only database', Object.assign(new Error('cannot execute UPDATE in a read-only transaction'), { code: '25006' })],
+      ['a full disk', Object.assign(new Error('could not extend file "base/1/2": No space left on device'), { code: '53100' })],
     ])('retries the write after %s until it lands, then answers', async (_what, error) => {
       const f = setup();
       answered(f);

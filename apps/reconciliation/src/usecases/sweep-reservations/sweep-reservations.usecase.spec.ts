@@ -227,4 +227,24 @@ describe('SweepReservations: attempts orphaned in flight', () => {
     expect(store.s.reservations.get('a1')!.status).toBe('pending');
     expect(store.s.accounts.get('acct-wl')!.pendingMicrousd).toBe(100n);
   });
+
+  it('a database out of service ends the sweep at the first action, as one failure (not one error line per action)', async () => {
+    const { store, sweep } = setup();
+    for (const actionId of ['a1', 'a2', 'a3'])
+      store.addAdmitted({
+        actionId,
+        reservedMicrousd: 100n,
+        accountIds: ['acct-wl'],
+        deadlineAt: ago(10_000),
+        dispatchDeadlineAt: ago(5_000),
+      });
+    let tried = 0;
+    store.setActionStatus = async () => {
+      tried += 1;
+      throw Object.assign(new Error('cannot execute UPDATE in a read-only transaction'), { code: '25006' });
+    };
+    await expect(sweep.execute(NOW)).rejects.toThrow(/read-only transaction/);
+    expect(tried).toBe(1);
+    expect(store.s.accounts.get('acct-wl')!.pendingMicrousd).toBe(300n);
+  });
 });

@@ -1,7 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { caseReason } from '@gateway/contracts';
-import { AttemptRepository, CaseRepository, ReconciliationRepository, ReconciliationStore, ReservationHoldRepository } from '@gateway/db';
+import {
+  AttemptRepository,
+  CaseRepository,
+  isDatabaseOutOfService,
+  ReconciliationRepository,
+  ReconciliationStore,
+  ReservationHoldRepository,
+} from '@gateway/db';
 import { actionMachine, applyMovement, combineMovements, Movement, planMoveToUnresolved, planReleaseRest, planVoid } from '@gateway/domain';
 import { IdGenerator, InjectIds, InjectLogger } from '@gateway/service-kit';
 import { SWEEP_CONFIG, SweepConfig } from '../../reconciliation.config';
@@ -31,7 +38,10 @@ export interface SweepReport {
  *     while any of them may still bring usage, and are released once none does (the action is
  *     over after the sweep).
  *
- * Each action is handled in its own transaction; one failure does not stop the sweep.
+ * Each action is handled in its own transaction; one failure does not stop the sweep, unless it
+ * says the database is out of service (unreachable, or taking no writes: every other action would
+ * fail alike): then the sweep ends there and fails once (the scheduler logs and counts it), rather
+ * than logging one error per action on every tick until the server is back.
  */
 @Injectable()
 export class SweepReservations {
@@ -52,6 +62,7 @@ export class SweepReservations {
       try {
         if (await this.voidUndispatched(actionId, voidCutoff, now)) report.voidedActionIds.push(actionId);
       } catch (err) {
+        if (isDatabaseOutOfService(err)) throw err;
         this.log.error({ action_id: actionId, error: (err as Error).message }, 'sweeper could not void an undispatched action');
       }
     }
@@ -60,6 +71,7 @@ export class SweepReservations {
       try {
         report.orphans.push(...(await this.reconcileOrphans(actionId, orphanCutoff, now)));
       } catch (err) {
+        if (isDatabaseOutOfService(err)) throw err;
         this.log.error({ action_id: actionId, error: (err as Error).message }, 'sweeper could not reconcile orphaned attempts');
       }
     }
