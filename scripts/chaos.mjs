@@ -8,8 +8,9 @@
 // connections terminated (pg_terminate_backend), Postgres itself crashed (an immediate
 // shutdown: the chaos run's own durable server, `startPrivatePostgres`) and started again, which
 // runs crash recovery, and Postgres stalled (every process of the server stopped with SIGSTOP,
-// then continued: connections stay open and nothing answers, as when its disk or host hangs);
-// the full run also stalls the broker (SIGSTOP, 10 s).
+// then continued: connections stay open and nothing answers, as when its disk or host hangs), and
+// Postgres refusing every write (all transactions read-only, as a managed database makes them when
+// its storage is full); the full run also stalls the broker (SIGSTOP, 10 s).
 // After the load, consumer offsets of settlement and
 // dispatch are reset to earliest (a full replay of two topics). Then the invariants are checked
 // with SQL and the public topics:
@@ -26,12 +27,14 @@
 //   - no client waited longer than its deadline + 2 s; every service healthy again at the end
 // It prints a table and exits non-zero on any violation.
 //
-//   node scripts/chaos.mjs [--short] [--seconds=N] [--rate=N] [--seed=N] [--pg-down-s=N] [--pg-stall-s=N] [--report=FILE]
+//   node scripts/chaos.mjs [--short] [--seconds=N] [--rate=N] [--seed=N] [--pg-down-s=N] [--pg-stall-s=N] [--pg-read-only-s=N] [--report=FILE]
 //
 // `--pg-down-s` is how long the crashed Postgres stays down before it is started again (default 15,
 // longer than a consumer's transient retries; 1 with `--short`). `--pg-stall-s` is how long it
 // stays stopped in the stall (default 15; 8 with `--short`: longer than a client's deadline + 2 s,
-// so a request that waited on it would fail the client check).
+// so a request that waited on it would fail the client check). `--pg-read-only-s` is how long every
+// write is refused (default 15; 12 with `--short`: longer than a consumer's transient retries, ~11 s,
+// so a consumer that took it for a passing error would park messages and fail the dead-letter check).
 //
 // `--short` is the version `npm test` runs (fewer faults, ~30 s of load).
 import fs from 'node:fs';
@@ -59,6 +62,7 @@ const RATE = Number(args.rate ?? (SHORT ? 8 : 20));
 const SEED = Number(args.seed ?? 42);
 const PG_DOWN_MS = Number(args['pg-down-s'] ?? (SHORT ? 1 : 15)) * 1000;
 const PG_STALL_MS = Number(args['pg-stall-s'] ?? (SHORT ? 8 : 15)) * 1000;
+const PG_READ_ONLY_MS = Number(args['pg-read-only-s'] ?? (SHORT ? 12 : 15)) * 1000;
 const BROKER_STALL_MS = 10_000;
 const PORT_BASE = Number(process.env.CHAOS_PORT_BASE ?? 23000);
 const KAFKA_PORT = Number(process.env.CHAOS_KAFKA_PORT ?? 29092);
@@ -267,6 +271,18 @@ function faultSchedule(seconds) {
       log('Postgres runs again');
     },
   };
+  const pgReadOnly = {
+    name: `Postgres refuses writes (read-only, ${PG_READ_ONLY_MS / 1000} s)`,
+    run: async ({ db }) => {
+      await setReadOnly(db, true);
+      try {
+        await sleep(PG_READ_ONLY_MS);
+      } finally {
+        await setReadOnly(db, false);
+      }
+      log('Postgres takes writes again');
+    },
+  };
   const brokerStall = {
     name: `broker stalls (SIGSTOP, ${BROKER_STALL_MS / 1000} s)`,
     run: async ({ kafka }) => {
@@ -280,7 +296,7 @@ function faultSchedule(seconds) {
     },
   };
   const list = SHORT
-    ? [kill('dispatch'), kill('settlement'), brokerRestart, pgKill, pgCrash, pgStall]
+    ? [kill('dispatch'), kill('settlement'), brokerRestart, pgKill, pgCrash, pgStall, pgReadOnly]
     : [
         kill('dispatch'),
         kill('settlement'),
@@ -292,6 +308,7 @@ function faultSchedule(seconds) {
         pgKill,
         pgCrash,
         pgStall,
+        pgReadOnly,
         kill('dispatch'),
       ];
   const step = seconds / (list.length + 1);
@@ -416,3 +433,20 @@ main().then(
     process.exit(1);
   },
 );
+
+/**
+ * Every new transaction read-only, server-wide (`default_transaction_read_only`, reloaded): what a
+ * managed database does when its storage is full, or a failover onto a standby. Each write fails
+ * with 25006; reads go on. The session that turns it off first sets its own value back, since
+ * ALTER SYSTEM is refused inside a read-only transaction.
+ */
+async function setReadOnly(db, on) {
+  const c = await db.connect();
+  try {
+    await c.query('SET default_transaction_read_only = off');
+    await c.query(on ? 'ALTER SYSTEM SET default_transaction_read_only = on' : 'ALTER SYSTEM RESET default_transaction_read_only');
+    await c.query('SELECT pg_reload_conf()');
+  } finally {
+    c.release();
+  }
+}
