@@ -60,6 +60,53 @@ function refuseExpired(tx: Tx): void {
   if (expired.has(tx)) throw new Error('Transaction already closed: its time ran out before this statement was sent');
 }
 
+/** `Database`'s `answerWithinMs` when unset (the services' DATABASE_ANSWER_TIMEOUT_MS default). */
+export const STATEMENT_ANSWER_DEFAULT_MS = 30_000;
+
+/**
+ * A `pg` client whose statements must be answered within `ms`: past it the connection's socket is
+ * destroyed, so the statement fails with "Connection terminated: no answer from the database
+ * within … ms" (out of service: `isDatabaseOutOfService`), the pool drops the connection, and the
+ * next statement gets a new one. Without it a connection that will never be answered (the flow
+ * silently dropped between the two hosts, a server host gone without a reset) holds its statement,
+ * everything queued behind it and its pool slot until the kernel gives up on the socket (~15
+ * minutes), and Prisma puts a connection whose transaction timed out back into the pool as it is.
+ * `pg`'s own `query_timeout` does neither: it fails the statement and leaves it in flight on the
+ * connection. A server that is only slow or stopped for less than `ms` is waited for as before.
+ * Statements with their own reader (cursors) are not bounded; none run here.
+ */
+function boundedClient(ms: number): typeof pg.Client {
+  if (ms <= 0) return pg.Client;
+  const query = pg.Client.prototype.query as (this: pg.Client, ...args: unknown[]) => unknown;
+  return class BoundedClient extends pg.Client {
+    // every overload of pg's `query` (promise, callback); the arguments and result pass through
+    override query(...args: unknown[]): any {
+      if (typeof (args[0] as { submit?: unknown } | undefined)?.submit === 'function') return query.apply(this, args);
+      const timer = setTimeout(() => this.giveUp(), ms);
+      const last = args.length - 1;
+      const callback = args[last];
+      if (typeof callback === 'function') {
+        args[last] = (err: unknown, res: unknown) => {
+          clearTimeout(timer);
+          (callback as (e: unknown, r: unknown) => void)(err, res);
+        };
+        return query.apply(this, args);
+      }
+      const pending = query.apply(this, args) as Promise<unknown>;
+      pending.then(
+        () => clearTimeout(timer),
+        () => clearTimeout(timer),
+      );
+      return pending;
+    }
+
+    private giveUp(): void {
+      const stream = (this as unknown as { connection?: { stream?: { destroy(err?: Error): void } } }).connection?.stream;
+      stream?.destroy(new Error(`Connection terminated: no answer from the database within ${ms} ms`));
+    }
+  };
+}
+
 /**
  * A statement the hot paths run through plain `pg` (no ORM layer): `name` makes the server keep
  * it prepared per connection, so it is parsed and planned once per connection, not per call.
@@ -90,9 +137,25 @@ export class Database {
        * backend, which costs ~25 ms of CPU and prepares every statement again.
        */
       idleMs?: number;
+      /**
+       * How long one statement may go unanswered before its connection is taken for dead and
+       * closed (`boundedClient`); 0 waits without end. Unset: `STATEMENT_ANSWER_DEFAULT_MS`.
+       */
+      answerWithinMs?: number;
     } = {},
   ) {
-    this.pool = new pg.Pool({ connectionString: url, max: opts.poolMax ?? 10, idleTimeoutMillis: opts.idleMs ?? 10_000 });
+    this.pool = new pg.Pool({
+      connectionString: url,
+      max: opts.poolMax ?? 10,
+      idleTimeoutMillis: opts.idleMs ?? 10_000,
+      Client: boundedClient(opts.answerWithinMs ?? STATEMENT_ANSWER_DEFAULT_MS),
+      // TCP keepalive on every connection, first probe after 30 s idle: a pool that keeps its
+      // connections (idleMs 0) would otherwise let a firewall or NAT between it and the server
+      // forget them in a quiet hour, and the next statement on one would wait for an answer that
+      // cannot come (until `answerWithinMs` closes it).
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 30_000,
+    });
     // An idle client that loses its connection emits 'error' on the pool; it is dropped and replaced.
     this.pool.on('error', () => undefined);
     // The pool's connections by backend pid, so `txQuery` can find the one a transaction runs on.

@@ -9,6 +9,7 @@ export {
   isDatabaseUnavailable,
   isTransientDatabaseError,
   isUniqueViolation,
+  STATEMENT_ANSWER_DEFAULT_MS,
 } from './database';
 export type { PreparedStatement, Tx } from './database';
 export * from './types';

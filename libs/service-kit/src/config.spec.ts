@@ -71,6 +71,13 @@ describe('loadConfig: instance and connection budget', () => {
     expect(() => loadConfig('t', { ...base, DATABASE_POOL_MAX: '1.5' })).toThrow();
   });
 
+  it('closes a connection whose statement is unanswered for DATABASE_ANSWER_TIMEOUT_MS (default 30 s, whole ms from 1 s)', () => {
+    expect(loadConfig('t', base).databaseAnswerTimeoutMs).toBe(30_000);
+    expect(loadConfig('t', { ...base, DATABASE_ANSWER_TIMEOUT_MS: '120000' }).databaseAnswerTimeoutMs).toBe(120_000);
+    for (const hostile of ['0', '999', '-1', '2.5', '1e999', 'forever', '30000\u0000', '2147483648'])
+      expect(() => loadConfig('t', { ...base, DATABASE_ANSWER_TIMEOUT_MS: hostile })).toThrow(/DATABASE_ANSWER_TIMEOUT_MS/);
+  });
+
   it('keeps idle pool connections open unless DATABASE_POOL_IDLE_MS says how long (whole ms, 0 = keep)', () => {
     expect(loadConfig('t', base).databasePoolIdleMs).toBe(0);
     expect(loadConfig('t', { ...base, DATABASE_POOL_IDLE_MS: '30000' }).databasePoolIdleMs).toBe(30000);

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { z } from 'zod';
+import { STATEMENT_ANSWER_DEFAULT_MS } from '@gateway/db';
 import type { KafkaSecurity, SaslMechanism } from '@gateway/messaging';
 
 const flag = z
@@ -56,6 +57,7 @@ const schema = httpSchema.extend({
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(100).default(10),
   // at most a timer's range (~24.8 days): node fires a longer setTimeout after 1 ms
   DATABASE_POOL_IDLE_MS: z.coerce.number().int().nonnegative().max(2_147_483_647).default(0),
+  DATABASE_ANSWER_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(2_147_483_647).default(STATEMENT_ANSWER_DEFAULT_MS),
   ADMISSION_DECIDE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(ADMISSION_DECIDE_TIMEOUT_DEFAULT_MS),
 });
 
@@ -77,6 +79,12 @@ export interface ServiceConfig {
    * until it fails: each new connection is a new Postgres backend (docs/decisions.md, "A pool that keeps its connections")
    */
   databasePoolIdleMs?: number;
+  /**
+   * how long one statement may go unanswered before its connection is closed as dead
+   * (DATABASE_ANSWER_TIMEOUT_MS, default 30000; libs/db `boundedClient`): above the longest
+   * statement the service runs, below the ~15 minutes a kernel waits on a dropped flow
+   */
+  databaseAnswerTimeoutMs?: number;
   /**
    * how long admission's own work on a request (key, contract, reservation) may take before the
    * client gets 503 service_unavailable (ADMISSION_DECIDE_TIMEOUT_MS, default 3000; hand-made test
@@ -105,6 +113,7 @@ export function loadConfig(serviceName: string, env: NodeJS.ProcessEnv = process
     outboxSweepIdleMaxMs: parsed.OUTBOX_SWEEP_IDLE_MAX_MS,
     databasePoolMax: parsed.DATABASE_POOL_MAX,
     databasePoolIdleMs: parsed.DATABASE_POOL_IDLE_MS,
+    databaseAnswerTimeoutMs: parsed.DATABASE_ANSWER_TIMEOUT_MS,
     admissionDecideTimeoutMs: parsed.ADMISSION_DECIDE_TIMEOUT_MS,
     serviceName,
     databaseUrl: parsed.DATABASE_URL,

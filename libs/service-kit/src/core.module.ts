@@ -86,7 +86,12 @@ export class CoreModule {
         { provide: Metrics, useValue: metrics },
         {
           provide: Database,
-          useFactory: () => new Database(config.databaseUrl, { poolMax: config.databasePoolMax, idleMs: config.databasePoolIdleMs }),
+          useFactory: () =>
+            new Database(config.databaseUrl, {
+              poolMax: config.databasePoolMax,
+              idleMs: config.databasePoolIdleMs,
+              answerWithinMs: config.databaseAnswerTimeoutMs,
+            }),
         },
         {
           provide: KafkaBus,

@@ -1,0 +1,124 @@
+import net from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { Database, isDatabaseOutOfService, isDatabaseUnavailable, txQuery } from '../src/database';
+
+/**
+ * A connection that will never be answered: the flow between the service and the server silently
+ * dropped (a firewall or NAT that forgot it, a server host gone without a reset). Nothing fails on
+ * such a connection; a statement on it waits until the kernel gives up on the socket (~15 minutes
+ * of retransmissions). Here a TCP relay in front of the real server stops moving the bytes of the
+ * connections it already carries and keeps them open, while new connections pass: the shape of
+ * that fault on loopback. The pool must close such a connection once a statement has waited
+ * `answerWithinMs`, fail that statement as the database out of service (a 503 for a client, a wait
+ * in place for a consumer), and serve the next statements on new connections.
+ */
+const target = new URL(process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test');
+const ANSWER_WITHIN_MS = 400;
+
+/** A relay to the database that can freeze the connections it carries (they stay open, nothing moves). */
+async function startRelay(): Promise<{ url: string; freezeAll(): void; close(): Promise<void> }> {
+  const pairs: Array<[net.Socket, net.Socket]> = [];
+  const all: net.Socket[] = [];
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 5432), target.hostname);
+    client.pipe(upstream);
+    upstream.pipe(client);
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+    pairs.push([client, upstream]);
+    all.push(client, upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = new URL(target.href);
+  url.hostname = '127.0.0.1';
+  url.port = String((server.address() as net.AddressInfo).port);
+  return {
+    url: url.href,
+    freezeAll() {
+      for (const [client, upstream] of pairs.splice(0)) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+      }
+    },
+    async close() {
+      for (const s of all) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+describe('a connection that is never answered', () => {
+  let relay: Awaited<ReturnType<typeof startRelay>>;
+  let db: Database;
+
+  beforeAll(async () => {
+    relay = await startRelay();
+    db = new Database(relay.url, { poolMax: 2, idleMs: 0, answerWithinMs: ANSWER_WITHIN_MS });
+  });
+  afterAll(async () => {
+    await relay.close(); // first: a frozen connection still idle in the pool would wait for its goodbye
+    await db.close().catch(() => undefined);
+  });
+
+  /** Opens both pool connections (two statements at once), then freezes them. */
+  async function freezeThePool(): Promise<void> {
+    await Promise.all([db.pool.query('SELECT pg_sleep(0.05)'), db.pool.query('SELECT pg_sleep(0.05)')]);
+    expect(db.pool.totalCount).toBe(2);
+    relay.freezeAll();
+  }
+
+  /** Runs `work` until it succeeds: every failure must come within the bound and say the database is out of service. */
+  async function untilAnswered<T>(work: () => Promise<T>): Promise<{ result: T; failures: number }> {
+    for (let failures = 0; failures <= 4; failures++) {
+      const started = Date.now();
+      try {
+        return { result: await work(), failures };
+      } catch (err) {
+        expect(Date.now() - started).toBeLessThan(ANSWER_WITHIN_MS + 2_000);
+        expect((err as Error).message).toMatch(/no answer from the database within 400 ms/);
+        expect(isDatabaseOutOfService(err)).toBe(true);
+        expect(isDatabaseUnavailable(err)).toBe(true);
+      }
+    }
+    throw new Error('still failing after the pool should have replaced every frozen connection');
+  }
+
+  it('a statement in autocommit: fails within the bound, and the pool serves the next on a new connection', async () => {
+    await freezeThePool();
+    const { result, failures } = await untilAnswered(() => db.pool.query<{ one: number }>('SELECT 1 AS one'));
+    expect(result.rows[0].one).toBe(1);
+    expect(failures).toBeGreaterThanOrEqual(1);
+    expect(failures).toBeLessThanOrEqual(2);
+  });
+
+  it('a transaction (Prisma and txQuery on its connection): fails within the bound, the frozen connection is never handed out again', async () => {
+    await freezeThePool();
+    const id = randomUUID();
+    const { result, failures } = await untilAnswered(() =>
+      db.transaction(async (tx) => {
+        const [row] = await txQuery<{ id: string }>(tx, 'SELECT $1::text AS id', [id]);
+        return row.id;
+      }),
+    );
+    expect(result).toBe(id);
+    expect(failures).toBeGreaterThanOrEqual(1);
+    // Prisma ends a failed transaction by releasing its connection as if it were sound; a closed
+    // one is dropped by the pool instead of going back to it: ten more statements all pass at once.
+    for (let i = 0; i < 10; i++) expect((await db.pool.query<{ one: number }>('SELECT 1 AS one')).rows[0].one).toBe(1);
+  });
+
+  it('a Prisma query: fails within the bound, then passes on a new connection', async () => {
+    await freezeThePool();
+    const { result } = await untilAnswered(() => db.prisma.$queryRaw<Array<{ one: number }>>`SELECT 1 AS one`);
+    expect(result[0].one).toBe(1);
+  });
+
+  it('a slow statement shorter than the bound is waited for', async () => {
+    const started = Date.now();
+    const rows = await db.pool.query<{ one: number }>(`SELECT 1 AS one FROM pg_sleep(${ANSWER_WITHIN_MS / 2 / 1000})`);
+    expect(rows.rows[0].one).toBe(1);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(ANSWER_WITHIN_MS / 2 - 5);
+  });
+});
