@@ -73,9 +73,10 @@ export const STATEMENT_ANSWER_DEFAULT_MS = 30_000;
  * minutes), and Prisma puts a connection whose transaction timed out back into the pool as it is.
  * `pg`'s own `query_timeout` does neither: it fails the statement and leaves it in flight on the
  * connection. A server that is only slow or stopped for less than `ms` is waited for as before.
+ * `onUnanswered` is told each time (the pool then closes its idle connections too).
  * Statements with their own reader (cursors) are not bounded; none run here.
  */
-function boundedClient(ms: number): typeof pg.Client {
+function boundedClient(ms: number, onUnanswered: () => void): typeof pg.Client {
   if (ms <= 0) return pg.Client;
   const query = pg.Client.prototype.query as (this: pg.Client, ...args: unknown[]) => unknown;
   return class BoundedClient extends pg.Client {
@@ -101,10 +102,15 @@ function boundedClient(ms: number): typeof pg.Client {
     }
 
     private giveUp(): void {
-      const stream = (this as unknown as { connection?: { stream?: { destroy(err?: Error): void } } }).connection?.stream;
-      stream?.destroy(new Error(`Connection terminated: no answer from the database within ${ms} ms`));
+      destroyConnection(this, new Error(`Connection terminated: no answer from the database within ${ms} ms`));
+      onUnanswered();
     }
   };
+}
+
+/** Destroys a `pg` client's socket: its statements fail with `err`, and the pool drops it. */
+function destroyConnection(client: pg.Client, err: Error): void {
+  (client as unknown as { connection?: { stream?: { destroy(e?: Error): void } } }).connection?.stream?.destroy(err);
 }
 
 /**
@@ -139,16 +145,21 @@ export class Database {
       idleMs?: number;
       /**
        * How long one statement may go unanswered before its connection is taken for dead and
-       * closed (`boundedClient`); 0 waits without end. Unset: `STATEMENT_ANSWER_DEFAULT_MS`.
+       * closed (`boundedClient`), and how long opening or waiting for a connection may take; 0
+       * waits without end. Unset: `STATEMENT_ANSWER_DEFAULT_MS`.
        */
       answerWithinMs?: number;
     } = {},
   ) {
+    const answerWithinMs = opts.answerWithinMs ?? STATEMENT_ANSWER_DEFAULT_MS;
     this.pool = new pg.Pool({
       connectionString: url,
       max: opts.poolMax ?? 10,
       idleTimeoutMillis: opts.idleMs ?? 10_000,
-      Client: boundedClient(opts.answerWithinMs ?? STATEMENT_ANSWER_DEFAULT_MS),
+      Client: boundedClient(answerWithinMs, () => this.closeIdleConnections()),
+      // the same bound on opening a connection (and on waiting for one): a server that accepts the
+      // connection and never answers its start-up would otherwise hold the caller without end
+      connectionTimeoutMillis: answerWithinMs,
       // TCP keepalive on every connection, first probe after 30 s idle: a pool that keeps its
       // connections (idleMs 0) would otherwise let a firewall or NAT between it and the server
       // forget them in a quiet hour, and the next statement on one would wait for an answer that
@@ -158,6 +169,13 @@ export class Database {
     });
     // An idle client that loses its connection emits 'error' on the pool; it is dropped and replaced.
     this.pool.on('error', () => undefined);
+    // The connections in the pool now (not checked out), for `closeIdleConnections`.
+    this.pool.on('release', (err, client) => {
+      // the pool keeps a released connection unless it failed or can no longer run statements
+      if (!err && (client as pg.PoolClient & { _queryable?: boolean })._queryable !== false) this.idle.add(client);
+    });
+    this.pool.on('acquire', (client) => this.idle.delete(client));
+    this.pool.on('remove', (client) => this.idle.delete(client));
     // The pool's connections by backend pid, so `txQuery` can find the one a transaction runs on.
     this.pool.on('connect', (client) => {
       // A connection that dies while checked out (a statement running on it, or a transaction
@@ -209,6 +227,21 @@ export class Database {
         this.retries[cause] += 1;
       }
     }
+  }
+
+  private readonly idle = new Set<pg.PoolClient>();
+
+  /**
+   * Closes every connection idle in the pool. Called when a statement went unanswered for the
+   * bound (`boundedClient`): the connections idle beside the dead one reached the server the same
+   * way and have waited as long, so where one flow was dropped the others likely were too, and
+   * each would cost the next caller that draws it the whole bound again. Closing them costs a new
+   * connection each, once.
+   */
+  private closeIdleConnections(): void {
+    for (const client of this.idle)
+      destroyConnection(client, new Error('Connection terminated: closed beside a connection the database did not answer'));
+    this.idle.clear();
   }
 
   /** A pool connection, or pg's own "timeout exceeded when trying to connect" after `maxWaitMs`. */

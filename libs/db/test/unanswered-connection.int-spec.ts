@@ -1,61 +1,28 @@
-import net from 'node:net';
 import { randomUUID } from 'node:crypto';
+// eslint-disable-next-line @nx/enforce-module-boundaries -- a test-only import: libs/testing's relay is the one relay (the chaos run uses it too)
+import { startTcpRelay, TcpRelay } from '@gateway/testing';
 import { Database, isDatabaseOutOfService, isDatabaseUnavailable, txQuery } from '../src/database';
 
 /**
  * A connection that will never be answered: the flow between the service and the server silently
  * dropped (a firewall or NAT that forgot it, a server host gone without a reset). Nothing fails on
  * such a connection; a statement on it waits until the kernel gives up on the socket (~15 minutes
- * of retransmissions). Here a TCP relay in front of the real server stops moving the bytes of the
- * connections it already carries and keeps them open, while new connections pass: the shape of
- * that fault on loopback. The pool must close such a connection once a statement has waited
+ * of retransmissions). Here a TCP relay in front of the real server (`startTcpRelay`) stops moving
+ * the bytes of the connections it already carries and keeps them open, while new connections
+ * pass: the shape of that fault on loopback. The pool must close such a connection once a statement has waited
  * `answerWithinMs`, fail that statement as the database out of service (a 503 for a client, a wait
  * in place for a consumer), and serve the next statements on new connections.
  */
 const target = new URL(process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test');
 const ANSWER_WITHIN_MS = 400;
 
-/** A relay to the database that can freeze the connections it carries (they stay open, nothing moves). */
-async function startRelay(): Promise<{ url: string; freezeAll(): void; close(): Promise<void> }> {
-  const pairs: Array<[net.Socket, net.Socket]> = [];
-  const all: net.Socket[] = [];
-  const server = net.createServer((client) => {
-    const upstream = net.connect(Number(target.port || 5432), target.hostname);
-    client.pipe(upstream);
-    upstream.pipe(client);
-    client.on('error', () => upstream.destroy());
-    upstream.on('error', () => client.destroy());
-    pairs.push([client, upstream]);
-    all.push(client, upstream);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = new URL(target.href);
-  url.hostname = '127.0.0.1';
-  url.port = String((server.address() as net.AddressInfo).port);
-  return {
-    url: url.href,
-    freezeAll() {
-      for (const [client, upstream] of pairs.splice(0)) {
-        client.unpipe(upstream);
-        upstream.unpipe(client);
-        client.pause();
-        upstream.pause();
-      }
-    },
-    async close() {
-      for (const s of all) s.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
-
 describe('a connection that is never answered', () => {
-  let relay: Awaited<ReturnType<typeof startRelay>>;
+  let relay: TcpRelay;
   let db: Database;
 
   beforeAll(async () => {
-    relay = await startRelay();
-    db = new Database(relay.url, { poolMax: 2, idleMs: 0, answerWithinMs: ANSWER_WITHIN_MS });
+    relay = await startTcpRelay({ host: target.hostname, port: Number(target.port || 5432) });
+    db = new Database(relay.via(target.href), { poolMax: 2, idleMs: 0, answerWithinMs: ANSWER_WITHIN_MS });
   });
   afterAll(async () => {
     await relay.close(); // first: a frozen connection still idle in the pool would wait for its goodbye
@@ -66,7 +33,7 @@ describe('a connection that is never answered', () => {
   async function freezeThePool(): Promise<void> {
     await Promise.all([db.pool.query('SELECT pg_sleep(0.05)'), db.pool.query('SELECT pg_sleep(0.05)')]);
     expect(db.pool.totalCount).toBe(2);
-    relay.freezeAll();
+    expect(relay.freezeLive()).toBe(2);
   }
 
   /** Runs `work` until it succeeds: every failure must come within the bound and say the database is out of service. */
@@ -93,6 +60,18 @@ describe('a connection that is never answered', () => {
     expect(failures).toBeLessThanOrEqual(2);
   });
 
+  it('one connection found dead closes its idle siblings: the next statement does not wait the bound again', async () => {
+    await freezeThePool();
+    const first = await db.pool.query('SELECT 1').then(
+      () => new Error('answered through a frozen connection'),
+      (e: unknown) => e as Error,
+    );
+    expect(first.message).toMatch(/no answer from the database within 400 ms/);
+    const started = Date.now();
+    expect((await db.pool.query<{ one: number }>('SELECT 1 AS one')).rows[0].one).toBe(1);
+    expect(Date.now() - started).toBeLessThan(ANSWER_WITHIN_MS);
+  });
+
   it('a transaction (Prisma and txQuery on its connection): fails within the bound, the frozen connection is never handed out again', async () => {
     await freezeThePool();
     const id = randomUUID();
@@ -113,6 +92,23 @@ describe('a connection that is never answered', () => {
     await freezeThePool();
     const { result } = await untilAnswered(() => db.prisma.$queryRaw<Array<{ one: number }>>`SELECT 1 AS one`);
     expect(result[0].one).toBe(1);
+  });
+
+  it('opening a connection that is never answered: fails within the bound, then opens anew', async () => {
+    // a server that accepts connections and never answers their start-up (as a stopped postmaster)
+    await db.close();
+    db = new Database(relay.via(target.href), { poolMax: 2, idleMs: 0, answerWithinMs: ANSWER_WITHIN_MS });
+    relay.freezeNew(true);
+    const started = Date.now();
+    const err = await db.pool.query('SELECT 1').then(
+      () => new Error('answered through a frozen connection'),
+      (e: unknown) => e as Error,
+    );
+    expect(Date.now() - started).toBeLessThan(ANSWER_WITHIN_MS + 2_000);
+    expect(err.message).toMatch(/Connection terminated due to connection timeout/);
+    expect(isDatabaseUnavailable(err)).toBe(true);
+    relay.freezeNew(false);
+    expect((await db.pool.query<{ one: number }>('SELECT 1 AS one')).rows[0].one).toBe(1);
   });
 
   it('a slow statement shorter than the bound is waited for', async () => {

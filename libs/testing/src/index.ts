@@ -13,3 +13,4 @@ export * from './policy-bodies';
 export * from './held-attempt';
 export * from './structured-price';
 export * from './private-postgres';
+export * from './tcp-relay';
