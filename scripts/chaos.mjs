@@ -10,7 +10,11 @@
 // runs crash recovery, and Postgres stalled (every process of the server stopped with SIGSTOP,
 // then continued: connections stay open and nothing answers, as when its disk or host hangs), and
 // Postgres refusing every write (all transactions read-only, as a managed database makes them when
-// its storage is full); the full run also stalls the broker (SIGSTOP, 10 s).
+// its storage is full), and the services' connections to Postgres silently dropped (a relay in
+// front of it freezes the connections it carries; the services must find them dead within two of
+// their answer bounds, DATABASE_ANSWER_TIMEOUT_MS = 12 s here, and answer 200 again before anything
+// closes them); the full run also stalls the broker (SIGSTOP, 10 s). The load goes on until the
+// last fault is over.
 // After the load, consumer offsets of settlement and
 // dispatch are reset to earliest (a full replay of two topics). Then the invariants are checked
 // with SQL and the public topics:
@@ -64,6 +68,12 @@ const PG_DOWN_MS = Number(args['pg-down-s'] ?? (SHORT ? 1 : 15)) * 1000;
 const PG_STALL_MS = Number(args['pg-stall-s'] ?? (SHORT ? 8 : 15)) * 1000;
 const PG_READ_ONLY_MS = Number(args['pg-read-only-s'] ?? (SHORT ? 12 : 15)) * 1000;
 const BROKER_STALL_MS = 10_000;
+// The services' bound on an unanswered statement in this run (DATABASE_ANSWER_TIMEOUT_MS; 30 s by
+// default): above the transaction time (10 s), so the stalls still test what they tested, and short
+// enough that the dropped connections are found within the run.
+const ANSWER_TIMEOUT_MS = 12_000;
+// a connection first drawn just before the first one is found dead waits its own whole bound: up to two bounds
+const PG_DROPPED_MS = 2 * ANSWER_TIMEOUT_MS;
 const PORT_BASE = Number(process.env.CHAOS_PORT_BASE ?? 23000);
 const KAFKA_PORT = Number(process.env.CHAOS_KAFKA_PORT ?? 29092);
 const DEADLINE_MS = 4000;
@@ -73,7 +83,7 @@ const ORPHAN_GRACE_MS = 2000;
 const require = tsRequire();
 const { Topics } = require('@gateway/contracts');
 const { Kafka, logLevel } = require('kafkajs');
-const { startPrivatePostgres } = require('@gateway/testing');
+const { startPrivatePostgres, startTcpRelay } = require('@gateway/testing');
 
 const t0 = Date.now();
 const log = (msg) => console.log(`[chaos ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)}s] ${msg}`);
@@ -94,13 +104,22 @@ async function run(stops) {
   log('starting a Postgres server of its own');
   const postgres = await startPrivatePostgres({ max_connections: '200' });
   stops.push(() => postgres.dispose());
+  // The services reach it through a relay that can drop their connections silently (the fault
+  // "connections silently dropped"); the run's own checks connect directly.
+  const relay = await startTcpRelay({ host: '127.0.0.1', port: Number(new URL(postgres.url).port) });
+  stops.push(() => relay.close());
   const infra = await startOwnInfra({
-    postgresUrl: postgres.url,
+    postgresUrl: relay.via(postgres.url),
     name: 'chaos',
     database: process.env.CHAOS_DB ?? 'gateway_chaos',
     kafkaPort: KAFKA_PORT,
     portBase: PORT_BASE,
-    extraEnv: { RECONCILIATION_SWEEP_MS: '1000', RECONCILIATION_ORPHAN_GRACE_MS: String(ORPHAN_GRACE_MS), LOG_LEVEL: 'warn' },
+    extraEnv: {
+      RECONCILIATION_SWEEP_MS: '1000',
+      RECONCILIATION_ORPHAN_GRACE_MS: String(ORPHAN_GRACE_MS),
+      DATABASE_ANSWER_TIMEOUT_MS: String(ANSWER_TIMEOUT_MS),
+      LOG_LEVEL: 'warn',
+    },
     stops,
     log,
   });
@@ -116,14 +135,20 @@ async function run(stops) {
   log('starting services under the supervisor');
   const services = await startServices({ env, logDir, supervise: true, log: (m) => log(`supervisor: ${m}`) });
   stops.push(services.stop);
-  const db = new pg.Pool({ connectionString: pgServer.url, max: 3 });
+  const direct = new URL(pgServer.url);
+  direct.port = new URL(postgres.url).port;
+  const db = new pg.Pool({ connectionString: direct.href, max: 3 });
   db.on('error', () => undefined); // an idle connection the Postgres crash closed
   stops.push(() => db.end());
 
   // ------------------------------------------------------------ load, faults, budget samples
   const admission = `http://127.0.0.1:${PORT_BASE}`;
   const outcomes = new Map();
-  const count = (k) => outcomes.set(k, (outcomes.get(k) ?? 0) + 1);
+  const okTimes = []; // when each 200 came (a whole answer or a stream that ended well)
+  const count = (k) => {
+    outcomes.set(k, (outcomes.get(k) ?? 0) + 1);
+    if (/ 200$/.test(k)) okTimes.push(Date.now());
+  };
   let maxWaitMs = 0;
   const random = rng(SEED);
   const inFlight = new Set();
@@ -141,24 +166,40 @@ async function run(stops) {
 
   const schedule = faultSchedule(LOAD_SECONDS);
   const t0Load = Date.now();
+  let faultsDone = false;
   const faultRunner = (async () => {
     for (const f of schedule) {
       const wait = t0Load + f.at * 1000 - Date.now();
       if (wait > 0) await sleep(wait);
       log(`fault: ${f.name}`);
       try {
-        kafka = (await f.run({ services, logDir, kafka, dataDir, db, dbName: new URL(pgServer.url).pathname.slice(1), postgres })) ?? kafka;
+        kafka =
+          (await f.run({
+            services,
+            logDir,
+            kafka,
+            dataDir,
+            db,
+            dbName: new URL(pgServer.url).pathname.slice(1),
+            postgres,
+            relay,
+            okTimes,
+          })) ?? kafka;
         faults.push({ name: f.name, ok: true });
       } catch (err) {
         faults.push({ name: f.name, ok: false, error: err.message });
         violate(`fault ${f.name} could not be injected: ${err.message}`);
       }
     }
-  })();
+  })().finally(() => {
+    faultsDone = true;
+  });
 
-  log(`load: ${RATE} req/s for ${LOAD_SECONDS} s`);
+  // The load goes on until the last fault is over (faults run one after another and can outlast the
+  // planned seconds), so every fault meets live traffic.
+  log(`load: ${RATE} req/s for ${LOAD_SECONDS} s, and until the last fault is over`);
   let sent = 0;
-  while (Date.now() < loadUntil) {
+  while (Date.now() < loadUntil || !faultsDone) {
     const due = t0Load + (sent * 1000) / RATE;
     if (due > Date.now()) await sleep(due - Date.now());
     sent += 1;
@@ -168,6 +209,7 @@ async function run(stops) {
     inFlight.add(p);
     void p.finally(() => inFlight.delete(p));
   }
+  const loadSeconds = Math.round((Date.now() - t0Load) / 1000);
   await Promise.allSettled([...inFlight]);
   await faultRunner;
   log(`load done: ${sent} requests`);
@@ -205,7 +247,7 @@ async function run(stops) {
 
   // ------------------------------------------------------------ report
   const table = [
-    ['load', `${sent} requests at ${RATE}/s for ${LOAD_SECONDS} s, seed ${SEED}`],
+    ['load', `${sent} requests at ${RATE}/s for ${loadSeconds} s, seed ${SEED}`],
     ['faults', faults.map((f) => `${f.name}${f.ok ? '' : ' (FAILED)'}`).join(', ')],
     ['supervisor restarts', restarts],
     ...[...outcomes.entries()].sort().map(([k, v]) => [`  ${k}`, String(v)]),
@@ -283,6 +325,22 @@ function faultSchedule(seconds) {
       log('Postgres takes writes again');
     },
   };
+  const pgDropped = {
+    name: `Postgres connections silently dropped (${PG_DROPPED_MS / 1000} s)`,
+    run: async ({ relay, okTimes }) => {
+      const frozenAt = Date.now();
+      log(`froze ${relay.freezeLive()} connections`);
+      await sleep(PG_DROPPED_MS);
+      // The stack must have let go of the frozen connections it drew (DATABASE_ANSWER_TIMEOUT_MS)
+      // and answered on new ones before anything closes the frozen ones.
+      const after = okTimes.filter((t) => t > frozenAt + ANSWER_TIMEOUT_MS);
+      if (after.length === 0)
+        violate(`no request was answered 200 between the bound on the dropped connections and ${PG_DROPPED_MS / 1000} s after the drop`);
+      else log(`answered 200 again ${((after[0] - frozenAt) / 1000).toFixed(1)} s after the drop (${after.length} times before the close)`);
+      // what the kernel would do after ~15 minutes of retransmissions
+      log(`closed ${relay.releaseFrozen()} frozen connections`);
+    },
+  };
   const brokerStall = {
     name: `broker stalls (SIGSTOP, ${BROKER_STALL_MS / 1000} s)`,
     run: async ({ kafka }) => {
@@ -296,7 +354,7 @@ function faultSchedule(seconds) {
     },
   };
   const list = SHORT
-    ? [kill('dispatch'), kill('settlement'), brokerRestart, pgKill, pgCrash, pgStall, pgReadOnly]
+    ? [kill('dispatch'), kill('settlement'), brokerRestart, pgKill, pgCrash, pgStall, pgReadOnly, pgDropped]
     : [
         kill('dispatch'),
         kill('settlement'),
@@ -309,6 +367,7 @@ function faultSchedule(seconds) {
         pgCrash,
         pgStall,
         pgReadOnly,
+        pgDropped,
         kill('dispatch'),
       ];
   const step = seconds / (list.length + 1);
