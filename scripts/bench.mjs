@@ -199,9 +199,8 @@ async function main() {
   log(`starting services (logs in ${path.relative(ROOT, LOG_DIR)}/)`);
   const only = CFG.services.includes('all') ? undefined : CFG.services;
   // A generous start-up allowance: on a loaded 2-core box six services compiling at once take a while.
-  const services = await startServices({ env, logDir: LOG_DIR, only, timeoutMs: 240_000 });
+  const services = await startServices({ env, logDir: LOG_DIR, only, timeoutMs: 240_000, stops });
   log(`running: ${services.children.map((c) => c.service.name).join(', ')}`);
-  stops.push(services.stop);
   const pool = new pg.Pool({ connectionString: pgServer.url, max: 2 });
   stops.push(() => pool.end());
   log(`stack up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);

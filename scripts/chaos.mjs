@@ -133,8 +133,7 @@ async function run(stops) {
       .pop(),
   );
   log('starting services under the supervisor');
-  const services = await startServices({ env, logDir, supervise: true, log: (m) => log(`supervisor: ${m}`) });
-  stops.push(services.stop);
+  const services = await startServices({ env, logDir, supervise: true, log: (m) => log(`supervisor: ${m}`), stops });
   const direct = new URL(pgServer.url);
   direct.port = new URL(postgres.url).port;
   const db = new pg.Pool({ connectionString: direct.href, max: 3 });

@@ -56,8 +56,7 @@ async function run(stops) {
     await db.close();
   }
   log('starting services');
-  const services = await startServices({ env, logDir });
-  stops.push(services.stop);
+  const services = await startServices({ env, logDir, stops });
   const targets = { admission: url(0), policy: url(1), settlement: url(3), reconciliation: url(4) };
   const failures = [];
 

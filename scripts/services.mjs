@@ -148,6 +148,7 @@ export async function startServices({
   scale = 1,
   withConsole = false,
   log = () => {},
+  stops,
 }) {
   fs.mkdirSync(logDir, { recursive: true });
   const children = [];
@@ -220,6 +221,9 @@ export async function startServices({
     for (const c of children) if (!c.exited) c.child.kill('SIGKILL');
     for (const c of children) fs.rmSync(path.join(logDir, `${c.name}.pid`), { force: true });
   };
+  // Registered before the first child starts: a Ctrl-C while the services start up (before this
+  // returns) must stop them too, not leave them running without their broker.
+  stops?.push(stop);
   try {
     // One instance of each service first, the extra instances of a scaled stack once those are up:
     // nine Nest applications starting at once on two cores can take longer than the health timeout.

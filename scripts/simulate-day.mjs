@@ -112,8 +112,7 @@ async function run(stops) {
     (await runTs('libs/testing/src/seed-simday.cli.ts', { ...env, PROVIDER_SIM_URL: simUrl })).trim().split('\n').pop(),
   );
   log('starting services under the supervisor');
-  const services = await startServices({ env, logDir, supervise: true, log: (m) => log(`supervisor: ${m}`) });
-  stops.push(services.stop);
+  const services = await startServices({ env, logDir, supervise: true, log: (m) => log(`supervisor: ${m}`), stops });
   const db = new pg.Pool({ connectionString: pgServer.url, max: 3 });
   stops.push(() => db.end());
 

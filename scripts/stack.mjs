@@ -72,8 +72,7 @@ async function start() {
     wireRealProviders(env, seeded.real);
     const logDir = LOG_DIR;
     log(`starting services (logs in ${path.relative(ROOT, logDir)}/)`);
-    const services = await startServices({ env, logDir, supervise: true, scale, withConsole: true, log });
-    stops.push(services.stop);
+    const services = await startServices({ env, logDir, supervise: true, scale, withConsole: true, log, stops });
     const admission = `http://127.0.0.1:${portOf(SERVICES[1], env)}`;
     console.log(`
 Gateway is up.

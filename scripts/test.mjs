@@ -105,8 +105,7 @@ async function main() {
       ...e2eCredentials(),
     };
     log('starting the stack for e2e tests');
-    const services = await startServices({ env: e2eEnv, logDir, timeoutMs: 240_000, withConsole: true }); // six services starting at once on a loaded 2-core box
-    stops.push(services.stop);
+    const services = await startServices({ env: e2eEnv, logDir, timeoutMs: 240_000, withConsole: true, stops }); // six services starting at once on a loaded 2-core box
     failed =
       (await jest('jest.e2e.config.js', {
         ...e2eEnv,
