@@ -91,13 +91,21 @@ function boundedClient(ms: number, onUnanswered: () => void): typeof pg.Client {
           clearTimeout(timer);
           (callback as (e: unknown, r: unknown) => void)(err, res);
         };
-        return query.apply(this, args);
       }
-      const pending = query.apply(this, args) as Promise<unknown>;
-      pending.then(
-        () => clearTimeout(timer),
-        () => clearTimeout(timer),
-      );
+      let pending: unknown;
+      try {
+        pending = query.apply(this, args);
+      } catch (err) {
+        // refused before it was sent (pg throws for a missing query): no answer is awaited, and a
+        // timer left behind would close this (sound) connection later
+        clearTimeout(timer);
+        throw err;
+      }
+      if (typeof callback !== 'function') {
+        const done = () => clearTimeout(timer);
+        if (typeof (pending as Promise<unknown> | undefined)?.then === 'function') (pending as Promise<unknown>).then(done, done);
+        else done();
+      }
       return pending;
     }
 
