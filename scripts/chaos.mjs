@@ -13,8 +13,9 @@
 // its storage is full), and the services' connections to Postgres silently dropped (a relay in
 // front of it freezes the connections it carries; the services must find them dead within two of
 // their answer bounds, DATABASE_ANSWER_TIMEOUT_MS = 12 s here, and answer 200 again before anything
-// closes them); the full run also stalls the broker (SIGSTOP, 10 s). The load goes on until the
-// last fault is over.
+// closes them); the full run also stalls the broker (SIGSTOP, 10 s) and cuts Postgres off without
+// a reset (every connection, live or new, unanswered for 50 s: a host gone, a route blackholed).
+// The load goes on until the last fault is over.
 // After the load, consumer offsets of settlement and
 // dispatch are reset to earliest (a full replay of two topics). Then the invariants are checked
 // with SQL and the public topics:
@@ -31,7 +32,7 @@
 //   - no client waited longer than its deadline + 2 s; every service healthy again at the end
 // It prints a table and exits non-zero on any violation.
 //
-//   node scripts/chaos.mjs [--short] [--seconds=N] [--rate=N] [--seed=N] [--pg-down-s=N] [--pg-stall-s=N] [--pg-read-only-s=N] [--report=FILE]
+//   node scripts/chaos.mjs [--short] [--seconds=N] [--rate=N] [--seed=N] [--pg-down-s=N] [--pg-stall-s=N] [--pg-read-only-s=N] [--pg-blackhole-s=N] [--report=FILE]
 //
 // `--pg-down-s` is how long the crashed Postgres stays down before it is started again (default 15,
 // longer than a consumer's transient retries; 1 with `--short`). `--pg-stall-s` is how long it
@@ -39,6 +40,8 @@
 // so a request that waited on it would fail the client check). `--pg-read-only-s` is how long every
 // write is refused (default 15; 12 with `--short`: longer than a consumer's transient retries, ~11 s,
 // so a consumer that took it for a passing error would park messages and fail the dead-letter check).
+// `--pg-blackhole-s` is how long every connection to Postgres goes unanswered, live or new (default
+// 50; 0, left out, with `--short`).
 //
 // `--short` is the version `npm test` runs (fewer faults, ~30 s of load).
 import fs from 'node:fs';
@@ -67,6 +70,10 @@ const SEED = Number(args.seed ?? 42);
 const PG_DOWN_MS = Number(args['pg-down-s'] ?? (SHORT ? 1 : 15)) * 1000;
 const PG_STALL_MS = Number(args['pg-stall-s'] ?? (SHORT ? 8 : 15)) * 1000;
 const PG_READ_ONLY_MS = Number(args['pg-read-only-s'] ?? (SHORT ? 12 : 15)) * 1000;
+// A blackhole (full run): every connection to Postgres, live or new, goes unanswered. Longer than
+// a consumer's transient retries (six, ~40 s with 5 s waits for a pool connection), so a consumer
+// that took its waits for a busy pool parks messages and fails the dead-letter check.
+const PG_BLACKHOLE_MS = Number(args['pg-blackhole-s'] ?? (SHORT ? 0 : 50)) * 1000;
 const BROKER_STALL_MS = 10_000;
 // The services' bound on an unanswered statement in this run (DATABASE_ANSWER_TIMEOUT_MS; 30 s by
 // default): above the transaction time (10 s), so the stalls still test what they tested, and short
@@ -340,6 +347,23 @@ function faultSchedule(seconds) {
       log(`closed ${relay.releaseFrozen()} frozen connections`);
     },
   };
+  const pgBlackhole = {
+    name: `Postgres unreachable without a reset (every connection, live or new, unanswered, ${PG_BLACKHOLE_MS / 1000} s)`,
+    run: async ({ relay, okTimes }) => {
+      relay.freezeNew(true);
+      log(`froze ${relay.freezeLive()} connections, and every new one`);
+      await sleep(PG_BLACKHOLE_MS);
+      // the route comes back: new connections pass, and the kernel would long since have reset the old ones
+      relay.freezeNew(false);
+      const backAt = Date.now();
+      log(`closed ${relay.releaseFrozen()} frozen connections; new ones pass`);
+      for (let waited = 0; waited < 2 * ANSWER_TIMEOUT_MS && !okTimes.some((t) => t > backAt); waited += 250) await sleep(250);
+      const first = okTimes.find((t) => t > backAt);
+      if (first === undefined)
+        violate(`no request was answered 200 within ${(2 * ANSWER_TIMEOUT_MS) / 1000} s after the route to Postgres came back`);
+      else log(`answered 200 again ${((first - backAt) / 1000).toFixed(1)} s after the route came back`);
+    },
+  };
   const brokerStall = {
     name: `broker stalls (SIGSTOP, ${BROKER_STALL_MS / 1000} s)`,
     run: async ({ kafka }) => {
@@ -352,8 +376,9 @@ function faultSchedule(seconds) {
       log('broker runs again');
     },
   };
+  const postgresFaults = [pgKill, pgCrash, pgStall, pgReadOnly, pgDropped, ...(PG_BLACKHOLE_MS > 0 ? [pgBlackhole] : [])];
   const list = SHORT
-    ? [kill('dispatch'), kill('settlement'), brokerRestart, pgKill, pgCrash, pgStall, pgReadOnly, pgDropped]
+    ? [kill('dispatch'), kill('settlement'), brokerRestart, ...postgresFaults]
     : [
         kill('dispatch'),
         kill('settlement'),
@@ -362,11 +387,7 @@ function faultSchedule(seconds) {
         kill('policy'),
         brokerRestart,
         brokerStall,
-        pgKill,
-        pgCrash,
-        pgStall,
-        pgReadOnly,
-        pgDropped,
+        ...postgresFaults,
         kill('dispatch'),
       ];
   const step = seconds / (list.length + 1);

@@ -72,23 +72,29 @@ export const STATEMENT_ANSWER_DEFAULT_MS = 30_000;
  * everything queued behind it and its pool slot until the kernel gives up on the socket (~15
  * minutes), and Prisma puts a connection whose transaction timed out back into the pool as it is.
  * `pg`'s own `query_timeout` does neither: it fails the statement and leaves it in flight on the
- * connection. A server that is only slow or stopped for less than `ms` is waited for as before.
- * `onUnanswered` is told each time (the pool then closes its idle connections too).
- * Statements with their own reader (cursors) are not bounded; none run here.
+ * connection. A server that is only slow or stopped for less than `ms` is waited for as before
+ * (`ms` 0: without end). `seen.unanswered` is told each time (the pool then closes its idle
+ * connections too), `seen.answer` each time the server answers a statement, with rows or with an
+ * error of its own. Statements with their own reader (cursors) are not bounded; none run here.
  */
-function boundedClient(ms: number, onUnanswered: () => void): typeof pg.Client {
-  if (ms <= 0) return pg.Client;
+function boundedClient(ms: number, seen: { unanswered(): void; answer(): void }): typeof pg.Client {
   const query = pg.Client.prototype.query as (this: pg.Client, ...args: unknown[]) => unknown;
+  const answered = () => seen.answer();
+  const failed = (err: unknown) => {
+    if (err instanceof pg.DatabaseError) seen.answer();
+  };
   return class BoundedClient extends pg.Client {
     // every overload of pg's `query` (promise, callback); the arguments and result pass through
     override query(...args: unknown[]): any {
       if (typeof (args[0] as { submit?: unknown } | undefined)?.submit === 'function') return query.apply(this, args);
-      const timer = setTimeout(() => this.giveUp(), ms);
+      const timer = ms > 0 ? setTimeout(() => this.giveUp(), ms) : undefined;
       const last = args.length - 1;
       const callback = args[last];
       if (typeof callback === 'function') {
         args[last] = (err: unknown, res: unknown) => {
           clearTimeout(timer);
+          if (err) failed(err);
+          else answered();
           (callback as (e: unknown, r: unknown) => void)(err, res);
         };
       }
@@ -102,16 +108,25 @@ function boundedClient(ms: number, onUnanswered: () => void): typeof pg.Client {
         throw err;
       }
       if (typeof callback !== 'function') {
-        const done = () => clearTimeout(timer);
-        if (typeof (pending as Promise<unknown> | undefined)?.then === 'function') (pending as Promise<unknown>).then(done, done);
-        else done();
+        if (typeof (pending as Promise<unknown> | undefined)?.then === 'function')
+          (pending as Promise<unknown>).then(
+            () => {
+              clearTimeout(timer);
+              answered();
+            },
+            (err: unknown) => {
+              clearTimeout(timer);
+              failed(err);
+            },
+          );
+        else clearTimeout(timer);
       }
       return pending;
     }
 
     private giveUp(): void {
       destroyConnection(this, new Error(`Connection terminated: no answer from the database within ${ms} ms`));
-      onUnanswered();
+      seen.unanswered();
     }
   };
 }
@@ -139,6 +154,12 @@ export class Database {
   readonly prisma: PrismaClient;
   /** The one connection pool of this process: Prisma's adapter and `query` share it. */
   readonly pool: pg.Pool;
+  private readonly answerWithinMs: number;
+  /**
+   * Statements the server answered (with rows or an error of its own) and connections it opened,
+   * since start, on this pool: `outOfServiceIfUnanswered` compares it across a wait for a connection.
+   */
+  private answers = 0;
 
   constructor(
     readonly url: string,
@@ -160,11 +181,15 @@ export class Database {
     } = {},
   ) {
     const answerWithinMs = opts.answerWithinMs ?? STATEMENT_ANSWER_DEFAULT_MS;
+    this.answerWithinMs = answerWithinMs;
     this.pool = new pg.Pool({
       connectionString: url,
       max: opts.poolMax ?? 10,
       idleTimeoutMillis: opts.idleMs ?? 10_000,
-      Client: boundedClient(answerWithinMs, () => this.closeIdleConnections()),
+      Client: boundedClient(answerWithinMs, {
+        unanswered: () => this.closeIdleConnections(),
+        answer: () => void this.answers++,
+      }),
       // the same bound on opening a connection (and on waiting for one): a server that accepts the
       // connection and never answers its start-up would otherwise hold the caller without end
       connectionTimeoutMillis: answerWithinMs,
@@ -186,6 +211,7 @@ export class Database {
     this.pool.on('remove', (client) => this.idle.delete(client));
     // The pool's connections by backend pid, so `txQuery` can find the one a transaction runs on.
     this.pool.on('connect', (client) => {
+      this.answers++; // the server answered a connection's start-up
       // A connection that dies while checked out (a statement running on it, or a transaction
       // between statements) emits 'error' on its client, which pg's pool listens for only while
       // the connection is idle: without this listener a Postgres crash or restart killed the
@@ -216,6 +242,7 @@ export class Database {
     const config = { name: statement.name, text: statement.text, values };
     // A statement in autocommit that failed as a deadlock victim or serialisation failure rolled back whole.
     for (let attempt = 1; ; attempt++) {
+      const answersBefore = this.answers;
       try {
         if (opts.maxWaitMs === undefined) return (await this.pool.query<R>(config)).rows;
         const client = await this.connectWithin(opts.maxWaitMs);
@@ -231,7 +258,8 @@ export class Database {
         }
       } catch (err) {
         const cause = retryCause(err);
-        if (attempt >= 3 || (cause !== 'deadlock' && cause !== 'serialization')) throw err;
+        if (attempt >= 3 || (cause !== 'deadlock' && cause !== 'serialization'))
+          throw this.outOfServiceIfUnanswered(err, answersBefore, opts.maxWaitMs ?? this.answerWithinMs);
         this.retries[cause] += 1;
       }
     }
@@ -250,6 +278,24 @@ export class Database {
     for (const client of this.idle)
       destroyConnection(client, new Error('Connection terminated: closed beside a connection the database did not answer'));
     this.idle.clear();
+  }
+
+  /**
+   * `err`, or where it is a wait for a pool connection that timed out while the server answered
+   * nothing on this pool (no statement, no new connection), the database out of service. In a
+   * blackhole every slot is held by a statement or a connection's start-up that waits for
+   * `answerWithinMs` (30 s), and a caller's wait (5 s for a transaction) runs out first, again and
+   * again: as "busy" a consumer parked its message after six such retries, though no message could
+   * succeed and the first failure at the bound would have said why. A pool whose every slot is
+   * held by long statements for the whole wait reads the same; for a consumer the two differ in how
+   * long it waits in place before parking (`classifyConsumerError`), not in what it does.
+   */
+  private outOfServiceIfUnanswered(err: unknown, answersBefore: number, waitedMs: number): unknown {
+    if (this.answers !== answersBefore || !isPoolWaitTimeout(err)) return err;
+    return new DatabaseOutOfServiceError(
+      `database out of service: no connection within ${waitedMs} ms, and nothing this pool sent was answered meanwhile`,
+      err,
+    );
   }
 
   /** A pool connection, or pg's own "timeout exceeded when trying to connect" after `maxWaitMs`. */
@@ -294,7 +340,9 @@ export class Database {
    */
   async transaction<T>(fn: (tx: Tx) => Promise<T>, opts: { timeoutMs?: number; maxWaitMs?: number } = {}): Promise<T> {
     const timeoutMs = opts.timeoutMs ?? 10000;
+    const maxWaitMs = opts.maxWaitMs ?? 5000;
     for (let attempt = 1; ; attempt++) {
+      const answersBefore = this.answers;
       let hooks: Array<() => void> = [];
       try {
         const result = await this.prisma.$transaction(
@@ -315,13 +363,13 @@ export class Database {
               connectionOf.delete(tx);
             }
           },
-          { timeout: timeoutMs + EXPIRY_LEAD_MS, maxWait: opts.maxWaitMs ?? 5000 },
+          { timeout: timeoutMs + EXPIRY_LEAD_MS, maxWait: maxWaitMs },
         );
         for (const hook of hooks) hook();
         return result;
       } catch (err) {
         const cause = retryCause(err);
-        if (attempt >= 3 || cause === null) throw err;
+        if (attempt >= 3 || cause === null) throw this.outOfServiceIfUnanswered(err, answersBefore, maxWaitMs);
         this.retries[cause] += 1;
       }
     }
@@ -366,6 +414,25 @@ function retryCause(err: unknown): 'deadlock' | 'serialization' | 'connectionLos
   return null;
 }
 
+/** A wait for a pool connection that ran out: `pg`'s pool, `Database.query`'s own, Prisma's `maxWait`. */
+function isPoolWaitTimeout(err: unknown): boolean {
+  return /timeout exceeded when trying to connect|Unable to start a transaction in the given time/.test(
+    String((err as { message?: string })?.message ?? ''),
+  );
+}
+
+/**
+ * `Database.outOfServiceIfUnanswered`: SQLSTATE 08001 (the client could not establish a
+ * connection), which `isDatabaseOutOfService` reads as the server out of service.
+ */
+class DatabaseOutOfServiceError extends Error {
+  readonly code = '08001';
+  constructor(message: string, cause: unknown) {
+    super(message, { cause });
+    this.name = 'DatabaseOutOfServiceError';
+  }
+}
+
 /**
  * The database cannot take work now (pool exhausted, server unreachable, restarting): the
  * request may succeed later, so callers answer 503 with Retry-After instead of a 500.
@@ -388,7 +455,8 @@ export function isDatabaseUnavailable(err: unknown): boolean {
  *   failing over): Prisma P1001/P1017, SQLSTATE 57P01–57P03 and class 08, a refused or reset
  *   connection;
  * - it answers but takes no writes (`isDatabaseRefusingWrites`): read-only, or its disk is full.
- * Not a busy server (pool exhausted, too many clients, a transaction that timed out): those can come
+ * A wait for a pool connection during which the server answered nothing on that pool is the
+ * first kind too (`DatabaseOutOfServiceError`, 08001). Not a busy server (pool exhausted, too many clients, a transaction that timed out): those can come
  * from the work itself. Consumers retry these in place for minutes rather than park the message
  * (`classifyConsumerError` in libs/service-kit). The texts also match a connection refused or reset
  * by another server a handler talks to (the broker's `KafkaJSConnectionError` says ECONNREFUSED

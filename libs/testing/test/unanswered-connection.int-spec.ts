@@ -108,6 +108,52 @@ describe('a connection that is never answered', () => {
     expect((await db.pool.query<{ one: number }>('SELECT 1 AS one')).rows[0].one).toBe(1);
   });
 
+  it('a wait for a pool connection during which the database answered nothing: out of service, not busy', async () => {
+    // A consumer's transaction waits 5 s for a connection, the bound is 30 s: in a blackhole every
+    // slot is held by a statement or a connect that waits for the bound, so the wait times out
+    // first, again and again. As "busy" (transient) that parked the message after six retries.
+    await freezeThePool();
+    relay.freezeNew(true);
+    const held = [db.pool.query('SELECT 1').catch((e: unknown) => e), db.pool.query('SELECT 1').catch((e: unknown) => e)];
+    const tx = await db
+      .transaction(async () => 1, { maxWaitMs: 100 })
+      .then(
+        () => new Error('a transaction started with every slot held'),
+        (e: unknown) => e as Error,
+      );
+    expect(tx.message).toMatch(/database out of service: no connection within 100 ms/);
+    expect(isDatabaseOutOfService(tx)).toBe(true);
+    const statement = { name: 'unanswered-spec-one', text: 'SELECT 1 AS one' };
+    const query = await db.query(statement, [], { maxWaitMs: 100 }).then(
+      () => new Error('a statement ran with every slot held'),
+      (e: unknown) => e as Error,
+    );
+    expect(isDatabaseOutOfService(query)).toBe(true);
+    await Promise.all(held);
+    relay.freezeNew(false);
+    expect((await db.query<{ one: number }>(statement, [])).map((r) => r.one)).toEqual([1]);
+  });
+
+  it('a wait for a pool connection while the database answers other statements: busy, not out of service', async () => {
+    // one slot in a statement shorter than the bound, the other in a transaction that keeps getting answers
+    const slow = db.pool.query('SELECT 1 FROM pg_sleep(0.3)');
+    const repo = new ProcessedEventRepository(db);
+    const chatty = repo.transaction(async (tx) => {
+      for (const until = Date.now() + 300; Date.now() < until;) await repo.recordMany(tx, 'unanswered-spec', [randomUUID()]);
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    const tx = await db
+      .transaction(async () => 1, { maxWaitMs: 100 })
+      .then(
+        () => new Error('a transaction started with every slot held'),
+        (e: unknown) => e as Error,
+      );
+    await Promise.all([slow, chatty]);
+    expect(tx.message).toMatch(/Unable to start a transaction in the given time/);
+    expect(isDatabaseUnavailable(tx)).toBe(true);
+    expect(isDatabaseOutOfService(tx)).toBe(false);
+  });
+
   it('a slow statement shorter than the bound is waited for', async () => {
     const started = Date.now();
     const rows = await db.pool.query<{ one: number }>(`SELECT 1 AS one FROM pg_sleep(${ANSWER_WITHIN_MS / 2 / 1000})`);
