@@ -32,7 +32,7 @@
 //   - no client waited longer than its deadline + 2 s; every service healthy again at the end
 // It prints a table and exits non-zero on any violation.
 //
-//   node scripts/chaos.mjs [--short] [--seconds=N] [--rate=N] [--seed=N] [--pg-down-s=N] [--pg-stall-s=N] [--pg-read-only-s=N] [--pg-blackhole-s=N] [--report=FILE]
+//   node scripts/chaos.mjs [--short] [--seconds=N] [--rate=N] [--seed=N] [--pg-down-s=N] [--pg-stall-s=N] [--pg-read-only-s=N] [--pg-blackhole-s=N] [--broker-stall-s=N] [--report=FILE]
 //
 // `--pg-down-s` is how long the crashed Postgres stays down before it is started again (default 15,
 // longer than a consumer's transient retries; 1 with `--short`). `--pg-stall-s` is how long it
@@ -41,7 +41,8 @@
 // write is refused (default 15; 12 with `--short`: longer than a consumer's transient retries, ~11 s,
 // so a consumer that took it for a passing error would park messages and fail the dead-letter check).
 // `--pg-blackhole-s` is how long every connection to Postgres goes unanswered, live or new (default
-// 50; 0, left out, with `--short`).
+// 50; 0, left out, with `--short`). `--broker-stall-s` is how long the full run stops the broker
+// (default 10).
 //
 // `--short` is the version `npm test` runs (fewer faults, ~30 s of load).
 import fs from 'node:fs';
@@ -74,7 +75,7 @@ const PG_READ_ONLY_MS = Number(args['pg-read-only-s'] ?? (SHORT ? 12 : 15)) * 10
 // a consumer's transient retries (six, ~40 s with 5 s waits for a pool connection), so a consumer
 // that took its waits for a busy pool parks messages and fails the dead-letter check.
 const PG_BLACKHOLE_MS = Number(args['pg-blackhole-s'] ?? (SHORT ? 0 : 50)) * 1000;
-const BROKER_STALL_MS = 10_000;
+const BROKER_STALL_MS = Number(args['broker-stall-s'] ?? 10) * 1000;
 // The services' bound on an unanswered statement in this run (DATABASE_ANSWER_TIMEOUT_MS; 30 s by
 // default): above the transaction time (10 s), so the stalls still test what they tested, and short
 // enough that the dropped connections are found within the run.
