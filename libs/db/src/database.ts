@@ -244,8 +244,9 @@ export class Database {
     for (let attempt = 1; ; attempt++) {
       const answersBefore = this.answers;
       try {
-        if (opts.maxWaitMs === undefined) return (await this.pool.query<R>(config)).rows;
-        const client = await this.connectWithin(opts.maxWaitMs);
+        // not `pool.query`: it drops the connection after any error, and a refused write (a unique
+        // key, a read-only server) would cost a new backend each time
+        const client = await (opts.maxWaitMs === undefined ? this.pool.connect() : this.connectWithin(opts.maxWaitMs));
         let failure: Error | undefined;
         try {
           return (await client.query<R>(config)).rows;

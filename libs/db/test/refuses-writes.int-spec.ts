@@ -42,4 +42,19 @@ describe('a database that refuses writes', () => {
     expect(isDatabaseOutOfService(err)).toBe(true);
     expect(isDatabaseUnavailable(err)).toBe(true);
   });
+
+  it('a refused prepared statement keeps its connection: no new backend per refusal', async () => {
+    // `pg`'s pool.query drops a connection after any error, though a server's answer leaves it
+    // usable: through a read-only window each refusal cost a new backend (a fork on the server).
+    let opened = 0;
+    const count = () => void opened++;
+    db.pool.on('connect', count);
+    try {
+      for (let i = 0; i < 10; i++)
+        await expect(db.query({ name: 'refuses_writes_spec', text: insert }, [randomUUID()])).rejects.toThrow(/read-only transaction/);
+    } finally {
+      db.pool.off('connect', count);
+    }
+    expect(opened).toBeLessThanOrEqual(1);
+  });
 });
