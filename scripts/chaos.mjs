@@ -50,7 +50,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { startKafka } from './kafka.mjs';
 import { ensurePrismaClient } from './prisma-generate.mjs';
-import { runTs, sleep, scriptArgs, startOwnInfra, startServices, tsRequire, withStops } from './services.mjs';
+import { numberArg, runTs, sleep, scriptArgs, startOwnInfra, startServices, tsRequire, withStops } from './services.mjs';
 import {
   announcedAdmissionsWithoutAction,
   ledgerSnapshot,
@@ -65,17 +65,17 @@ import {
 
 const args = scriptArgs();
 const SHORT = args.short === 'true';
-const LOAD_SECONDS = Number(args.seconds ?? (SHORT ? 30 : 120));
-const RATE = Number(args.rate ?? (SHORT ? 8 : 20));
-const SEED = Number(args.seed ?? 42);
-const PG_DOWN_MS = Number(args['pg-down-s'] ?? (SHORT ? 1 : 15)) * 1000;
-const PG_STALL_MS = Number(args['pg-stall-s'] ?? (SHORT ? 8 : 15)) * 1000;
-const PG_READ_ONLY_MS = Number(args['pg-read-only-s'] ?? (SHORT ? 12 : 15)) * 1000;
+const LOAD_SECONDS = numberArg(args, 'seconds', SHORT ? 30 : 120, 1);
+const RATE = numberArg(args, 'rate', SHORT ? 8 : 20, 1);
+const SEED = numberArg(args, 'seed', 42);
+const PG_DOWN_MS = numberArg(args, 'pg-down-s', SHORT ? 1 : 15) * 1000;
+const PG_STALL_MS = numberArg(args, 'pg-stall-s', SHORT ? 8 : 15) * 1000;
+const PG_READ_ONLY_MS = numberArg(args, 'pg-read-only-s', SHORT ? 12 : 15) * 1000;
 // A blackhole (full run): every connection to Postgres, live or new, goes unanswered. Longer than
 // a consumer's transient retries (six, ~40 s with 5 s waits for a pool connection), so a consumer
 // that took its waits for a busy pool parks messages and fails the dead-letter check.
-const PG_BLACKHOLE_MS = Number(args['pg-blackhole-s'] ?? (SHORT ? 0 : 50)) * 1000;
-const BROKER_STALL_MS = Number(args['broker-stall-s'] ?? 10) * 1000;
+const PG_BLACKHOLE_MS = numberArg(args, 'pg-blackhole-s', SHORT ? 0 : 50) * 1000;
+const BROKER_STALL_MS = numberArg(args, 'broker-stall-s', 10) * 1000;
 // The services' bound on an unanswered statement in this run (DATABASE_ANSWER_TIMEOUT_MS; 30 s by
 // default): above the transaction time (10 s), so the stalls still test what they tested, and short
 // enough that the dropped connections are found within the run.

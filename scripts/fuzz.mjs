@@ -13,12 +13,12 @@
 //   node scripts/fuzz.mjs [--count=N] [--seed=N] [--concurrency=N]
 import pg from 'pg';
 import { ensurePrismaClient } from './prisma-generate.mjs';
-import { scriptArgs, startOwnInfra, startServices, tsRequire, withStops } from './services.mjs';
+import { numberArg, scriptArgs, startOwnInfra, startServices, tsRequire, withStops } from './services.mjs';
 
 const args = scriptArgs();
-const COUNT = Number(args.count ?? 10_000);
-const SEED = Number(args.seed ?? 1);
-const CONCURRENCY = Number(args.concurrency ?? 8);
+const COUNT = numberArg(args, 'count', 10_000, 1);
+const SEED = numberArg(args, 'seed', 1);
+const CONCURRENCY = numberArg(args, 'concurrency', 8, 1);
 const UNAUTHENTICATED = Math.max(100, Math.floor(COUNT / 10));
 const PORT_BASE = Number(process.env.FUZZ_PORT_BASE ?? 24000);
 const KAFKA_PORT = Number(process.env.FUZZ_KAFKA_PORT ?? 24092);

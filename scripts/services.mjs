@@ -383,6 +383,19 @@ export function scriptArgs(argv = process.argv.slice(2)) {
   );
 }
 
+/**
+ * The number `--name=N` gives in `args` (`scriptArgs`), else `fallback` (a number, or a string
+ * from the environment, checked the same way). Anything but a finite number of at least `min`
+ * (a word, `--name` alone, `1e999`, a negative) stops the script with a message naming the option,
+ * instead of running with NaN or Infinity.
+ */
+export function numberArg(args, name, fallback, min = 0) {
+  const raw = args[name] ?? fallback;
+  const n = typeof raw === 'number' ? raw : String(raw).trim() === '' ? NaN : Number(raw);
+  if (!Number.isFinite(n) || n < min) throw new Error(`--${name} must be a number of at least ${min}, got ${JSON.stringify(String(raw))}`);
+  return n;
+}
+
 /** A `require` that loads the repo's TypeScript (workspace aliases included) through @swc-node/register. */
 export function tsRequire() {
   const require = createRequire(import.meta.url);

@@ -35,7 +35,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { ensurePrismaClient } from './prisma-generate.mjs';
-import { ROOT, runTs, scriptArgs, sleep, startOwnInfra, startServices, tsRequire, withStops } from './services.mjs';
+import { ROOT, numberArg, runTs, scriptArgs, sleep, startOwnInfra, startServices, tsRequire, withStops } from './services.mjs';
 import {
   ledgerSnapshot,
   overBudgetAccounts,
@@ -48,9 +48,9 @@ import {
 } from './stack-checks.mjs';
 
 const args = scriptArgs();
-const ACTIONS = Number(args.actions ?? process.env.SIMDAY_ACTIONS ?? 10_000);
-const RATE = Number(args.rate ?? process.env.SIMDAY_RATE ?? 40);
-const SEED = Number(args.seed ?? process.env.SIMDAY_SEED ?? 15);
+const ACTIONS = numberArg(args, 'actions', process.env.SIMDAY_ACTIONS ?? 10_000, 1);
+const RATE = numberArg(args, 'rate', process.env.SIMDAY_RATE ?? 40, 1);
+const SEED = numberArg(args, 'seed', process.env.SIMDAY_SEED ?? 15);
 const PORT_BASE = Number(process.env.SIMDAY_PORT_BASE ?? 24500);
 const KAFKA_PORT = Number(process.env.SIMDAY_KAFKA_PORT ?? 29392);
 const SWEEP_MS = 1000;
