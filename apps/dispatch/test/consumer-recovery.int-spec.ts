@@ -7,24 +7,12 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PolicyChangedV1 } from '@gateway/contracts';
-import { eventually } from '@gateway/testing';
+import { eventually, policyChangedEvent } from '@gateway/testing';
 import { KafkaBus } from '@gateway/messaging';
 import { freeBrokerPort, OwnBroker, startOwnBroker } from './kafka-broker';
 
 const DATA_DIR = path.resolve(__dirname, `../../../.local/kafka/recovery-${process.pid}-${randomUUID().slice(0, 8)}`);
 const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
-
-function change(entityId: string): PolicyChangedV1 {
-  return {
-    event_id: randomUUID(),
-    timestamp: new Date().toISOString(),
-    entity: 'workload',
-    entity_id: entityId,
-    change: 'test',
-    actor: 'recovery',
-  };
-}
 
 describe('a consumer across a broker restart', () => {
   let broker: OwnBroker | undefined;
@@ -59,7 +47,7 @@ describe('a consumer across a broker restart', () => {
     // A new broker may still be settling its partition leaders: publish until it takes it.
     await eventually(
       async () => {
-        await bus.publish('policyChanged', [{ key: 'before', value: change('before') }]);
+        await bus.publish('policyChanged', [{ key: 'before', value: policyChangedEvent('before', 'recovery') }]);
         return true;
       },
       { timeoutMs: 30_000, intervalMs: 500, what: 'a publish to the new broker' },
@@ -74,7 +62,7 @@ describe('a consumer across a broker restart', () => {
     await eventually(() => (consuming() ? true : undefined), { timeoutMs: 90_000, intervalMs: 200, what: 'the consumer to consume again' });
     await eventually(
       async () => {
-        await bus.publish('policyChanged', [{ key: 'after', value: change('after') }]);
+        await bus.publish('policyChanged', [{ key: 'after', value: policyChangedEvent('after', 'recovery') }]);
         return true;
       },
       { timeoutMs: 30_000, intervalMs: 500, what: 'a publish after the restart' },
@@ -121,12 +109,12 @@ describe('a consumer that kafkajs crashed for good', () => {
       },
     );
     // A first message commits the group's offset, so the re-created consumer resumes there.
-    await bus.publish('policyChanged', [{ key: tag, value: change(`${tag}-first`) }]);
+    await bus.publish('policyChanged', [{ key: tag, value: policyChangedEvent(`${tag}-first`, 'recovery') }]);
     await eventually(() => (seen.includes(`${tag}-first`) ? true : undefined), { what: 'the first message' });
-    const poison = change(`${tag}-poison`);
+    const poison = policyChangedEvent(`${tag}-poison`, 'recovery');
     await bus.publish('policyChanged', [
       { key: tag, value: poison },
-      { key: tag, value: change(`${tag}-good`) },
+      { key: tag, value: policyChangedEvent(`${tag}-good`, 'recovery') },
     ]);
 
     await eventually(() => (bus.consumerStatus()[0].consuming ? undefined : true), { what: 'the crash to show in readiness' });

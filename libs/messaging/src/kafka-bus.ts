@@ -283,7 +283,9 @@ export class KafkaBus {
     return this.run(Topics[topicKey].name, options, (stopping) => ({
       eachMessage: async (payload) => {
         if (forOthers(payload.message)) return;
-        await guard.deliver(delivery(payload.topic, payload.partition, payload.message, payload.heartbeat, stopping));
+        await keepingMembership(payload.heartbeat, () =>
+          guard.deliver(delivery(payload.topic, payload.partition, payload.message, payload.heartbeat, stopping)),
+        );
       },
     }));
   }
@@ -312,14 +314,10 @@ export class KafkaBus {
         for (let i = 0; i < messages.length; i += maxSize) {
           if (!p.isRunning() || p.isStale() || stopping()) return;
           const chunk = messages.slice(i, i + maxSize);
-          // A batch transaction can outlast the session timeout on a busy box: keep the membership
-          // alive meanwhile, or the group rebalances and the committed batch comes again.
-          const beat = setInterval(() => void p.heartbeat().catch(() => undefined), 1_000);
-          try {
-            await batches.deliver(chunk.map((m) => delivery(topic, partition, m, p.heartbeat, stopping)));
-          } finally {
-            clearInterval(beat);
-          }
+          // a batch transaction can outlast the session timeout on a busy box
+          await keepingMembership(p.heartbeat, () =>
+            batches.deliver(chunk.map((m) => delivery(topic, partition, m, p.heartbeat, stopping))),
+          );
           p.resolveOffset(chunk[chunk.length - 1].offset);
           await p.commitOffsetsIfNecessary();
           await p.heartbeat();
@@ -621,6 +619,24 @@ function kafkaSecurityConfig(security: KafkaSecurity | undefined): Pick<KafkaCon
     out.sasl = mechanism === 'scram-sha-256' ? { mechanism, username, password } : { mechanism, username, password };
   }
   return out;
+}
+
+/**
+ * Runs a handler while telling the group coordinator every second that this member lives. A
+ * handler that outlasts the session timeout (6 s: a batch transaction on a busy box, a statement
+ * waiting out the database's answer bound on a dead connection) was otherwise taken for a dead
+ * member: the group rebalanced, every member's partitions paused, and the uncommitted message came
+ * again, to be held as long again, so a consumer could go round that loop for the whole outage
+ * (apps/dispatch/test/consumer-membership.int-spec.ts). kafkajs sends at most one heartbeat per
+ * `heartbeatInterval` (2 s), whatever the calls.
+ */
+async function keepingMembership<T>(heartbeat: () => Promise<void>, handle: () => Promise<T>): Promise<T> {
+  const beat = setInterval(() => void heartbeat().catch(() => undefined), 1_000);
+  try {
+    return await handle();
+  } finally {
+    clearInterval(beat);
+  }
 }
 
 function delivery(

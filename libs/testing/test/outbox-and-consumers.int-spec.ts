@@ -3,7 +3,7 @@ import { dispatchReplyV1 as dispatchReplyV1Schema, PolicyChangedV1, Topics } fro
 import { Database, OutboxRepository, ProcessedEventRepository } from '@gateway/db';
 import { ContentCipher, handleOnce, KafkaBus, OutboxRelay, OutboxStore, RawMessage, ReplyRouter } from '@gateway/messaging';
 import { eventually } from '../src/eventually';
-import { responseReply } from '../src/events';
+import { policyChangedEvent, responseReply } from '../src/events';
 
 /**
  * The reliability core against the real Postgres and Kafka: the transactional outbox, its relay
@@ -12,17 +12,6 @@ import { responseReply } from '../src/events';
 const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
 const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',');
 const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
-
-function policyEvent(entityId: string): PolicyChangedV1 {
-  return {
-    event_id: randomUUID(),
-    timestamp: new Date().toISOString(),
-    entity: 'workload',
-    entity_id: entityId,
-    change: 'test',
-    actor: 'int-spec',
-  };
-}
 
 describe('outbox, relay, idempotent consumer, reply correlation', () => {
   const db = new Database(url);
@@ -47,11 +36,11 @@ describe('outbox, relay, idempotent consumer, reply correlation', () => {
   it('publishes what committed, exactly the rows that committed, even with three relays at once', async () => {
     const tag = `outbox-${randomUUID()}`;
     const ids = Array.from({ length: 30 }, (_, i) => `${tag}-${i}`);
-    for (const id of ids) await db.transaction((tx) => outbox.append(tx, 'policyChanged', id, policyEvent(id)));
+    for (const id of ids) await db.transaction((tx) => outbox.append(tx, 'policyChanged', id, policyChangedEvent(id)));
     // A rolled-back state change takes its event with it.
     await expect(
       db.transaction(async (tx) => {
-        await outbox.append(tx, 'policyChanged', `${tag}-rolled-back`, policyEvent(`${tag}-rolled-back`));
+        await outbox.append(tx, 'policyChanged', `${tag}-rolled-back`, policyChangedEvent(`${tag}-rolled-back`));
         throw new Error('abort');
       }),
     ).rejects.toThrow('abort');
@@ -83,12 +72,12 @@ describe('outbox, relay, idempotent consumer, reply correlation', () => {
     });
     const id = `direct-${randomUUID()}`;
     await db.transaction(async (tx) => {
-      await direct.append(tx, 'policyChanged', id, policyEvent(id));
+      await direct.append(tx, 'policyChanged', id, policyChangedEvent(id));
       expect(committedRows).not.toContain(id); // not before the commit
     });
     await expect(
       db.transaction(async (tx) => {
-        await direct.append(tx, 'policyChanged', `${id}-rolled-back`, policyEvent(`${id}-rolled-back`));
+        await direct.append(tx, 'policyChanged', `${id}-rolled-back`, policyChangedEvent(`${id}-rolled-back`));
         throw new Error('abort');
       }),
     ).rejects.toThrow('abort');
@@ -117,7 +106,7 @@ describe('outbox, relay, idempotent consumer, reply correlation', () => {
     const tag = `slow-delete-${randomUUID()}`;
     const ids = Array.from({ length: 5 }, (_, i) => `${tag}-${i}`);
     try {
-      for (const id of ids) await db.transaction((tx) => writer.append(tx, 'policyChanged', id, policyEvent(id)));
+      for (const id of ids) await db.transaction((tx) => writer.append(tx, 'policyChanged', id, policyChangedEvent(id)));
       await eventually(
         async () => ((await db.prisma.outboxMessage.count({ where: { key: { startsWith: tag } } })) === 0 ? true : undefined),
         {
@@ -151,7 +140,7 @@ describe('outbox, relay, idempotent consumer, reply correlation', () => {
     const failed = `failed-direct-${randomUUID()}`;
     const started = Date.now();
     try {
-      await db.transaction((tx) => other.append(tx, 'policyChanged', failed, policyEvent(failed)));
+      await db.transaction((tx) => other.append(tx, 'policyChanged', failed, policyChangedEvent(failed)));
       await eventually(() => seen.find((e) => e.entity_id === failed), { timeoutMs: 10_000 });
       expect(Date.now() - started).toBeLessThan(10_000); // far below the 30 s lease
     } finally {
@@ -161,7 +150,7 @@ describe('outbox, relay, idempotent consumer, reply correlation', () => {
 
   it('the periodic sweep delivers rows nobody published', async () => {
     const id = `sweep-${randomUUID()}`;
-    await db.transaction((tx) => outbox.append(tx, 'policyChanged', id, policyEvent(id)));
+    await db.transaction((tx) => outbox.append(tx, 'policyChanged', id, policyChangedEvent(id)));
     const relay = new OutboxRelay(outbox, bus, quiet, { sweepIntervalMs: 200 });
     relay.start();
     try {
@@ -185,7 +174,7 @@ describe('outbox, relay, idempotent consumer, reply correlation', () => {
     // (a key is text: Postgres text holds no NUL, so the keys carry the rest)
     const events = texts.map((t, i) => ({
       key: `${tag}-${i}\n"k" \\ ${t.replace('\u0000', '')}`,
-      payload: { ...policyEvent(`${tag}-${i}`), change: t },
+      payload: { ...policyChangedEvent(`${tag}-${i}`), change: t },
     }));
     await db.transaction((tx) => outbox.appendMany(tx, 'policyChanged', events));
     const rows = await db.prisma.$queryRaw<Array<{ event_id: string; key: string; payload: PolicyChangedV1 }>>`
@@ -211,7 +200,7 @@ describe('outbox, relay, idempotent consumer, reply correlation', () => {
     const eventId = randomUUID();
     const key = `idem-${eventId}`;
     const effect = (tx: Parameters<Parameters<typeof handleOnce>[3]>[0]) =>
-      outbox.append(tx as never, 'policyChanged', key, policyEvent(key));
+      outbox.append(tx as never, 'policyChanged', key, policyChangedEvent(key));
     const results = await Promise.all([1, 2, 3].map(() => handleOnce(store, 'int-spec', eventId, effect).catch((e: Error) => e)));
     const applied = results.filter((r) => !(r instanceof Error) && r.duplicate === false);
     expect(applied).toHaveLength(1);
@@ -231,14 +220,14 @@ describe('outbox, relay, idempotent consumer, reply correlation', () => {
     const first = await consume();
     await bus.publish(
       'policyChanged',
-      [0, 1, 2].map((i) => ({ key: `${tag}-${i}`, value: policyEvent(`${tag}-${i}`) })),
+      [0, 1, 2].map((i) => ({ key: `${tag}-${i}`, value: policyChangedEvent(`${tag}-${i}`) })),
     );
     await eventually(() => (got.length >= 3 ? true : undefined), { what: 'the first three events' });
     // Long before the interval: stopping commits what was handled.
     await first.stop();
     await bus.publish(
       'policyChanged',
-      [3, 4].map((i) => ({ key: `${tag}-${i}`, value: policyEvent(`${tag}-${i}`) })),
+      [3, 4].map((i) => ({ key: `${tag}-${i}`, value: policyChangedEvent(`${tag}-${i}`) })),
     );
     const second = await consume();
     try {
