@@ -628,10 +628,12 @@ function kafkaSecurityConfig(security: KafkaSecurity | undefined): Pick<KafkaCon
  * member: the group rebalanced, every member's partitions paused, and the uncommitted message came
  * again, to be held as long again, so a consumer could go round that loop for the whole outage
  * (apps/dispatch/test/consumer-membership.int-spec.ts). kafkajs sends at most one heartbeat per
- * `heartbeatInterval` (2 s), whatever the calls.
+ * `heartbeatInterval` (2 s), whatever the calls. After a failed one it stops: the group is then
+ * rebalancing or has dropped the member, which rejoins only once the handler returns, and kafkajs
+ * logs each failed heartbeat as an error.
  */
 async function keepingMembership<T>(heartbeat: () => Promise<void>, handle: () => Promise<T>): Promise<T> {
-  const beat = setInterval(() => void heartbeat().catch(() => undefined), 1_000);
+  const beat: NodeJS.Timeout = setInterval(() => void heartbeat().catch(() => clearInterval(beat)), 1_000);
   try {
     return await handle();
   } finally {
