@@ -30,6 +30,12 @@ const connectionOf = new WeakMap<Tx, pg.PoolClient>();
 const expired = new WeakSet<Tx>();
 /** How much earlier than Prisma's a transaction's own timer fires. */
 const EXPIRY_LEAD_MS = 1000;
+/** `Database.transaction`'s time when the caller gives none. */
+const TRANSACTION_TIMEOUT_DEFAULT_MS = 10_000;
+/** The longest a transaction of the services lives: its time, then Prisma's rollback a second later. */
+export const LONGEST_TRANSACTION_MS = TRANSACTION_TIMEOUT_DEFAULT_MS + EXPIRY_LEAD_MS;
+/** The server's bound on a session idle inside a transaction when unset (`idleInTransactionMs`). */
+export const IDLE_IN_TRANSACTION_DEFAULT_MS = LONGEST_TRANSACTION_MS + 4_000;
 
 /**
  * One statement (positional `$n` parameters) inside the transaction `tx`, sent by `pg` itself on
@@ -131,6 +137,18 @@ function boundedClient(ms: number, seen: { unanswered(): void; answer(): void })
   };
 }
 
+/**
+ * `url` with `-c name=value` added to its `options` (what the server sets for each session at
+ * start-up), after any the URL already has; `value` 0 leaves `url` as it is.
+ */
+function withSessionSetting(url: string, name: string, value: number): string {
+  if (value === 0) return url;
+  const u = new URL(url);
+  const options = [u.searchParams.get('options'), `-c ${name}=${value}`].filter(Boolean).join(' ');
+  u.searchParams.set('options', options);
+  return u.href;
+}
+
 /** Destroys a `pg` client's socket: its statements fail with `err`, and the pool drops it. */
 function destroyConnection(client: pg.Client, err: Error): void {
   (client as unknown as { connection?: { stream?: { destroy(e?: Error): void } } }).connection?.stream?.destroy(err);
@@ -155,6 +173,7 @@ export class Database {
   /** The one connection pool of this process: Prisma's adapter and `query` share it. */
   readonly pool: pg.Pool;
   private readonly answerWithinMs: number;
+  private readonly idleInTransactionMs: number;
   /**
    * Statements the server answered (with rows or an error of its own) and connections it opened,
    * since start, on this pool: `outOfServiceIfUnanswered` compares it across a wait for a connection.
@@ -178,12 +197,26 @@ export class Database {
        * waits without end. Unset: `STATEMENT_ANSWER_DEFAULT_MS`.
        */
       answerWithinMs?: number;
+      /**
+       * How long the server lets one of this pool's sessions sit idle inside a transaction before
+       * it ends the session and rolls the transaction back (Postgres
+       * `idle_in_transaction_session_timeout`, sent with each connection's start-up). A
+       * transaction here that lives ends by itself within its time (`transaction`'s `timeoutMs`,
+       * which must stay below this), so a session idle longer belongs to a process that stopped
+       * (SIGSTOP, a frozen VM) or whose flow was dropped: without the bound the server keeps its
+       * row locks until its kernel gives up on the socket (hours with default keepalives), and
+       * every writer of those rows (a workload's budget row) waits behind it. 0 sends nothing:
+       * behind PgBouncer in transaction mode, which refuses start-up options, set it on the role.
+       * Unset: `IDLE_IN_TRANSACTION_DEFAULT_MS`.
+       */
+      idleInTransactionMs?: number;
     } = {},
   ) {
     const answerWithinMs = opts.answerWithinMs ?? STATEMENT_ANSWER_DEFAULT_MS;
     this.answerWithinMs = answerWithinMs;
+    this.idleInTransactionMs = opts.idleInTransactionMs ?? IDLE_IN_TRANSACTION_DEFAULT_MS;
     this.pool = new pg.Pool({
-      connectionString: url,
+      connectionString: withSessionSetting(url, 'idle_in_transaction_session_timeout', this.idleInTransactionMs),
       max: opts.poolMax ?? 10,
       idleTimeoutMillis: opts.idleMs ?? 10_000,
       Client: boundedClient(answerWithinMs, {
@@ -337,11 +370,16 @@ export class Database {
    * Runs `fn` in one transaction. `maxWaitMs` bounds the wait for a pool connection (default 5 s):
    * a caller with a deadline passes what is left of it, so an exhausted pool answers in time.
    * `timeoutMs` (default 10 s) is the transaction's time: past it `txQuery` refuses to send, and
-   * Prisma rolls the transaction back a second later.
+   * Prisma rolls the transaction back a second later; it must end before the server's
+   * idle-in-transaction bound (`idleInTransactionMs`) could.
    */
   async transaction<T>(fn: (tx: Tx) => Promise<T>, opts: { timeoutMs?: number; maxWaitMs?: number } = {}): Promise<T> {
-    const timeoutMs = opts.timeoutMs ?? 10000;
+    const timeoutMs = opts.timeoutMs ?? TRANSACTION_TIMEOUT_DEFAULT_MS;
     const maxWaitMs = opts.maxWaitMs ?? 5000;
+    if (this.idleInTransactionMs > 0 && timeoutMs + EXPIRY_LEAD_MS >= this.idleInTransactionMs)
+      throw new Error(
+        `a transaction of ${timeoutMs} ms could outlive the server's idle-in-transaction bound (${this.idleInTransactionMs} ms)`,
+      );
     for (let attempt = 1; ; attempt++) {
       const answersBefore = this.answers;
       let hooks: Array<() => void> = [];

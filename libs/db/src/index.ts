@@ -9,6 +9,8 @@ export {
   isDatabaseUnavailable,
   isTransientDatabaseError,
   isUniqueViolation,
+  IDLE_IN_TRANSACTION_DEFAULT_MS,
+  LONGEST_TRANSACTION_MS,
   STATEMENT_ANSWER_DEFAULT_MS,
 } from './database';
 export type { PreparedStatement, Tx } from './database';

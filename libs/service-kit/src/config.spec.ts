@@ -78,6 +78,15 @@ describe('loadConfig: instance and connection budget', () => {
       expect(() => loadConfig('t', { ...base, DATABASE_ANSWER_TIMEOUT_MS: hostile })).toThrow(/DATABASE_ANSWER_TIMEOUT_MS/);
   });
 
+  it('has the server end a session idle in a transaction after DATABASE_IDLE_IN_TRANSACTION_MS (default 15 s; 0 = none; else above the longest transaction)', () => {
+    expect(loadConfig('t', base).databaseIdleInTransactionMs).toBe(15_000);
+    expect(loadConfig('t', { ...base, DATABASE_IDLE_IN_TRANSACTION_MS: '0' }).databaseIdleInTransactionMs).toBe(0);
+    expect(loadConfig('t', { ...base, DATABASE_IDLE_IN_TRANSACTION_MS: '11001' }).databaseIdleInTransactionMs).toBe(11_001);
+    // at or below 11 s a live transaction (10 s, then Prisma's rollback) could be ended by the server
+    for (const hostile of ['11000', '5000', '-1', '2.5', '1e999', 'never', '15000\u0000', '2147483648'])
+      expect(() => loadConfig('t', { ...base, DATABASE_IDLE_IN_TRANSACTION_MS: hostile })).toThrow(/DATABASE_IDLE_IN_TRANSACTION_MS/);
+  });
+
   it('keeps idle pool connections open unless DATABASE_POOL_IDLE_MS says how long (whole ms, 0 = keep)', () => {
     expect(loadConfig('t', base).databasePoolIdleMs).toBe(0);
     expect(loadConfig('t', { ...base, DATABASE_POOL_IDLE_MS: '30000' }).databasePoolIdleMs).toBe(30000);

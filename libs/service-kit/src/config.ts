@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { z } from 'zod';
-import { STATEMENT_ANSWER_DEFAULT_MS } from '@gateway/db';
+import { IDLE_IN_TRANSACTION_DEFAULT_MS, LONGEST_TRANSACTION_MS, STATEMENT_ANSWER_DEFAULT_MS } from '@gateway/db';
 import type { KafkaSecurity, SaslMechanism } from '@gateway/messaging';
 
 const flag = z
@@ -58,6 +58,13 @@ const schema = httpSchema.extend({
   // at most a timer's range (~24.8 days): node fires a longer setTimeout after 1 ms
   DATABASE_POOL_IDLE_MS: z.coerce.number().int().nonnegative().max(2_147_483_647).default(0),
   DATABASE_ANSWER_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(2_147_483_647).default(STATEMENT_ANSWER_DEFAULT_MS),
+  DATABASE_IDLE_IN_TRANSACTION_MS: z.coerce
+    .number()
+    .int()
+    .nonnegative()
+    .max(2_147_483_647)
+    .refine((ms) => ms === 0 || ms > LONGEST_TRANSACTION_MS, `0 (no bound) or above the longest transaction, ${LONGEST_TRANSACTION_MS} ms`)
+    .default(IDLE_IN_TRANSACTION_DEFAULT_MS),
   ADMISSION_DECIDE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(ADMISSION_DECIDE_TIMEOUT_DEFAULT_MS),
 });
 
@@ -85,6 +92,12 @@ export interface ServiceConfig {
    * statement the service runs, below the ~15 minutes a kernel waits on a dropped flow
    */
   databaseAnswerTimeoutMs?: number;
+  /**
+   * how long the server lets a session of this process sit idle inside a transaction before it
+   * ends it (DATABASE_IDLE_IN_TRANSACTION_MS, default 15000; 0 sends none, for PgBouncer; libs/db
+   * `Database`): a process stopped inside a transaction must not hold its row locks for hours
+   */
+  databaseIdleInTransactionMs?: number;
   /**
    * how long admission's own work on a request (key, contract, reservation) may take before the
    * client gets 503 service_unavailable (ADMISSION_DECIDE_TIMEOUT_MS, default 3000; hand-made test
@@ -114,6 +127,7 @@ export function loadConfig(serviceName: string, env: NodeJS.ProcessEnv = process
     databasePoolMax: parsed.DATABASE_POOL_MAX,
     databasePoolIdleMs: parsed.DATABASE_POOL_IDLE_MS,
     databaseAnswerTimeoutMs: parsed.DATABASE_ANSWER_TIMEOUT_MS,
+    databaseIdleInTransactionMs: parsed.DATABASE_IDLE_IN_TRANSACTION_MS,
     admissionDecideTimeoutMs: parsed.ADMISSION_DECIDE_TIMEOUT_MS,
     serviceName,
     databaseUrl: parsed.DATABASE_URL,

@@ -91,6 +91,7 @@ export class CoreModule {
               poolMax: config.databasePoolMax,
               idleMs: config.databasePoolIdleMs,
               answerWithinMs: config.databaseAnswerTimeoutMs,
+              idleInTransactionMs: config.databaseIdleInTransactionMs,
             }),
         },
         {
