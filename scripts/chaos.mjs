@@ -14,7 +14,9 @@
 // front of it freezes the connections it carries; the services must find them dead within two of
 // their answer bounds, DATABASE_ANSWER_TIMEOUT_MS = 12 s here, and answer 200 again before anything
 // closes them); the full run also stalls the broker (SIGSTOP, 10 s) and cuts Postgres off without
-// a reset (every connection, live or new, unanswered for 50 s: a host gone, a route blackholed).
+// a reset (every connection, live or new, unanswered for 50 s: a host gone, a route blackholed),
+// and stops settlement and dispatch in turn (SIGSTOP, 25 s: a frozen VM or container, a process
+// held in a debugger), then lets them go on.
 // The load goes on until the last fault is over.
 // After the load, consumer offsets of settlement and
 // dispatch are reset to earliest (a full replay of two topics). Then the invariants are checked
@@ -30,9 +32,11 @@
 //   - no consumer parked a message on the dead-letter topic: every fault here passes, and a parked
 //     message waits for an operator to re-publish it
 //   - no client waited longer than its deadline + 2 s; every service healthy again at the end
+//   - no session sat idle inside a transaction past the services' bound (15 s) + 3 s in two samples
+//     in a row: a stopped process or a dropped flow must not keep its row locks
 // It prints a table and exits non-zero on any violation.
 //
-//   node scripts/chaos.mjs [--short] [--seconds=N] [--rate=N] [--seed=N] [--pg-down-s=N] [--pg-stall-s=N] [--pg-read-only-s=N] [--pg-blackhole-s=N] [--broker-stall-s=N] [--report=FILE]
+//   node scripts/chaos.mjs [--short] [--seconds=N] [--rate=N] [--seed=N] [--pg-down-s=N] [--pg-stall-s=N] [--pg-read-only-s=N] [--pg-blackhole-s=N] [--broker-stall-s=N] [--service-stall-s=N] [--report=FILE]
 //
 // `--pg-down-s` is how long the crashed Postgres stays down before it is started again (default 15,
 // longer than a consumer's transient retries; 1 with `--short`). `--pg-stall-s` is how long it
@@ -42,7 +46,8 @@
 // so a consumer that took it for a passing error would park messages and fail the dead-letter check).
 // `--pg-blackhole-s` is how long every connection to Postgres goes unanswered, live or new (default
 // 50; 0, left out, with `--short`). `--broker-stall-s` is how long the full run stops the broker
-// (default 10).
+// (default 10). `--service-stall-s` is how long the full run stops settlement, then dispatch (default
+// 25, above the idle-in-transaction bound; 0 leaves the faults out).
 //
 // `--short` is the version `npm test` runs (fewer faults, ~30 s of load).
 import fs from 'node:fs';
@@ -76,6 +81,9 @@ const PG_READ_ONLY_MS = numberArg(args, 'pg-read-only-s', SHORT ? 12 : 15) * 100
 // that took its waits for a busy pool parks messages and fails the dead-letter check.
 const PG_BLACKHOLE_MS = numberArg(args, 'pg-blackhole-s', SHORT ? 0 : 50) * 1000;
 const BROKER_STALL_MS = numberArg(args, 'broker-stall-s', 10) * 1000;
+const SERVICE_STALL_MS = numberArg(args, 'service-stall-s', 25) * 1000;
+// The services' bound on a session idle inside a transaction (DATABASE_IDLE_IN_TRANSACTION_MS, its default).
+const IDLE_IN_TRANSACTION_MS = 15_000;
 // The services' bound on an unanswered statement in this run (DATABASE_ANSWER_TIMEOUT_MS; 30 s by
 // default): above the transaction time (10 s), so the stalls still test what they tested, and short
 // enough that the dropped connections are found within the run.
@@ -126,6 +134,7 @@ async function run(stops) {
       RECONCILIATION_SWEEP_MS: '1000',
       RECONCILIATION_ORPHAN_GRACE_MS: String(ORPHAN_GRACE_MS),
       DATABASE_ANSWER_TIMEOUT_MS: String(ANSWER_TIMEOUT_MS),
+      DATABASE_IDLE_IN_TRANSACTION_MS: String(IDLE_IN_TRANSACTION_MS),
       LOG_LEVEL: 'warn',
     },
     stops,
@@ -163,10 +172,13 @@ async function run(stops) {
   const faults = [];
   let sampling = true;
   let samples = 0;
+  const dbName = new URL(pgServer.url).pathname.slice(1);
+  let idleInTransaction = new Set(); // sessions past the bound in the last sample
   const sampler = (async () => {
     while (sampling) {
       samples += 1;
       await checkBudgets(db, 'sample').catch((err) => count(`sampler_error:${err.code ?? err.message.slice(0, 40)}`));
+      idleInTransaction = await checkIdleInTransaction(db, dbName, idleInTransaction).catch(() => new Set());
       await sleep(1000);
     }
   })();
@@ -187,7 +199,7 @@ async function run(stops) {
             kafka,
             dataDir,
             db,
-            dbName: new URL(pgServer.url).pathname.slice(1),
+            dbName,
             postgres,
             relay,
             okTimes,
@@ -365,6 +377,19 @@ function faultSchedule(seconds) {
       else log(`answered 200 again ${((first - backAt) / 1000).toFixed(1)} s after the route came back`);
     },
   };
+  const stall = (name) => ({
+    name: `${name} stalls (SIGSTOP, ${SERVICE_STALL_MS / 1000} s)`,
+    run: async ({ logDir }) => {
+      const pid = Number(fs.readFileSync(path.join(logDir, `${name}.pid`), 'utf8'));
+      process.kill(pid, 'SIGSTOP');
+      try {
+        await sleep(SERVICE_STALL_MS);
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
+      log(`${name} runs again`);
+    },
+  });
   const brokerStall = {
     name: `broker stalls (SIGSTOP, ${BROKER_STALL_MS / 1000} s)`,
     run: async ({ kafka }) => {
@@ -389,6 +414,7 @@ function faultSchedule(seconds) {
         brokerRestart,
         brokerStall,
         ...postgresFaults,
+        ...(SERVICE_STALL_MS > 0 ? [stall('settlement'), stall('dispatch')] : []),
         kill('dispatch'),
       ];
   const step = seconds / (list.length + 1);
@@ -448,6 +474,24 @@ async function oneRequest(base, r, count) {
 
 async function checkBudgets(db, when) {
   for (const v of await overBudgetAccounts(db)) violate(`${when}: ${v}`);
+}
+
+/**
+ * Sessions of the services idle inside a transaction for longer than their bound + 3 s, in this
+ * sample and the one before (`previous`): once would also catch a session the server had no
+ * chance to end yet, right after the Postgres stall. Returns this sample's.
+ */
+const reportedIdle = new Set();
+async function checkIdleInTransaction(db, dbName, previous) {
+  const { rows } = await db.query(
+    `SELECT pid, round(extract(epoch FROM now() - state_change))::int AS s, left(query, 60) AS q FROM pg_stat_activity
+      WHERE datname = $1 AND state = 'idle in transaction' AND now() - state_change > $2 * interval '1 millisecond'`,
+    [dbName, IDLE_IN_TRANSACTION_MS + 3000],
+  );
+  for (const r of rows)
+    if (previous.has(r.pid) && !reportedIdle.has(r.pid) && reportedIdle.add(r.pid))
+      violate(`session ${r.pid} idle in a transaction for ${r.s} s, past the bound (last statement: ${r.q})`);
+  return new Set(rows.map((r) => r.pid));
 }
 
 async function checkLedger(db) {
