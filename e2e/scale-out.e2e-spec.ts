@@ -1,7 +1,19 @@
 import { ChildProcess } from 'node:child_process';
 import { Admin, AssignerProtocol, Kafka, logLevel } from 'kafkajs';
 import { recipientPartition, Topics } from '@gateway/contracts';
-import { eventually, gemini, openai, seedSimRoutes, spawnInstance, stack, TopicReader, uid, withSeeder } from './support';
+import {
+  eventually,
+  gemini,
+  openai,
+  seedSimRoutes,
+  simLastSeq,
+  simRequestsSince,
+  spawnInstance,
+  stack,
+  TopicReader,
+  uid,
+  withSeeder,
+} from './support';
 
 /** The consumer groups that share partitions between instances (apps/*\/src/consumers). */
 const DISPATCH_GROUP = 'gateway-dispatch';
@@ -22,6 +34,7 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
   const chat = `scale-oa-${run}`;
   const gm = `scale-gm-${run}`;
   const slow = `scale-slow-${run}`;
+  const stopped = `scale-stopped-${run}`;
   const workloadId = `scale-wl-${run}`;
   const stackInstance = process.env.GATEWAY_INSTANCE_ID ?? '';
   let key: string;
@@ -29,7 +42,7 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
   const replies = new TopicReader([Topics.dispatchReplies.name]);
   const extra: ChildProcess[] = [];
   let admission2: { instanceId: string; url: string };
-  let dispatch2: { child: ChildProcess; instanceId: string };
+  let dispatch2: { child: ChildProcess; instanceId: string; url: string };
   let settlement2: { instanceId: string };
 
   /** The members of a consumer group once it is stable, by client id (= instance id), with their partition counts. */
@@ -61,7 +74,14 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
         upstreamBaseUrl: stack.providerSim,
         upstreamModel: 'sim-gpt;latency=1500',
       });
-      return (await seed.workload({ id: workloadId, allowedAliases: [chat, gm, slow], deadlineMs: 12000 })).key;
+      await seed.route({
+        routeId: stopped,
+        alias: stopped,
+        providerKind: 'openai-chat',
+        upstreamBaseUrl: stack.providerSim,
+        upstreamModel: 'sim-gpt;latency=1500',
+      });
+      return (await seed.workload({ id: workloadId, allowedAliases: [chat, gm, slow, stopped], deadlineMs: 12000 })).key;
     });
     admin = new Kafka({ clientId: `e2e-admin-${run}`, brokers: stack.brokers, logLevel: logLevel.NOTHING }).admin();
     await admin.connect();
@@ -158,6 +178,108 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
     );
     expect(new Set(claimers.map((c) => c.claimedBy))).toEqual(new Set([stackInstance, dispatch2.instanceId]));
   }, 120_000);
+
+  it('a dispatch instance stopped past its session timeout, then continued: nothing goes upstream twice, every action ends, and it takes partitions again', async () => {
+    // SIGSTOP: a frozen VM or container, a process held in a debugger. The group hands the
+    // stopped instance's partitions to the other one (session timeout 6 s), which is delivered
+    // again every command whose offset was not committed; once continued, the stopped instance
+    // goes on with what it had in hand. The claims decide who runs what: one upstream request per
+    // attempt, never one without its attempt row.
+    const admissions = [stack.admission, admission2.url];
+    const fromSeq = await simLastSeq();
+    const pending: Array<PromiseLike<number>> = [];
+    const send = (i: number) =>
+      pending.push(
+        openai(key, 'current', { admission: admissions[i % 2] })
+          .chat.completions.create({ model: stopped, messages: [{ role: 'user', content: `stopped ${i}` }] }, { maxRetries: 0 })
+          .then(
+            () => 200,
+            (e: { status?: number }) => e.status ?? 0,
+          ),
+      );
+    // Traffic before, during and after the stop: one request every 200 ms for 14 s.
+    let i = 0;
+    const traffic = (async () => {
+      for (const until = Date.now() + 14_000; Date.now() < until; i++) {
+        send(i);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    })();
+    await eventually(
+      () =>
+        withSeeder(async (_s, db) => {
+          const rows = await db.prisma.$queryRaw<Array<{ n: bigint }>>`
+            SELECT count(*) AS n FROM attempt a JOIN dispatch_claim c ON c.action_id = a.action_id AND c.attempt_no = a.attempt_no
+            WHERE a.route_id = ${stopped} AND a.status = 'in_flight' AND c.claimed_by = ${dispatch2.instanceId}`;
+          return Number(rows[0].n) > 0 ? true : undefined;
+        }),
+      { timeoutMs: 30000, what: 'an attempt in flight on the second dispatch instance' },
+    );
+    dispatch2.child.kill('SIGSTOP');
+    await new Promise((r) => setTimeout(r, 10_000));
+    dispatch2.child.kill('SIGCONT');
+    await traffic;
+    const statuses = await Promise.all(pending);
+    for (const s of statuses) expect([200, 504]).toContain(s);
+    // the other instance served through the stop
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThan(statuses.length / 2);
+
+    // Every admitted action ends: no reservation stays pending, each attempt has one ledger row or
+    // none and an open reconciliation case.
+    const actions = await eventually(
+      () =>
+        withSeeder(async (_s, db) => {
+          const rows = await db.prisma.action.findMany({
+            where: { workloadId, routeId: stopped },
+            select: { id: true, reservation: { select: { status: true } }, attempts: { select: { id: true } } },
+          });
+          return rows.length === statuses.length && rows.every((r) => r.reservation && r.reservation.status !== 'pending')
+            ? rows
+            : undefined;
+        }),
+      { timeoutMs: 60000, what: 'every reservation of the stopped traffic resolved' },
+    );
+    const attemptIds = actions.flatMap((a) => a.attempts.map((t) => t.id));
+    const [ledger, cases, claimers] = await withSeeder((_s, db) =>
+      Promise.all([
+        db.prisma.ledgerEntry.findMany({ where: { attemptId: { in: attemptIds } }, select: { attemptId: true } }),
+        db.prisma.reconciliationCase.findMany({ where: { attemptId: { in: attemptIds }, status: 'open' }, select: { attemptId: true } }),
+        db.prisma.dispatchClaim.findMany({ where: { actionId: { in: actions.map((a) => a.id) } }, select: { claimedBy: true } }),
+      ]),
+    );
+    for (const attemptId of attemptIds) {
+      const rows = ledger.filter((l) => l.attemptId === attemptId).length;
+      const open = cases.filter((c) => c.attemptId === attemptId).length;
+      expect({ attemptId, ledger: rows, cases: open }).toEqual({ attemptId, ledger: rows === 1 ? 1 : 0, cases: rows === 1 ? 0 : 1 });
+    }
+    // both instances claimed some: the stop fell inside the traffic
+    expect(new Set(claimers.map((c) => c.claimedBy))).toEqual(new Set([stackInstance, dispatch2.instanceId]));
+
+    // What reached the provider: at most one attempt per action (no hedging here), one request per
+    // attempt, and none that is not an attempt of this traffic.
+    for (const a of actions) expect(a.attempts.length).toBeLessThanOrEqual(1);
+    const upstream = (await simRequestsSince(fromSeq)).map((r) => r.clientRequestId);
+    const ours = new Set(attemptIds);
+    expect(upstream.filter((id) => !id || !ours.has(id))).toEqual([]);
+    expect(upstream.length).toBe(new Set(upstream).size);
+    // The continued instance went on with commands it had in hand, which the group had meanwhile
+    // handed to the other instance (the broker answered its pending fetch while it was stopped):
+    // each was refused by its claim, so the case above did test what a stopped instance does.
+    const metrics = await (await fetch(`${dispatch2.url}/metrics`)).text();
+    const refused = [
+      ...metrics.matchAll(/^gateway_dispatch_refused_total\{[^}]*reason="(?:already_claimed|not_dispatchable)"[^}]*\} (\d+)$/gm),
+    ];
+    expect(refused.reduce((n, m) => n + Number(m[1]), 0)).toBeGreaterThan(0);
+
+    // The continued instance is a member again, with partitions of its own.
+    await eventually(
+      async () => {
+        const members = await stableMembers(DISPATCH_GROUP, Topics.dispatchCommands.name);
+        return (members?.get(dispatch2.instanceId) ?? 0) > 0 ? true : undefined;
+      },
+      { timeoutMs: 30000, what: 'the continued dispatch instance holding partitions again' },
+    );
+  }, 150_000);
 
   it('a dispatch instance killed mid-traffic: every admitted action ends with one ledger row per attempt or a reconciliation case', async () => {
     const admissions = [stack.admission, admission2.url];

@@ -188,6 +188,8 @@ export interface SimRequest {
   status: number;
   /** the `Idempotency-Key` header the provider received, if any */
   idempotencyKey: string | null;
+  /** the `x-client-request-id` header the provider received: the gateway's attempt id */
+  clientRequestId: string | null;
 }
 
 export async function simRequestsSince(seq: number): Promise<SimRequest[]> {
