@@ -64,6 +64,54 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
       .filter((r) => r.action_id === actionId)
       .map((r) => `${r.reply_to}@${r.partition}`);
 
+  /** Waits until the second dispatch instance has an attempt of `routeId` in flight upstream. */
+  const untilInFlightOnSecondDispatch = (routeId: string) =>
+    eventually(
+      () =>
+        withSeeder(async (_s, db) => {
+          const rows = await db.prisma.$queryRaw<Array<{ n: bigint }>>`
+            SELECT count(*) AS n FROM attempt a JOIN dispatch_claim c ON c.action_id = a.action_id AND c.attempt_no = a.attempt_no
+            WHERE a.route_id = ${routeId} AND a.status = 'in_flight' AND c.claimed_by = ${dispatch2.instanceId}`;
+          return Number(rows[0].n) > 0 ? true : undefined;
+        }),
+      { timeoutMs: 30000, what: 'an attempt in flight on the second dispatch instance' },
+    );
+
+  /**
+   * The `count` actions of `routeId` once every one has ended (no reservation pending), after
+   * checking that each of their attempts has exactly one ledger row, or none and an open
+   * reconciliation case. Returns the actions and those cases.
+   */
+  const endedActions = async (routeId: string, count: number) => {
+    const actions = await eventually(
+      () =>
+        withSeeder(async (_s, db) => {
+          const rows = await db.prisma.action.findMany({
+            where: { workloadId, routeId },
+            select: { id: true, reservation: { select: { status: true } }, attempts: { select: { id: true } } },
+          });
+          return rows.length === count && rows.every((r) => r.reservation && r.reservation.status !== 'pending') ? rows : undefined;
+        }),
+      { timeoutMs: 60000, what: `every reservation of ${routeId} resolved` },
+    );
+    const attemptIds = actions.flatMap((a) => a.attempts.map((t) => t.id));
+    const [ledger, cases] = await withSeeder((_s, db) =>
+      Promise.all([
+        db.prisma.ledgerEntry.findMany({ where: { attemptId: { in: attemptIds } }, select: { attemptId: true } }),
+        db.prisma.reconciliationCase.findMany({
+          where: { attemptId: { in: attemptIds }, status: 'open' },
+          select: { attemptId: true, reason: true },
+        }),
+      ]),
+    );
+    for (const attemptId of attemptIds) {
+      const rows = ledger.filter((l) => l.attemptId === attemptId).length;
+      const open = cases.filter((c) => c.attemptId === attemptId).length;
+      expect({ attemptId, ledger: rows, cases: open }).toEqual({ attemptId, ledger: rows === 1 ? 1 : 0, cases: rows === 1 ? 0 : 1 });
+    }
+    return { actions, attemptIds, cases };
+  };
+
   beforeAll(async () => {
     key = await withSeeder(async (seed) => {
       await seedSimRoutes(seed, { chat, gemini: gm });
@@ -205,16 +253,7 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
         await new Promise((r) => setTimeout(r, 200));
       }
     })();
-    await eventually(
-      () =>
-        withSeeder(async (_s, db) => {
-          const rows = await db.prisma.$queryRaw<Array<{ n: bigint }>>`
-            SELECT count(*) AS n FROM attempt a JOIN dispatch_claim c ON c.action_id = a.action_id AND c.attempt_no = a.attempt_no
-            WHERE a.route_id = ${stopped} AND a.status = 'in_flight' AND c.claimed_by = ${dispatch2.instanceId}`;
-          return Number(rows[0].n) > 0 ? true : undefined;
-        }),
-      { timeoutMs: 30000, what: 'an attempt in flight on the second dispatch instance' },
-    );
+    await untilInFlightOnSecondDispatch(stopped);
     dispatch2.child.kill('SIGSTOP');
     await new Promise((r) => setTimeout(r, 10_000));
     dispatch2.child.kill('SIGCONT');
@@ -226,32 +265,10 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
 
     // Every admitted action ends: no reservation stays pending, each attempt has one ledger row or
     // none and an open reconciliation case.
-    const actions = await eventually(
-      () =>
-        withSeeder(async (_s, db) => {
-          const rows = await db.prisma.action.findMany({
-            where: { workloadId, routeId: stopped },
-            select: { id: true, reservation: { select: { status: true } }, attempts: { select: { id: true } } },
-          });
-          return rows.length === statuses.length && rows.every((r) => r.reservation && r.reservation.status !== 'pending')
-            ? rows
-            : undefined;
-        }),
-      { timeoutMs: 60000, what: 'every reservation of the stopped traffic resolved' },
+    const { actions, attemptIds } = await endedActions(stopped, statuses.length);
+    const claimers = await withSeeder((_s, db) =>
+      db.prisma.dispatchClaim.findMany({ where: { actionId: { in: actions.map((a) => a.id) } }, select: { claimedBy: true } }),
     );
-    const attemptIds = actions.flatMap((a) => a.attempts.map((t) => t.id));
-    const [ledger, cases, claimers] = await withSeeder((_s, db) =>
-      Promise.all([
-        db.prisma.ledgerEntry.findMany({ where: { attemptId: { in: attemptIds } }, select: { attemptId: true } }),
-        db.prisma.reconciliationCase.findMany({ where: { attemptId: { in: attemptIds }, status: 'open' }, select: { attemptId: true } }),
-        db.prisma.dispatchClaim.findMany({ where: { actionId: { in: actions.map((a) => a.id) } }, select: { claimedBy: true } }),
-      ]),
-    );
-    for (const attemptId of attemptIds) {
-      const rows = ledger.filter((l) => l.attemptId === attemptId).length;
-      const open = cases.filter((c) => c.attemptId === attemptId).length;
-      expect({ attemptId, ledger: rows, cases: open }).toEqual({ attemptId, ledger: rows === 1 ? 1 : 0, cases: rows === 1 ? 0 : 1 });
-    }
     // both instances claimed some: the stop fell inside the traffic
     expect(new Set(claimers.map((c) => c.claimedBy))).toEqual(new Set([stackInstance, dispatch2.instanceId]));
 
@@ -292,16 +309,7 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
         ),
     );
     // Kill once the doomed instance has an attempt in flight upstream.
-    await eventually(
-      () =>
-        withSeeder(async (_s, db) => {
-          const rows = await db.prisma.$queryRaw<Array<{ n: bigint }>>`
-            SELECT count(*) AS n FROM attempt a JOIN dispatch_claim c ON c.action_id = a.action_id AND c.attempt_no = a.attempt_no
-            WHERE a.route_id = ${slow} AND a.status = 'in_flight' AND c.claimed_by = ${dispatch2.instanceId}`;
-          return Number(rows[0].n) > 0 ? true : undefined;
-        }),
-      { timeoutMs: 30000, what: 'an attempt in flight on the second dispatch instance' },
-    );
+    await untilInFlightOnSecondDispatch(slow);
     dispatch2.child.kill('SIGKILL');
 
     // Every client gets an answer or the stable deadline error (which one depends on timing); none is left hanging.
@@ -310,34 +318,7 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
 
     // Every admitted action ends: no reservation of the workload stays pending, and each attempt has
     // exactly one ledger row, or none and an open reconciliation case (the one the killed instance held).
-    const actions = await eventually(
-      () =>
-        withSeeder(async (_s, db) => {
-          const rows = await db.prisma.action.findMany({
-            where: { workloadId, routeId: slow },
-            select: { id: true, status: true, reservation: { select: { status: true } }, attempts: { select: { id: true } } },
-          });
-          return rows.length === statuses.length && rows.every((r) => r.reservation && r.reservation.status !== 'pending')
-            ? rows
-            : undefined;
-        }),
-      { timeoutMs: 60000, what: 'every reservation of the killed traffic resolved' },
-    );
-    const attemptIds = actions.flatMap((a) => a.attempts.map((t) => t.id));
-    const [ledger, cases] = await withSeeder((_s, db) =>
-      Promise.all([
-        db.prisma.ledgerEntry.findMany({ where: { attemptId: { in: attemptIds } }, select: { attemptId: true } }),
-        db.prisma.reconciliationCase.findMany({
-          where: { attemptId: { in: attemptIds }, status: 'open' },
-          select: { attemptId: true, reason: true },
-        }),
-      ]),
-    );
-    for (const attemptId of attemptIds) {
-      const rows = ledger.filter((l) => l.attemptId === attemptId).length;
-      const open = cases.filter((c) => c.attemptId === attemptId);
-      expect({ attemptId, ledger: rows, cases: open.length }).toEqual({ attemptId, ledger: rows === 1 ? 1 : 0, cases: rows === 1 ? 0 : 1 });
-    }
+    const { actions, cases } = await endedActions(slow, statuses.length);
     // The attempt in flight on the killed instance is one of those cases: its exposure is held, never silently zero.
     expect(cases.map((c) => c.reason)).toContain('orphaned_attempt');
     // An action with no attempt never reached a dispatcher in time: its reservation was voided.
