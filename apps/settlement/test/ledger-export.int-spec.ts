@@ -17,7 +17,8 @@ const ROWS = 2 * EXPORT_BATCH_ROWS + 137;
 
 describe('GET /ledger/export', () => {
   let settlement: RunningService;
-  const db = new Database(DATABASE_URL, { poolMax: 4 });
+  // its seeding transaction may take up to 60 s (1,137 rows on a busy box): the server's idle bound above that
+  const db = new Database(DATABASE_URL, { poolMax: 4, idleInTransactionMs: 65_000 });
   const workloadId = `wl-export-${randomUUID()}`;
   const base = Date.parse('2026-11-21T00:00:00Z');
   let finance = '';
