@@ -55,6 +55,7 @@ import { hotShares, updateCounts, walByRelation, walLines, walPosition, walSince
 import { ensurePostgres, recreateDatabase } from './postgres.mjs';
 import { ensurePrismaClient } from './prisma-generate.mjs';
 import { contentKey, ROOT, runTs, sleep, startServices } from './services.mjs';
+import { fullGcGrowth, heapAfterFullGc, troughs } from './soak.mjs';
 
 const num = (name, fallback) => {
   const raw = process.env[name];
@@ -93,6 +94,13 @@ const CFG = {
     .map((s) => s.trim())
     .filter(Boolean),
   hedgedOnly: process.env.BENCH_ONLY === 'hedged' || process.argv.slice(2).includes('--hedged'),
+  // `--soak`: the gateway alone at BENCH_RATE for BENCH_SOAK_S, in windows of BENCH_SOAK_WINDOW_S,
+  // each service's heap sampled every BENCH_SOAK_SAMPLE_S: does memory grow with the answers served?
+  soakOnly: process.env.BENCH_ONLY === 'soak' || process.argv.slice(2).includes('--soak'),
+  soakS: num('BENCH_SOAK_S', 600),
+  soakWindowS: num('BENCH_SOAK_WINDOW_S', 30),
+  soakSampleS: num('BENCH_SOAK_SAMPLE_S', 3),
+  soakWarmupS: num('BENCH_SOAK_WARMUP_S', 60),
   machineOnly: process.env.BENCH_ONLY === 'machine' || process.argv.slice(2).includes('--machine'),
   tail: process.env.BENCH_TAIL || 'latency=20-40;latency-tail=50:1500-2500',
   hedgeRate: num('BENCH_HEDGE_RATE', 5),
@@ -249,6 +257,28 @@ async function main() {
     reportHedged(hedged);
     log(`wrote ${path.relative(ROOT, RESULT_FILE)}; total ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     return shutdown(0);
+  }
+
+  if (CFG.soakOnly) {
+    const rate = { name: 'rate', workloads: WORKLOADS.rate };
+    const requests = { warmup: requestFor(targets.gateway, WORKLOADS.warmup), soak: requestFor(targets.gateway, rate.workloads) };
+    const soak = await soakPhase(requests, services, kafka.pid, cpu);
+    soak.settlement = await waitForSettlement(pool, Date.now(), { rate: soak.windows.map((w) => ({ gateway: w.run })) }, [rate]);
+    soak.fullGcMb.end = await fullGcHeaps(services);
+    // by half: a heap that gains in the first half only filled caches and compiled code; a leak gains in both
+    const { start, mid, end } = soak.fullGcMb;
+    for (const [n, g] of Object.entries(soak.growth))
+      g.fullGc = {
+        firstHalf: fullGcGrowth(start[n], mid?.[n], soak.answersAtMid, CFG.rate),
+        secondHalf: fullGcGrowth(mid?.[n], end[n], soak.answers - soak.answersAtMid, CFG.rate),
+      };
+    memoryMb.end = await memory(services, kafka.pid);
+    const result = { finishedAt: new Date().toISOString(), mode: 'soak', machine: machine(), config: CFG, soak, memoryMb, startupMs };
+    writeResult(result);
+    reportSoak(soak);
+    reportMemory(memoryMb, startupMs);
+    log(`wrote ${path.relative(ROOT, RESULT_FILE)}; total ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    return shutdown(soak.windows.some((w) => w.run.non2xx + w.run.errors + w.run.timeouts > 0) ? 1 : 0);
   }
 
   log(`warm-up: ${CFG.warmupS} s per target, ${CFG.connections} connections (not reported)`);
@@ -1294,6 +1324,126 @@ async function idlePhase(cpu, loop) {
     syscallsPerSecond: cpu.counts(before, after, seconds),
     eventLoopDelayMs,
   };
+}
+
+/**
+ * The soak (`--soak`): the gateway alone at BENCH_RATE, first BENCH_SOAK_WARMUP_S unmeasured on the
+ * warm-up workload (the JIT, the pools and the caches fill), then, on the rate workload, windows of BENCH_SOAK_WINDOW_S for BENCH_SOAK_S. Every
+ * BENCH_SOAK_SAMPLE_S each service's memory is sampled (`memory()`: RSS from /proc, heap from its
+ * /metrics); a window keeps each service's lowest heap used (its trough, ~what survives a
+ * collection), its highest RSS, its answers and latency, and the stack's CPU per answer.
+ */
+async function soakPhase(requests, services, brokerPid, cpu) {
+  const opts = { lanes: CFG.rateLanes, overallRate: CFG.rate };
+  log(`soak: warming the gateway at ${CFG.rate} req/s for ${CFG.soakWarmupS} s (not reported)`);
+  await load(requests.warmup, { ...opts, duration: CFG.soakWarmupS });
+  const fullGcMb = { start: await fullGcHeaps(services) };
+  let answersAtMid = 0;
+  const windows = [];
+  let answers = 0;
+  const started = Date.now();
+  log(`soak: ${CFG.rate} req/s for ${CFG.soakS} s, windows of ${CFG.soakWindowS} s, memory sampled every ${CFG.soakSampleS} s`);
+  while (Date.now() - started < CFG.soakS * 1000 && !shuttingDown) {
+    const samples = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        samples.push(await memory(services, brokerPid));
+        await sleep(CFG.soakSampleS * 1000);
+      }
+    })();
+    const before = await cpu.snapshot();
+    const run = await load(requests.soak, { ...opts, duration: CFG.soakWindowS });
+    const after = await cpu.snapshot();
+    sampling = false;
+    await sampler;
+    answers += run.ok;
+    if (!fullGcMb.mid && Date.now() - started >= (CFG.soakS * 1000) / 2) {
+      fullGcMb.mid = await fullGcHeaps(services);
+      answersAtMid = answers;
+    }
+    const rssPeak = {};
+    for (const sample of samples)
+      for (const [service, m] of Object.entries(sample)) rssPeak[service] = Math.max(rssPeak[service] ?? 0, m.rss ?? 0);
+    const window = {
+      endS: round((Date.now() - started) / 1000, 1),
+      answers,
+      run,
+      heapTroughMb: troughs(samples),
+      externalTroughMb: troughs(samples, 'external'),
+      rssPeakMb: rssPeak,
+      stackCpuMsPerOk: cpuMsPer(cpu.seconds(before, after), run.ok)?.total ?? null,
+    };
+    windows.push(window);
+    log(
+      `  ${window.endS} s: ${run.okPerSec} ok/s, p50 ${run.p50Ms} ms, p99 ${run.p99Ms} ms, stack CPU ${window.stackCpuMsPerOk} ms/answer; heap troughs MB ${Object.entries(
+        window.heapTroughMb,
+      )
+        .map(([n, v]) => `${n} ${v}`)
+        .join(', ')}`,
+    );
+  }
+  const names = [...new Set(windows.flatMap((w) => Object.keys(w.rssPeakMb)))];
+  const growth = Object.fromEntries(
+    names.map((n) => [
+      n,
+      {
+        rssFirstMb: windows[0]?.rssPeakMb[n] ?? null,
+        rssLastMb: windows.at(-1)?.rssPeakMb[n] ?? null,
+        rssMaxMb: Math.max(...windows.map((w) => w.rssPeakMb[n] ?? 0)),
+      },
+    ]),
+  );
+  return { seconds: round((Date.now() - started) / 1000, 1), answers, answersAtMid, windows, growth, fullGcMb };
+}
+
+/** Each node service's heap after a full collection (`heapAfterFullGc`), one after the other; null where it failed. */
+async function fullGcHeaps(services) {
+  const out = {};
+  for (const c of services.children)
+    out[c.service.name] = await heapAfterFullGc(c.child.pid).catch((err) => {
+      log(`full collection of ${c.service.name} failed: ${err.message}`);
+      return null;
+    });
+  return out;
+}
+
+function reportSoak(soak) {
+  const w = soak.windows;
+  const range = (f) => `${Math.min(...w.map(f))}–${Math.max(...w.map(f))}`;
+  console.log(
+    `\nSoak: the gateway at ${CFG.rate} req/s for ${soak.seconds} s, ${soak.answers} answers in ${w.length} windows of ${CFG.soakWindowS} s` +
+      ` (p50 ${range((x) => x.run.p50Ms)} ms, p99 ${range((x) => x.run.p99Ms)} ms, stack CPU ${range((x) => x.stackCpuMsPerOk)} ms/answer by window)`,
+  );
+  const rows = [
+    [
+      'service',
+      'heap after a full GC, MB: before → half-way → after',
+      'its growth, KB per 1,000 answers: first half / second half',
+      'second half, MB a day at this rate',
+      'heap troughs MB: first / last window',
+      'RSS MB: first / last window / max',
+    ],
+  ];
+  const first = w[0]?.heapTroughMb ?? {};
+  const last = w.at(-1)?.heapTroughMb ?? {};
+  for (const [n, g] of Object.entries(soak.growth))
+    rows.push([
+      n,
+      ['start', 'mid', 'end'].map((at) => soak.fullGcMb[at]?.[n] ?? '—').join(' → '),
+      ['firstHalf', 'secondHalf'].map((h) => (g.fullGc?.[h] ? signed(g.fullGc[h].kbPer1000Answers) : '—')).join(' / '),
+      g.fullGc?.secondHalf ? signed(g.fullGc.secondHalf.mbPerDay) : '—',
+      `${first[n] ?? '—'} / ${last[n] ?? '—'}`,
+      `${g.rssFirstMb} / ${g.rssLastMb} / ${g.rssMaxMb}`,
+    ]);
+  console.log(table(rows, 1));
+  const s = soak.settlement;
+  console.log(
+    `settlement: ${s.byPhase.rate.ledgerRows} ledger rows for ${s.byPhase.rate.actions} actions (${s.byPhase.rate.ok} answered 2xx), ${s.caughtUp ? `caught up ${s.drainMs} ms after the load` : 'NOT caught up'}`,
+  );
+  console.log(
+    "(heap after a full GC: each service's inspector asked for a full collection after the warm-up, half-way and after the soak, one service at a time; a heap that gains in the first half only is filling caches and compiled code, a leak gains in both; the troughs, the lowest heap sampled in a window, also hold garbage not collected yet)",
+  );
 }
 
 function writeResult(result) {
