@@ -239,24 +239,23 @@ async function main() {
   const loop = eventLoopProbe(services);
   const counters = metricsCounterProbe(services, { kafkaRequests: kafkaRequestKey, gc: gcKey });
 
+  /** A run of one mode only (`--idle`, `--hedged`, `--soak`): its result written, its reports printed, the stack stopped. */
+  const finishMode = (mode, fields, reports, code = 0) => {
+    writeResult({ finishedAt: new Date().toISOString(), mode, machine: machine(), config: CFG, ...fields });
+    for (const report of reports) report();
+    log(`wrote ${path.relative(ROOT, RESULT_FILE)}; total ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    return shutdown(code);
+  };
+
   if (CFG.idleOnly) {
     const idle = await idlePhase(cpu, loop);
     memoryMb.idle = await memory(services, kafka.pid);
-    const result = { finishedAt: new Date().toISOString(), mode: 'idle', machine: machine(), config: CFG, idle, memoryMb, startupMs };
-    writeResult(result);
-    reportIdle(idle);
-    reportMemory(memoryMb, startupMs);
-    log(`wrote ${path.relative(ROOT, RESULT_FILE)}; total ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-    return shutdown(0);
+    return finishMode('idle', { idle, memoryMb, startupMs }, [() => reportIdle(idle), () => reportMemory(memoryMb, startupMs)]);
   }
 
   if (CFG.hedgedOnly) {
     const hedged = await hedgedPhase(pool, seeded.keys);
-    const result = { finishedAt: new Date().toISOString(), mode: 'hedged', machine: machine(), config: CFG, hedged };
-    writeResult(result);
-    reportHedged(hedged);
-    log(`wrote ${path.relative(ROOT, RESULT_FILE)}; total ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-    return shutdown(0);
+    return finishMode('hedged', { hedged }, [() => reportHedged(hedged)]);
   }
 
   if (CFG.soakOnly) {
@@ -273,12 +272,12 @@ async function main() {
         secondHalf: fullGcGrowth(mid?.[n], end[n], soak.answers - soak.answersAtMid, CFG.rate),
       };
     memoryMb.end = await memory(services, kafka.pid);
-    const result = { finishedAt: new Date().toISOString(), mode: 'soak', machine: machine(), config: CFG, soak, memoryMb, startupMs };
-    writeResult(result);
-    reportSoak(soak);
-    reportMemory(memoryMb, startupMs);
-    log(`wrote ${path.relative(ROOT, RESULT_FILE)}; total ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-    return shutdown(soak.windows.some((w) => w.run.non2xx + w.run.errors + w.run.timeouts > 0) ? 1 : 0);
+    return finishMode(
+      'soak',
+      { soak, memoryMb, startupMs },
+      [() => reportSoak(soak), () => reportMemory(memoryMb, startupMs)],
+      soak.windows.some((w) => w.run.non2xx + w.run.errors + w.run.timeouts > 0) ? 1 : 0,
+    );
   }
 
   log(`warm-up: ${CFG.warmupS} s per target, ${CFG.connections} connections (not reported)`);
