@@ -5,6 +5,7 @@
 export * from './clock';
 export * from './config';
 export * from './logger';
+export * from './log-burst';
 export * from './errors';
 export * from './metrics';
 export * from './health';

@@ -21,7 +21,7 @@ import type { PauseSource } from '../../hedging/hedge-policies';
 import type { PauseStore } from '../../hedging/pause-evaluator';
 import { dispatchCommand } from './dispatch-command.fixture';
 import type { AttemptStore, ReplyPublisher } from './ports';
-import { CLIENT_REQUEST_ID_HEADER, RunAttempt } from './run-attempt.usecase';
+import { CLIENT_REQUEST_ID_HEADER, EXPIRED_LOG_WINDOW_MS, RunAttempt } from './run-attempt.usecase';
 
 const NOW = new Date('2026-03-01T12:00:00.000Z');
 const ADMISSION_1: ReplyAddress = { instanceId: 'admission-1', topic: 'dispatchReplies' };
@@ -163,11 +163,15 @@ const cutAfter =
       onResponseError: (c, err) => handler.onResponseError?.(c, err),
     });
 
+/** `gateway_dispatch_refused_total` for one reason. */
+const refused = async (m: DispatchMetrics, reason: string) => (await m.refused.get()).values.find((v) => v.labels.reason === reason)?.value;
+
 function setup(
   interceptor?: Dispatcher.DispatcherComposeInterceptor,
   env: Record<string, string> = {},
   policy: HedgePolicyRevision | null = null,
   pauses: (PauseSource & PauseStore) | null = null,
+  log: pino.Logger = pino({ level: 'silent' }),
 ) {
   const agent = new MockAgent();
   agent.disableNetConnect();
@@ -177,14 +181,15 @@ function setup(
   let nowMs = NOW.getTime();
   const clock: Clock = { now: () => new Date(nowMs) };
   const upstream: Dispatcher = interceptor ? agent.compose(interceptor) : agent;
+  const metrics = new DispatchMetrics(new Metrics('test'));
   const run = new RunAttempt(
     store,
     bus,
     cipher,
-    new DispatchMetrics(new Metrics('test')),
+    metrics,
     upstream,
     CONFIG,
-    pino({ level: 'silent' }),
+    log,
     clock,
     randomIds,
     new UpstreamCredentials(env),
@@ -203,7 +208,7 @@ function setup(
     await done;
   };
   const advance = (ms: number) => (nowMs += ms);
-  return { agent, pool: agent.get(ORIGIN), store, bus, replies, attempt, run, advance };
+  return { agent, pool: agent.get(ORIGIN), store, bus, replies, attempt, run, advance, metrics };
 }
 
 const openAiCommand = (over: Partial<DispatchCommandV1> = {}) =>
@@ -253,6 +258,27 @@ describe('RunAttempt', () => {
       await f.attempt(openAiCommand({ dispatch_deadline: NOW.toISOString() }));
       expect(f.store.claims).toHaveLength(0);
       expect(f.bus.sent).toHaveLength(0);
+    });
+
+    it('a replay of expired commands: each counted, one warn line for the burst, its size logged at the window end or on shutdown', async () => {
+      const lines: Array<Record<string, unknown>> = [];
+      const sink = { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) };
+      const f = setup(undefined, {}, null, null, pino({ level: 'warn' }, sink));
+      const expired = (i: number) => openAiCommand({ action_id: `act-${i}`, dispatch_deadline: NOW.toISOString() });
+      for (let i = 0; i < 500; i += 1) await f.attempt(expired(i));
+      expect(await refused(f.metrics, 'expired')).toBe(500);
+      expect(lines).toEqual([expect.objectContaining({ msg: 'refusing expired dispatch command', action_id: 'act-0' })]);
+      f.advance(EXPIRED_LOG_WINDOW_MS); // the next one opens a new window: the burst's size first, then its own line
+      await f.attempt(expired(500));
+      expect(lines.slice(1)).toEqual([
+        expect.objectContaining({ action_id: 'act-499', more: 499, msg: expect.stringContaining('499 more within 10 s') }),
+        expect.objectContaining({ action_id: 'act-500', msg: 'refusing expired dispatch command' }),
+      ]);
+      await f.attempt(expired(501));
+      f.run.beforeApplicationShutdown();
+      expect(lines.slice(3)).toEqual([expect.objectContaining({ action_id: 'act-501', more: 1 })]);
+      expect(lines.every((l) => l.level === 40)).toBe(true);
+      expect(f.store.claims).toHaveLength(0);
     });
 
     it.each([false, true])(

@@ -6,7 +6,17 @@ import { DispatchRepository, ExperimentPauseRepository, HedgePolicyRepository } 
 import { accept } from '@gateway/domain';
 import { ContentCipher, KafkaBus, PermanentPublishError } from '@gateway/messaging';
 import { adapterForCommand, NO_USAGE_DETAILS, ParsedResponse, SseDecoder, UpstreamRequest } from '@gateway/providers';
-import { awaitAtMost, Clock, CLOCK, IdGenerator, InjectConfig, InjectIds, InjectLogger, ServiceConfig } from '@gateway/service-kit';
+import {
+  awaitAtMost,
+  Clock,
+  CLOCK,
+  IdGenerator,
+  InjectConfig,
+  InjectIds,
+  InjectLogger,
+  LogBurst,
+  ServiceConfig,
+} from '@gateway/service-kit';
 import { AttemptStatus, buildAttemptEvent, deliveryOf, shortfallOf } from './attempt-report';
 import type { AttemptStore, CredentialSource, ReplyPublisher, ReplySealer } from './ports';
 import { EVIDENCE_RETRY, recordEvidence } from './record-evidence';
@@ -16,6 +26,9 @@ import { PauseEvaluator, PauseStore } from '../../hedging/pause-evaluator';
 import { RouteHealth } from '../../hedging/route-health';
 import { UPSTREAM, UPSTREAM_CREDENTIALS } from '../../tokens';
 import { ActionRunner, AttemptReport, Ctx, SINGLE_ATTEMPT, WholeResult } from './action-runner';
+
+/** How long one log line stands for the expired commands refused after it (LogBurst). */
+export const EXPIRED_LOG_WINDOW_MS = 10_000;
 
 /** A provider's error answer is its own evidence that nothing was generated or billed. */
 const PROVIDER_ERROR_EVIDENCE: ParsedResponse = {
@@ -44,6 +57,8 @@ export class RunAttempt implements BeforeApplicationShutdown {
   private readonly pauseEvaluator: PauseEvaluator | null;
   /** per-route facts of this instance's own traffic (hedge delay quantile, error rate, in-flight, bucket) */
   readonly health = new RouteHealth();
+  /** a replay after an outage brings expired commands by the thousand: one line per window, every one counted in the metric */
+  private readonly expiredLog: LogBurst;
 
   constructor(
     @Inject(DispatchRepository) private readonly repo: AttemptStore,
@@ -60,6 +75,12 @@ export class RunAttempt implements BeforeApplicationShutdown {
     @Optional() @Inject(ExperimentPauseRepository) pauses: (PauseSource & PauseStore) | null = null,
   ) {
     this.policies = new HedgePolicies(hedgePolicies, undefined, pauses);
+    this.expiredLog = new LogBurst(
+      (fields, msg) => this.log.warn(fields, msg),
+      'refusing expired dispatch command',
+      EXPIRED_LOG_WINDOW_MS,
+      () => this.clock.now().getTime(),
+    );
     this.pauseEvaluator = pauses
       ? new PauseEvaluator(pauses, {
           now: () => this.clock.now(),
@@ -78,7 +99,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
     const now = this.clock.now();
     if (new Date(cmd.dispatch_deadline) <= now) {
       this.metrics.refused.inc({ reason: 'expired' });
-      this.log.warn({ action_id: cmd.action_id }, 'refusing expired dispatch command');
+      this.expiredLog.note({ action_id: cmd.action_id });
       return { done: Promise.resolve() };
     }
     const credential = this.credentialFor(cmd);
@@ -453,6 +474,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
   /** Writes still being retried get one last try, then give up with an error log. */
   beforeApplicationShutdown(): void {
     this.stopping.abort();
+    this.expiredLog.flush();
   }
 
   /**
