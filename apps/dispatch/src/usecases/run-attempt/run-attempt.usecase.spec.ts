@@ -482,6 +482,33 @@ describe('RunAttempt', () => {
       expect(f.bus.sent).toHaveLength(0);
     });
 
+    it('logs the usage in hand when the orphan sweep ended the attempt first: the body that resolves its case, no text', async () => {
+      const lines: Array<Record<string, unknown>> = [];
+      const f = setup(undefined, {}, null, null, pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l)) }));
+      answered(f);
+      f.store.failures = 1;
+      f.store.failWith = new InvalidTransitionError('attempt', 'not in_flight', 'succeed');
+      await f.attempt(openAiCommand());
+      const late = lines.filter((l) => String(l.msg).startsWith('ATTEMPT EVIDENCE CAME AFTER THE ATTEMPT ENDED'));
+      expect(late).toHaveLength(1);
+      expect(late[0]).toMatchObject({ level: 50, status: 'succeeded', attempt_id: f.store.claims[0].attemptId });
+      // exactly the fields of reconciliation's `importUsageBody` (strict: no other key)
+      expect(late[0].evidence).toEqual({
+        provider_request_id: 'chatcmpl-1',
+        input_tokens: 9,
+        cached_input_tokens: 0,
+        output_tokens_total: 7,
+        reasoning_tokens: 0,
+        cache_write_input_tokens: 0,
+        audio_input_tokens: 0,
+        audio_output_tokens: 0,
+        image_output_tokens: 0,
+        service_tier: 'default',
+        feature_calls: {},
+      });
+      expect(JSON.stringify(lines)).not.toContain('"ok"'); // the answer's text stays out of the log
+    });
+
     it('answers at the action deadline while the write still retries, and gives up only on shutdown', async () => {
       const f = setup();
       answered(f);
