@@ -32,11 +32,13 @@
 //   - no consumer parked a message on the dead-letter topic: every fault here passes, and a parked
 //     message waits for an operator to re-publish it
 //   - no client waited longer than its deadline + 2 s; every service healthy again at the end
+//   - no running service exited but by the run's own kill -9 (a start that fails while a fault
+//     lasts is retried by the supervisor and listed as a failed start)
 //   - no session sat idle inside a transaction past the services' bound (15 s) + 3 s in two samples
 //     in a row: a stopped process or a dropped flow must not keep its row locks
 // It prints a table and exits non-zero on any violation.
 //
-//   node scripts/chaos.mjs [--short] [--seconds=N] [--rate=N] [--seed=N] [--pg-down-s=N] [--pg-stall-s=N] [--pg-read-only-s=N] [--pg-blackhole-s=N] [--broker-stall-s=N] [--service-stall-s=N] [--report=FILE]
+//   node scripts/chaos.mjs [--short] [--faults=KEY,…] [--seconds=N] [--rate=N] [--seed=N] [--pg-down-s=N] [--pg-stall-s=N] [--pg-read-only-s=N] [--pg-blackhole-s=N] [--broker-stall-s=N] [--service-stall-s=N] [--report=FILE]
 //
 // `--pg-down-s` is how long the crashed Postgres stays down before it is started again (default 15,
 // longer than a consumer's transient retries; 1 with `--short`). `--pg-stall-s` is how long it
@@ -48,6 +50,9 @@
 // 50; 0, left out, with `--short`). `--broker-stall-s` is how long the full run stops the broker
 // (default 10). `--service-stall-s` is how long the full run stops settlement, then dispatch (default
 // 25, above the idle-in-transaction bound; 0 leaves the faults out).
+//
+// `--faults=KEY,…` runs only those faults, in that order (a key may repeat), e.g.
+// `--faults=kill-settlement,broker-restart`; an unknown key lists the keys there are.
 //
 // `--short` is the version `npm test` runs (fewer faults, ~30 s of load).
 import fs from 'node:fs';
@@ -82,6 +87,14 @@ const PG_READ_ONLY_MS = numberArg(args, 'pg-read-only-s', SHORT ? 12 : 15) * 100
 const PG_BLACKHOLE_MS = numberArg(args, 'pg-blackhole-s', SHORT ? 0 : 50) * 1000;
 const BROKER_STALL_MS = numberArg(args, 'broker-stall-s', 10) * 1000;
 const SERVICE_STALL_MS = numberArg(args, 'service-stall-s', 25) * 1000;
+// Only these faults, in this order (keys: chooseFaults); the run's other settings stay.
+const FAULTS =
+  args.faults === undefined
+    ? null
+    : args.faults
+        .split(',')
+        .map((k) => k.trim())
+        .filter(Boolean);
 // The services' bound on a session idle inside a transaction (DATABASE_IDLE_IN_TRANSACTION_MS, its default).
 const IDLE_IN_TRANSACTION_MS = 15_000;
 // The services' bound on an unanswered statement in this run (DATABASE_ANSWER_TIMEOUT_MS; 30 s by
@@ -114,6 +127,7 @@ const violate = (what) => {
 };
 
 async function main() {
+  faultSchedule(LOAD_SECONDS); // an unknown --faults key stops the run here, before anything starts
   await ensurePrismaClient({ quiet: true });
   return withStops(run);
 }
@@ -266,12 +280,24 @@ async function run(stops) {
   if (parked.length > 0) violate(`messages parked on the dead-letter topic: ${parked.join('; ')}`);
   if (maxWaitMs > DEADLINE_MS + CLIENT_SLACK_MS) violate(`a client waited ${maxWaitMs} ms (deadline ${DEADLINE_MS} + ${CLIENT_SLACK_MS})`);
   const restarts = services.children.map((c) => `${c.service.name}:${c.restarts}`).join(' ');
+  // Only the run's own kills (SIGKILL) may end a running service: any other exit of one that had
+  // answered /health is a crash the supervisor hid. A start that fails (the broker or Postgres down
+  // while a killed service comes back) is retried by the supervisor and listed, not a violation.
+  for (const c of services.children) {
+    const crashes = c.exits.filter((e) => e.afterHealthy && e.signal !== 'SIGKILL');
+    if (crashes.length > 0)
+      violate(`${c.name} exited while running, ${crashes.map((e) => e.signal ?? `code ${e.code}`).join(', ')} (its log: ${c.name}.log)`);
+  }
+  const failedStarts = services.children.flatMap((c) =>
+    c.exits.filter((e) => !e.afterHealthy).map((e) => `${c.name} (${e.signal ?? `code ${e.code}`})`),
+  );
 
   // ------------------------------------------------------------ report
   const table = [
     ['load', `${sent} requests at ${RATE}/s for ${loadSeconds} s, seed ${SEED}`],
     ['faults', faults.map((f) => `${f.name}${f.ok ? '' : ' (FAILED)'}`).join(', ')],
     ['supervisor restarts', restarts],
+    ['failed starts', failedStarts.length === 0 ? 'none' : failedStarts.join(', ')],
     ...[...outcomes.entries()].sort().map(([k, v]) => [`  ${k}`, String(v)]),
     ['max client wait', `${maxWaitMs} ms (limit ${DEADLINE_MS + CLIENT_SLACK_MS})`],
     ['budget samples', `${samples} (every account, pending + unresolved + settled <= budget)`],
@@ -293,6 +319,7 @@ async function run(stops) {
 /** Which faults run when (seconds into the load). */
 function faultSchedule(seconds) {
   const kill = (name) => ({
+    key: `kill-${name}`,
     name: `kill -9 ${name}`,
     run: async ({ logDir }) => {
       const pid = Number(fs.readFileSync(path.join(logDir, `${name}.pid`), 'utf8'));
@@ -300,6 +327,7 @@ function faultSchedule(seconds) {
     },
   });
   const brokerRestart = {
+    key: 'broker-restart',
     name: 'broker stop/start',
     run: async ({ kafka, dataDir }) => {
       await kafka.stop();
@@ -308,6 +336,7 @@ function faultSchedule(seconds) {
     },
   };
   const pgKill = {
+    key: 'pg-terminate',
     name: 'pg_terminate_backend',
     run: async ({ db, dbName }) => {
       const r = await db.query(
@@ -318,6 +347,7 @@ function faultSchedule(seconds) {
     },
   };
   const pgCrash = {
+    key: 'pg-crash',
     name: `Postgres crash and restart (${PG_DOWN_MS / 1000} s down)`,
     run: async ({ postgres }) => {
       await postgres.crash();
@@ -327,6 +357,7 @@ function faultSchedule(seconds) {
     },
   };
   const pgStall = {
+    key: 'pg-stall',
     name: `Postgres stalls (SIGSTOP, ${PG_STALL_MS / 1000} s)`,
     run: async ({ postgres }) => {
       postgres.freeze();
@@ -336,6 +367,7 @@ function faultSchedule(seconds) {
     },
   };
   const pgReadOnly = {
+    key: 'pg-read-only',
     name: `Postgres refuses writes (read-only, ${PG_READ_ONLY_MS / 1000} s)`,
     run: async ({ db }) => {
       await setReadOnly(db, true);
@@ -348,6 +380,7 @@ function faultSchedule(seconds) {
     },
   };
   const pgDropped = {
+    key: 'pg-dropped',
     name: `Postgres connections silently dropped (${PG_DROPPED_MS / 1000} s)`,
     run: async ({ relay, okTimes }) => {
       const frozenAt = Date.now();
@@ -364,6 +397,7 @@ function faultSchedule(seconds) {
     },
   };
   const pgBlackhole = {
+    key: 'pg-blackhole',
     name: `Postgres unreachable without a reset (every connection, live or new, unanswered, ${PG_BLACKHOLE_MS / 1000} s)`,
     run: async ({ relay, okTimes }) => {
       relay.freezeNew(true);
@@ -381,6 +415,7 @@ function faultSchedule(seconds) {
     },
   };
   const stall = (name) => ({
+    key: `stall-${name}`,
     name: `${name} stalls (SIGSTOP, ${SERVICE_STALL_MS / 1000} s)`,
     run: async ({ logDir }) => {
       const pid = Number(fs.readFileSync(path.join(logDir, `${name}.pid`), 'utf8'));
@@ -394,6 +429,7 @@ function faultSchedule(seconds) {
     },
   });
   const brokerStall = {
+    key: 'broker-stall',
     name: `broker stalls (SIGSTOP, ${BROKER_STALL_MS / 1000} s)`,
     run: async ({ kafka }) => {
       process.kill(kafka.pid, 'SIGSTOP');
@@ -420,8 +456,23 @@ function faultSchedule(seconds) {
         ...(SERVICE_STALL_MS > 0 ? [stall('settlement'), stall('dispatch')] : []),
         kill('dispatch'),
       ];
-  const step = seconds / (list.length + 1);
-  return list.map((f, i) => ({ ...f, at: Math.round(step * (i + 1)) }));
+  const chosen = FAULTS === null ? list : chooseFaults(FAULTS, [...list, pgBlackhole, brokerStall, stall('settlement'), stall('dispatch')]);
+  const step = seconds / (chosen.length + 1);
+  return chosen.map((f, i) => ({ ...f, at: Math.round(step * (i + 1)) }));
+}
+
+/**
+ * The faults `--faults=a,b,…` names, in that order (a key may repeat: `broker-restart,broker-restart`
+ * injects it twice); any kill or stall of a service by its key. An unknown key stops the run with
+ * the keys there are, before anything starts.
+ */
+function chooseFaults(keys, known) {
+  const byKey = new Map(known.map((f) => [f.key, f]));
+  return keys.map((k) => {
+    const f = byKey.get(k);
+    if (!f) throw new Error(`--faults: no fault "${k}"; there are ${[...byKey.keys()].sort().join(', ')}`);
+    return f;
+  });
 }
 
 function pick(random, seeded) {

@@ -135,7 +135,8 @@ export function scaleFrom(args = scriptArgs(), env = process.env) {
  *
  * With `supervise`, a service that exits without being asked to (a crash, an OOM kill, `kill -9`,
  * or `npm run service -- restart <name>`) is reported with its exit code or signal and started
- * again after a backoff (1 s doubling to 30 s; reset after a minute of running). Each child's pid
+ * again after a backoff (1 s doubling to 30 s; reset after a minute of running); `exits` lists
+ * each such exit, and whether the process had answered /health before it. Each child's pid
  * is kept in `<logDir>/<name>.pid` so a single service can be restarted from another shell.
  */
 export async function startServices({
@@ -184,12 +185,15 @@ export async function startServices({
     }
     entry.child = child;
     entry.exited = null;
+    entry.healthy = false;
     entry.startedAt = Date.now();
     fs.writeFileSync(path.join(logDir, `${inst.name}.pid`), `${child.pid}\n`);
     child.on('exit', (code, signal) => {
       fs.closeSync(out);
       entry.exited = { code, signal };
       if (stopping || !supervise || entry.paused) return;
+      // whether the process had answered /health: an exit before is a start that failed, after it a running service that ended
+      entry.exits.push({ code, signal, afterHealthy: entry.healthy, atMs: Date.now() });
       if (Date.now() - entry.startedAt > 60_000) entry.backoffMs = 1000;
       const delay = entry.backoffMs;
       entry.backoffMs = Math.min(entry.backoffMs * 2, 30_000);
@@ -206,7 +210,18 @@ export async function startServices({
     });
   };
   const launch = (inst) => {
-    const entry = { ...inst, child: null, exited: null, startedAt: 0, backoffMs: 1000, restarts: 0, timer: null, paused: false };
+    const entry = {
+      ...inst,
+      child: null,
+      exited: null,
+      healthy: false,
+      exits: [],
+      startedAt: 0,
+      backoffMs: 1000,
+      restarts: 0,
+      timer: null,
+      paused: false,
+    };
     children.push(entry);
     spawnChild(inst, entry);
     return entry;
@@ -268,6 +283,7 @@ async function waitHealthy(entry, timeoutMs, logDir) {
       const res = await fetch(url);
       if (res.ok) {
         entry.healthyAfterMs = Date.now() - entry.startedAt;
+        entry.healthy = true;
         return;
       }
     } catch {
