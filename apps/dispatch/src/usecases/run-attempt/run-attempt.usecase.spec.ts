@@ -21,7 +21,7 @@ import type { PauseSource } from '../../hedging/hedge-policies';
 import type { PauseStore } from '../../hedging/pause-evaluator';
 import { dispatchCommand } from './dispatch-command.fixture';
 import type { AttemptStore, ReplyPublisher } from './ports';
-import { CLIENT_REQUEST_ID_HEADER, EXPIRED_LOG_WINDOW_MS, RunAttempt } from './run-attempt.usecase';
+import { CLIENT_REQUEST_ID_HEADER, REFUSAL_LOG_WINDOW_MS, RunAttempt } from './run-attempt.usecase';
 
 const NOW = new Date('2026-03-01T12:00:00.000Z');
 const ADMISSION_1: ReplyAddress = { instanceId: 'admission-1', topic: 'dispatchReplies' };
@@ -268,7 +268,7 @@ describe('RunAttempt', () => {
       for (let i = 0; i < 500; i += 1) await f.attempt(expired(i));
       expect(await refused(f.metrics, 'expired')).toBe(500);
       expect(lines).toEqual([expect.objectContaining({ msg: 'refusing expired dispatch command', action_id: 'act-0' })]);
-      f.advance(EXPIRED_LOG_WINDOW_MS); // the next one opens a new window: the burst's size first, then its own line
+      f.advance(REFUSAL_LOG_WINDOW_MS); // the next one opens a new window: the burst's size first, then its own line
       await f.attempt(expired(500));
       expect(lines.slice(1)).toEqual([
         expect.objectContaining({ action_id: 'act-499', more: 499, msg: expect.stringContaining('499 more within 10 s') }),
@@ -300,6 +300,23 @@ describe('RunAttempt', () => {
         expect(f.replies()).toEqual([expect.objectContaining({ kind: 'error', http_status: 504, code: 'deadline_exceeded' })]);
       },
     );
+
+    it('claims that outlasted their deadlines in a burst: one warn line for the first, then how many more', async () => {
+      const lines: Array<Record<string, unknown>> = [];
+      const f = setup(undefined, {}, null, null, pino({ level: 'warn' }, { write: (l: string) => void lines.push(JSON.parse(l)) }));
+      f.store.whileClaiming = () => f.advance(1_000);
+      for (let i = 0; i < 3; i += 1) {
+        const now = f.advance(0);
+        const at = (ms: number) => new Date(now + ms).toISOString();
+        await f.attempt(openAiCommand({ action_id: `act-${i}`, dispatch_deadline: at(500), deadline: at(1_000) }));
+      }
+      expect(f.store.completed).toHaveLength(3);
+      f.run.beforeApplicationShutdown();
+      expect(lines).toEqual([
+        expect.objectContaining({ action_id: 'act-0', msg: 'claimed after the deadline; nothing sent upstream' }),
+        expect.objectContaining({ action_id: 'act-2', more: 2 }),
+      ]);
+    });
 
     it('a claim that returns a moment before the deadline still sends', async () => {
       const f = setup();

@@ -27,8 +27,8 @@ import { RouteHealth } from '../../hedging/route-health';
 import { UPSTREAM, UPSTREAM_CREDENTIALS } from '../../tokens';
 import { ActionRunner, AttemptReport, Ctx, SINGLE_ATTEMPT, WholeResult } from './action-runner';
 
-/** How long one log line stands for the expired commands refused after it (LogBurst). */
-export const EXPIRED_LOG_WINDOW_MS = 10_000;
+/** How long one log line stands for the late commands refused after it (LogBurst). */
+export const REFUSAL_LOG_WINDOW_MS = 10_000;
 
 /** A provider's error answer is its own evidence that nothing was generated or billed. */
 const PROVIDER_ERROR_EVIDENCE: ParsedResponse = {
@@ -57,8 +57,11 @@ export class RunAttempt implements BeforeApplicationShutdown {
   private readonly pauseEvaluator: PauseEvaluator | null;
   /** per-route facts of this instance's own traffic (hedge delay quantile, error rate, in-flight, bucket) */
   readonly health = new RouteHealth();
-  /** a replay after an outage brings expired commands by the thousand: one line per window, every one counted in the metric */
-  private readonly expiredLog: LogBurst;
+  /**
+   * Commands refused for lateness come by the thousand after an outage (a replay): one line per
+   * window for each kind, every one counted in `gateway_dispatch_refused_total`.
+   */
+  private readonly refusalLogs: { expired: LogBurst; lateClaim: LogBurst };
 
   constructor(
     @Inject(DispatchRepository) private readonly repo: AttemptStore,
@@ -75,12 +78,17 @@ export class RunAttempt implements BeforeApplicationShutdown {
     @Optional() @Inject(ExperimentPauseRepository) pauses: (PauseSource & PauseStore) | null = null,
   ) {
     this.policies = new HedgePolicies(hedgePolicies, undefined, pauses);
-    this.expiredLog = new LogBurst(
-      (fields, msg) => this.log.warn(fields, msg),
-      'refusing expired dispatch command',
-      EXPIRED_LOG_WINDOW_MS,
-      () => this.clock.now().getTime(),
-    );
+    const burst = (msg: string) =>
+      new LogBurst(
+        (fields, m) => this.log.warn(fields, m),
+        msg,
+        REFUSAL_LOG_WINDOW_MS,
+        () => this.clock.now().getTime(),
+      );
+    this.refusalLogs = {
+      expired: burst('refusing expired dispatch command'),
+      lateClaim: burst('claimed after the deadline; nothing sent upstream'),
+    };
     this.pauseEvaluator = pauses
       ? new PauseEvaluator(pauses, {
           now: () => this.clock.now(),
@@ -99,7 +107,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
     const now = this.clock.now();
     if (new Date(cmd.dispatch_deadline) <= now) {
       this.metrics.refused.inc({ reason: 'expired' });
-      this.expiredLog.note({ action_id: cmd.action_id });
+      this.refusalLogs.expired.note({ action_id: cmd.action_id });
       return { done: Promise.resolve() };
     }
     const credential = this.credentialFor(cmd);
@@ -409,7 +417,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
    */
   private async deadlinePassedAtClaim(ctx: Ctx): Promise<void> {
     this.metrics.refused.inc({ reason: 'deadline_passed_at_claim' });
-    this.log.warn({ action_id: ctx.cmd.action_id, attempt_id: ctx.attemptId }, 'claimed after the deadline; nothing sent upstream');
+    this.refusalLogs.lateClaim.note({ action_id: ctx.cmd.action_id, attempt_id: ctx.attemptId });
     try {
       await this.finish(
         ctx,
@@ -474,7 +482,8 @@ export class RunAttempt implements BeforeApplicationShutdown {
   /** Writes still being retried get one last try, then give up with an error log. */
   beforeApplicationShutdown(): void {
     this.stopping.abort();
-    this.expiredLog.flush();
+    this.refusalLogs.expired.flush();
+    this.refusalLogs.lateClaim.flush();
   }
 
   /**
