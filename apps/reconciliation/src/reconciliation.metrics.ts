@@ -13,7 +13,7 @@ export class ReconciliationMetrics {
     const registers = [metrics.registry];
     this.swept = new Counter({
       name: 'gateway_reconciliation_swept_total',
-      help: 'Sweeper outcomes: voided undispatchable reservations, orphaned attempts',
+      help: 'Sweeper outcomes: voided undispatchable reservations, orphaned attempts, orphan cases settled from late evidence',
       labelNames: ['kind'],
       registers,
     });

@@ -42,6 +42,7 @@ import { ListControlAlerts } from './usecases/run-daily-controls/list-control-al
 import { ReconciliationMetrics } from './reconciliation.metrics';
 import { SweepScheduler } from './schedulers/sweep.scheduler';
 import { ImportUsage } from './usecases/import-usage/import-usage.usecase';
+import { SettleLateEvidence } from './usecases/import-usage/settle-late-evidence.usecase';
 import { ImportUsageExport } from './usecases/import-export/import-export.usecase';
 import { UsageExportsController } from './http/usage-exports.controller';
 import { ListCases } from './usecases/list-cases/list-cases.usecase';
@@ -97,6 +98,7 @@ export class ReconciliationModule {
         ReconciliationMetrics,
         SweepReservations,
         ImportUsage,
+        SettleLateEvidence,
         ImportUsageExport,
         CompleteUsageExport,
         ReleaseCase,

@@ -8,12 +8,13 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Client } from 'pg';
-import type { ReconciliationRequiredV1, UsageSettledV1 } from '@gateway/contracts';
+import type { LateEvidence, ReconciliationRequiredV1, UsageSettledV1 } from '@gateway/contracts';
 import {
   AttemptRepository,
   budgetAccountId,
   CaseRepository,
   Database,
+  DispatchRepository,
   migrate,
   OutboxRepository,
   ReconciliationRepository,
@@ -23,6 +24,7 @@ import { KafkaBus, OutboxRelay } from '@gateway/messaging';
 import { randomIds, RunningService } from '@gateway/service-kit';
 import { eventually, Seeder } from '@gateway/testing';
 import { startReconciliation } from '../src/app';
+import { LATE_EVIDENCE_ACTOR, SettleLateEvidence } from '../src/usecases/import-usage/settle-late-evidence.usecase';
 import { SweepReservations } from '../src/usecases/sweep-reservations/sweep-reservations.usecase';
 
 const SERVER_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/gateway_test';
@@ -407,6 +409,82 @@ describe('sweeper: attempts orphaned in flight', () => {
     );
     await sweeper().execute(new Date());
     expect(await db.prisma.reconciliationCase.count({ where: { attemptId, reason: 'orphaned_attempt' } })).toBe(1);
+  });
+});
+
+describe('late evidence: dispatch held the usage of an attempt the orphan sweep had cut', () => {
+  // Gemini's shape: output counted without its reasoning
+  const evidence = (over: Partial<LateEvidence> = {}): LateEvidence => ({
+    provider_request_id: `resp-${randomUUID()}`,
+    usage_source: 'provider_response',
+    output_includes_reasoning: false,
+    input_tokens: 1000,
+    cached_input_tokens: 200,
+    output_tokens_total: 200,
+    reasoning_tokens: 100,
+    offered_at: new Date().toISOString(),
+    ...over,
+  });
+  const settleLate = () => service.app.get(SettleLateEvidence, { strict: false }).execute(new Date(), 10);
+
+  it('is offered to the open orphan case once, and settles it as the import would, the response as its source', async () => {
+    const o = await orphanedCase(20_000n);
+    const dispatchSide = new DispatchRepository(db, new OutboxRepository(db));
+    const ev = evidence();
+    expect(await dispatchSide.offerLateEvidence(o.attemptId, ev)).toBe(o.caseId);
+    expect(await dispatchSide.offerLateEvidence(o.attemptId, evidence())).toBeNull(); // the first offer stands
+    expect(await dispatchSide.offerLateEvidence(randomUUID(), ev)).toBeNull(); // no case for that attempt
+
+    expect(await settleLate()).toBe(1);
+    expect(await settleLate()).toBe(0);
+
+    // 800 input 2000 + 200 cached 250 + 200 output 2000 + 100 reasoning 1000 (reasoning added to the output it excluded)
+    expect(await db.prisma.ledgerEntry.findUniqueOrThrow({ where: { attemptId: o.attemptId } })).toMatchObject({
+      usageSource: 'provider_response',
+      providerRequestId: ev.provider_request_id,
+      costMicrousd: 5_250n,
+      priceRevisionId: priceId,
+    });
+    expect(await db.prisma.reconciliationCase.findUniqueOrThrow({ where: { id: o.caseId } })).toMatchObject({
+      status: 'resolved',
+      resolvedBy: LATE_EVIDENCE_ACTOR,
+      resolution: expect.stringContaining('after the orphan sweep'),
+    });
+    expect(await db.prisma.attempt.findUniqueOrThrow({ where: { id: o.attemptId } })).toMatchObject({ status: 'settled' });
+    const acct = await account(o.accountId);
+    expect({ pending: acct.pendingMicrousd, unresolved: acct.unresolvedMicrousd, settled: acct.settledMicrousd }).toEqual({
+      pending: 0n,
+      unresolved: 0n,
+      settled: 5_250n,
+    });
+    await eventually(() => settled.find((e) => e.attempt_id === o.attemptId), { what: 'usage.settled for the late evidence' });
+  });
+
+  it('evidence the case refuses (another provider request) is set aside on the case, which stays open with its exposure', async () => {
+    const o = await orphanedCase(20_000n);
+    await db.prisma.reconciliationCase.update({ where: { id: o.caseId }, data: { providerRequestId: 'req-known' } });
+    expect(await new CaseRepository(db, new OutboxRepository(db)).offerLateEvidence(o.attemptId, evidence())).toBe(o.caseId);
+
+    expect(await settleLate()).toBe(0);
+
+    const c = await db.prisma.reconciliationCase.findUniqueOrThrow({ where: { id: o.caseId } });
+    expect(c).toMatchObject({ status: 'open', lateEvidence: null });
+    expect(c.details).toMatchObject({ late_evidence_not_used: { why: expect.stringMatching(/^provider_request_mismatch/) } });
+    expect(await db.prisma.ledgerEntry.count({ where: { attemptId: o.attemptId } })).toBe(0);
+    expect((await account(o.accountId)).unresolvedMicrousd).toBe(20_000n);
+  });
+
+  it('evidence that no longer parses is set aside, not met again on every sweep', async () => {
+    const o = await orphanedCase(20_000n);
+    await db.prisma.reconciliationCase.update({ where: { id: o.caseId }, data: { lateEvidence: { input_tokens: 'many' } } });
+
+    expect(await settleLate()).toBe(0);
+
+    const c = await db.prisma.reconciliationCase.findUniqueOrThrow({ where: { id: o.caseId } });
+    expect(c).toMatchObject({ status: 'open', lateEvidence: null });
+    expect(c.details).toMatchObject({
+      late_evidence_not_used: { evidence: { input_tokens: 'many' }, why: expect.stringMatching(/^unreadable/) },
+    });
   });
 });
 

@@ -8,6 +8,7 @@ export * from './dead-letter';
 export * from './dispatch';
 export * from './errors';
 export * from './money';
+export * from './late-evidence';
 export * from './price-revision';
 export * from './hedge-policy';
 export * from './wire-path';

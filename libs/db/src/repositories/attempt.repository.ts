@@ -53,7 +53,7 @@ export function priceRevisionOf(attemptRevision: string | null | undefined, rese
 
 /** What a late piece of evidence records on the attempt row. */
 export interface AttemptEvidence {
-  usageSource: Extract<UsageSource, 'provider_export' | 'operator_release'>;
+  usageSource: Extract<UsageSource, 'provider_export' | 'operator_release' | 'provider_response' | 'stream_final_chunk'>;
   providerRequestId?: string | null;
   inputTokens?: number;
   cachedInputTokens?: number;

@@ -1,4 +1,4 @@
-import type { CaseReason, ReconciliationRequiredV1, SanitisedFields } from '@gateway/contracts';
+import { CaseReason, LateEvidence, lateEvidence, ReconciliationRequiredV1, SanitisedFields } from '@gateway/contracts';
 import { Database, prismaTx, Tx } from '../database';
 import { Prisma } from '../generated/prisma/client';
 import { OutboxRepository } from './outbox.repository';
@@ -87,6 +87,44 @@ export class CaseRepository {
         status = 'resolved', resolved_at = ${r.resolvedAt}, resolved_by = ${r.resolvedBy}, resolution = ${r.resolution},
         details = details || ${JSON.stringify(r.details)}::jsonb
       WHERE id = ${caseId}`;
+  }
+
+  /**
+   * Dispatch's evidence for an attempt the orphan sweep cut first: kept on the attempt's open
+   * `orphaned_attempt` case for reconciliation to settle from (`withLateEvidence`). The case id, or
+   * null when there is no such open case (or it already holds evidence: the first offer stands).
+   */
+  async offerLateEvidence(attemptId: string, evidence: LateEvidence): Promise<string | null> {
+    const rows = await this.db.prisma.$queryRaw<Array<{ id: string }>>`
+      UPDATE reconciliation_case SET late_evidence = ${JSON.stringify(evidence)}::jsonb
+      WHERE attempt_id = ${attemptId} AND reason = 'orphaned_attempt' AND status = 'open' AND late_evidence IS NULL
+      RETURNING id`;
+    return rows[0]?.id ?? null;
+  }
+
+  /**
+   * Open cases holding late evidence, oldest first (the partial index
+   * `reconciliation_case_late_evidence_idx` holds only these). Evidence that no longer parses is
+   * returned as its parse error, so the caller sets it aside instead of meeting it every sweep.
+   */
+  async withLateEvidence(limit: number): Promise<Array<{ caseId: string; evidence: LateEvidence | { unreadable: string } }>> {
+    const rows = await this.db.prisma.$queryRaw<Array<{ id: string; late_evidence: unknown }>>`
+      SELECT id, late_evidence FROM reconciliation_case
+      WHERE status = 'open' AND late_evidence IS NOT NULL
+      ORDER BY opened_at LIMIT ${limit}`;
+    return rows.map((r) => {
+      const parsed = lateEvidence.safeParse(r.late_evidence);
+      return { caseId: r.id, evidence: parsed.success ? parsed.data : { unreadable: parsed.error.message.slice(0, 500) } };
+    });
+  }
+
+  /** Moves a case's late evidence into its details with why it was not used; the case stays open. */
+  async setLateEvidenceAside(caseId: string, why: string): Promise<void> {
+    await this.db.prisma.$executeRaw`
+      UPDATE reconciliation_case
+      SET details = details || jsonb_build_object('late_evidence_not_used', jsonb_build_object('evidence', late_evidence, 'why', ${why}::text)),
+          late_evidence = NULL
+      WHERE id = ${caseId} AND late_evidence IS NOT NULL`;
   }
 
   /** Exposure still held by the action's other open cases. */

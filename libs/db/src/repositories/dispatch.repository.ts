@@ -1,4 +1,4 @@
-import { AcceptanceVerdict, AttemptCompletedV1, AttemptRole, DeliveryOutcome, Topics } from '@gateway/contracts';
+import { AcceptanceVerdict, AttemptCompletedV1, AttemptRole, DeliveryOutcome, LateEvidence, Topics } from '@gateway/contracts';
 import {
   actionMachine,
   ActionState,
@@ -13,6 +13,7 @@ import {
 import { Database, isTransientDatabaseError, PreparedStatement } from '../database';
 import { StatementGroups } from '../statement-groups';
 import { budgetAccountId } from './admission.repository';
+import { CaseRepository } from './case.repository';
 import { OutboxRepository } from './outbox.repository';
 
 export interface ClaimInput {
@@ -134,6 +135,7 @@ const EXTRA_ATTEMPT_DENIALS: readonly ExtraAttemptDenial[] = [
 export class DispatchRepository {
   private readonly claims: StatementGroups<unknown, ClaimRow | ItemFailure>;
   private readonly completions: StatementGroups<unknown, CompleteRow | ItemFailure>;
+  private readonly cases: CaseRepository;
 
   /**
    * Claims, and apart from them completions, are group-committed (`StatementGroups`): those that
@@ -148,6 +150,16 @@ export class DispatchRepository {
     const maxGroup = opts.groupStatements === false ? 1 : (opts.maxGroup ?? MAX_GROUP);
     this.claims = new StatementGroups((items) => this.runGroup<ClaimRow>(CLAIM_GROUP, items), maxGroup);
     this.completions = new StatementGroups((items) => this.runGroup<CompleteRow>(COMPLETE_GROUP, items), maxGroup);
+    this.cases = new CaseRepository(db, outbox);
+  }
+
+  /**
+   * The evidence of an attempt whose completion was refused because the orphan sweep had cut it
+   * first, offered to its open `orphaned_attempt` case (`CaseRepository.offerLateEvidence`): the
+   * case id, or null when no open case takes it.
+   */
+  offerLateEvidence(attemptId: string, evidence: LateEvidence): Promise<string | null> {
+    return this.cases.offerLateEvidence(attemptId, evidence);
   }
 
   /**

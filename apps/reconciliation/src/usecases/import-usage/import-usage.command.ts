@@ -76,6 +76,12 @@ export interface ImportUsageCommand {
    * attempt's route and day has none for it, so the provider billed nothing (zero usage).
    */
   completion?: { statementId: string; exportDigest: string; day: string } | null;
+  /**
+   * The evidence is dispatch's own record of the provider's response, which came after the orphan
+   * sweep had cut the attempt (`SettleLateEvidence`): the ledger row keeps where it came from, as
+   * settlement would have. Absent: a provider export.
+   */
+  late?: { source: 'provider_response' | 'stream_final_chunk'; offeredAt: string } | null;
 }
 
 export function importUsageCommand(caseId: string, body: unknown, actor: string): ImportUsageCommand {

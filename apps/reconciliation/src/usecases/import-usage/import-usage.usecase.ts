@@ -26,7 +26,7 @@ export interface ImportUsageResult {
   action_id: string;
   attempt_id: string;
   ledger_entry_id: string;
-  usage_source: 'provider_export';
+  usage_source: 'provider_export' | 'provider_response' | 'stream_final_chunk';
   price_revision: string;
   cost_microusd: string;
   cost_microusd_by_category: SettledCostFields['cost_microusd_by_category'];
@@ -80,7 +80,7 @@ export class ImportUsage {
       // Evidence for another provider request would settle the wrong call, unless the provider
       // echoes the attempt's own id (then the request ids are two names of one call).
       const knownRequestId = c.providerRequestId ?? attempt.providerRequestId;
-      if (cmd.providerRequestId === null && !cmd.completion)
+      if (cmd.providerRequestId === null && !cmd.completion && !cmd.late)
         throw new Error('evidence without a provider request id needs an export completion');
       if (
         knownRequestId &&
@@ -100,14 +100,21 @@ export class ImportUsage {
       const usage = cmd.usage;
       const cost = priceUsage(usage, price);
       const providerRequestId = cmd.providerRequestId ?? knownRequestId;
-      const how = cmd.completion ? 'settled at zero: no line in an export stated complete' : 'settled from provider usage export';
+      const source: ImportUsageResult['usage_source'] = cmd.late?.source ?? 'provider_export';
+      const how = cmd.completion
+        ? 'settled at zero: no line in an export stated complete'
+        : cmd.late
+          ? "settled from the provider's response, recorded by dispatch after the orphan sweep"
+          : 'settled from provider usage export';
       const evidence = cmd.completion
         ? `settled at zero: the export stated complete for ${cmd.completion.day} (statement ${cmd.completion.statementId}, ${cmd.completion.exportDigest}) has no line for it`
-        : `settled from provider usage export (${cmd.providerRequestId})`;
+        : cmd.late
+          ? `settled from the provider's response (${cmd.providerRequestId ?? 'no provider request id'}), which dispatch offered at ${cmd.late.offeredAt}, after the orphan sweep had opened this case`
+          : `settled from provider usage export (${cmd.providerRequestId})`;
       const row = buildLedgerRow({
         id: this.ids.next(),
         facts: attemptFacts(action, attempt, providerRequestId),
-        evidence: { kind: 'usage', source: 'provider_export', usage, cost },
+        evidence: { kind: 'usage', source, usage, cost },
         priceRevisionId: price.id,
         settledAt: now,
       });
@@ -115,7 +122,7 @@ export class ImportUsage {
         throw new ReconciliationError('attempt_already_settled', `attempt ${attempt.id} already has its ledger row`);
       }
       await this.p.attempts.transition(tx, attempt.id, 'settle', `${how} (case ${c.id})`, now, {
-        usageSource: 'provider_export',
+        usageSource: source,
         providerRequestId,
         inputTokens: usage.inputTokens,
         cachedInputTokens: usage.cachedInputTokens,
@@ -130,7 +137,7 @@ export class ImportUsage {
         resolvedBy: cmd.actor,
         resolvedAt: now,
         details: {
-          usage_source: 'provider_export',
+          usage_source: source,
           ledger_entry_id: row.id,
           settled_microusd: cost.total.toString(),
           released_microusd: released.toString(),
@@ -151,7 +158,7 @@ export class ImportUsage {
         action_id: action.id,
         attempt_id: attempt.id,
         ledger_entry_id: row.id,
-        usage_source: 'provider_export' as const,
+        usage_source: source,
         price_revision: price.id,
         cost_microusd: cost.total.toString(),
         cost_microusd_by_category: settledCostFields(cost).cost_microusd_by_category,
