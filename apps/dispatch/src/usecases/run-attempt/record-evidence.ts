@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { AttemptOutcome } from '@gateway/db';
 import { isTransientDatabaseError } from '@gateway/db';
+import { lateEvidenceOf, usageOfReport } from '@gateway/contracts';
 import { InvalidTransitionError } from '@gateway/domain';
 import type { AttemptStore } from './ports';
 
@@ -26,12 +27,11 @@ export type EvidenceResult = 'recorded' | 'already_recorded' | 'abandoned';
  *
  * An attempt the orphan sweep ended first (its evidence came later than the action's deadline +
  * the sweep's grace: a long database outage, a stream held up by the broker) already has its
- * `orphaned_attempt` case, its exposure kept. The evidence in hand is then logged with its counts
- * (ids and numbers, never text), so that an operator can resolve that case from it
- * (`POST /cases/{id}/import-usage`) without waiting for the provider's export.
+ * `orphaned_attempt` case, its exposure kept. The evidence in hand is offered to that case, and
+ * reconciliation settles the case from it (`offerLateEvidence`).
  */
 export async function recordEvidence(
-  store: Pick<AttemptStore, 'complete'>,
+  store: Pick<AttemptStore, 'complete' | 'offerLateEvidence'>,
   outcome: AttemptOutcome,
   retry: EvidenceRetry,
   log: Logger,
@@ -45,7 +45,7 @@ export async function recordEvidence(
         log.warn({ action_id: outcome.actionId, attempt_id: outcome.attemptId, runs: run }, 'attempt evidence recorded after retries');
       return result;
     } catch (err) {
-      if (err instanceof InvalidTransitionError && err.machine === 'attempt') logLateEvidence(outcome, log);
+      if (err instanceof InvalidTransitionError && err.machine === 'attempt') await offerLateEvidence(store, outcome, log);
       if (!isTransientDatabaseError(err)) throw err;
       const ids = { action_id: outcome.actionId, attempt_id: outcome.attemptId, event_id: outcome.event.event_id, runs: run };
       if (lastTry) {
@@ -59,34 +59,49 @@ export async function recordEvidence(
   }
 }
 
-/** The evidence of an attempt that had already ended; `evidence` is the body `POST /cases/{id}/import-usage` takes (null: no usage came). */
-function logLateEvidence(outcome: AttemptOutcome, log: Logger): void {
-  const e = outcome.event;
+/**
+ * The evidence of an attempt the orphan sweep ended first, offered to its open case (reconciliation
+ * settles the case from it). When no open case takes it, or the offer fails, the evidence goes into
+ * the log at error level as the body `POST /cases/{id}/import-usage` takes (output including
+ * reasoning, as that body counts it; ids and counts, never text).
+ */
+async function offerLateEvidence(store: Pick<AttemptStore, 'offerLateEvidence'>, outcome: AttemptOutcome, log: Logger): Promise<void> {
+  const ids = { action_id: outcome.actionId, attempt_id: outcome.attemptId, status: outcome.status };
+  const evidence = lateEvidenceOf(outcome.event, outcome.now);
+  if (!evidence) {
+    log.warn(ids, 'attempt ended by the orphan sweep before its outcome was recorded; the outcome carried no usage');
+    return;
+  }
+  const caseId = await store.offerLateEvidence(outcome.attemptId, evidence).catch((err: Error) => {
+    log.error({ ...ids, error: err.message }, 'late attempt evidence could not be offered to its case');
+    return null;
+  });
+  if (caseId) {
+    log.warn(
+      { ...ids, case_id: caseId },
+      'attempt evidence came after the orphan sweep; offered to its case, which reconciliation settles from it',
+    );
+    return;
+  }
+  const usage = usageOfReport(evidence, evidence.output_includes_reasoning);
   log.error(
     {
-      action_id: outcome.actionId,
-      attempt_id: outcome.attemptId,
-      status: outcome.status,
-      http_status: outcome.httpStatus,
-      usage_source: outcome.usageSource,
-      evidence:
-        e.input_tokens === null || e.output_tokens_total === null
-          ? null
-          : {
-              provider_request_id: outcome.providerRequestId,
-              input_tokens: e.input_tokens,
-              cached_input_tokens: e.cached_input_tokens ?? 0,
-              output_tokens_total: e.output_tokens_total,
-              reasoning_tokens: e.reasoning_tokens ?? 0,
-              cache_write_input_tokens: e.cache_write_input_tokens ?? 0,
-              audio_input_tokens: e.audio_input_tokens ?? 0,
-              audio_output_tokens: e.audio_output_tokens ?? 0,
-              image_output_tokens: e.image_output_tokens ?? 0,
-              service_tier: e.service_tier ?? undefined,
-              feature_calls: e.feature_calls ?? undefined,
-            },
+      ...ids,
+      evidence: {
+        provider_request_id: evidence.provider_request_id,
+        input_tokens: usage.inputTokens,
+        cached_input_tokens: usage.cachedInputTokens,
+        output_tokens_total: usage.outputIncludesReasoning ? usage.outputTokens : usage.outputTokens + usage.reasoningTokens,
+        reasoning_tokens: usage.reasoningTokens,
+        cache_write_input_tokens: usage.cacheWriteInputTokens,
+        audio_input_tokens: usage.audioInputTokens,
+        audio_output_tokens: usage.audioOutputTokens,
+        image_output_tokens: usage.imageOutputTokens,
+        service_tier: usage.serviceTier ?? undefined,
+        feature_calls: usage.featureCalls,
+      },
     },
-    'ATTEMPT EVIDENCE CAME AFTER THE ATTEMPT ENDED: the orphan sweep opened its case first; `evidence` resolves that case (POST /cases/{id}/import-usage)',
+    'ATTEMPT EVIDENCE CAME AFTER THE ATTEMPT ENDED and no open case took it: `evidence` is the body for POST /cases/{id}/import-usage',
   );
 }
 

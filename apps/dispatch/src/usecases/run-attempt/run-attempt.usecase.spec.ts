@@ -11,6 +11,7 @@ import {
   Topics,
 } from '@gateway/contracts';
 import type { AttemptOutcome, ClaimInput, ClaimResult, ExtraAttemptInput, ExtraAttemptResult } from '@gateway/db';
+import type { LateEvidence } from '@gateway/contracts';
 import { ContentCipher, PermanentPublishError } from '@gateway/messaging';
 import { HedgePolicyRevision, InvalidTransitionError } from '@gateway/domain';
 import { Clock, Metrics, randomIds, ServiceConfig } from '@gateway/service-kit';
@@ -76,6 +77,15 @@ class FakeAttemptStore implements AttemptStore {
     if (this.winnerAttemptId === null) this.winnerAttemptId = input.attemptId;
     return { won: this.winnerAttemptId === input.attemptId, winnerAttemptId: this.winnerAttemptId };
   }
+  /** late evidence offered, by attempt; `caseForLateEvidence` null: no open case takes it */
+  readonly offered = new Map<string, LateEvidence>();
+  caseForLateEvidence: string | null = 'case-1';
+
+  async offerLateEvidence(attemptId: string, evidence: LateEvidence): Promise<string | null> {
+    if (this.caseForLateEvidence) this.offered.set(attemptId, evidence);
+    return this.caseForLateEvidence;
+  }
+
   readonly completed: AttemptOutcome[] = [];
   /** the next `failures` completion runs throw `failWith` */
   failures = 0;
@@ -162,6 +172,22 @@ const cutAfter =
       onResponseEnd: () => undefined,
       onResponseError: (c, err) => handler.onResponseError?.(c, err),
     });
+
+/** What an answer without billable detail reports beside its counts. */
+const NO_DETAIL = {
+  cache_write_input_tokens: 0,
+  audio_input_tokens: 0,
+  audio_output_tokens: 0,
+  image_output_tokens: 0,
+  service_tier: 'default',
+  feature_calls: {},
+};
+
+/** A logger at `level` whose lines land, parsed, in `lines`. */
+function capturedLog(level: pino.Level) {
+  const lines: Array<Record<string, unknown>> = [];
+  return { lines, log: pino({ level }, { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) }) };
+}
 
 /** `gateway_dispatch_refused_total` for one reason. */
 const refused = async (m: DispatchMetrics, reason: string) => (await m.refused.get()).values.find((v) => v.labels.reason === reason)?.value;
@@ -261,9 +287,8 @@ describe('RunAttempt', () => {
     });
 
     it('a replay of expired commands: each counted, one warn line for the burst, its size logged at the window end or on shutdown', async () => {
-      const lines: Array<Record<string, unknown>> = [];
-      const sink = { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) };
-      const f = setup(undefined, {}, null, null, pino({ level: 'warn' }, sink));
+      const { lines, log } = capturedLog('warn');
+      const f = setup(undefined, {}, null, null, log);
       const expired = (i: number) => openAiCommand({ action_id: `act-${i}`, dispatch_deadline: NOW.toISOString() });
       for (let i = 0; i < 500; i += 1) await f.attempt(expired(i));
       expect(await refused(f.metrics, 'expired')).toBe(500);
@@ -302,8 +327,8 @@ describe('RunAttempt', () => {
     );
 
     it('claims that outlasted their deadlines in a burst: one warn line for the first, then how many more', async () => {
-      const lines: Array<Record<string, unknown>> = [];
-      const f = setup(undefined, {}, null, null, pino({ level: 'warn' }, { write: (l: string) => void lines.push(JSON.parse(l)) }));
+      const { lines, log } = capturedLog('warn');
+      const f = setup(undefined, {}, null, null, log);
       f.store.whileClaiming = () => f.advance(1_000);
       for (let i = 0; i < 3; i += 1) {
         const now = f.advance(0);
@@ -499,29 +524,53 @@ describe('RunAttempt', () => {
       expect(f.bus.sent).toHaveLength(0);
     });
 
-    it('logs the usage in hand when the orphan sweep ended the attempt first: the body that resolves its case, no text', async () => {
-      const lines: Array<Record<string, unknown>> = [];
-      const f = setup(undefined, {}, null, null, pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l)) }));
+    it('offers the usage in hand to the orphan case when the orphan sweep ended the attempt first', async () => {
+      const { lines, log } = capturedLog('info');
+      const f = setup(undefined, {}, null, null, log);
       answered(f);
       f.store.failures = 1;
       f.store.failWith = new InvalidTransitionError('attempt', 'not in_flight', 'succeed');
       await f.attempt(openAiCommand());
+      const attemptId = f.store.claims[0].attemptId;
+      expect(f.store.offered.get(attemptId)).toEqual({
+        provider_request_id: 'chatcmpl-1',
+        usage_source: 'provider_response',
+        output_includes_reasoning: true,
+        input_tokens: 9,
+        cached_input_tokens: 0,
+        output_tokens_total: 7,
+        reasoning_tokens: 0,
+        ...NO_DETAIL,
+        offered_at: expect.any(String),
+      });
+      expect(lines).toContainEqual(expect.objectContaining({ level: 40, attempt_id: attemptId, case_id: 'case-1' }));
+      expect(f.bus.sent).toHaveLength(0);
+    });
+
+    it('with no open case to take it, logs the evidence as the body that resolves a case (output with reasoning), never the text', async () => {
+      const { lines, log } = capturedLog('info');
+      const f = setup(undefined, {}, null, null, log);
+      // Gemini counts output without its reasoning (thoughts); the body counts it with
+      f.pool.intercept({ path: '/v1beta/models/model-x:generateContent', method: 'POST' }).reply(200, {
+        responseId: 'resp-1',
+        candidates: [{ index: 0, content: { role: 'model', parts: [{ text: 'ok' }] }, finishReason: 'STOP' }],
+        usageMetadata: { promptTokenCount: 9, candidatesTokenCount: 7, thoughtsTokenCount: 5, totalTokenCount: 21 },
+      });
+      f.store.caseForLateEvidence = null;
+      f.store.failures = 1;
+      f.store.failWith = new InvalidTransitionError('attempt', 'not in_flight', 'succeed');
+      await f.attempt(dispatchCommand({ requested_candidates: null, effective_candidates: 1 }, 'gemini-generate'));
       const late = lines.filter((l) => String(l.msg).startsWith('ATTEMPT EVIDENCE CAME AFTER THE ATTEMPT ENDED'));
       expect(late).toHaveLength(1);
       expect(late[0]).toMatchObject({ level: 50, status: 'succeeded', attempt_id: f.store.claims[0].attemptId });
       // exactly the fields of reconciliation's `importUsageBody` (strict: no other key)
       expect(late[0].evidence).toEqual({
-        provider_request_id: 'chatcmpl-1',
+        provider_request_id: 'resp-1',
         input_tokens: 9,
         cached_input_tokens: 0,
-        output_tokens_total: 7,
-        reasoning_tokens: 0,
-        cache_write_input_tokens: 0,
-        audio_input_tokens: 0,
-        audio_output_tokens: 0,
-        image_output_tokens: 0,
-        service_tier: 'default',
-        feature_calls: {},
+        output_tokens_total: 12,
+        reasoning_tokens: 5,
+        ...NO_DETAIL,
       });
       expect(JSON.stringify(lines)).not.toContain('"ok"'); // the answer's text stays out of the log
     });
