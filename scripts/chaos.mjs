@@ -32,6 +32,7 @@
 //   - no consumer parked a message on the dead-letter topic: every fault here passes, and a parked
 //     message waits for an operator to re-publish it
 //   - no client waited longer than its deadline + 2 s; every service healthy again at the end
+//   - no orphan case still holds evidence dispatch offered late (reconciliation settles it)
 //   - no running service exited but by the run's own kill -9 (a start that fails while a fault
 //     lasts is retried by the supervisor and listed as a failed start)
 //   - no session sat idle inside a transaction past the services' bound (15 s) + 3 s in two samples
@@ -292,6 +293,18 @@ async function run(stops) {
     c.exits.filter((e) => !e.afterHealthy).map((e) => `${c.name} (${e.signal ?? `code ${e.code}`})`),
   );
 
+  // Evidence dispatch offered to orphan cases (it came after the sweep) is settled or set aside by
+  // reconciliation's next sweep: none may still wait once the stack is quiet.
+  const cases = (
+    await db.query(`SELECT count(*)::int AS n,
+      count(*) FILTER (WHERE resolved_by = 'gateway:late-evidence')::int AS late,
+      count(*) FILTER (WHERE details ? 'late_evidence_not_used')::int AS aside,
+      count(*) FILTER (WHERE status = 'open' AND late_evidence IS NOT NULL)::int AS waiting
+      FROM reconciliation_case`)
+  ).rows[0];
+  if (cases.waiting > 0) violate(`${cases.waiting} orphan cases still hold late evidence that reconciliation did not settle`);
+  const casesLine = `${cases.n} (${cases.late} settled from late evidence, ${cases.aside} with late evidence set aside)`;
+
   // ------------------------------------------------------------ report
   const table = [
     ['load', `${sent} requests at ${RATE}/s for ${loadSeconds} s, seed ${SEED}`],
@@ -305,7 +318,7 @@ async function run(stops) {
     ['settled topic', `${topic.attempts} attempts, ${topic.sum} micro-USD, ${topic.duplicates} duplicate deliveries`],
     ['decisions topic', `${decisions.announced} admissions announced, ${decisions.missing.length} without an action`],
     ['dead-letter topic', parked.length === 0 ? 'nothing parked' : parked.join('; ')],
-    ['cases', String((await db.query(`SELECT count(*)::int AS n FROM reconciliation_case`)).rows[0].n)],
+    ['cases', casesLine],
     ['violations', violations.length === 0 ? 'none' : violations.join('; ')],
   ];
   const width = Math.max(...table.map(([k]) => k.length));

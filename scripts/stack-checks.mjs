@@ -29,8 +29,9 @@ export async function quiesce(db, limitMs) {
     const { rows } = await db.query(`SELECT
       (SELECT count(*) FROM attempt WHERE status IN ('claimed', 'in_flight', 'succeeded', 'failed', 'cancelled', 'usage_missing'))::int AS a,
       (SELECT count(*) FROM action WHERE status IN ('received', 'admitted', 'dispatched'))::int AS b,
-      (SELECT count(*) FROM outbox_message WHERE quarantined_at IS NULL)::int AS c`);
-    if (rows[0].a === 0 && rows[0].b === 0 && rows[0].c === 0) return true;
+      (SELECT count(*) FROM outbox_message WHERE quarantined_at IS NULL)::int AS c,
+      (SELECT count(*) FROM reconciliation_case WHERE status = 'open' AND late_evidence IS NOT NULL)::int AS d`);
+    if (rows[0].a === 0 && rows[0].b === 0 && rows[0].c === 0 && rows[0].d === 0) return true;
     await sleep(500);
   }
   return false;
