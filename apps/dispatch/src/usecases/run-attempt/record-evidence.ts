@@ -18,6 +18,18 @@ export const EVIDENCE_RETRY = { baseMs: 100, capMs: 5_000 };
 export type EvidenceResult = 'recorded' | 'already_recorded' | 'abandoned';
 
 /**
+ * The attempt had already ended when its outcome came to be recorded (the orphan sweep cut it),
+ * and `recordEvidence` has dealt with the evidence (offered to the orphan case, or logged): the
+ * attempt's run stops here without another error line.
+ */
+export class AttemptEndedFirst extends Error {
+  constructor(readonly refusal: InvalidTransitionError) {
+    super(refusal.message);
+    this.name = 'AttemptEndedFirst';
+  }
+}
+
+/**
  * Writes an attempt's outcome until it lands. It is the most valuable row dispatch writes (usage
  * that already arrived), so a transient database error (unavailable, terminated connection,
  * timeout) is retried with capped backoff for as long as the process runs; the repository's write
@@ -45,7 +57,10 @@ export async function recordEvidence(
         log.warn({ action_id: outcome.actionId, attempt_id: outcome.attemptId, runs: run }, 'attempt evidence recorded after retries');
       return result;
     } catch (err) {
-      if (err instanceof InvalidTransitionError && err.machine === 'attempt') await offerLateEvidence(store, outcome, log);
+      if (err instanceof InvalidTransitionError && err.machine === 'attempt') {
+        await offerLateEvidence(store, outcome, log);
+        throw new AttemptEndedFirst(err);
+      }
       if (!isTransientDatabaseError(err)) throw err;
       const ids = { action_id: outcome.actionId, attempt_id: outcome.attemptId, event_id: outcome.event.event_id, runs: run };
       if (lastTry) {

@@ -544,6 +544,7 @@ describe('RunAttempt', () => {
         offered_at: expect.any(String),
       });
       expect(lines).toContainEqual(expect.objectContaining({ level: 40, attempt_id: attemptId, case_id: 'case-1' }));
+      expect(lines.filter((l) => Number(l.level) >= 50)).toEqual([]); // handled: no error line
       expect(f.bus.sent).toHaveLength(0);
     });
 

@@ -19,7 +19,7 @@ import {
 } from '@gateway/service-kit';
 import { AttemptStatus, buildAttemptEvent, deliveryOf, shortfallOf } from './attempt-report';
 import type { AttemptStore, CredentialSource, ReplyPublisher, ReplySealer } from './ports';
-import { EVIDENCE_RETRY, recordEvidence } from './record-evidence';
+import { AttemptEndedFirst, EVIDENCE_RETRY, recordEvidence } from './record-evidence';
 import { DispatchMetrics } from '../../dispatch.metrics';
 import { HedgePolicies, HedgePolicySource, PauseSource, RunsUnder } from '../../hedging/hedge-policies';
 import { PauseEvaluator, PauseStore } from '../../hedging/pause-evaluator';
@@ -184,6 +184,8 @@ export class RunAttempt implements BeforeApplicationShutdown {
       if (cmd.experiment?.cohort === 'holdout' && this.pauseEvaluator) await this.pauseEvaluator.afterHoldout(cmd.experiment.id);
     };
     const done = run().catch((err) => {
+      // the orphan sweep ended it first, and its evidence went to the orphan case (recordEvidence)
+      if (err instanceof AttemptEndedFirst) return;
       // The attempt stays in flight without evidence; reconciliation picks it up after its deadline.
       this.log.error(
         { action_id: cmd.action_id, attempt_id: attemptId, error: (err as Error).message },
