@@ -39,7 +39,7 @@
 //     in a row: a stopped process or a dropped flow must not keep its row locks
 // It prints a table and exits non-zero on any violation.
 //
-//   node scripts/chaos.mjs [--short] [--faults=KEY,…] [--seconds=N] [--rate=N] [--seed=N] [--pg-down-s=N] [--pg-stall-s=N] [--pg-read-only-s=N] [--pg-blackhole-s=N] [--broker-stall-s=N] [--service-stall-s=N] [--report=FILE]
+//   node scripts/chaos.mjs [--short] [--scale=N] [--faults=KEY,…] [--seconds=N] [--rate=N] [--seed=N] [--pg-down-s=N] [--pg-stall-s=N] [--pg-read-only-s=N] [--pg-blackhole-s=N] [--broker-stall-s=N] [--service-stall-s=N] [--report=FILE]
 //
 // `--pg-down-s` is how long the crashed Postgres stays down before it is started again (default 15,
 // longer than a consumer's transient retries; 1 with `--short`). `--pg-stall-s` is how long it
@@ -52,6 +52,10 @@
 // (default 10). `--service-stall-s` is how long the full run stops settlement, then dispatch (default
 // 25, above the idle-in-transaction bound; 0 leaves the faults out).
 //
+// `--scale=N` (or GATEWAY_SCALE) runs N instances of admission, dispatch and settlement; the load
+// goes to each admission instance in turn, and the full run also kills each one's second instance
+// after the first instances' kills (keys `kill-dispatch-2`, `stall-dispatch-2`, … for `--faults`).
+//
 // `--faults=KEY,…` runs only those faults, in that order (a key may repeat), e.g.
 // `--faults=kill-settlement,broker-restart`; an unknown key lists the keys there are.
 //
@@ -61,7 +65,18 @@ import path from 'node:path';
 import pg from 'pg';
 import { startKafka } from './kafka.mjs';
 import { ensurePrismaClient } from './prisma-generate.mjs';
-import { numberArg, runTs, sleep, scriptArgs, startOwnInfra, startServices, tsRequire, withStops } from './services.mjs';
+import {
+  numberArg,
+  runTs,
+  scaleFrom,
+  SCALABLE,
+  sleep,
+  scriptArgs,
+  startOwnInfra,
+  startServices,
+  tsRequire,
+  withStops,
+} from './services.mjs';
 import {
   announcedAdmissionsWithoutAction,
   ledgerSnapshot,
@@ -88,6 +103,9 @@ const PG_READ_ONLY_MS = numberArg(args, 'pg-read-only-s', SHORT ? 12 : 15) * 100
 const PG_BLACKHOLE_MS = numberArg(args, 'pg-blackhole-s', SHORT ? 0 : 50) * 1000;
 const BROKER_STALL_MS = numberArg(args, 'broker-stall-s', 10) * 1000;
 const SERVICE_STALL_MS = numberArg(args, 'service-stall-s', 25) * 1000;
+// Instances of each scalable service (admission, dispatch, settlement); the load goes to every
+// admission instance in turn, and the full run also kills each one's second instance.
+const SCALE = scaleFrom(args);
 // Only these faults, in this order (keys: chooseFaults); the run's other settings stay.
 const FAULTS =
   args.faults === undefined
@@ -168,7 +186,7 @@ async function run(stops) {
       .pop(),
   );
   log('starting services under the supervisor');
-  const services = await startServices({ env, logDir, supervise: true, log: (m) => log(`supervisor: ${m}`), stops });
+  const services = await startServices({ env, logDir, supervise: true, scale: SCALE, log: (m) => log(`supervisor: ${m}`), stops });
   const direct = new URL(pgServer.url);
   direct.port = new URL(postgres.url).port;
   const db = new pg.Pool({ connectionString: direct.href, max: 3 });
@@ -176,7 +194,7 @@ async function run(stops) {
   stops.push(() => db.end());
 
   // ------------------------------------------------------------ load, faults, budget samples
-  const admission = `http://127.0.0.1:${PORT_BASE}`;
+  const admissions = services.children.filter((c) => c.service.name === 'admission').map((c) => `http://127.0.0.1:${c.port}`);
   const outcomes = new Map();
   const okTimes = []; // when each 200 came (a whole answer or a stream that ended well)
   const count = (k) => {
@@ -240,7 +258,7 @@ async function run(stops) {
     const due = t0Load + (sent * 1000) / RATE;
     if (due > Date.now()) await sleep(due - Date.now());
     sent += 1;
-    const p = oneRequest(admission, pick(random, seeded), count).then((ms) => {
+    const p = oneRequest(admissions[sent % admissions.length], pick(random, seeded), count).then((ms) => {
       maxWaitMs = Math.max(maxWaitMs, ms);
     });
     inFlight.add(p);
@@ -280,7 +298,7 @@ async function run(stops) {
   const parked = await parkedMessages(kafka.brokers);
   if (parked.length > 0) violate(`messages parked on the dead-letter topic: ${parked.join('; ')}`);
   if (maxWaitMs > DEADLINE_MS + CLIENT_SLACK_MS) violate(`a client waited ${maxWaitMs} ms (deadline ${DEADLINE_MS} + ${CLIENT_SLACK_MS})`);
-  const restarts = services.children.map((c) => `${c.service.name}:${c.restarts}`).join(' ');
+  const restarts = services.children.map((c) => `${c.name}:${c.restarts}`).join(' ');
   // Only the run's own kills (SIGKILL) may end a running service: any other exit of one that had
   // answered /health is a crash the supervisor hid. A start that fails (the broker or Postgres down
   // while a killed service comes back) is retried by the supervisor and listed, not a violation.
@@ -307,7 +325,10 @@ async function run(stops) {
 
   // ------------------------------------------------------------ report
   const table = [
-    ['load', `${sent} requests at ${RATE}/s for ${loadSeconds} s, seed ${SEED}`],
+    [
+      'load',
+      `${sent} requests at ${RATE}/s for ${loadSeconds} s, seed ${SEED}${SCALE > 1 ? `, ${SCALE} instances of ${SCALABLE.join(', ')}` : ''}`,
+    ],
     ['faults', faults.map((f) => `${f.name}${f.ok ? '' : ' (FAILED)'}`).join(', ')],
     ['supervisor restarts', restarts],
     ['failed starts', failedStarts.length === 0 ? 'none' : failedStarts.join(', ')],
@@ -463,13 +484,17 @@ function faultSchedule(seconds) {
         kill('admission'),
         kill('reconciliation'),
         kill('policy'),
+        // a scaled stack: each scalable service's second instance too, while the first serves
+        ...(SCALE > 1 ? SCALABLE.map((name) => kill(`${name}-2`)) : []),
         brokerRestart,
         brokerStall,
         ...postgresFaults,
         ...(SERVICE_STALL_MS > 0 ? [stall('settlement'), stall('dispatch')] : []),
         kill('dispatch'),
       ];
-  const chosen = FAULTS === null ? list : chooseFaults(FAULTS, [...list, pgBlackhole, brokerStall, stall('settlement'), stall('dispatch')]);
+  const instances = SCALE > 1 ? SCALABLE.flatMap((name) => [kill(`${name}-2`), stall(`${name}-2`)]) : [];
+  const known = [...list, pgBlackhole, brokerStall, stall('settlement'), stall('dispatch'), ...instances];
+  const chosen = FAULTS === null ? list : chooseFaults(FAULTS, known);
   const step = seconds / (chosen.length + 1);
   return chosen.map((f, i) => ({ ...f, at: Math.round(step * (i + 1)) }));
 }
@@ -585,7 +610,9 @@ async function quiesce(db) {
 async function replay(services, brokers, groups) {
   const owners = { 'gateway-settlement': 'settlement', 'gateway-dispatch': 'dispatch' };
   const topics = { 'gateway-settlement': Topics.attemptCompleted.name, 'gateway-dispatch': Topics.dispatchCommands.name };
-  for (const g of groups) await services.stopOne(owners[g]);
+  // every instance of the owner leaves the group, or the reset is refused while it has members
+  const instancesOf = (g) => services.children.filter((c) => c.service.name === owners[g]).map((c) => c.name);
+  for (const g of groups) for (const name of instancesOf(g)) await services.stopOne(name);
   const admin = new Kafka({ clientId: 'chaos', brokers: [brokers], logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   try {
@@ -605,7 +632,7 @@ async function replay(services, brokers, groups) {
   } finally {
     await admin.disconnect();
   }
-  for (const g of groups) await services.startOne(owners[g]);
+  for (const g of groups) for (const name of instancesOf(g)) await services.startOne(name);
 }
 
 async function waitForLag(brokers, groupId, topic) {

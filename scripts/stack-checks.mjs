@@ -151,14 +151,15 @@ export async function unhealthyServices(services, env) {
   const until = Date.now() + 60_000;
   const down = [];
   for (const c of services.children) {
-    const port = Number(env[c.service.portEnv]);
+    // an instance of a scaled service listens on its own port (instancesOf)
+    const port = c.port ?? Number(env[c.service.portEnv]);
     for (;;) {
       const ok = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(2000) })
         .then((r) => r.ok)
         .catch(() => false);
       if (ok) break;
       if (Date.now() > until) {
-        down.push(c.service.name);
+        down.push(c.name ?? c.service.name);
         break;
       }
       await sleep(500);
@@ -174,7 +175,8 @@ export async function unhealthyServices(services, env) {
 export async function sweptOutboxRows(services, env) {
   const byTopic = {};
   for (const c of services.children) {
-    const port = Number(env[c.service.portEnv]);
+    // an instance of a scaled service listens on its own port (instancesOf)
+    const port = c.port ?? Number(env[c.service.portEnv]);
     const text = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5000) })
       .then((r) => (r.ok ? r.text() : ''))
       .catch(() => '');
