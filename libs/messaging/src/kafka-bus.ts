@@ -10,7 +10,9 @@ import {
   Kafka,
   KafkaConfig,
   KafkaMessage,
+  LogEntry,
   logLevel,
+  Partitioners,
   Producer,
 } from 'kafkajs';
 import { allTopics, TopicKey, TopicPayload, Topics } from '@gateway/contracts';
@@ -155,12 +157,7 @@ export class KafkaBus {
       connectionTimeout: 3000,
       requestTimeout: 10000,
       retry: { initialRetryTime: 100, retries: 8, maxRetryTime: 3000, ...opts.retry },
-      logCreator: () => (entry) => {
-        const { message, ...rest } = entry.log;
-        const fields = { kafka: entry.namespace, ...rest };
-        if (entry.level <= logLevel.ERROR) opts.logger.error(fields, message);
-        else opts.logger.warn(fields, message);
-      },
+      logCreator: () => kafkajsLogLine(opts.logger),
     });
   }
 
@@ -171,7 +168,14 @@ export class KafkaBus {
 
   private getProducer(): Promise<Producer> {
     this.producer ??= (async () => {
-      const producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+      // The partitioner kafkajs 2 uses by default (Java's murmur2), named so that it does not warn
+      // about the change from kafkajs 1 every time a producer is made.
+      const producer = this.kafka.producer({
+        idempotent: true,
+        maxInFlightRequests: 1,
+        allowAutoTopicCreation: false,
+        createPartitioner: Partitioners.DefaultPartitioner,
+      });
       const counter = this.opts.requestCounter;
       if (counter) producer.on(producer.events.REQUEST, (e) => counter.inc({ client: 'producer', api: e.payload.apiName }));
       await producer.connect();
@@ -648,4 +652,24 @@ function headersToStrings(headers: IHeaders | undefined): Record<string, string>
     if (v !== undefined) out[k] = Array.isArray(v) ? String(v[0]) : String(v);
   }
   return out;
+}
+
+/** kafkajs's own warning for an idempotent producer whose retries are limited (see kafkajsLogLine). */
+const LIMITED_RETRIES_WARNING = 'Limiting retries for the idempotent producer may invalidate EoS guarantees';
+
+/**
+ * kafkajs's log lines into the service's log: errors as errors, the rest as warnings (kafkajs logs
+ * at WARN and above here). One exception: the warning kafkajs writes for every idempotent producer
+ * whose retries are limited is the design, not a fault. The retries are limited on purpose, and a
+ * send that fails after them replaces the producer (`replaceProducer`), so the next one starts with
+ * new sequences; the warning, written again at each start and after each broker outage, goes to info.
+ */
+export function kafkajsLogLine(logger: BusLogger): (entry: LogEntry) => void {
+  return (entry) => {
+    const { message, ...rest } = entry.log;
+    const fields = { kafka: entry.namespace, ...rest };
+    if (entry.level <= logLevel.ERROR) logger.error(fields, message);
+    else if (message === LIMITED_RETRIES_WARNING) logger.info(fields, message);
+    else logger.warn(fields, message);
+  };
 }
