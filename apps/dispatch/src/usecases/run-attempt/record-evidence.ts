@@ -35,7 +35,8 @@ export class AttemptEndedFirst extends Error {
  * timeout) is retried with capped backoff for as long as the process runs; the repository's write
  * recognises a run that committed before its caller heard so (`already_recorded`). Deterministic
  * errors (an attempt the sweeper already moved) are thrown. On shutdown the outcome is abandoned
- * with an error log of ids only; reconciliation's orphan sweep then opens the case.
+ * with an error line holding its usage as the import body; reconciliation's orphan sweep then
+ * opens the case, and an operator resolves it from that line.
  *
  * An attempt the orphan sweep ended first (its evidence came later than the action's deadline +
  * the sweep's grace: a long database outage, a stream held up by the broker) already has its
@@ -64,7 +65,10 @@ export async function recordEvidence(
       if (!isTransientDatabaseError(err)) throw err;
       const ids = { action_id: outcome.actionId, attempt_id: outcome.attemptId, event_id: outcome.event.event_id, runs: run };
       if (lastTry) {
-        log.error(ids, 'ATTEMPT EVIDENCE NOT RECORDED: shutting down while the database is unavailable; the orphan sweep will open a case');
+        log.error(
+          { ...ids, evidence: importUsageBodyOf(outcome) },
+          'ATTEMPT EVIDENCE NOT RECORDED: shutting down while the database is unavailable; the orphan sweep will open a case, and `evidence` is the body that resolves it (POST /cases/{id}/import-usage)',
+        );
         return 'abandoned';
       }
       log.warn({ ...ids, retry_in_ms: waitMs }, 'attempt evidence write failed transiently; retrying');
@@ -98,26 +102,34 @@ async function offerLateEvidence(store: Pick<AttemptStore, 'offerLateEvidence'>,
     );
     return;
   }
-  const usage = usageOfReport(evidence, evidence.output_includes_reasoning);
   log.error(
-    {
-      ...ids,
-      evidence: {
-        provider_request_id: evidence.provider_request_id,
-        input_tokens: usage.inputTokens,
-        cached_input_tokens: usage.cachedInputTokens,
-        output_tokens_total: usage.outputIncludesReasoning ? usage.outputTokens : usage.outputTokens + usage.reasoningTokens,
-        reasoning_tokens: usage.reasoningTokens,
-        cache_write_input_tokens: usage.cacheWriteInputTokens,
-        audio_input_tokens: usage.audioInputTokens,
-        audio_output_tokens: usage.audioOutputTokens,
-        image_output_tokens: usage.imageOutputTokens,
-        service_tier: usage.serviceTier ?? undefined,
-        feature_calls: usage.featureCalls,
-      },
-    },
+    { ...ids, evidence: importUsageBodyOf(outcome) },
     'ATTEMPT EVIDENCE CAME AFTER THE ATTEMPT ENDED and no open case took it: `evidence` is the body for POST /cases/{id}/import-usage',
   );
+}
+
+/**
+ * The outcome's usage as the body `POST /cases/{id}/import-usage` takes (output counted with its
+ * reasoning, as that body counts it; ids and counts, never text), for a log line that an operator
+ * resolves the attempt's case from; null when the outcome carried no usage.
+ */
+function importUsageBodyOf(outcome: AttemptOutcome): Record<string, unknown> | null {
+  const evidence = lateEvidenceOf(outcome.event, outcome.now);
+  if (!evidence) return null;
+  const usage = usageOfReport(evidence, evidence.output_includes_reasoning);
+  return {
+    provider_request_id: evidence.provider_request_id,
+    input_tokens: usage.inputTokens,
+    cached_input_tokens: usage.cachedInputTokens,
+    output_tokens_total: usage.outputIncludesReasoning ? usage.outputTokens : usage.outputTokens + usage.reasoningTokens,
+    reasoning_tokens: usage.reasoningTokens,
+    cache_write_input_tokens: usage.cacheWriteInputTokens,
+    audio_input_tokens: usage.audioInputTokens,
+    audio_output_tokens: usage.audioOutputTokens,
+    image_output_tokens: usage.imageOutputTokens,
+    service_tier: usage.serviceTier ?? undefined,
+    feature_calls: usage.featureCalls,
+  };
 }
 
 /** Waits `ms`, or less when `signal` aborts. */

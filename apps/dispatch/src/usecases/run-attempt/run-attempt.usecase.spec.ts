@@ -577,7 +577,8 @@ describe('RunAttempt', () => {
     });
 
     it('answers at the action deadline while the write still retries, and gives up only on shutdown', async () => {
-      const f = setup();
+      const { lines, log } = capturedLog('error');
+      const f = setup(undefined, {}, null, null, log);
       answered(f);
       f.store.failures = Number.POSITIVE_INFINITY;
       const { done } = await f.run.execute(openAiCommand({ deadline: new Date(NOW.getTime() + 30).toISOString() }), ADMISSION_1);
@@ -590,6 +591,20 @@ describe('RunAttempt', () => {
       f.run.beforeApplicationShutdown();
       await done;
       expect(f.store.completed).toHaveLength(0);
+      // the usage that came goes into the line as the body that resolves the orphan case
+      expect(lines).toEqual([
+        expect.objectContaining({
+          msg: expect.stringMatching(/^ATTEMPT EVIDENCE NOT RECORDED/),
+          evidence: {
+            provider_request_id: 'chatcmpl-1',
+            input_tokens: 9,
+            cached_input_tokens: 0,
+            output_tokens_total: 7,
+            reasoning_tokens: 0,
+            ...NO_DETAIL,
+          },
+        }),
+      ]);
     });
   });
 
