@@ -104,7 +104,7 @@ async function offerLateEvidence(store: Pick<AttemptStore, 'offerLateEvidence'>,
   }
   log.error(
     { ...ids, evidence: importUsageBodyOf(outcome) },
-    'ATTEMPT EVIDENCE CAME AFTER THE ATTEMPT ENDED and no open case took it: `evidence` is the body for POST /cases/{id}/import-usage',
+    'ATTEMPT EVIDENCE CAME AFTER THE ATTEMPT ENDED and no open orphan case took it: if the attempt has no ledger row, `evidence` is the body for POST /cases/{id}/import-usage (a retry of a write whose commit went unacknowledged, once its outbox row was published, ends here too, and then nothing is missing)',
   );
 }
 
