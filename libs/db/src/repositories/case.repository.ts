@@ -118,13 +118,16 @@ export class CaseRepository {
     });
   }
 
-  /** Moves a case's late evidence into its details with why it was not used; the case stays open. */
+  /**
+   * Moves an open case's late evidence into its details with why it was not used; the case stays
+   * open. A case another pass resolved meanwhile (from this very evidence) is left as it is.
+   */
   async setLateEvidenceAside(caseId: string, why: string): Promise<void> {
     await this.db.prisma.$executeRaw`
       UPDATE reconciliation_case
       SET details = details || jsonb_build_object('late_evidence_not_used', jsonb_build_object('evidence', late_evidence, 'why', ${why}::text)),
           late_evidence = NULL
-      WHERE id = ${caseId} AND late_evidence IS NOT NULL`;
+      WHERE id = ${caseId} AND status = 'open' AND late_evidence IS NOT NULL`;
   }
 
   /** Exposure still held by the action's other open cases. */
