@@ -85,7 +85,13 @@ export async function recordEvidence(
  * reasoning, as that body counts it; ids and counts, never text).
  */
 async function offerLateEvidence(store: Pick<AttemptStore, 'offerLateEvidence'>, outcome: AttemptOutcome, log: Logger): Promise<void> {
-  const ids = { action_id: outcome.actionId, attempt_id: outcome.attemptId, status: outcome.status };
+  const ids = {
+    action_id: outcome.actionId,
+    attempt_id: outcome.attemptId,
+    status: outcome.status,
+    stream_mode: outcome.event.stream_mode,
+    attempt_role: outcome.event.attempt_role,
+  };
   const evidence = lateEvidenceOf(outcome.event, outcome.now);
   if (!evidence) {
     log.warn(ids, 'attempt ended by the orphan sweep before its outcome was recorded; the outcome carried no usage');

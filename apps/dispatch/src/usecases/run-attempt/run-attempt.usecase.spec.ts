@@ -543,7 +543,9 @@ describe('RunAttempt', () => {
         ...NO_DETAIL,
         offered_at: expect.any(String),
       });
-      expect(lines).toContainEqual(expect.objectContaining({ level: 40, attempt_id: attemptId, case_id: 'case-1' }));
+      expect(lines).toContainEqual(
+        expect.objectContaining({ level: 40, attempt_id: attemptId, case_id: 'case-1', stream_mode: 'none', attempt_role: 'primary' }),
+      );
       expect(lines.filter((l) => Number(l.level) >= 50)).toEqual([]); // handled: no error line
       expect(f.bus.sent).toHaveLength(0);
     });
