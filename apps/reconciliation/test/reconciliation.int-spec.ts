@@ -474,6 +474,24 @@ describe('late evidence: dispatch held the usage of an attempt the orphan sweep 
     expect((await account(o.accountId)).unresolvedMicrousd).toBe(20_000n);
   });
 
+  it('counts the ledger cannot hold are set aside in the pass, and the next case still settles', async () => {
+    const huge = await orphanedCase(20_000n);
+    const fine = await orphanedCase(20_000n);
+    const cases = new CaseRepository(db, new OutboxRepository(db));
+    // a provider reporting more output than the ledger's integer column holds (2^31 − 1)
+    expect(await cases.offerLateEvidence(huge.attemptId, evidence({ output_tokens_total: 3_000_000_000 }))).toBe(huge.caseId);
+    expect(await cases.offerLateEvidence(fine.attemptId, evidence())).toBe(fine.caseId);
+
+    expect(await settleLate()).toBe(1);
+
+    const c = await db.prisma.reconciliationCase.findUniqueOrThrow({ where: { id: huge.caseId } });
+    expect(c).toMatchObject({ status: 'open', lateEvidence: null });
+    expect(c.details).toMatchObject({ late_evidence_not_used: { why: expect.stringMatching(/^refused: /) } });
+    expect(await db.prisma.ledgerEntry.count({ where: { attemptId: huge.attemptId } })).toBe(0);
+    expect((await account(huge.accountId)).unresolvedMicrousd).toBe(20_000n); // no money moved
+    expect(await db.prisma.reconciliationCase.findUniqueOrThrow({ where: { id: fine.caseId } })).toMatchObject({ status: 'resolved' });
+  });
+
   it('evidence that no longer parses is set aside, not met again on every sweep', async () => {
     const o = await orphanedCase(20_000n);
     await db.prisma.reconciliationCase.update({ where: { id: o.caseId }, data: { lateEvidence: { input_tokens: 'many' } } });

@@ -1,6 +1,14 @@
 import fc from 'fast-check';
 import { TEST_PRICE, usageOf } from './price.fixture';
-import { PriceRevision, Usage, costOfTokensMicrousd, estimateCostMicrousd, priceUsage } from './pricing';
+import {
+  PriceRevision,
+  Usage,
+  costOfTokensMicrousd,
+  estimateCostMicrousd,
+  nonReasoningOutputTokens,
+  outputTokensWithReasoning,
+  priceUsage,
+} from './pricing';
 
 const price = TEST_PRICE;
 
@@ -199,5 +207,20 @@ describe('estimateCostMicrousd', () => {
         expect(estimateCostMicrousd(i + di, o + dO, p) >= estimateCostMicrousd(i, o, p)).toBe(true);
       }),
     );
+  });
+});
+
+describe('output tokens and reasoning, whichever way the provider counts', () => {
+  const openAi = { outputTokens: 12, reasoningTokens: 5, outputIncludesReasoning: true }; // completion_tokens holds reasoning
+  const gemini = { outputTokens: 7, reasoningTokens: 5, outputIncludesReasoning: false }; // thoughts reported apart
+
+  it('the same call reads the same both ways: 12 with reasoning, 7 without', () => {
+    expect([outputTokensWithReasoning(openAi), nonReasoningOutputTokens(openAi)]).toEqual([12, 7]);
+    expect([outputTokensWithReasoning(gemini), nonReasoningOutputTokens(gemini)]).toEqual([12, 7]);
+  });
+
+  it('no reasoning: both are the output', () => {
+    const plain = { outputTokens: 9, reasoningTokens: 0, outputIncludesReasoning: false };
+    expect([outputTokensWithReasoning(plain), nonReasoningOutputTokens(plain)]).toEqual([9, 9]);
   });
 });

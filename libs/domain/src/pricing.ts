@@ -106,6 +106,16 @@ export type Usage = {
   featureCalls?: Partial<Record<PricedFeature, number>>;
 };
 
+/** Output tokens that are not reasoning, whichever way the provider counts (`outputIncludesReasoning`). */
+export function nonReasoningOutputTokens(u: Pick<Usage, 'outputTokens' | 'reasoningTokens' | 'outputIncludesReasoning'>): number {
+  return u.outputIncludesReasoning ? u.outputTokens - u.reasoningTokens : u.outputTokens;
+}
+
+/** Output tokens with reasoning included, as DESIGN §8's `output_tokens_total` and a usage import count them. */
+export function outputTokensWithReasoning(u: Pick<Usage, 'outputTokens' | 'reasoningTokens' | 'outputIncludesReasoning'>): number {
+  return u.outputIncludesReasoning ? u.outputTokens : u.outputTokens + u.reasoningTokens;
+}
+
 export type FeeLine = { feature: PricedFeature; calls: number; microusd: bigint };
 
 export type UsageCost = {
@@ -248,7 +258,7 @@ export function assertUsage(usage: Usage): void {
     );
   }
   const media = (usage.audioOutputTokens ?? 0) + (usage.imageOutputTokens ?? 0);
-  const textAndMedia = usage.outputIncludesReasoning ? usage.outputTokens - usage.reasoningTokens : usage.outputTokens;
+  const textAndMedia = nonReasoningOutputTokens(usage);
   if (media > textAndMedia) {
     throw new RangeError(`audio and image output tokens (${media}) cannot exceed the non-reasoning output tokens (${textAndMedia})`);
   }
@@ -340,7 +350,7 @@ function categoryTokens(usage: Usage, i: RateSet, o: RateSet) {
   const cached = Math.min(usage.cachedInputTokens, usage.inputTokens - cacheWrite - audioInput);
   const audioOutput = o.audioOutputPerMTokMicrousd !== undefined ? (usage.audioOutputTokens ?? 0) : 0;
   const imageOutput = o.imageOutputPerMTokMicrousd !== undefined ? (usage.imageOutputTokens ?? 0) : 0;
-  const nonReasoning = usage.outputIncludesReasoning ? usage.outputTokens - usage.reasoningTokens : usage.outputTokens;
+  const nonReasoning = nonReasoningOutputTokens(usage);
   return {
     input: usage.inputTokens - cached - cacheWrite - audioInput,
     cached,

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { AttemptOutcome } from '@gateway/db';
 import { isTransientDatabaseError } from '@gateway/db';
 import { lateEvidenceOf, usageOfReport } from '@gateway/contracts';
-import { InvalidTransitionError } from '@gateway/domain';
+import { InvalidTransitionError, outputTokensWithReasoning } from '@gateway/domain';
 import type { AttemptStore } from './ports';
 
 export interface EvidenceRetry {
@@ -127,7 +127,7 @@ function importUsageBodyOf(outcome: AttemptOutcome): Record<string, unknown> | n
     provider_request_id: evidence.provider_request_id,
     input_tokens: usage.inputTokens,
     cached_input_tokens: usage.cachedInputTokens,
-    output_tokens_total: usage.outputIncludesReasoning ? usage.outputTokens : usage.outputTokens + usage.reasoningTokens,
+    output_tokens_total: outputTokensWithReasoning(usage),
     reasoning_tokens: usage.reasoningTokens,
     cache_write_input_tokens: usage.cacheWriteInputTokens,
     audio_input_tokens: usage.audioInputTokens,

@@ -81,7 +81,11 @@ class FakeAttemptStore implements AttemptStore {
   readonly offered = new Map<string, LateEvidence>();
   caseForLateEvidence: string | null = 'case-1';
 
+  /** set: the offer fails with it (the database gone at that moment) */
+  offerFailsWith: Error | null = null;
+
   async offerLateEvidence(attemptId: string, evidence: LateEvidence): Promise<string | null> {
+    if (this.offerFailsWith) throw this.offerFailsWith;
     if (this.caseForLateEvidence) this.offered.set(attemptId, evidence);
     return this.caseForLateEvidence;
   }
@@ -173,6 +177,9 @@ const cutAfter =
       onResponseError: (c, err) => handler.onResponseError?.(c, err),
     });
 
+/** An answer's text, distinctive enough that finding it anywhere in a log line means it leaked. */
+const ANSWER_TEXT = 'the-answer-text-7Qz';
+
 /** What an answer without billable detail reports beside its counts. */
 const NO_DETAIL = {
   cache_write_input_tokens: 0,
@@ -187,6 +194,12 @@ const NO_DETAIL = {
 function capturedLog(level: pino.Level) {
   const lines: Array<Record<string, unknown>> = [];
   return { lines, log: pino({ level }, { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) }) };
+}
+
+/** The completion write finds the attempt already ended: the orphan sweep cut it first. */
+function sweptFirst(f: { store: FakeAttemptStore }): void {
+  f.store.failures = 1;
+  f.store.failWith = new InvalidTransitionError('attempt', 'not in_flight', 'succeed');
 }
 
 /** `gateway_dispatch_refused_total` for one reason. */
@@ -517,8 +530,7 @@ describe('RunAttempt', () => {
     it('does not retry a deterministic failure (the attempt already moved on) and sends no reply', async () => {
       const f = setup();
       answered(f);
-      f.store.failures = 1;
-      f.store.failWith = new InvalidTransitionError('attempt', 'not in_flight', 'succeed');
+      sweptFirst(f);
       await f.attempt(openAiCommand());
       expect(f.store.runs).toBe(1);
       expect(f.bus.sent).toHaveLength(0);
@@ -528,8 +540,7 @@ describe('RunAttempt', () => {
       const { lines, log } = capturedLog('info');
       const f = setup(undefined, {}, null, null, log);
       answered(f);
-      f.store.failures = 1;
-      f.store.failWith = new InvalidTransitionError('attempt', 'not in_flight', 'succeed');
+      sweptFirst(f);
       await f.attempt(openAiCommand());
       const attemptId = f.store.claims[0].attemptId;
       expect(f.store.offered.get(attemptId)).toEqual({
@@ -556,12 +567,11 @@ describe('RunAttempt', () => {
       // Gemini counts output without its reasoning (thoughts); the body counts it with
       f.pool.intercept({ path: '/v1beta/models/model-x:generateContent', method: 'POST' }).reply(200, {
         responseId: 'resp-1',
-        candidates: [{ index: 0, content: { role: 'model', parts: [{ text: 'ok' }] }, finishReason: 'STOP' }],
+        candidates: [{ index: 0, content: { role: 'model', parts: [{ text: ANSWER_TEXT }] }, finishReason: 'STOP' }],
         usageMetadata: { promptTokenCount: 9, candidatesTokenCount: 7, thoughtsTokenCount: 5, totalTokenCount: 21 },
       });
       f.store.caseForLateEvidence = null;
-      f.store.failures = 1;
-      f.store.failWith = new InvalidTransitionError('attempt', 'not in_flight', 'succeed');
+      sweptFirst(f);
       await f.attempt(dispatchCommand({ requested_candidates: null, effective_candidates: 1 }, 'gemini-generate'));
       const late = lines.filter((l) => String(l.msg).startsWith('ATTEMPT EVIDENCE CAME AFTER THE ATTEMPT ENDED'));
       expect(late).toHaveLength(1);
@@ -575,7 +585,26 @@ describe('RunAttempt', () => {
         reasoning_tokens: 5,
         ...NO_DETAIL,
       });
-      expect(JSON.stringify(lines)).not.toContain('"ok"'); // the answer's text stays out of the log
+      expect(JSON.stringify(lines)).not.toContain(ANSWER_TEXT); // the answer's text stays out of the log
+    });
+
+    it('the database gone when the evidence is offered: the evidence goes into the error line, not lost', async () => {
+      const { lines, log } = capturedLog('info');
+      const f = setup(undefined, {}, null, null, log);
+      answered(f);
+      sweptFirst(f);
+      f.store.offerFailsWith = new Error('Connection terminated unexpectedly');
+      await f.attempt(openAiCommand());
+      expect(lines.filter((l) => Number(l.level) >= 50).map((l) => String(l.msg).slice(0, 40))).toEqual([
+        'late attempt evidence could not be offer',
+        'ATTEMPT EVIDENCE CAME AFTER THE ATTEMPT ',
+      ]);
+      expect(lines.find((l) => l.evidence)?.evidence).toMatchObject({
+        provider_request_id: 'chatcmpl-1',
+        input_tokens: 9,
+        output_tokens_total: 7,
+      });
+      expect(f.bus.sent).toHaveLength(0);
     });
 
     it('answers at the action deadline while the write still retries, and gives up only on shutdown', async () => {

@@ -23,6 +23,7 @@ function setup(importFails: (caseId: string) => Error | null) {
       { caseId: 'c-1', evidence: EVIDENCE },
       { caseId: 'c-2', evidence: { unreadable: 'input_tokens: expected number' } },
       { caseId: 'c-3', evidence: EVIDENCE },
+      { caseId: 'c-4', evidence: EVIDENCE },
     ],
     setLateEvidenceAside: async (caseId, why) => void aside.push([caseId, why]),
   };
@@ -39,7 +40,13 @@ function setup(importFails: (caseId: string) => Error | null) {
 
 describe('SettleLateEvidence', () => {
   it('settles each readable case through the import with the response as its source, and sets the rest aside', async () => {
-    const f = setup((id) => (id === 'c-3' ? new ReconciliationError('provider_request_mismatch', 'another request') : null));
+    const f = setup((id) =>
+      id === 'c-3'
+        ? new ReconciliationError('provider_request_mismatch', 'another request')
+        : id === 'c-4'
+          ? new RangeError('reasoningTokens (9) cannot exceed outputTokens (4) when output includes reasoning')
+          : null,
+    );
     expect(await f.late.execute(new Date(), 10)).toBe(1);
     expect(f.commands).toEqual([
       {
@@ -53,10 +60,12 @@ describe('SettleLateEvidence', () => {
     expect(f.aside).toEqual([
       ['c-2', 'unreadable: input_tokens: expected number'],
       ['c-3', 'provider_request_mismatch: another request'],
+      // a failure that would repeat on every pass holds back no other case
+      ['c-4', 'refused: reasoningTokens (9) cannot exceed outputTokens (4) when output includes reasoning'],
     ]);
   });
 
-  it('a transient failure stops the run and sets nothing aside: the next sweep tries again', async () => {
+  it('a database out of service stops the run and sets nothing aside: the next sweep tries again', async () => {
     const f = setup((id) => (id === 'c-1' ? new Error('Connection terminated unexpectedly') : null));
     await expect(f.late.execute(new Date(), 10)).rejects.toThrow('Connection terminated');
     expect(f.aside).toEqual([]);

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { usageOfReport } from '@gateway/contracts';
-import { CaseRepository } from '@gateway/db';
+import { CaseRepository, isTransientDatabaseError } from '@gateway/db';
 import { InjectLogger } from '@gateway/service-kit';
 import { ReconciliationError } from '../../reconciliation.errors';
 import { ImportUsage } from './import-usage.usecase';
@@ -17,9 +17,10 @@ export type LateEvidenceCases = Pick<CaseRepository, 'withLateEvidence' | 'setLa
  * after the orphan sweep"). Each goes through `ImportUsage`, the one path that settles a case from
  * usage (one ledger row at the reservation's price revision, the case resolved, its exposure moved
  * from unresolved to settled and the rest released), with the ledger row's usage source the
- * response's own. Evidence the case refuses (another provider request, an attempt settled since)
- * or that no longer parses is set aside on the case, which stays open for an operator; a transient
- * failure leaves it for the next sweep.
+ * response's own. Evidence the case refuses (another provider request, an attempt settled since),
+ * that the pricing refuses (counts that contradict each other) or the ledger cannot hold, or that no
+ * longer parses, is set aside on the case, which stays open for an operator; only a database out of
+ * service leaves it for the next sweep.
  */
 @Injectable()
 export class SettleLateEvidence {
@@ -50,8 +51,12 @@ export class SettleLateEvidence {
         );
         settled += 1;
       } catch (err) {
-        if (!(err instanceof ReconciliationError)) throw err;
-        await this.setAside(caseId, `${err.code}: ${err.message}`);
+        // Only a database that is out of service is worth another pass; anything else (the case
+        // refused it, counts the domain rejects, a count beyond the ledger's column) would fail
+        // every pass alike and hold back the cases after it.
+        if (isTransientDatabaseError(err)) throw err;
+        const why = err instanceof ReconciliationError ? `${err.code}: ${err.message}` : `refused: ${(err as Error).message}`;
+        await this.setAside(caseId, why.slice(0, 500));
       }
     }
     return settled;
