@@ -17,6 +17,7 @@ import type {
   ReconciliationStore,
   ReservationView,
   Tx,
+  Undispatchable,
 } from '@gateway/db';
 import { usageSettledEvent } from '@gateway/db';
 import { SanitisedFields, Topics } from '@gateway/contracts';
@@ -200,9 +201,9 @@ export class InMemoryReconciliationStore implements ReconciliationStore, LedgerP
     return [...new Set(ids)].slice(0, limit);
   }
 
-  async lockUndispatchedExpiredAction(_tx: Tx, actionId: string, cutoff: Date): Promise<ReconciliationActionView | null> {
+  async lockUndispatchedAction(_tx: Tx, actionId: string, why: Undispatchable): Promise<ReconciliationActionView | null> {
     const a = this.s.actions.get(actionId);
-    return a && a.status === 'admitted' && a.dispatchDeadlineAt < cutoff ? { ...a } : null;
+    return a && a.status === 'admitted' && (why === 'withdrawn' || a.dispatchDeadlineAt < why.deadlinePassedBefore) ? { ...a } : null;
   }
 
   async lockOrphanedAttempts(_tx: Tx, actionId: string, cutoff: Date): Promise<ReconciliationAttemptView[]> {

@@ -26,6 +26,7 @@ export * from './repositories/case.repository';
 export * from './repositories/attempt.repository';
 export * from './repositories/reservation-hold.repository';
 export * from './repositories/reconciliation.repository';
+export * from './repositories/undispatched-action';
 export * from './repositories/views.repository';
 export * from './repositories/policy.repository';
 export * from './repositories/exception.repository';

@@ -2,6 +2,7 @@ import type { ActionState } from '@gateway/domain';
 import { Database, Tx, prismaTx } from '../database';
 import { Prisma } from '../generated/prisma/client';
 import { AttemptView, priceRevisionOf, toAttemptView } from './attempt.repository';
+import type { Undispatchable } from './undispatched-action';
 
 /** The attempt fields reconciliation reads (the attempt aggregate's view). */
 export type ReconciliationAttemptView = AttemptView;
@@ -43,7 +44,7 @@ export interface ReconciliationStore {
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   admittedPastDispatchDeadline(cutoff: Date, limit: number): Promise<string[]>;
   actionsWithInFlightAttemptsPastDeadline(cutoff: Date, limit: number): Promise<string[]>;
-  lockUndispatchedExpiredAction(tx: Tx, actionId: string, cutoff: Date): Promise<ReconciliationActionView | null>;
+  lockUndispatchedAction(tx: Tx, actionId: string, why: Undispatchable): Promise<ReconciliationActionView | null>;
   lockOrphanedAttempts(tx: Tx, actionId: string, cutoff: Date): Promise<ReconciliationAttemptView[]>;
   lockAction(tx: Tx, actionId: string): Promise<ReconciliationActionView | null>;
   hasDispatchClaim(tx: Tx, actionId: string): Promise<boolean>;
@@ -118,15 +119,20 @@ export class ReconciliationRepository implements ReconciliationStore {
   }
 
   /**
-   * Locks the action when it is still admitted and past its dispatch deadline. A row another
-   * sweeper (or a dispatcher) holds is skipped: whoever holds it decides, and the next sweep
-   * re-checks.
+   * Locks the action when it is still admitted and, for the sweeper, past its dispatch deadline. The
+   * sweeper skips a row someone else holds (whoever holds it decides, and the next sweep re-checks);
+   * admission withdrawing its own action waits for the row, so a dispatcher claiming it at that
+   * moment is seen (the action is then no longer admitted).
    */
-  async lockUndispatchedExpiredAction(tx: Tx, actionId: string, cutoff: Date): Promise<ReconciliationActionView | null> {
-    const rows = await prismaTx(tx).$queryRaw<Array<{ id: string }>>`
-      SELECT id FROM action
-      WHERE id = ${actionId} AND status = 'admitted' AND dispatch_deadline_at < ${cutoff}
-      FOR UPDATE SKIP LOCKED`;
+  async lockUndispatchedAction(tx: Tx, actionId: string, why: Undispatchable): Promise<ReconciliationActionView | null> {
+    const rows =
+      why === 'withdrawn'
+        ? await prismaTx(tx).$queryRaw<Array<{ id: string }>>`
+            SELECT id FROM action WHERE id = ${actionId} AND status = 'admitted' FOR UPDATE`
+        : await prismaTx(tx).$queryRaw<Array<{ id: string }>>`
+            SELECT id FROM action
+            WHERE id = ${actionId} AND status = 'admitted' AND dispatch_deadline_at < ${why.deadlinePassedBefore}
+            FOR UPDATE SKIP LOCKED`;
     if (rows.length === 0) return null;
     return this.readAction(tx, actionId);
   }

@@ -8,8 +8,9 @@ import {
   ReconciliationRepository,
   ReconciliationStore,
   ReservationHoldRepository,
+  voidUndispatchedAction,
 } from '@gateway/db';
-import { actionMachine, applyMovement, combineMovements, Movement, planMoveToUnresolved, planReleaseRest, planVoid } from '@gateway/domain';
+import { actionMachine, applyMovement, combineMovements, Movement, planMoveToUnresolved, planReleaseRest } from '@gateway/domain';
 import { IdGenerator, InjectIds, InjectLogger } from '@gateway/service-kit';
 import { SWEEP_CONFIG, SweepConfig } from '../../reconciliation.config';
 import { AttemptPort, CasePort, HoldPort } from '../ports';
@@ -29,7 +30,9 @@ export interface SweepReport {
  *
  * (a) An action still `admitted` after its dispatch deadline is provably undispatchable (dispatch
  *     refuses expired commands): its pending hold is released, the reservation voided, the
- *     action expired and its in-flight slot returned — once, under the action's row lock.
+ *     action expired and its in-flight slot returned — once, under the action's row lock
+ *     (libs/db `voidUndispatchedAction`, which admission calls at once for an action it withdraws;
+ *     what the sweep still finds is what a crashed or cut-off admission could not withdraw).
  * (b) An attempt still `in_flight` well past its action's deadline lost its dispatcher mid-call.
  *     The provider may have billed it, so its own exposure (its hold, or what is left of the
  *     pending pool if less; libs/domain `planMoveToUnresolved`) becomes unresolved on an
@@ -81,32 +84,9 @@ export class SweepReservations {
     return report;
   }
 
-  private voidUndispatched(actionId: string, cutoff: Date, now: Date): Promise<boolean> {
-    return this.store.transaction(async (tx) => {
-      const action = await this.store.lockUndispatchedExpiredAction(tx, actionId, cutoff);
-      if (!action) return false; // dispatched, already swept, or held by another sweeper right now
-      // A claim means a dispatcher got the command in time: not provably undispatchable.
-      if (await this.store.hasDispatchClaim(tx, actionId)) return false;
-      const reservation = await this.holds.lock(tx, actionId);
-      // Quota counters before budget accounts (the global lock order admission follows too).
-      await this.store.releaseInFlightSlot(tx, action.workloadId);
-      if (reservation?.status === 'pending') {
-        await this.holds.move(tx, reservation, planVoid(reservation), 'voided: command never dispatched before its dispatch deadline', now);
-      } else if (reservation) {
-        this.log.warn(
-          { action_id: actionId, reservation_status: reservation.status },
-          'undispatched action whose reservation is no longer pending; expiring without moving money',
-        );
-      }
-      await this.store.setActionStatus(
-        tx,
-        actionId,
-        actionMachine.transition(action.status, 'expire'),
-        'expired: not dispatched before its dispatch deadline',
-        now,
-      );
-      return true;
-    });
+  private async voidUndispatched(actionId: string, cutoff: Date, now: Date): Promise<boolean> {
+    const ports = { store: this.store, holds: this.holds, log: this.log };
+    return (await voidUndispatchedAction(ports, actionId, { deadlinePassedBefore: cutoff }, now)) === 'voided';
   }
 
   private reconcileOrphans(actionId: string, cutoff: Date, now: Date): Promise<SweepReport['orphans']> {
