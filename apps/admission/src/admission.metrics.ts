@@ -17,9 +17,14 @@ export class AdmissionMetrics {
   /**
    * Admissions that outlasted ADMISSION_DECIDE_TIMEOUT_MS (`timed_out`: the client got 503), and
    * what became of them: `admitted_late` (the reservation committed afterwards; never dispatched,
-   * released by the dispatch-deadline sweep) or `failed_late`.
+   * withdrawn at once: `withdrawals`) or `failed_late`.
    */
   readonly decideTimeouts: Counter<'event'>;
+  /**
+   * Admitted actions admission withdrew (`cause`: `publish_failed`, `admitted_late`), by what the
+   * void found (`outcome`: `voided`, `claimed`, `not_voidable`, `error`: the sweep then voids it).
+   */
+  readonly withdrawals: Counter<'cause' | 'outcome'>;
 
   constructor(metrics: Metrics) {
     this.unauthenticated = metrics.unauthenticated;
@@ -38,8 +43,14 @@ export class AdmissionMetrics {
     });
     this.decideTimeouts = new Counter({
       name: 'gateway_admission_decide_timeouts_total',
-      help: 'Admissions (key, contract, reservation) that outlasted ADMISSION_DECIDE_TIMEOUT_MS: event="timed_out" (answered 503), then "admitted_late" (the reservation committed afterwards, never dispatched, released by the dispatch-deadline sweep) or "failed_late"',
+      help: 'Admissions (key, contract, reservation) that outlasted ADMISSION_DECIDE_TIMEOUT_MS: event="timed_out" (answered 503), then "admitted_late" (the reservation committed afterwards, never dispatched, withdrawn at once: gateway_admission_withdrawals_total) or "failed_late"',
       labelNames: ['event'],
+      registers: [metrics.registry],
+    });
+    this.withdrawals = new Counter({
+      name: 'gateway_admission_withdrawals_total',
+      help: 'Admitted actions admission withdrew because it will not wait for their answer (cause: publish_failed, admitted_late), by outcome: voided (reservation voided, slot returned, action expired now), claimed or not_voidable (a dispatcher took it first), error (left to the dispatch-deadline sweep)',
+      labelNames: ['cause', 'outcome'],
       registers: [metrics.registry],
     });
     this.requestedCandidates = new Histogram({

@@ -1,7 +1,8 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { AdmissionRepository, Database, ExperimentRepository, OutboxRepository, ViewsRepository } from '@gateway/db';
+import type { Logger } from 'pino';
+import { ActionWithdrawal, AdmissionRepository, Database, ExperimentRepository, OutboxRepository, ViewsRepository } from '@gateway/db';
 import { ContentCipher, ReplyRouter } from '@gateway/messaging';
-import { CoreModule, CoreOptions, dispatchRepliesConsumer, DispatchRepliesIntake } from '@gateway/service-kit';
+import { CoreModule, CoreOptions, dispatchRepliesConsumer, DispatchRepliesIntake, LOGGER } from '@gateway/service-kit';
 import { AdmissionMetrics } from './admission.metrics';
 import { CatalogCache } from './catalog-cache';
 import { ActionsController } from './http/actions.controller';
@@ -34,6 +35,8 @@ export class AdmissionModule {
         { provide: ContentCipher, useValue: core.cipher },
         { provide: ReplyRouter, useValue: new ReplyRouter() },
         { provide: ViewsRepository, useFactory: (db: Database) => new ViewsRepository(db), inject: [Database] },
+        // withdrawing an admitted action: the sweeper's void, at once (libs/db voidUndispatchedAction)
+        { provide: ActionWithdrawal, useFactory: (db: Database, log: Logger) => new ActionWithdrawal(db, log), inject: [Database, LOGGER] },
         {
           provide: AdmissionRepository,
           useFactory: (db: Database, outbox: OutboxRepository) => new AdmissionRepository(db, outbox),

@@ -4,7 +4,7 @@
  * in Postgres as the policy service stores them.
  */
 import { randomUUID } from 'node:crypto';
-import { AdmissionRepository, CatalogRepository, Database, OutboxRepository } from '@gateway/db';
+import { ActionWithdrawal, AdmissionRepository, CatalogRepository, Database, OutboxRepository } from '@gateway/db';
 import { ContentCipher, KafkaBus, ReplyRouter } from '@gateway/messaging';
 import { createLogger, Metrics, randomIds, ServiceConfig, systemClock } from '@gateway/service-kit';
 import { Seeder, STRUCTURED_CONTEXT_THRESHOLD, structuredPrice } from '@gateway/testing';
@@ -36,6 +36,7 @@ describe('admission at the worst reachable tier, on Postgres', () => {
     new CatalogCache(catalog, systemClock),
     catalog,
     new AdmissionRepository(db, new OutboxRepository(db)),
+    new ActionWithdrawal(db, createLogger('admission', 'silent')),
     // execute() never publishes; dispatch() is not called here
     new KafkaBus({ brokers: ['127.0.0.1:1'], clientId: 'admission-tiers-int', logger: quiet }),
     new ReplyRouter(),

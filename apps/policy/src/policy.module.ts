@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import {
+  ActionWithdrawal,
   AdmissionRepository,
   ChangeRequestRepository,
   ControlsRepository,
@@ -10,7 +11,8 @@ import {
   OutboxRepository,
 } from '@gateway/db';
 import { ContentCipher, ReplyRouter } from '@gateway/messaging';
-import { CoreModule, CoreOptions, dispatchRepliesConsumer, DispatchRepliesIntake } from '@gateway/service-kit';
+import type { Logger } from 'pino';
+import { CoreModule, CoreOptions, dispatchRepliesConsumer, DispatchRepliesIntake, LOGGER } from '@gateway/service-kit';
 import { EXPIRY_SWEEP_MS, ExpirySweeper } from './expiry-sweeper';
 import { ChangeRequestsController } from './http/change-requests.controller';
 import { ExceptionsController } from './http/exceptions.controller';
@@ -79,6 +81,8 @@ export class PolicyModule {
           inject: [Database, OutboxRepository],
         },
         DispatchRepliesIntake,
+        // a probe whose command could not be confirmed sent is withdrawn at once (libs/db voidUndispatchedAction)
+        { provide: ActionWithdrawal, useFactory: (db: Database, log: Logger) => new ActionWithdrawal(db, log), inject: [Database, LOGGER] },
         RouteProbe,
         {
           provide: ControlsRepository,

@@ -1,5 +1,6 @@
 import pino from 'pino';
 import type { DispatchCommandV1, DispatchReplyV1 } from '@gateway/contracts';
+import type { VoidOutcome } from '@gateway/db';
 import { ContentCipher, ReplyRouter } from '@gateway/messaging';
 import { Metrics } from '@gateway/service-kit';
 import { AdmissionMetrics } from '../admission.metrics';
@@ -61,6 +62,10 @@ class FakeAdmission implements Admission {
 
   /** how many times `dispatch` was called (a command published) */
   dispatched = 0;
+  /** the actions `withdraw` was called for */
+  readonly withdrawn: string[] = [];
+  /** what `withdraw` answers (a promise the test holds: a database that does not answer) */
+  withdrawal: () => Promise<VoidOutcome> = async () => 'voided';
 
   /** `admitting`: when admission's own work ends (at once unless given; a hung database never). */
   constructor(private readonly admitting?: Promise<void>) {}
@@ -85,6 +90,11 @@ class FakeAdmission implements Admission {
       throw err;
     }
     return stop;
+  }
+
+  withdraw(admitted: Pick<AdmittedAction, 'actionId'>): Promise<VoidOutcome> {
+    this.withdrawn.push(admitted.actionId);
+    return this.withdrawal();
   }
 
   publishSucceeds(): void {
@@ -212,9 +222,13 @@ const responsesStream = (): AdmitRequestCommand =>
 const geminiStream = (format: 'sse' | 'json-array'): AdmitRequestCommand =>
   fromGeminiGenerate({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }, 'approved-gemini', true, 'key', null, format);
 
-/** Lets pending promise callbacks (publish outcome, dispatch hand-over) run. */
+/** `gateway_admission_withdrawals_total` as `cause/outcome` → count. */
+const withdrawals = async (f: { metrics: AdmissionMetrics }) =>
+  Object.fromEntries((await f.metrics.withdrawals.get()).values.map((v) => [`${v.labels.cause}/${v.labels.outcome}`, v.value]));
+
+/** Lets pending promise callbacks (publish outcome, the withdrawal after a failed publish, dispatch hand-over) run. */
 const settle = async () => {
-  for (let i = 0; i < 5; i++) await Promise.resolve();
+  for (let i = 0; i < 20; i++) await Promise.resolve();
 };
 
 function setup(
@@ -539,9 +553,29 @@ describe('GenerationResponder', () => {
         expect(f.admission.router.pending).toBe(0);
         expect(f.res.violations).toEqual([]);
         expect(await timeouts(f)).toEqual({ timed_out: 1, admitted_late: 1 });
-        expect(f.logs.filter((l) => l.msg.startsWith('admitted after the client was answered 503'))).toHaveLength(1);
+        // withdrawn at once: its slot and hold come back now, not a dispatch deadline later
+        expect(f.admission.withdrawn).toEqual([ACTION]);
+        expect(await withdrawals(f)).toEqual({ 'admitted_late/voided': 1 });
+        expect(f.logs.filter((l) => l.msg.startsWith('admitted after the client was answered 503'))).toEqual([
+          expect.objectContaining({ withdrawal: 'voided', msg: expect.stringContaining('withdrawn: its slot and hold are released') }),
+        ]);
       },
     );
+
+    it('a late admission the database cannot withdraw either is left to the sweep, and says so', async () => {
+      const db = hung();
+      const f = setup(openAiWhole, OPENAI_PATH, { admitting: db.p, decideTimeoutMs: 500 });
+      f.admission.withdrawal = () => Promise.reject(new Error('Connection terminated unexpectedly'));
+      jest.advanceTimersByTime(500);
+      expect(await f.served()).toBe('served');
+      db.end();
+      await settle();
+      expect(f.admission.withdrawn).toEqual([ACTION]);
+      expect(await withdrawals(f)).toEqual({ 'admitted_late/error': 1 });
+      expect(f.logs.filter((l) => l.msg.startsWith('admitted after the client was answered 503'))).toEqual([
+        expect.objectContaining({ withdrawal: 'unknown', msg: expect.stringContaining('released by the dispatch-deadline sweep') }),
+      ]);
+    });
 
     it('a late failure is counted and answers nothing more', async () => {
       const db = hung();
@@ -569,6 +603,63 @@ describe('GenerationResponder', () => {
       expect(await f.served()).toBe('served');
       expect(f.res.statusCode).toBe(200);
       expect(await timeouts(f)).toEqual({});
+    });
+  });
+
+  describe('a failed publish: the action is withdrawn before the client is answered', () => {
+    it.each([openAiStream, openAiWhole])('withdrawn: 502, nothing was sent, and an SDK may retry (%p)', async (build) => {
+      const f = setup(build);
+      await settle();
+      f.admission.publishFails();
+      expect(await f.served()).toBe('served');
+      expect(f.admission.withdrawn).toEqual([ACTION]);
+      expect(f.res.statusCode).toBe(502);
+      expect(JSON.parse(f.res.body).error.message).toMatch(/nothing was sent to the provider and its reservation is released/);
+      expect(f.res.headers.has('x-should-retry')).toBe(false);
+      expect(await withdrawals(f)).toEqual({ 'publish_failed/voided': 1 });
+      expect(f.logs.filter((l) => l.msg === 'dispatch publish failed')).toEqual([expect.objectContaining({ withdrawal: 'voided' })]);
+    });
+
+    // The publish only seemed to fail: the command reached the topic and a dispatcher took it.
+    // An SDK retry would be a second paid call, so the answer says so and forbids it.
+    it.each(['claimed', 'not_voidable'] as const)('a dispatcher took it first (%s): 502 with x-should-retry: false', async (outcome) => {
+      const f = setup(openAiWhole);
+      f.admission.withdrawal = async () => outcome;
+      await settle();
+      f.admission.publishFails();
+      expect(await f.served()).toBe('served');
+      expect(f.res.statusCode).toBe(502);
+      expect(JSON.parse(f.res.body).error.message).toMatch(/it may still run and be billed; see GET \/v1\/actions\/act-1/);
+      expect(f.res.headers.get('x-should-retry')).toBe('false');
+    });
+
+    it('the withdrawal does not answer within the decide limit: the client is answered anyway, not to retry', async () => {
+      const f = setup(openAiStream, OPENAI_PATH, { decideTimeoutMs: 1_000 });
+      let finish: (o: VoidOutcome) => void = () => undefined;
+      f.admission.withdrawal = () => new Promise((resolve) => (finish = resolve));
+      await settle();
+      f.admission.publishFails();
+      expect(await f.served()).toBe('pending');
+      jest.advanceTimersByTime(1_000);
+      expect(await f.served()).toBe('served');
+      expect(f.res.statusCode).toBe(502);
+      expect(JSON.parse(f.res.body).error.message).toMatch(/released after the dispatch deadline/);
+      expect(f.res.headers.get('x-should-retry')).toBe('false');
+      finish('voided'); // the database answers later: counted, nothing more written
+      await settle();
+      expect(await withdrawals(f)).toEqual({ 'publish_failed/voided': 1 });
+      expect(f.res.violations).toEqual([]);
+    });
+
+    it('the withdrawal fails: the same answer, and the error is logged', async () => {
+      const f = setup(openAiWhole);
+      f.admission.withdrawal = () => Promise.reject(new Error('Connection terminated unexpectedly'));
+      await settle();
+      f.admission.publishFails();
+      expect(await f.served()).toBe('served');
+      expect(f.res.headers.get('x-should-retry')).toBe('false');
+      expect(await withdrawals(f)).toEqual({ 'publish_failed/error': 1 });
+      expect(f.logs.filter((l) => l.msg === 'withdrawing an admitted action failed')).toHaveLength(1);
     });
   });
 

@@ -17,11 +17,18 @@ import {
 } from '@gateway/service-kit';
 import { AdmitRequestCommand } from '../usecases/admit-request/admit-request.command';
 import { AdmitRequest, AdmittedAction, IdempotentReplay } from '../usecases/admit-request/admit-request.usecase';
+import type { VoidOutcome } from '@gateway/db';
 import { AdmissionMetrics } from '../admission.metrics';
 import { ReplyCache } from './reply-cache';
 
-/** What the responder needs of admission: admit the request, then dispatch it and hear the replies. */
-export type Admission = Pick<AdmitRequest, 'execute' | 'dispatch'>;
+/**
+ * What the responder needs of admission: admit the request, then dispatch it and hear the replies,
+ * or withdraw it when it will not wait for them.
+ */
+export type Admission = Pick<AdmitRequest, 'execute' | 'dispatch' | 'withdraw'>;
+
+/** What withdrawing an action found; `unknown`: it failed, or did not answer within the decide limit. */
+type Withdrawal = VoidOutcome | 'unknown';
 
 /** What the responder writes to (an Express Response is one). */
 export interface HttpAnswer extends DenialTarget {
@@ -45,7 +52,11 @@ export const GenerationFailureResponses = () =>
       status: 429,
       description: 'token_quota_exceeded | concurrency_limit_exceeded | fanout_limit_exceeded | authentication_rate_limited (Retry-After)',
     }),
-    ApiResponse({ status: 502, description: 'upstream_error | upstream_credential_missing' }),
+    ApiResponse({
+      status: 502,
+      description:
+        'upstream_error | upstream_credential_missing; x-should-retry: false when the gateway cannot rule out that the request still runs (a dispatch command whose publish failed and that a dispatcher took)',
+    }),
     ApiResponse({
       status: 503,
       description:
@@ -88,8 +99,8 @@ export class GenerationResponder {
    * a database that stops answering without failing (a hung server or disk, a network that drops
    * packets) must not hold the client, who gets 503 service_unavailable with Retry-After instead.
    * An admission that completes after that is never dispatched (nothing here calls `dispatch` for
-   * it): its action stays `admitted` and the dispatch-deadline sweep releases its reservation, as
-   * after a failed publish (docs/decisions.md, "A Postgres that stops answering").
+   * it) and is withdrawn at once: its slot and hold come back now, not a dispatch deadline later
+   * (docs/decisions.md, "A Postgres that stops answering", "Withdrawn at once").
    */
   private decided(admitting: Promise<AdmittedAction>): Promise<AdmittedAction> {
     const limitMs = this.config.admissionDecideTimeoutMs ?? ADMISSION_DECIDE_TIMEOUT_DEFAULT_MS;
@@ -114,9 +125,13 @@ export class GenerationResponder {
             return resolve(admitted);
           }
           this.metrics.decideTimeouts.inc({ event: 'admitted_late' });
-          this.log.warn(
-            { action_id: admitted.actionId, limit_ms: limitMs },
-            'admitted after the client was answered 503; not dispatched: its reservation is released after the dispatch deadline',
+          void this.withdraw(admitted, 'admitted_late').then((outcome) =>
+            this.log.warn(
+              { action_id: admitted.actionId, limit_ms: limitMs, withdrawal: outcome },
+              outcome === 'voided'
+                ? 'admitted after the client was answered 503; not dispatched, withdrawn: its slot and hold are released'
+                : 'admitted after the client was answered 503; not dispatched; not withdrawn now: its reservation is released by the dispatch-deadline sweep',
+            ),
           );
         },
         (err: unknown) => {
@@ -154,11 +169,11 @@ export class GenerationResponder {
       )
       .then(
         (stop) => exchange.listening(stop),
-        (err: Error) => {
-          this.logPublishFailure(admitted, err);
+        async (err: Error) => {
+          const withdrawal = await this.withdrawUnpublished(admitted, err);
           exchange.end('publish failed', () => {
             for (const [k, v] of Object.entries(admitted.headers)) res.setHeader(k, v);
-            writeDenial(req, res, undispatched(admitted.actionId));
+            writeDenial(req, res, undispatched(admitted.actionId, withdrawal), noRetryUnless(withdrawal));
             return 'publish_failed';
           });
         },
@@ -193,8 +208,36 @@ export class GenerationResponder {
     return 'unexpected_reply';
   }
 
-  private logPublishFailure(admitted: AdmittedAction, err: Error): void {
-    this.log.error({ action_id: admitted.actionId, error: err.message }, 'dispatch publish failed');
+  /** The publish failed: the action is withdrawn before the client is answered, so the answer can say what happened. */
+  private async withdrawUnpublished(admitted: AdmittedAction, err: Error): Promise<Withdrawal> {
+    const withdrawal = await this.withdraw(admitted, 'publish_failed');
+    this.log.error({ action_id: admitted.actionId, error: err.message, withdrawal }, 'dispatch publish failed');
+    return withdrawal;
+  }
+
+  /**
+   * Withdraws an action admission will not wait for, within ADMISSION_DECIDE_TIMEOUT_MS: past it the
+   * caller goes on with `unknown` (the dispatch-deadline sweep then voids it, if nothing claimed it)
+   * and the withdrawal's own result is only counted. Never rejects.
+   */
+  private withdraw(admitted: AdmittedAction, cause: 'publish_failed' | 'admitted_late'): Promise<Withdrawal> {
+    const limitMs = this.config.admissionDecideTimeoutMs ?? ADMISSION_DECIDE_TIMEOUT_DEFAULT_MS;
+    const done = this.admit.withdraw(admitted).then(
+      (outcome) => {
+        this.metrics.withdrawals.inc({ cause, outcome });
+        return outcome;
+      },
+      (err: unknown) => {
+        this.metrics.withdrawals.inc({ cause, outcome: 'error' });
+        this.log.error({ action_id: admitted.actionId, cause, error: (err as Error)?.message }, 'withdrawing an admitted action failed');
+        return 'unknown' as const;
+      },
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const limit = new Promise<Withdrawal>((resolve) => {
+      timer = setTimeout(() => resolve('unknown'), limitMs);
+    });
+    return Promise.race([done, limit]).finally(() => clearTimeout(timer));
   }
 
   /**
@@ -228,11 +271,17 @@ export class GenerationResponder {
       }
     };
     /** Ends the exchange with an error: a denial before the headers, an error event after them. */
-    const failWith = (err: DomainError, outcome: string, cause: string, reply?: Extract<DispatchReplyV1, { kind: 'error' }>) =>
+    const failWith = (
+      err: DomainError,
+      outcome: string,
+      cause: string,
+      reply?: Extract<DispatchReplyV1, { kind: 'error' }>,
+      headers: Record<string, string> = {},
+    ) =>
       exchange.end(cause, () => {
         if (reply && !opened) return this.writeReply(admitted.actionId, {}, reply, req, res);
         if (!opened) {
-          writeDenial(req, res, err);
+          writeDenial(req, res, err, headers);
           return outcome;
         }
         res.write(framing.error(denialBody(req, err), next === 0));
@@ -294,9 +343,9 @@ export class GenerationResponder {
       )
       .then(
         (stop) => exchange.listening(stop),
-        (err: Error) => {
-          this.logPublishFailure(admitted, err);
-          failWith(undispatched(admitted.actionId), 'publish_failed', 'publish failed');
+        async (err: Error) => {
+          const withdrawal = await this.withdrawUnpublished(admitted, err);
+          failWith(undispatched(admitted.actionId, withdrawal), 'publish_failed', 'publish failed', undefined, noRetryUnless(withdrawal));
         },
       );
     return exchange.settled;
@@ -338,11 +387,34 @@ function assertModelAcceptable(model: string): void {
   }
 }
 
-function undispatched(actionId: string): DomainError {
-  return new DomainError(
-    'upstream_error',
-    `the request could not be dispatched (action ${actionId}); its reservation is released after the dispatch deadline`,
-  );
+/**
+ * The answer to a failed publish, by what withdrawing the action found. Only a withdrawn action
+ * is certain to send nothing upstream; otherwise a retry could pay twice, so the SDK is told not to
+ * retry on its own (`noRetryUnless`).
+ */
+function undispatched(actionId: string, withdrawal: Withdrawal): DomainError {
+  switch (withdrawal) {
+    case 'voided':
+      return new DomainError(
+        'upstream_error',
+        `the request could not be dispatched (action ${actionId}); nothing was sent to the provider and its reservation is released`,
+      );
+    case 'claimed':
+    case 'not_voidable':
+      return new DomainError(
+        'upstream_error',
+        `the gateway could not confirm it dispatched the request (action ${actionId}), and a dispatcher took it: it may still run and be billed; see GET /v1/actions/${actionId}`,
+      );
+    case 'unknown':
+      return new DomainError(
+        'upstream_error',
+        `the request could not be confirmed dispatched (action ${actionId}); if no dispatcher takes it, its reservation is released after the dispatch deadline; see GET /v1/actions/${actionId}`,
+      );
+  }
+}
+
+function noRetryUnless(withdrawal: Withdrawal): Record<string, string> {
+  return withdrawal === 'voided' ? {} : { 'x-should-retry': 'false' };
 }
 
 function deadlinePassed(actionId: string): DomainError {

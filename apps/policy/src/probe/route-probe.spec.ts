@@ -1,4 +1,4 @@
-import type { AdmitInput, AdmitResult, RouteContractVersionView } from '@gateway/db';
+import type { AdmitInput, AdmitResult, RouteContractVersionView, VoidOutcome } from '@gateway/db';
 import { dispatchCommandV1, DispatchReplyV1 } from '@gateway/contracts';
 import { OPERATIONS_WORKLOAD_ID } from '@gateway/domain';
 import { ContentCipher, ReplyRouter } from '@gateway/messaging';
@@ -28,11 +28,17 @@ const CONTRACT = {
 } as unknown as RouteContractVersionView;
 const OPS = { id: OPERATIONS_WORKLOAD_ID, environment: 'operations', budgetMicrousd: 1_000_000n, budgetPeriod: 'month', maxInFlight: 4 };
 
-function setup(opts: { admit?: AdmitResult; publish?: (cipher: ContentCipher, router: ReplyRouter, value: any) => void; price?: boolean }) {
+function setup(opts: {
+  admit?: AdmitResult;
+  publish?: (cipher: ContentCipher, router: ReplyRouter, value: any) => void;
+  price?: boolean;
+  withdrawal?: () => Promise<VoidOutcome>;
+}) {
   const cipher = new ContentCipher(Buffer.alloc(32, 7));
   const router = new ReplyRouter();
   const admitted: AdmitInput[] = [];
   const published: unknown[] = [];
+  const withdrawn: string[] = [];
   const probe = new RouteProbe(
     { timeoutMs: 50 },
     { priceAt: async () => (opts.price === false ? null : PRICE) },
@@ -41,6 +47,12 @@ function setup(opts: { admit?: AdmitResult; publish?: (cipher: ContentCipher, ro
       admit: async (input: AdmitInput) => {
         admitted.push(input);
         return opts.admit ?? { ok: true };
+      },
+    },
+    {
+      withdraw: (actionId: string) => {
+        withdrawn.push(actionId);
+        return opts.withdrawal ? opts.withdrawal() : Promise.resolve('voided' as const);
       },
     },
     {
@@ -55,7 +67,7 @@ function setup(opts: { admit?: AdmitResult; publish?: (cipher: ContentCipher, ro
     new FakeClock(T0),
     new SequentialIds('p'),
   );
-  return { probe, admitted, published, router };
+  return { probe, admitted, published, router, withdrawn };
 }
 
 const target = { routeId: 'rt', alias: 'standard', contract: CONTRACT };
@@ -116,15 +128,37 @@ describe('RouteProbe', () => {
     expect(admitted).toHaveLength(0);
   });
 
-  it('the broker refusing the command: 503 service_unavailable (not a 500), no waiter left behind', async () => {
-    const { probe, router } = setup({
+  it('the broker refusing the command: 503 service_unavailable (not a 500), no waiter left behind, the probe withdrawn', async () => {
+    const { probe, router, admitted, withdrawn } = setup({
       publish: () => {
         throw new Error('KafkaJSConnectionError: broker down');
       },
     });
-    await expect(probe.run(target)).rejects.toMatchObject({ code: 'service_unavailable' });
+    const refused = probe.run(target);
+    await expect(refused).rejects.toMatchObject({ code: 'service_unavailable', headers: { 'retry-after': '5' } });
+    await expect(refused).rejects.toThrow(/nothing was sent upstream and its reservation is released/);
     expect(router.pending).toBe(0);
+    expect(withdrawn).toEqual([admitted[0].action.id]);
   });
+
+  it.each([
+    ['a dispatcher took it first', async () => 'not_voidable' as const],
+    ['the withdrawal failed', async () => Promise.reject(new Error('Connection terminated'))],
+  ])(
+    'the publish failed and the probe could not be withdrawn (%s): 503 that says it may still run, no retry hint',
+    async (_, withdrawal) => {
+      const { probe } = setup({
+        publish: () => {
+          throw new Error('KafkaJSRequestTimeoutError');
+        },
+        withdrawal,
+      });
+      const refused = probe.run(target);
+      await expect(refused).rejects.toMatchObject({ code: 'service_unavailable' });
+      await expect(refused).rejects.toThrow(/it may still run/);
+      await expect(refused).rejects.not.toMatchObject({ headers: { 'retry-after': '5' } });
+    },
+  );
 
   it('no reply before the dispatch deadline: an observation without an answer, never a hang', async () => {
     const { probe } = setup({});

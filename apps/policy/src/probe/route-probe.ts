@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { Inject, Injectable } from '@nestjs/common';
 import type { AdmissionDecisionV1, DispatchCommandV1, DispatchReplyV1, ProviderKind } from '@gateway/contracts';
-import { AdmissionRepository, CatalogRepository, PolicyRepository, type RouteContractVersionView } from '@gateway/db';
+import { ActionWithdrawal, AdmissionRepository, CatalogRepository, PolicyRepository, type RouteContractVersionView } from '@gateway/db';
 import {
   budgetPeriodStart,
   DomainError,
@@ -68,6 +68,7 @@ export class RouteProbe {
     @Inject(CatalogRepository) private readonly catalog: Pick<CatalogRepository, 'priceAt'>,
     @Inject(PolicyRepository) private readonly policy: Pick<PolicyRepository, 'workloadById'>,
     @Inject(AdmissionRepository) private readonly admissions: Pick<AdmissionRepository, 'admit'>,
+    @Inject(ActionWithdrawal) private readonly withdrawals: Pick<ActionWithdrawal, 'withdraw'>,
     @Inject(KafkaBus) private readonly bus: Pick<KafkaBus, 'publish'>,
     @Inject(ReplyRouter) private readonly replies: ReplyRouter,
     @Inject(ContentCipher) private readonly cipher: ContentCipher,
@@ -223,14 +224,21 @@ export class RouteProbe {
       );
     } catch (err) {
       this.replies.cancel(actionId);
-      // Reserved but never sent: the sweeper voids the reservation after its dispatch deadline.
       if (err instanceof DomainError) throw err;
-      throw new DomainError(
-        'service_unavailable',
-        `the probe could not be handed to dispatch (${(err as Error).name}); nothing was sent upstream and its reservation is released after the dispatch deadline; retry shortly`,
-        'probe',
-        { 'retry-after': '5' },
-      );
+      // Withdrawn now unless a dispatcher took it (the publish may only seem to have failed).
+      const withdrawal = await this.withdrawals.withdraw(actionId, this.clock.now()).catch(() => 'unknown' as const);
+      throw withdrawal === 'voided'
+        ? new DomainError(
+            'service_unavailable',
+            `the probe could not be handed to dispatch (${(err as Error).name}); nothing was sent upstream and its reservation is released; retry shortly`,
+            'probe',
+            { 'retry-after': '5' },
+          )
+        : new DomainError(
+            'service_unavailable',
+            `the probe could not be confirmed handed to dispatch (${(err as Error).name}); it may still run (action ${actionId}), and is settled like any action if it does`,
+            'probe',
+          );
     }
     return observe(await reply, {
       action_id: actionId,

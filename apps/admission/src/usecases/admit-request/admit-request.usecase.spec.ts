@@ -9,6 +9,7 @@ import {
   dispatchCommandV1,
 } from '@gateway/contracts';
 import type {
+  ActionWithdrawal,
   ActiveException,
   AdmissionRepository,
   AdmitInput,
@@ -294,6 +295,8 @@ function setup() {
     catalog as unknown as CatalogCache,
     exceptions as unknown as CatalogRepository,
     admissions as unknown as AdmissionRepository,
+    // withdraw() is covered on Postgres (apps/admission/test/withdraw.int-spec.ts)
+    {} as ActionWithdrawal,
     bus as unknown as KafkaBus,
     replies,
     cipher,

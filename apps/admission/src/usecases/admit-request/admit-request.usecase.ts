@@ -1,7 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { AdmissionDecisionV1, ApiKind, DispatchCommandV1, DispatchReplyV1, ProviderKind, RouteTarget } from '@gateway/contracts';
-import { AdmissionRepository, AdmitInput, CatalogRepository, RouteContract, ScopeLimits, WorkloadPolicy } from '@gateway/db';
+import {
+  AdmissionRepository,
+  AdmitInput,
+  CatalogRepository,
+  ActionWithdrawal,
+  RouteContract,
+  ScopeLimits,
+  VoidOutcome,
+  WorkloadPolicy,
+} from '@gateway/db';
 import { CatalogCache } from '../../catalog-cache';
 import {
   budgetPeriodStart,
@@ -55,6 +64,7 @@ export class AdmitRequest {
     private readonly catalog: CatalogCache,
     private readonly exceptionsSource: CatalogRepository,
     private readonly admissions: AdmissionRepository,
+    private readonly withdrawals: ActionWithdrawal,
     private readonly bus: KafkaBus,
     private readonly replies: ReplyRouter,
     private readonly cipher: ContentCipher,
@@ -345,6 +355,19 @@ export class AdmitRequest {
       throw err;
     }
     return stop;
+  }
+
+  /**
+   * Withdraws an admitted action whose answer admission will not wait for: its command could not
+   * be confirmed sent (the publish failed), or its client was answered before the reservation
+   * committed. Unless a dispatcher claimed it first, the reservation is voided, the in-flight slot
+   * returned and the action expired now (libs/db `voidUndispatchedAction`, the sweeper's rule),
+   * and a command that reached the topic after all is refused by dispatch's claim. Before this,
+   * the slot and the hold stayed taken until the dispatch-deadline sweep, and a command whose
+   * publish only seemed to fail still ran after the client had its error.
+   */
+  withdraw(admitted: Pick<AdmittedAction, 'actionId'>): Promise<VoidOutcome> {
+    return this.withdrawals.withdraw(admitted.actionId, this.clock.now());
   }
 
   private async publishCommand(admitted: AdmittedAction): Promise<void> {
