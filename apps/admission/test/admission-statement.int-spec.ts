@@ -169,6 +169,27 @@ describe('admission as one autocommit statement', () => {
     });
   });
 
+  it('a group with an item the server refuses for its data: that one fails alone, the others are admitted', async () => {
+    // The statement is one autocommit call, so the refusal (an int4 column out of range) undid the
+    // whole group; StatementGroups then sends each item alone. Before, every admission of the
+    // workload that shared the statement got the error (a 500 each).
+    const wl = `group-poison-${randomUUID()}`;
+    const inputs = Array.from({ length: 4 }, () => input(wl));
+    inputs[2].reservation.reservedOutputTokens = 2 ** 40;
+    const statements = jest.spyOn(db, 'query');
+    const results = await Promise.allSettled(inputs.map((i) => grouped.admit(i)));
+    const calls = admissionStatements(statements);
+    statements.mockRestore();
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as { code?: string }).code))).toEqual([
+      { ok: true },
+      { ok: true },
+      '22003',
+      { ok: true },
+    ]);
+    expect(calls).toBe(1 + inputs.length); // the group, then each alone
+    expect(await state(wl)).toMatchObject({ inFlight: 3, workloadPending: 3000n, actions: 3, reservations: 3, outbox: 3 });
+  });
+
   it('groups racing from two repositories on one budget: no overspend, every hold has its reservation', async () => {
     const wl = `group-race-${randomUUID()}`;
     const other = new Database(url, { poolMax: 10 });

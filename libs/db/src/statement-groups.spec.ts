@@ -85,18 +85,18 @@ describe('StatementGroups', () => {
     await expect(third).resolves.toBe(4);
   });
 
-  it('a failed statement rejects every item of its group and not the next group', async () => {
+  it('a statement failed by a lost connection rejects every item of its group and not the next group', async () => {
     let calls = 0;
     const { groupsRun } = recorder((items) => {
       calls += 1;
-      if (calls === 1) throw new Error('connection lost');
+      if (calls === 1) throw new Error('Connection terminated unexpectedly');
       return items.map((i) => -i);
     });
     const results = await Promise.allSettled([1, 2, 3, 4].map((i) => groupsRun.submit('k', i)));
     expect(results.map((x) => (x.status === 'fulfilled' ? x.value : (x.reason as Error).message))).toEqual([
-      'connection lost',
-      'connection lost',
-      'connection lost',
+      'Connection terminated unexpectedly',
+      'Connection terminated unexpectedly',
+      'Connection terminated unexpectedly',
       -4,
     ]);
   });
@@ -104,6 +104,79 @@ describe('StatementGroups', () => {
   it('a statement that answers the wrong number of rows fails its group rather than mis-assigning results', async () => {
     const { groupsRun } = recorder((items) => items.slice(1));
     await expect(Promise.all([groupsRun.submit('k', 1), groupsRun.submit('k', 2)])).rejects.toThrow(/answered with 1 results/);
+  });
+
+  describe('an item refused for its data fails alone (any error but a transient one)', () => {
+    /** The server's refusal of a whole statement as `pg` reports it: the SQLSTATE as `code`. */
+    const refused = (code: string) => Object.assign(new Error(`refused (${code})`), { code });
+    const poisonAt = (poison: number, code: string) => (items: number[]) => {
+      if (items.includes(poison)) throw refused(code);
+      return items.map((i) => i * 10);
+    };
+
+    it.each([
+      ['22P05', 'a NUL in jsonb'],
+      ['22003', 'a number out of range'],
+      ['54000', 'an index row too large'],
+      ['23505', 'a unique violation'],
+      ['P0001', 'an exception raised by the function'],
+    ])('%s (%s): the group runs again item by item, in order; the others answered as ever', async (code: string) => {
+      const { groupsRun, groups } = recorder(poisonAt(2, code));
+      const results = await Promise.allSettled([1, 2, 3].map((i) => groupsRun.submit('k', i)));
+      expect(results.map((x) => (x.status === 'fulfilled' ? x.value : (x.reason as { code: string }).code))).toEqual([10, code, 30]);
+      expect(groups).toEqual([[1, 2, 3], [1], [2], [3]]);
+    });
+
+    it.each([
+      ['57P01', 'terminated'],
+      ['08006', 'connection failure'],
+      ['57014', 'statement cancelled: it may have committed'],
+      ['none', 'a lost connection'],
+      ['none', 'the answer bound: the statement may still commit'],
+    ])('%s (%s) is not split: every item of the group gets the error once', async (code: string, what: string) => {
+      const { groupsRun, groups } = recorder(() => {
+        if (code !== 'none') throw refused(code);
+        throw new Error(
+          what === 'a lost connection'
+            ? 'Connection terminated unexpectedly'
+            : 'Connection terminated: no answer from the database within 12000 ms',
+        );
+      });
+      const results = await Promise.allSettled([1, 2, 3].map((i) => groupsRun.submit('k', i)));
+      expect(results.every((x) => x.status === 'rejected')).toBe(true);
+      expect(groups).toEqual([[1, 2, 3]]);
+    });
+
+    it('an error before the statement left (a value JSON cannot carry) splits too', async () => {
+      const { groupsRun, groups } = recorder((items) => {
+        if (items.includes(2)) throw new TypeError('Do not know how to serialize a BigInt');
+        return items.map((i) => i * 10);
+      });
+      const results = await Promise.allSettled([1, 2, 3].map((i) => groupsRun.submit('k', i)));
+      expect(results.map((x) => x.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect(groups).toEqual([[1, 2, 3], [1], [2], [3]]);
+    });
+
+    it('a statement answered with the wrong number of rows is never run again (it may have committed)', async () => {
+      const { groupsRun, groups } = recorder((items) => items.slice(1));
+      await Promise.allSettled([1, 2, 3].map((i) => groupsRun.submit('k', i)));
+      expect(groups).toEqual([[1, 2, 3]]);
+    });
+
+    it('a group of one is not run again', async () => {
+      const { groupsRun, groups } = recorder(poisonAt(1, '22P05'));
+      await expect(groupsRun.submit('k', 1)).rejects.toMatchObject({ code: '22P05' });
+      expect(groups).toEqual([[1]]);
+    });
+
+    it('items that arrive meanwhile wait for the split group, then go together as ever', async () => {
+      const r = recorder(poisonAt(2, '22P05'));
+      const first = [1, 2, 3].map((i) => r.groupsRun.submit('k', i));
+      await new Promise((res) => setImmediate(res));
+      const later = [4, 5].map((i) => r.groupsRun.submit('k', i));
+      await Promise.allSettled([...first, ...later]);
+      expect(r.groups).toEqual([[1, 2, 3], [1], [2], [3], [4, 5]]);
+    });
   });
 
   it('refuses a group size or a lane count below one', () => {

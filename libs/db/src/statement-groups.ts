@@ -1,3 +1,5 @@
+import { isTransientDatabaseError } from './database';
+
 /**
  * Group commit for the hot write paths: items that share a key and arrive while a statement for
  * that key runs, or in the same event-loop turn, wait and go together in the next statement (at
@@ -6,7 +8,13 @@
  * statement starts only when a whole group is waiting: it is then already on its way, waiting on
  * the running statement's row locks, while that one commits. Different keys run side by side. `run` decides what a group is (one statement deciding each item in order,
  * as if alone in sequence) and answers per item, in order; when it throws, every item of that
- * group is rejected with the error.
+ * group is rejected with the error — unless the group had several items and the error is not a
+ * transient one (`splitWhen`, by default not `isTransientDatabaseError`: a connection lost, a
+ * statement unanswered or cancelled, a server out of service, after which the statement may have
+ * committed or would fail again alike): then each item runs again alone, in order, so an item the
+ * server refuses for its data (a value out of range, a NUL in jsonb) fails alone instead of
+ * failing everything that happened to share its statement. Every statement is one autocommit
+ * call, so a refused one wrote nothing.
  */
 export class StatementGroups<I, R> {
   private readonly keys = new Map<string, KeyState<I, R>>();
@@ -15,6 +23,7 @@ export class StatementGroups<I, R> {
     private readonly run: (items: I[]) => Promise<R[]>,
     private readonly maxGroup: number,
     private readonly lanes = 1,
+    private readonly splitWhen: (err: unknown) => boolean = (err) => !isTransientDatabaseError(err),
   ) {
     if (!Number.isInteger(maxGroup) || maxGroup < 1) throw new RangeError(`maxGroup must be a positive integer, not ${maxGroup}`);
     if (!Number.isInteger(lanes) || lanes < 1) throw new RangeError(`lanes must be a positive integer, not ${lanes}`);
@@ -66,12 +75,33 @@ export class StatementGroups<I, R> {
   }
 
   private async runGroup(group: Array<Waiting<I, R>>): Promise<void> {
+    let results: R[];
     try {
-      const results = await this.run(group.map((w) => w.item));
-      if (results.length !== group.length) throw new Error(`a group of ${group.length} was answered with ${results.length} results`);
-      group.forEach((w, i) => w.resolve(results[i]));
+      results = await this.run(group.map((w) => w.item));
     } catch (err) {
+      if (group.length > 1 && this.splitWhen(err)) return this.runAlone(group);
       for (const w of group) w.reject(err);
+      return;
+    }
+    // A statement that ran (and may have committed) is never run again: a wrong count fails its group.
+    if (results.length !== group.length) {
+      const err = new Error(`a group of ${group.length} was answered with ${results.length} results`);
+      for (const w of group) w.reject(err);
+      return;
+    }
+    group.forEach((w, i) => w.resolve(results[i]));
+  }
+
+  /** Each item in a statement of its own, in order (the key's lane stays taken meanwhile). */
+  private async runAlone(group: Array<Waiting<I, R>>): Promise<void> {
+    for (const w of group) {
+      try {
+        const results = await this.run([w.item]);
+        if (results.length !== 1) throw new Error(`an item run alone was answered with ${results.length} results`);
+        w.resolve(results[0]);
+      } catch (err) {
+        w.reject(err);
+      }
     }
   }
 }

@@ -10,7 +10,7 @@ import {
   InvalidTransitionError,
   transitionGuard,
 } from '@gateway/domain';
-import { Database, isTransientDatabaseError, PreparedStatement } from '../database';
+import { Database, PreparedStatement } from '../database';
 import { StatementGroups } from '../statement-groups';
 import { budgetAccountId } from './admission.repository';
 import { CaseRepository } from './case.repository';
@@ -133,8 +133,8 @@ const EXTRA_ATTEMPT_DENIALS: readonly ExtraAttemptDenial[] = [
 
 /** Dispatch's state: single-use claims, attempt lifecycle, action completion. */
 export class DispatchRepository {
-  private readonly claims: StatementGroups<unknown, ClaimRow | ItemFailure>;
-  private readonly completions: StatementGroups<unknown, CompleteRow | ItemFailure>;
+  private readonly claims: StatementGroups<unknown, ClaimRow>;
+  private readonly completions: StatementGroups<unknown, CompleteRow>;
   private readonly cases: CaseRepository;
 
   /**
@@ -163,29 +163,13 @@ export class DispatchRepository {
   }
 
   /**
-   * One call of a group function for `items`, its rows in the items' order. When the group fails
-   * for a reason that is not transient, one item may be the cause: each is then sent alone, so
-   * only that item fails (the failed group wrote nothing). A transient failure fails them all;
+   * One call of a group function for `items`, its rows in the items' order. A group that fails for
+   * a reason that is not transient is sent again item by item by `StatementGroups`, so only the
+   * item at fault fails (the failed group wrote nothing); a transient failure fails them all, and
    * their callers retry.
    */
-  private async runGroup<Row extends Record<string, unknown>>(
-    statement: PreparedStatement,
-    items: unknown[],
-  ): Promise<Array<Row | ItemFailure>> {
-    try {
-      return await this.db.query<Row>(statement, [JSON.stringify(items)]);
-    } catch (err) {
-      if (items.length === 1 || isTransientDatabaseError(err)) throw err;
-      const rows: Array<Row | ItemFailure> = [];
-      for (const item of items) {
-        try {
-          rows.push((await this.db.query<Row>(statement, [JSON.stringify([item])]))[0]);
-        } catch (itemErr) {
-          rows.push(new ItemFailure(itemErr));
-        }
-      }
-      return rows;
-    }
+  private runGroup<Row extends Record<string, unknown>>(statement: PreparedStatement, items: unknown[]): Promise<Row[]> {
+    return this.db.query<Row>(statement, [JSON.stringify(items)]);
   }
 
   /**
@@ -197,26 +181,24 @@ export class DispatchRepository {
    * sends nothing.
    */
   async claim(input: ClaimInput): Promise<ClaimResult> {
-    const r = settled(
-      await this.claims.submit(GROUP_KEY, {
-        action_id: input.actionId,
-        now: input.now,
-        attempt_no: input.attemptNo,
-        claimed_by: input.claimedBy,
-        claimable: CLAIMABLE,
-        attempt_id: input.attemptId,
-        role: input.role,
-        route_id: input.routeId,
-        route_version: input.routeVersion,
-        attempt_status: CLAIMED_ATTEMPT_STATUS,
-        effective_candidates: input.effectiveCandidates,
-        dispatch_to: DISPATCH.to,
-        dispatch_from: DISPATCH.from,
-        hold_microusd: input.holdMicrousd === null ? null : input.holdMicrousd.toString(),
-        policy_revision_id: input.policyRevisionId,
-        experiment_pause_id: input.experimentPauseId ?? null,
-      }),
-    );
+    const r = await this.claims.submit(GROUP_KEY, {
+      action_id: input.actionId,
+      now: input.now,
+      attempt_no: input.attemptNo,
+      claimed_by: input.claimedBy,
+      claimable: CLAIMABLE,
+      attempt_id: input.attemptId,
+      role: input.role,
+      route_id: input.routeId,
+      route_version: input.routeVersion,
+      attempt_status: CLAIMED_ATTEMPT_STATUS,
+      effective_candidates: input.effectiveCandidates,
+      dispatch_to: DISPATCH.to,
+      dispatch_from: DISPATCH.from,
+      hold_microusd: input.holdMicrousd === null ? null : input.holdMicrousd.toString(),
+      policy_revision_id: input.policyRevisionId,
+      experiment_pause_id: input.experimentPauseId ?? null,
+    });
     if (r.status === null) return { ok: false, reason: 'not_dispatchable' };
     if (r.expired) return { ok: false, reason: 'expired' };
     if (!CLAIMABLE.includes(r.status)) return { ok: false, reason: 'not_dispatchable' };
@@ -317,48 +299,46 @@ export class DispatchRepository {
       : null;
     const event = Topics.attemptCompleted.schema.parse(o.event);
     const key = o.event.workload_id ?? o.actionId;
-    const r = settled(
-      await this.completions.submit(GROUP_KEY, {
-        attempt_id: o.attemptId,
-        attempt_from: attemptGuard.from,
-        attempt_to: attemptGuard.to,
-        status_reason: o.statusReason,
-        provider_request_id: o.providerRequestId,
-        http_status: o.httpStatus,
-        returned_candidates: o.returnedCandidates,
-        candidate_outcomes: o.candidateOutcomes,
-        prompt_block_reason: o.promptBlockReason,
-        input_tokens: o.usage?.inputTokens ?? null,
-        cached_input_tokens: o.usage?.cachedInputTokens ?? null,
-        output_tokens_total: o.usage?.outputTokensTotal ?? null,
-        reasoning_tokens: o.usage?.reasoningTokens ?? null,
-        usage_source: o.usageSource,
-        delivery_outcome: o.delivery.outcome,
-        acceptance_verdict: o.delivery.verdict,
-        acceptance_reason: o.delivery.verdictReason,
-        now: o.now,
-        action_id: o.actionId,
-        finishing: o.finishAction !== null,
-        action_from: actionGuard?.from ?? [],
-        action_to: actionGuard?.to ?? '',
-        action_reason: o.finishAction?.reason ?? '',
-        action_returned_candidates: o.finishAction?.returnedCandidates ?? null,
-        workload_id: o.finishAction?.workloadId ?? '',
-        event_id: event.event_id,
-        topic: Topics.attemptCompleted.name,
-        key,
-        payload: event,
-        cache_write_input_tokens: event.cache_write_input_tokens ?? null,
-        audio_input_tokens: event.audio_input_tokens ?? null,
-        audio_output_tokens: event.audio_output_tokens ?? null,
-        image_output_tokens: event.image_output_tokens ?? null,
-        service_tier: event.service_tier ?? null,
-        feature_calls: event.feature_calls ?? null,
-        deadline_outcome: event.deadline_outcome ?? null,
-        // the winner of an action that could have no other attempt, recorded without a compare-and-set
-        winner: event.winner === true,
-      }),
-    );
+    const r = await this.completions.submit(GROUP_KEY, {
+      attempt_id: o.attemptId,
+      attempt_from: attemptGuard.from,
+      attempt_to: attemptGuard.to,
+      status_reason: o.statusReason,
+      provider_request_id: o.providerRequestId,
+      http_status: o.httpStatus,
+      returned_candidates: o.returnedCandidates,
+      candidate_outcomes: o.candidateOutcomes,
+      prompt_block_reason: o.promptBlockReason,
+      input_tokens: o.usage?.inputTokens ?? null,
+      cached_input_tokens: o.usage?.cachedInputTokens ?? null,
+      output_tokens_total: o.usage?.outputTokensTotal ?? null,
+      reasoning_tokens: o.usage?.reasoningTokens ?? null,
+      usage_source: o.usageSource,
+      delivery_outcome: o.delivery.outcome,
+      acceptance_verdict: o.delivery.verdict,
+      acceptance_reason: o.delivery.verdictReason,
+      now: o.now,
+      action_id: o.actionId,
+      finishing: o.finishAction !== null,
+      action_from: actionGuard?.from ?? [],
+      action_to: actionGuard?.to ?? '',
+      action_reason: o.finishAction?.reason ?? '',
+      action_returned_candidates: o.finishAction?.returnedCandidates ?? null,
+      workload_id: o.finishAction?.workloadId ?? '',
+      event_id: event.event_id,
+      topic: Topics.attemptCompleted.name,
+      key,
+      payload: event,
+      cache_write_input_tokens: event.cache_write_input_tokens ?? null,
+      audio_input_tokens: event.audio_input_tokens ?? null,
+      audio_output_tokens: event.audio_output_tokens ?? null,
+      image_output_tokens: event.image_output_tokens ?? null,
+      service_tier: event.service_tier ?? null,
+      feature_calls: event.feature_calls ?? null,
+      deadline_outcome: event.deadline_outcome ?? null,
+      // the winner of an action that could have no other attempt, recorded without a compare-and-set
+      winner: event.winner === true,
+    });
     // The item's check ran before its own insert, so this is a previous run's row.
     if (r.recorded) return 'already_recorded';
     if (!r.ok) {
@@ -419,16 +399,6 @@ interface CompleteRow extends Record<string, unknown> {
   recorded: boolean;
   attempt_status: string | null;
   outbox_id: string | null;
-}
-
-/** An item of a group that failed alone (`runGroup`): its caller gets the error, the others their rows. */
-class ItemFailure {
-  constructor(readonly error: unknown) {}
-}
-
-function settled<Row>(r: Row | ItemFailure): Row {
-  if (r instanceof ItemFailure) throw r.error;
-  return r;
 }
 
 /**
