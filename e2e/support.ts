@@ -190,6 +190,8 @@ export interface SimRequest {
   idempotencyKey: string | null;
   /** the `x-client-request-id` header the provider received: the gateway's attempt id */
   clientRequestId: string | null;
+  /** the id the provider answered with (its request id, or Gemini's responseId) */
+  providerRequestId: string | null;
 }
 
 export async function simRequestsSince(seq: number): Promise<SimRequest[]> {

@@ -205,7 +205,7 @@ function adapter(stream: boolean): ProviderAdapter {
           `* GenerationConfig.candidateCount: multiple candidates are not supported by ${model}; candidateCount must be 1 (got ${parsed.asked}).`,
         );
       }
-      const meta = { modelVersion: model, responseId: `simresp${ex.id}` };
+      const meta = { modelVersion: model, responseId: script.hostileFields ? hostileId(ex.id) : `simresp${ex.id}` };
       ex.entry.providerRequestId = meta.responseId;
       const sseMode = ex.url.searchParams.get('alt') === 'sse';
 
@@ -225,7 +225,9 @@ function adapter(stream: boolean): ProviderAdapter {
       }
 
       const { plan } = ex;
-      const usage = script.noUsage ? {} : { usageMetadata: geminiUsage(plan, script) };
+      const usage = script.noUsage
+        ? {}
+        : { usageMetadata: { ...geminiUsage(plan, script), ...(script.hostileFields ? HOSTILE_USAGE : {}) } };
       const extras: Extras = { grounding: geminiGrounding(ex.body), searches: script.searches };
       if (!stream) {
         const candidates = plan.candidates.map((c) => candidate(c, c.words.length ? c.words.join(' ') : null, true, extras));
@@ -245,6 +247,16 @@ function adapter(stream: boolean): ProviderAdapter {
     },
   };
 }
+
+/** `hostile-fields`: an id with a NUL, longer than an index entry can be. */
+function hostileId(id: number | string): string {
+  return `simresp${id}\u0000${'x'.repeat(3000)}`;
+}
+
+/** `hostile-fields`: 40 usage fields no adapter knows, each with a 150-character name. */
+const HOSTILE_USAGE: Record<string, number> = Object.fromEntries(
+  Array.from({ length: 40 }, (_, i) => [`hostileField${String(i).padStart(2, '0')}${'y'.repeat(136)}`, 1]),
+);
 
 export const geminiGenerate = adapter(false);
 export const geminiStream = adapter(true);

@@ -19,6 +19,12 @@ export interface SimScript {
   fragment: boolean;
   /** The answer repeats the last prompt text word for word (to send chosen, e.g. non-ASCII, text). */
   echo: boolean;
+  /**
+   * Gemini: the answer carries values no real provider sends, as a broken or hostile upstream
+   * could: a responseId with a NUL and 3,000 characters long, and 40 unknown usage fields with
+   * 150-character names (the gateway bounds both before they reach its evidence).
+   */
+  hostileFields: boolean;
   extra: number;
   rejectN: boolean;
   reasoning: number;
@@ -69,7 +75,7 @@ export class ScriptError extends Error {}
 
 type Raw = Map<string, string | undefined>;
 
-const FLAGS = new Set(['block', 'no-usage', 'under-usage', 'cut-stream', 'reject-n', 'fragment', 'echo']);
+const FLAGS = new Set(['block', 'no-usage', 'under-usage', 'cut-stream', 'reject-n', 'fragment', 'echo', 'hostile-fields']);
 const VALUED = new Set([
   'latency',
   'latency-tail',
@@ -141,6 +147,7 @@ export function toScript(raw: Raw): SimScript {
     cutStream: false,
     fragment: false,
     echo: false,
+    hostileFields: false,
     extra: 0,
     rejectN: false,
     reasoning: 0,
@@ -241,6 +248,9 @@ export function toScript(raw: Raw): SimScript {
         break;
       case 'echo':
         s.echo = true;
+        break;
+      case 'hostile-fields':
+        s.hostileFields = true;
         break;
     }
   }

@@ -2,6 +2,24 @@ import { z } from 'zod';
 import { PRICED_FEATURES } from '@gateway/domain';
 
 /**
+ * What a provider's answer may put on an attempt's evidence (the attempt row, `attempt.completed`),
+ * as libs/providers `boundedResponse` enforces it on every parsed answer: a provider (or whatever
+ * answers at a route's address) is as untrusted as a client, and one unbounded value (a NUL that
+ * jsonb refuses, an id past the btree's row size, a message past the broker's limit) would fail
+ * the write that carries the usage. `usage_unknown_fields` below is bounded by the same figures.
+ */
+export const EVIDENCE_BOUNDS = {
+  /** provider request ids: 1–256 visible ASCII characters, else none */
+  providerRequestIdMaxChars: 256,
+  /** finish and block reasons: 1–64 of [A-Za-z0-9_.:-], else `unrecognised` */
+  reasonMaxChars: 64,
+  /** candidates read from one answer (more than any route's maximum; the rest are dropped) */
+  candidatesMax: 128,
+  unknownUsageFieldsMax: 32,
+  unknownUsageFieldMaxChars: 128,
+} as const;
+
+/**
  * Event schemas. Sanitised events carry only the fields of DESIGN §8: counts, usage, ids,
  * reasons. Never prompt or completion text, headers, keys or tool arguments.
  */
@@ -152,7 +170,7 @@ export const usageSettledV1 = sanitisedFields.extend({
   action_acceptance_verdict: acceptanceVerdict.nullable().optional(),
   attempt_candidates: z
     .array(z.object({ finish_reason: z.string().nullable(), outcome: z.string().max(32) }))
-    .max(128)
+    .max(EVIDENCE_BOUNDS.candidatesMax)
     .nullable()
     .optional(),
   /** the experiment pause the attempt was dispatched under (null: none); the report counts such actions apart */
@@ -218,7 +236,10 @@ export const attemptCompletedV1 = sanitisedFields.extend({
    * usage fields the adapter did not know (names only, never values). When present, the attempt
    * was settled from the reported total and settlement opens a `usage_shape_unknown` case.
    */
-  usage_unknown_fields: z.array(z.string().max(128)).max(32).optional(),
+  usage_unknown_fields: z
+    .array(z.string().max(EVIDENCE_BOUNDS.unknownUsageFieldMaxChars))
+    .max(EVIDENCE_BOUNDS.unknownUsageFieldsMax)
+    .optional(),
   /**
    * Multi-candidate answers only: the fewest output tokens the returned candidates' text can have
    * cost (libs/domain `outputTokensFloor`), measured by dispatch — a count, never text. Settlement

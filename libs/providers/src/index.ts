@@ -5,12 +5,14 @@
  */
 import type { ApiKind, ProviderKind } from '@gateway/contracts';
 import { ProviderAdapter } from './adapter';
+import { boundedAdapter } from './bounded';
 import { GeminiGenerateAdapter } from './gemini-generate.adapter';
 import { OpenAiChatAdapter } from './openai-chat.adapter';
 import { OpenAiResponsesAdapter } from './openai-responses.adapter';
 
 export * from './adapter';
 export * from './billed-extras';
+export { boundedResponse, UNRECOGNISED_REASON } from './bounded';
 export * from './credentials';
 export { OpenAiChatAdapter } from './openai-chat.adapter';
 export { GeminiGenerateAdapter } from './gemini-generate.adapter';
@@ -18,7 +20,17 @@ export { OpenAiResponsesAdapter } from './openai-responses.adapter';
 export * from './sse';
 export * from './upstream-agent';
 
+/** The adapter of a provider kind, its answers bounded to what the evidence takes (`boundedAdapter`). */
 export function adapterFor(kind: ProviderKind): ProviderAdapter {
+  return boundedAdapter(unboundedAdapterFor(kind));
+}
+
+/** The adapter for what a command asks: the Responses dialect has its own (on `openai-chat` routes). */
+export function adapterForCommand(cmd: { api_kind: ApiKind; route: { provider_kind: ProviderKind } }): ProviderAdapter {
+  return cmd.api_kind === 'openai-responses' ? boundedAdapter(new OpenAiResponsesAdapter()) : adapterFor(cmd.route.provider_kind);
+}
+
+function unboundedAdapterFor(kind: ProviderKind): ProviderAdapter {
   switch (kind) {
     case 'openai-chat':
     case 'openai-compatible':
@@ -26,9 +38,4 @@ export function adapterFor(kind: ProviderKind): ProviderAdapter {
     case 'gemini-generate':
       return new GeminiGenerateAdapter();
   }
-}
-
-/** The adapter for what a command asks: the Responses dialect has its own (on `openai-chat` routes). */
-export function adapterForCommand(cmd: { api_kind: ApiKind; route: { provider_kind: ProviderKind } }): ProviderAdapter {
-  return cmd.api_kind === 'openai-responses' ? new OpenAiResponsesAdapter() : adapterFor(cmd.route.provider_kind);
 }

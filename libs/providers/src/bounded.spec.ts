@@ -1,0 +1,153 @@
+import fc from 'fast-check';
+import { attemptCompletedV1, EVIDENCE_BOUNDS } from '@gateway/contracts';
+import type { ParsedResponse } from './adapter';
+import { boundedResponse, UNRECOGNISED_REASON } from './bounded';
+import { adapterFor, adapterForCommand } from './index';
+
+/**
+ * A provider's answer is as untrusted as a client's request: whatever it puts in an id, a reason or
+ * a usage field name reaches the attempt row, its jsonb and `attempt.completed` only within
+ * `EVIDENCE_BOUNDS`, through every adapter the gateway hands out.
+ */
+const NUL_ID = 'chatcmpl-\u0000abc';
+const LONG_ID = 'r'.repeat(3000); // past the btree row limit of attempt_provider_request_id_idx
+
+const parsed = (over: Partial<ParsedResponse> = {}): ParsedResponse => ({
+  providerRequestId: 'req_1',
+  candidates: [{ index: 0, finishReason: 'stop', hasContent: true }],
+  promptBlockReason: null,
+  usage: null,
+  serviceTier: null,
+  featureCalls: {},
+  ...over,
+});
+
+/** Usage whose only oddity is the unknown field names the provider sent. */
+const usageWith = (unknownFields: string[]): NonNullable<ParsedResponse['usage']> => ({
+  inputTokens: 1,
+  cachedInputTokens: 0,
+  cacheWriteInputTokens: 0,
+  audioInputTokens: 0,
+  outputTokensTotal: 1,
+  reasoningTokens: 0,
+  audioOutputTokens: 0,
+  imageOutputTokens: 0,
+  unknownFields,
+});
+
+describe('boundedResponse', () => {
+  it('keeps what real providers send as it is', () => {
+    const real = parsed({
+      providerRequestId: 'Vj0QaK3uAcKInvgP8Ji7kA0',
+      candidates: [
+        { index: 0, finishReason: 'MAX_TOKENS', hasContent: true },
+        { index: 1, finishReason: 'content_filter', hasContent: false },
+        { index: 2, finishReason: null, hasContent: false },
+      ],
+      promptBlockReason: 'PROHIBITED_CONTENT',
+    });
+    expect(boundedResponse(real)).toEqual(real);
+  });
+
+  it.each([
+    ['a NUL (jsonb refuses it)', NUL_ID],
+    ['3,000 characters (past the index row size)', LONG_ID],
+    ['a space', 'req 1'],
+    ['a line break (a forged log line)', 'req_1\n{"level":50}'],
+    ['non-ASCII', 'réq'],
+    ['empty', ''],
+  ])('drops a provider request id with %s', (_, id) => {
+    expect(boundedResponse(parsed({ providerRequestId: id })).providerRequestId).toBeNull();
+  });
+
+  it('makes a reason that is not a short name `unrecognised`, never null (a finish stays a finish)', () => {
+    const r = boundedResponse(
+      parsed({ promptBlockReason: 'x'.repeat(65), candidates: [{ index: 0, finishReason: 'st\u0000op', hasContent: true }] }),
+    );
+    expect(r.promptBlockReason).toBe(UNRECOGNISED_REASON);
+    expect(r.candidates[0].finishReason).toBe(UNRECOGNISED_REASON);
+  });
+
+  it('reads at most 128 candidates', () => {
+    const many = Array.from({ length: 10_000 }, (_, index) => ({ index, finishReason: 'stop', hasContent: true }));
+    expect(boundedResponse(parsed({ candidates: many })).candidates).toHaveLength(EVIDENCE_BOUNDS.candidatesMax);
+  });
+
+  it('cuts unknown usage field names to 32 printable names of at most 128 characters, the last saying how many more', () => {
+    const names = Array.from({ length: 40 }, (_, i) => `f\u0000${'x'.repeat(200)}${i}`);
+    const fields = boundedResponse(parsed({ usage: usageWith(names) })).usage?.unknownFields ?? [];
+    expect(fields).toHaveLength(32);
+    expect(fields[0]).toBe(`f?${'x'.repeat(126)}`);
+    expect(fields[31]).toBe('(9 more)');
+  });
+
+  it('whatever the strings, the result is within the bounds the event schema and the columns take, and bounding it again changes nothing', () => {
+    const anyString = fc.string({ unit: 'binary', maxLength: 400 });
+    fc.assert(
+      fc.property(
+        fc.option(anyString),
+        fc.option(anyString),
+        fc.array(fc.option(anyString), { maxLength: 140 }),
+        fc.array(anyString, { maxLength: 40 }),
+        (id, block, reasons, fields) => {
+          const r = boundedResponse(
+            parsed({
+              providerRequestId: id,
+              promptBlockReason: block,
+              candidates: reasons.map((finishReason, index) => ({ index, finishReason, hasContent: true })),
+              usage: usageWith(fields),
+            }),
+          );
+          expect(r.providerRequestId === null || /^[\x21-\x7e]{1,256}$/.test(r.providerRequestId)).toBe(true);
+          for (const reason of [r.promptBlockReason, ...r.candidates.map((c) => c.finishReason)]) {
+            expect(reason === null || /^[A-Za-z0-9_.:-]{1,64}$/.test(reason)).toBe(true);
+          }
+          expect(r.candidates.length).toBeLessThanOrEqual(EVIDENCE_BOUNDS.candidatesMax);
+          expect(attemptCompletedV1.shape.usage_unknown_fields.safeParse(r.usage?.unknownFields).success).toBe(true);
+          expect(boundedResponse(r)).toEqual(r);
+        },
+      ),
+    );
+  });
+});
+
+describe('every adapter the gateway hands out bounds its answers', () => {
+  it('OpenAI chat, whole: an id in the body with a NUL, a finish reason of 5,000 characters', () => {
+    const r = adapterFor('openai-chat').parseResponse(
+      {
+        id: NUL_ID,
+        choices: [{ index: 0, finish_reason: 'x'.repeat(5000), message: { role: 'assistant', content: 'hi' } }],
+        usage: { prompt_tokens: 5, completion_tokens: 7, total_tokens: 12 },
+      },
+      {},
+    );
+    expect(r.providerRequestId).toBeNull();
+    expect(r.candidates[0].finishReason).toBe(UNRECOGNISED_REASON);
+    expect(r.usage?.outputTokensTotal).toBe(7);
+  });
+
+  it('Gemini, streamed: a responseId of 3,000 characters and a block reason with a line break', () => {
+    const acc = adapterFor('gemini-generate').streamAccumulator({});
+    acc.push(
+      JSON.stringify({
+        responseId: LONG_ID,
+        promptFeedback: { blockReason: 'SAFETY\nforged' },
+        candidates: [{ index: 0, content: { parts: [{ text: 'hi' }] }, finishReason: 'STOP' }],
+        usageMetadata: { promptTokenCount: 5, candidatesTokenCount: 7, totalTokenCount: 12 },
+      }),
+    );
+    const r = acc.result();
+    expect(r.providerRequestId).toBeNull();
+    expect(r.promptBlockReason).toBe(UNRECOGNISED_REASON);
+    expect(r.candidates[0].finishReason).toBe('STOP');
+    expect(acc.sawUsage).toBe(true);
+  });
+
+  it('OpenAI Responses, whole: the id kept when it is a sane one', () => {
+    const r = adapterForCommand({ api_kind: 'openai-responses', route: { provider_kind: 'openai-chat' } }).parseResponse(
+      { id: 'resp_123', status: 'completed', output: [], usage: { input_tokens: 3, output_tokens: 4, total_tokens: 7 } },
+      {},
+    );
+    expect(r.providerRequestId).toBe('resp_123');
+  });
+});

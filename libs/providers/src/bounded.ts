@@ -1,0 +1,61 @@
+import { EVIDENCE_BOUNDS } from '@gateway/contracts';
+import type { ParsedResponse, ParsedUsage, ProviderAdapter, StreamAccumulator } from './adapter';
+
+const PROVIDER_ID = new RegExp(`^[\\x21-\\x7e]{1,${EVIDENCE_BOUNDS.providerRequestIdMaxChars}}$`);
+const REASON = new RegExp(`^[A-Za-z0-9_.:-]{1,${EVIDENCE_BOUNDS.reasonMaxChars}}$`);
+/** what a reason that is not a short name becomes: still a reason (a finish stays a finish), never the value */
+export const UNRECOGNISED_REASON = 'unrecognised';
+
+/**
+ * A parsed answer with every value the provider chose bounded to what the attempt's evidence
+ * takes (`EVIDENCE_BOUNDS`): an id that is not 1–256 visible ASCII characters is dropped (the
+ * attempt is then matched by its own id, as when a provider sends none), a finish or block reason
+ * that is not a short name becomes `unrecognised`, candidates past the 128th are dropped (the
+ * excess over the effective count still shows), and unknown usage field names are cut to 32
+ * printable names of at most 128 characters, the last one saying how many more there were. The
+ * counts are the adapter's own (non-negative integers) and pass as they are.
+ */
+export function boundedResponse(r: ParsedResponse): ParsedResponse {
+  return {
+    ...r,
+    providerRequestId: typeof r.providerRequestId === 'string' && PROVIDER_ID.test(r.providerRequestId) ? r.providerRequestId : null,
+    promptBlockReason: boundedReason(r.promptBlockReason),
+    candidates: r.candidates.slice(0, EVIDENCE_BOUNDS.candidatesMax).map((c) => ({ ...c, finishReason: boundedReason(c.finishReason) })),
+    usage: r.usage ? { ...r.usage, unknownFields: boundedFieldNames(r.usage.unknownFields) } : null,
+  };
+}
+
+function boundedReason(v: string | null): string | null {
+  if (v === null) return null;
+  return REASON.test(v) ? v : UNRECOGNISED_REASON;
+}
+
+function boundedFieldNames(names: ParsedUsage['unknownFields']): string[] {
+  const printable = names.map((n) => n.replace(/[^\x20-\x7e]/g, '?').slice(0, EVIDENCE_BOUNDS.unknownUsageFieldMaxChars));
+  if (printable.length <= EVIDENCE_BOUNDS.unknownUsageFieldsMax) return printable;
+  const kept = printable.slice(0, EVIDENCE_BOUNDS.unknownUsageFieldsMax - 1);
+  return [...kept, `(${printable.length - kept.length} more)`];
+}
+
+/** The adapter with every answer it parses, whole or streamed, passed through `boundedResponse`. */
+export function boundedAdapter(adapter: ProviderAdapter): ProviderAdapter {
+  return {
+    buildRequest: (cmd, credential) => adapter.buildRequest(cmd, credential),
+    parseResponse: (body, headers) => boundedResponse(adapter.parseResponse(body, headers)),
+    streamAccumulator: (headers) => boundedAccumulator(adapter.streamAccumulator(headers)),
+    errorCode: (body) => adapter.errorCode(body),
+  };
+}
+
+function boundedAccumulator(acc: StreamAccumulator): StreamAccumulator {
+  return {
+    push: (data) => acc.push(data),
+    result: () => boundedResponse(acc.result()),
+    get sawUsage() {
+      return acc.sawUsage;
+    },
+    get finished() {
+      return acc.finished;
+    },
+  };
+}
