@@ -1,8 +1,10 @@
+import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { attemptCompletedV1, EVIDENCE_BOUNDS } from '@gateway/contracts';
 import type { ParsedResponse } from './adapter';
-import { boundedResponse, UNRECOGNISED_REASON } from './bounded';
+import { AnswerTooLarge, boundedResponse, readBounded, UNRECOGNISED_REASON } from './bounded';
 import { adapterFor, adapterForCommand } from './index';
+import { SseDecoder } from './sse';
 
 /**
  * A provider's answer is as untrusted as a client's request: whatever it puts in an id, a reason or
@@ -149,5 +151,56 @@ describe('every adapter the gateway hands out bounds its answers', () => {
       {},
     );
     expect(r.providerRequestId).toBe('resp_123');
+  });
+});
+
+describe('readBounded: a whole answer read up to a bound', () => {
+  const pieces = (...sizes: number[]) => sizes.map((n) => new Uint8Array(n).fill(0x61));
+
+  it('reads an answer up to the bound, a character split across reads joined', async () => {
+    const euro = Buffer.from('€');
+    const body = [euro.subarray(0, 1), euro.subarray(1), ...pieces(5)];
+    await expect(readBounded(Readable.from(body), 8)).resolves.toBe('€aaaaa');
+  });
+
+  it('past the bound: AnswerTooLarge, and the body is not read on (the stream destroyed)', async () => {
+    const source = Readable.from(pieces(4, 4, 4, 4));
+    const read = readBounded(source, 10);
+    await expect(read).rejects.toBeInstanceOf(AnswerTooLarge);
+    await expect(read).rejects.toMatchObject({ limitBytes: 10 });
+    expect(source.destroyed).toBe(true);
+  });
+});
+
+describe('SseDecoder with a bound on one event', () => {
+  const bytes = (s: string) => Buffer.from(s);
+
+  it('events of any number pass while each ends within the bound', () => {
+    const d = new SseDecoder(32);
+    const all: string[] = [];
+    for (let i = 0; i < 100; i++) all.push(...d.push(bytes(`data: ${i}\r\n\r\n`)));
+    all.push(...d.end());
+    expect(all).toHaveLength(100);
+  });
+
+  it('an event that never ends: the events before it are handed out, then the next read throws', () => {
+    const d = new SseDecoder(64);
+    expect(d.push(bytes(`data: first\n\ndata: ${'x'.repeat(100)}`))).toEqual(['first']);
+    expect(() => d.push(bytes('x'))).toThrow(AnswerTooLarge);
+  });
+
+  it('an event grown read by read past the bound (no read completes one)', () => {
+    const d = new SseDecoder(64);
+    d.push(bytes('data: '));
+    for (let i = 0; i < 6; i++) d.push(bytes('y'.repeat(10)));
+    expect(() => d.end()).toThrow(AnswerTooLarge);
+  });
+
+  it('CRLF line ends are not taken for an event end', () => {
+    const d = new SseDecoder(64);
+    // 48 characters of an unfinished event after the first event's end; a CRLF taken for a blank line would count 0
+    expect(d.push(bytes(`data: a\n\ndata: ${'b'.repeat(40)}\r\n`))).toEqual(['a']);
+    d.push(bytes(`data: ${'c'.repeat(20)}\r\n`));
+    expect(() => d.push(bytes('data: d\r\n'))).toThrow(AnswerTooLarge);
   });
 });

@@ -59,3 +59,30 @@ function boundedAccumulator(acc: StreamAccumulator): StreamAccumulator {
     },
   };
 }
+
+/** A provider's answer (a whole body, or one event of a stream) was larger than the gateway reads. */
+export class AnswerTooLarge extends Error {
+  constructor(readonly limitBytes: number) {
+    super(`the provider's answer is larger than ${limitBytes} bytes`);
+    this.name = 'AnswerTooLarge';
+  }
+}
+
+/**
+ * A whole answer's text, read up to `maxBytes`: past that the reading stops (leaving the loop
+ * destroys the body, which closes the connection) and `AnswerTooLarge` is thrown. A provider, or
+ * whatever answers at a route's address, must not be able to fill dispatch's memory: an answer
+ * past the reply topic's limit (~748 KiB encrypted) cannot reach the client anyway, and one past
+ * this bound has its usage read from nothing (the attempt's exposure then waits for evidence).
+ */
+export async function readBounded(body: AsyncIterable<Uint8Array>, maxBytes: number): Promise<string> {
+  const decoder = new TextDecoder('utf-8');
+  let bytes = 0;
+  let text = '';
+  for await (const piece of body) {
+    bytes += piece.byteLength;
+    if (bytes > maxBytes) throw new AnswerTooLarge(maxBytes);
+    text += decoder.decode(piece, { stream: true });
+  }
+  return text + decoder.decode();
+}

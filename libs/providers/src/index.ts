@@ -12,7 +12,7 @@ import { OpenAiResponsesAdapter } from './openai-responses.adapter';
 
 export * from './adapter';
 export * from './billed-extras';
-export { boundedResponse, UNRECOGNISED_REASON } from './bounded';
+export { AnswerTooLarge, boundedResponse, readBounded, UNRECOGNISED_REASON } from './bounded';
 export * from './credentials';
 export { OpenAiChatAdapter } from './openai-chat.adapter';
 export { GeminiGenerateAdapter } from './gemini-generate.adapter';

@@ -26,6 +26,8 @@ export function maxBodyBytesFor(messageMaxBytes: number): number {
 }
 
 export const ADMISSION_DECIDE_TIMEOUT_DEFAULT_MS = 3000;
+/** How much of one provider answer dispatch reads (UPSTREAM_ANSWER_MAX_BYTES): 8 MiB. */
+export const UPSTREAM_ANSWER_MAX_BYTES_DEFAULT = 8 * 1024 * 1024;
 
 /** HTTP input limits from the environment. */
 const httpSchema = z.object({
@@ -66,6 +68,12 @@ const schema = httpSchema.extend({
     .refine((ms) => ms === 0 || ms > LONGEST_TRANSACTION_MS, `0 (no bound) or above the longest transaction, ${LONGEST_TRANSACTION_MS} ms`)
     .default(IDLE_IN_TRANSACTION_DEFAULT_MS),
   ADMISSION_DECIDE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(ADMISSION_DECIDE_TIMEOUT_DEFAULT_MS),
+  UPSTREAM_ANSWER_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(64 * 1024)
+    .max(256 * 1024 * 1024)
+    .default(UPSTREAM_ANSWER_MAX_BYTES_DEFAULT),
 });
 
 export interface ServiceConfig {
@@ -104,6 +112,12 @@ export interface ServiceConfig {
    * configs may leave it out: the default): a database that stops answering must not hold clients
    */
   admissionDecideTimeoutMs?: number;
+  /**
+   * how much of one provider answer dispatch reads, a whole body or one stream event
+   * (UPSTREAM_ANSWER_MAX_BYTES, default 8 MiB, 64 KiB–256 MiB; hand-made test configs may leave it
+   * out: the default): past it the attempt ends without usage and the client gets 502
+   */
+  upstreamAnswerMaxBytes?: number;
   /** what HTTP clients may send (filled by loadConfig; hand-made test configs may leave it out: defaults) */
   http?: HttpInputConfig;
 }
@@ -129,6 +143,7 @@ export function loadConfig(serviceName: string, env: NodeJS.ProcessEnv = process
     databaseAnswerTimeoutMs: parsed.DATABASE_ANSWER_TIMEOUT_MS,
     databaseIdleInTransactionMs: parsed.DATABASE_IDLE_IN_TRANSACTION_MS,
     admissionDecideTimeoutMs: parsed.ADMISSION_DECIDE_TIMEOUT_MS,
+    upstreamAnswerMaxBytes: parsed.UPSTREAM_ANSWER_MAX_BYTES,
     serviceName,
     databaseUrl: parsed.DATABASE_URL,
     kafkaBrokers: parsed.KAFKA_BROKERS.split(',')

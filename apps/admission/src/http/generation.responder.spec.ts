@@ -494,6 +494,7 @@ describe('GenerationResponder', () => {
       ['the gateway retried', { attempts_total: 2, winner_role: null, gateway_retried: true }, 'false'],
       ['the gateway did not retry', { attempts_total: 1, winner_role: null, gateway_retried: false }, undefined],
       ['an older dispatch (no fields)', {}, undefined],
+      ['an answer too large to read (it would be as large, and paid, again)', { code: 'upstream_answer_too_large' }, 'false'],
     ])('an error after %s: x-should-retry %s', async (_what, extra, header) => {
       const f = setup(openAiWhole);
       f.admission.publishSucceeds();

@@ -200,7 +200,9 @@ export class GenerationResponder {
       const code = replyErrorCode(reply.code);
       // A route that refuses what its contract promised will refuse again, and after the gateway
       // used its own retry allowance an SDK retry would multiply attempts outside it.
-      const noRetry = reply.code === 'upstream_contract_failure' || reply.gateway_retried === true;
+      // An answer larger than the gateway reads would be as large again, and paid for again.
+      const noRetry =
+        reply.code === 'upstream_contract_failure' || reply.code === 'upstream_answer_too_large' || reply.gateway_retried === true;
       writeDenial(req, res, new DomainError(code, reply.message), noRetry ? { 'x-should-retry': 'false' } : {});
       return code;
     }

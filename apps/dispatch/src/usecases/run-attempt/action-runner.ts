@@ -45,7 +45,7 @@ export interface Ctx {
 export type WholeResult =
   | { kind: 'answer'; statusCode: number; body: unknown; parsed: ParsedResponse; valid: boolean; verdictReason: string; receivedAt: Date }
   | { kind: 'error_answer'; statusCode: number; code: string | null; contractFailure: boolean; receivedAt: Date }
-  | { kind: 'no_answer'; cause: 'timeout' | 'connection_error' | 'cancelled'; firstByte: boolean; receivedAt: Date };
+  | { kind: 'no_answer'; cause: 'timeout' | 'connection_error' | 'cancelled' | 'too_large'; firstByte: boolean; receivedAt: Date };
 
 /** The action-level facts an attempt's event carries (interface-10). */
 export interface AttemptReport {
@@ -366,6 +366,8 @@ export class ActionRunner {
     const p = this.policy;
     if (!p || failed.holdMicrousd === null) return null;
     if (result.kind === 'error_answer' && result.contractFailure) return null;
+    // An answer larger than the gateway reads would be as large again, and paid for again.
+    if (result.kind === 'no_answer' && result.cause === 'too_large') return null;
     const failure: AttemptFailure =
       result.kind === 'error_answer'
         ? { kind: 'http', status: result.statusCode }

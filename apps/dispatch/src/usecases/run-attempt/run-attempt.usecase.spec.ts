@@ -211,6 +211,7 @@ function setup(
   policy: HedgePolicyRevision | null = null,
   pauses: (PauseSource & PauseStore) | null = null,
   log: pino.Logger = pino({ level: 'silent' }),
+  config: ServiceConfig = CONFIG,
 ) {
   const agent = new MockAgent();
   agent.disableNetConnect();
@@ -227,7 +228,7 @@ function setup(
     cipher,
     metrics,
     upstream,
-    CONFIG,
+    config,
     log,
     clock,
     randomIds,
@@ -492,6 +493,41 @@ describe('RunAttempt', () => {
       ]);
     });
 
+    it('an answer larger than UPSTREAM_ANSWER_MAX_BYTES: reading stops, usage unknown (never zero), a 502 that says why', async () => {
+      const f = setup(undefined, {}, null, null, undefined, { ...CONFIG, upstreamAnswerMaxBytes: 64 * 1024 });
+      // what a provider that never stops (or a hostile one) sends: here 200 KB, the usage at its end
+      const body = {
+        id: 'chatcmpl-huge',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'x'.repeat(200_000) }, finish_reason: 'stop' }],
+        usage: USAGE,
+      };
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, body, { headers: { 'content-type': 'application/json' } });
+      await f.attempt(openAiCommand());
+
+      expect(f.store.completed[0]).toMatchObject({
+        status: 'usage_missing',
+        usage: null,
+        statusReason: expect.stringMatching(/larger than UPSTREAM_ANSWER_MAX_BYTES/),
+      });
+      expect(f.replies()).toEqual([
+        expect.objectContaining({
+          kind: 'error',
+          http_status: 502,
+          code: 'upstream_answer_too_large',
+          message: "the provider's answer is larger than the gateway reads (65536 bytes)",
+        }),
+      ]);
+    });
+
+    it('an error answer is read for its code only: a huge one is still a provider error, code unknown', async () => {
+      const f = setup();
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(500, 'x'.repeat(1024 * 1024));
+      await f.attempt(openAiCommand());
+
+      expect(f.store.completed[0]).toMatchObject({ status: 'failed', httpStatus: 500 });
+      expect(f.replies()).toEqual([expect.objectContaining({ kind: 'error', http_status: 502, message: 'provider error 500' })]);
+    });
+
     it('leaves usage unknown (never zero) when the provider cannot be reached', async () => {
       const f = setup();
       f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).replyWithError(new Error('connect ECONNREFUSED 127.0.0.1:1'));
@@ -691,6 +727,25 @@ describe('RunAttempt', () => {
       expect(openAiText(replies)).toBe(TEXT);
       expect(last(replies)).toMatchObject({ kind: 'stream_end', complete: false });
       expect(f.store.completed[0]).toMatchObject({ status: 'usage_missing', usage: null });
+    });
+
+    it('an event that never ends, past UPSTREAM_ANSWER_MAX_BYTES: reading stops, what arrived before is forwarded, usage unknown', async () => {
+      const { lines, log } = capturedLog('warn');
+      const f = setup(undefined, {}, null, null, log, { ...CONFIG, upstreamAnswerMaxBytes: 64 * 1024 });
+      const [first, ...rest] = openAiChunks(TEXT);
+      // (the rest would come after it; here the connection ends where the reading stopped)
+      void rest;
+      reply(f, sse([first]) + `data: {"pad":"${'x'.repeat(200_000)}`);
+      await f.attempt(streamed());
+
+      const replies = f.replies();
+      expect(replies.filter((r) => r.kind === 'stream_chunk')).toHaveLength(1);
+      expect(last(replies)).toMatchObject({ kind: 'stream_end', complete: false });
+      expect(f.store.completed[0]).toMatchObject({ status: 'usage_missing', usage: null });
+      // the reading stopped at the bound, rather than holding the unfinished event to the end
+      expect(lines.filter((l) => l.msg === 'upstream stream event larger than the gateway reads; stopped reading')).toEqual([
+        expect.objectContaining({ limit_bytes: 64 * 1024 }),
+      ]);
     });
 
     it('ends incomplete when the connection drops mid-stream, after forwarding what arrived', async () => {
@@ -1065,6 +1120,16 @@ describe('RunAttempt', () => {
       expect(f.replies()).toEqual([
         expect.objectContaining({ kind: 'response', winner_role: 'retry', attempts_total: 2, gateway_retried: true }),
       ]);
+    });
+
+    it('an answer larger than the gateway reads is not retried: it would be as large again, and paid for again', async () => {
+      const f = setup(undefined, {}, NO_HEDGE, null, undefined, { ...CONFIG, upstreamAnswerMaxBytes: 64 * 1024 });
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, okBody('y'.repeat(100_000)));
+      await f.attempt(cmdWithHold());
+
+      expect(f.store.extra).toEqual([]);
+      expect(f.store.completed).toHaveLength(1);
+      expect(f.replies()).toEqual([expect.objectContaining({ kind: 'error', http_status: 502, code: 'upstream_answer_too_large' })]);
     });
 
     it('no retry left: the next approved fallback route, with its own route and hold, answers', async () => {

@@ -5,7 +5,15 @@ import { addressTo, AttemptCompletedV1, AttemptRole, DispatchCommandV1, Dispatch
 import { DispatchRepository, ExperimentPauseRepository, HedgePolicyRepository } from '@gateway/db';
 import { accept } from '@gateway/domain';
 import { ContentCipher, KafkaBus, PermanentPublishError } from '@gateway/messaging';
-import { adapterForCommand, NO_USAGE_DETAILS, ParsedResponse, SseDecoder, UpstreamRequest } from '@gateway/providers';
+import {
+  adapterForCommand,
+  AnswerTooLarge,
+  NO_USAGE_DETAILS,
+  ParsedResponse,
+  readBounded,
+  SseDecoder,
+  UpstreamRequest,
+} from '@gateway/providers';
 import {
   awaitAtMost,
   Clock,
@@ -16,6 +24,7 @@ import {
   InjectLogger,
   LogBurst,
   ServiceConfig,
+  UPSTREAM_ANSWER_MAX_BYTES_DEFAULT,
 } from '@gateway/service-kit';
 import { AttemptStatus, buildAttemptEvent, deliveryOf, shortfallOf } from './attempt-report';
 import type { AttemptStore, CredentialSource, ReplyPublisher, ReplySealer } from './ports';
@@ -62,6 +71,8 @@ export class RunAttempt implements BeforeApplicationShutdown {
    * window for each kind, every one counted in `gateway_dispatch_refused_total`.
    */
   private readonly refusalLogs: { expired: LogBurst; lateClaim: LogBurst };
+  /** how much of one provider answer is read (a whole body, or one stream event) */
+  private readonly answerMaxBytes: number;
 
   constructor(
     @Inject(DispatchRepository) private readonly repo: AttemptStore,
@@ -78,6 +89,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
     @Optional() @Inject(ExperimentPauseRepository) pauses: (PauseSource & PauseStore) | null = null,
   ) {
     this.policies = new HedgePolicies(hedgePolicies, undefined, pauses);
+    this.answerMaxBytes = config.upstreamAnswerMaxBytes ?? UPSTREAM_ANSWER_MAX_BYTES_DEFAULT;
     const burst = (msg: string) =>
       new LogBurst(
         (fields, m) => this.log.warn(fields, m),
@@ -215,11 +227,21 @@ export class RunAttempt implements BeforeApplicationShutdown {
       firstByte = true;
       statusCode = res.statusCode;
       headers = res.headers;
-      const text = await res.body.text();
-      body = safeParse(text);
+      if (res.statusCode >= 400) {
+        body = safeParse(await readErrorBody(res.body));
+      } else {
+        body = safeParse(await readBounded(res.body, this.answerMaxBytes));
+      }
     } catch (err) {
       const receivedAt = this.clock.now();
       if (ctx.abort.signal.aborted) return { kind: 'no_answer', cause: 'cancelled', firstByte, receivedAt };
+      if (err instanceof AnswerTooLarge) {
+        this.log.warn(
+          { action_id: cmd.action_id, attempt_id: ctx.attemptId, route_id: cmd.route.route_id, limit_bytes: err.limitBytes },
+          'upstream answer larger than the gateway reads; stopped reading, usage unread',
+        );
+        return { kind: 'no_answer', cause: 'too_large', firstByte, receivedAt };
+      }
       // No response: the provider may still have billed it. Usage is unknown, never zero.
       const timedOut = /timeout/i.test(String((err as Error).message ?? err));
       return { kind: 'no_answer', cause: timedOut ? 'timeout' : 'connection_error', firstByte, receivedAt };
@@ -259,7 +281,11 @@ export class RunAttempt implements BeforeApplicationShutdown {
         return this.finish(
           ctx,
           'usage_missing',
-          r.cause === 'timeout' ? 'upstream timed out before answering' : 'upstream connection failed',
+          r.cause === 'timeout'
+            ? 'upstream timed out before answering'
+            : r.cause === 'too_large'
+              ? 'upstream answer larger than UPSTREAM_ANSWER_MAX_BYTES: not read, usage unknown'
+              : 'upstream connection failed',
           null,
           null,
           null,
@@ -299,8 +325,13 @@ export class RunAttempt implements BeforeApplicationShutdown {
         return this.reply(ctx, {
           kind: 'error',
           http_status: timedOut ? 504 : 502,
-          code: timedOut ? 'deadline_exceeded' : 'upstream_error',
-          message: timedOut ? 'no answer before the deadline' : 'the provider could not be reached',
+          // (admission tells the SDK not to retry an answer too large: it would be as large, and paid, again)
+          code: timedOut ? 'deadline_exceeded' : r.cause === 'too_large' ? 'upstream_answer_too_large' : 'upstream_error',
+          message: timedOut
+            ? 'no answer before the deadline'
+            : r.cause === 'too_large'
+              ? `the provider's answer is larger than the gateway reads (${this.answerMaxBytes} bytes)`
+              : 'the provider could not be reached',
           ...this.counts(ctx, null),
           ...action,
         });
@@ -349,7 +380,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
       statusCode = res.statusCode;
       this.metrics.upstream.inc({ route: cmd.route.route_id, status: String(statusCode) });
       if (statusCode >= 400) {
-        const body = safeParse(await res.body.text());
+        const body = safeParse(await readErrorBody(res.body));
         const code = adapter.errorCode(body);
         const parsed = PROVIDER_ERROR_EVIDENCE;
         await this.finish(
@@ -375,7 +406,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
       acc = events;
       // One decoder for the whole body: a character or a line ending split across two network
       // reads is joined, never decoded piece by piece.
-      const sse = new SseDecoder();
+      const sse = new SseDecoder(this.answerMaxBytes);
       const relay = async (payloads: string[]) => {
         for (const data of payloads) {
           if (!events.push(data)) continue;
@@ -386,7 +417,12 @@ export class RunAttempt implements BeforeApplicationShutdown {
       for await (const piece of res.body) await relay(sse.push(piece));
       await relay(sse.end());
     } catch (err) {
-      this.log.warn({ action_id: cmd.action_id, error: (err as Error).name }, 'upstream stream ended abnormally');
+      this.log.warn(
+        { action_id: cmd.action_id, error: (err as Error).name, ...(err instanceof AnswerTooLarge ? { limit_bytes: err.limitBytes } : {}) },
+        err instanceof AnswerTooLarge
+          ? 'upstream stream event larger than the gateway reads; stopped reading'
+          : 'upstream stream ended abnormally',
+      );
     }
     const parsed = acc?.result() ?? null;
     const complete = parsed?.usage != null;
@@ -622,6 +658,16 @@ export class RunAttempt implements BeforeApplicationShutdown {
       });
     }
   }
+}
+
+/** An error answer is read for its code only: its first 64 KiB (more reads as no code). */
+const ERROR_BODY_MAX_BYTES = 64 * 1024;
+
+function readErrorBody(body: AsyncIterable<Uint8Array>): Promise<string> {
+  return readBounded(body, ERROR_BODY_MAX_BYTES).catch((err: unknown) => {
+    if (err instanceof AnswerTooLarge) return '';
+    throw err;
+  });
 }
 
 function safeParse(text: string): unknown {
