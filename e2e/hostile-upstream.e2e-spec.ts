@@ -1,5 +1,6 @@
+import { APIError } from 'openai';
 import { Topics } from '@gateway/contracts';
-import { eventually, gemini, simLastSeq, simRequestsSince, stack, TopicReader, uid, withSeeder } from './support';
+import { eventually, gemini, openai, simLastSeq, simRequestsSince, stack, TopicReader, uid, withSeeder } from './support';
 
 /**
  * A provider's answer is as untrusted as a client's request. provider-sim's `hostile-fields`
@@ -8,10 +9,13 @@ import { eventually, gemini, simLastSeq, simRequestsSince, stack, TopicReader, u
  * fields with 150-character names (the event's schema takes 32 of at most 128). Before the gateway
  * bounded what an adapter reads (libs/providers `boundedResponse`), the usage of such an answer
  * never reached the ledger: the evidence write failed and the attempt became an orphan case.
+ * provider-sim's `pad-bytes` answers with more than dispatch reads of one answer
+ * (UPSTREAM_ANSWER_MAX_BYTES): dispatch stops reading, and neither it nor the SDK pays for it twice.
  */
-describe('a provider that answers with values no evidence column takes (@google/genai SDK)', () => {
+describe('a provider that answers with what no evidence column takes, or with more than dispatch reads', () => {
   const run = uid();
   const route = `hostile-${run}`;
+  const huge = `hostile-huge-${run}`;
   const workload = `hostile-wl-${run}`;
   let key: string;
   let settled: TopicReader;
@@ -26,7 +30,15 @@ describe('a provider that answers with values no evidence column takes (@google/
         upstreamBaseUrl: stack.providerSim,
         upstreamModel: 'gemini-sim;hostile-fields',
       });
-      return (await seed.workload({ id: workload, allowedAliases: [route] })).key;
+      // 9 MiB before the usage: more than dispatch reads of one answer (UPSTREAM_ANSWER_MAX_BYTES, 8 MiB)
+      await seed.route({
+        routeId: huge,
+        alias: huge,
+        providerKind: 'openai-chat',
+        upstreamBaseUrl: stack.providerSim,
+        upstreamModel: `sim-gpt;pad-bytes=${9 * 1024 * 1024}`,
+      });
+      return (await seed.workload({ id: workload, allowedAliases: [route, huge] })).key;
     });
     settled = new TopicReader([Topics.usageSettled.name]);
     await settled.start();
@@ -79,5 +91,29 @@ describe('a provider that answers with values no evidence column takes (@google/
     expect(fields).toHaveLength(32);
     expect(fields.every((f) => f.length <= 128)).toBe(true);
     expect(fields[31]).toBe('(9 more)');
+  });
+
+  it('an answer larger than dispatch reads (@openai SDK, its retries on): one 502 naming the bound, not retried, usage held on a case', async () => {
+    const before = await simLastSeq();
+    const err = (await openai(key)
+      .chat.completions.create({ model: huge, messages: [{ role: 'user', content: `huge ${uid()}` }] })
+      .catch((e: unknown) => e)) as APIError;
+    expect(err).toBeInstanceOf(APIError);
+    expect(err.status).toBe(502);
+    expect(err.message).toMatch(/larger than the gateway reads \(8388608 bytes\)/);
+    expect(err.headers?.get('x-should-retry')).toBe('false');
+    // the provider answered it whole (and bills it): one call, the SDK did not retry it on its own
+    expect((await simRequestsSince(before)).map((r) => r.status)).toEqual([200]);
+    const actionId = err.headers?.get('x-gateway-action-id') as string;
+    const { attempt, cases } = await eventually(() =>
+      withSeeder(async (_s, db) => {
+        const attempt = await db.prisma.attempt.findFirst({ where: { actionId } });
+        const cases = await db.prisma.reconciliationCase.findMany({ where: { actionId } });
+        return cases.length > 0 ? { attempt, cases } : undefined;
+      }),
+    );
+    expect(attempt?.status).toBe('reconciliation_required');
+    expect(cases).toEqual([expect.objectContaining({ reason: 'usage_missing', status: 'open' })]);
+    expect(cases[0].exposureMicrousd).toBeGreaterThan(0n);
   });
 });

@@ -148,6 +148,7 @@ export const openAiChat: ProviderAdapter = {
           created,
           model,
           choices: plan.candidates.map((c) => choice(c, audioId(c.index))),
+          ...(script.padBytes ? { sim_padding: 'x'.repeat(script.padBytes) } : {}),
           ...(script.noUsage ? {} : { usage: openAiUsage(plan) }),
           ...tier,
           system_fingerprint: 'fp_sim',

@@ -25,6 +25,8 @@ export interface SimScript {
    * 150-character names (the gateway bounds both before they reach its evidence).
    */
   hostileFields: boolean;
+  /** OpenAI chat, whole answers: a `sim_padding` field of this many bytes before the usage (an answer too large to read). */
+  padBytes?: number;
   extra: number;
   rejectN: boolean;
   reasoning: number;
@@ -97,6 +99,7 @@ const VALUED = new Set([
   'fail-first',
   'slow-first',
   'key-sha256',
+  'pad-bytes',
 ]);
 
 /** Parses `a=1;b;c=2-3` into a map, rejecting unknown names and malformed segments. */
@@ -208,6 +211,9 @@ export function toScript(raw: Raw): SimScript {
       case 'tier':
         if (!/^[a-z][a-z0-9_-]{0,31}$/.test(value)) throw new ScriptError(`sim directive 'tier' needs a tier name like 'flex'`);
         s.tier = value;
+        break;
+      case 'pad-bytes':
+        s.padBytes = int(name, value, 1, 64 * 1024 * 1024);
         break;
       case 'words':
         s.words = int(name, value, 0, 10_000);
