@@ -55,7 +55,7 @@ export const GenerationFailureResponses = () =>
     ApiResponse({
       status: 502,
       description:
-        'upstream_error | upstream_credential_missing; x-should-retry: false when the gateway cannot rule out that the request still runs (a dispatch command whose publish failed and that a dispatcher took)',
+        'upstream_error | upstream_credential_missing; x-should-retry: false when a retry could pay twice: the request may still run (its dispatch command could not be confirmed sent and a dispatcher took it, or the withdrawal could not tell), the answer was larger than the gateway reads (UPSTREAM_ANSWER_MAX_BYTES), the route refused what its contract promised, or the gateway already retried',
     }),
     ApiResponse({
       status: 503,
