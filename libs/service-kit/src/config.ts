@@ -28,6 +28,8 @@ export function maxBodyBytesFor(messageMaxBytes: number): number {
 export const ADMISSION_DECIDE_TIMEOUT_DEFAULT_MS = 3000;
 /** How much of one provider answer dispatch reads (UPSTREAM_ANSWER_MAX_BYTES): 8 MiB. */
 export const UPSTREAM_ANSWER_MAX_BYTES_DEFAULT = 8 * 1024 * 1024;
+/** How long past the action's deadline dispatch keeps reading an answer for its usage (UPSTREAM_READ_AFTER_DEADLINE_MS): 2 min. */
+export const UPSTREAM_READ_AFTER_DEADLINE_DEFAULT_MS = 120_000;
 
 /** HTTP input limits from the environment. */
 const httpSchema = z.object({
@@ -74,6 +76,7 @@ const schema = httpSchema.extend({
     .min(64 * 1024)
     .max(256 * 1024 * 1024)
     .default(UPSTREAM_ANSWER_MAX_BYTES_DEFAULT),
+  UPSTREAM_READ_AFTER_DEADLINE_MS: z.coerce.number().int().min(0).max(600_000).default(UPSTREAM_READ_AFTER_DEADLINE_DEFAULT_MS),
 });
 
 export interface ServiceConfig {
@@ -118,6 +121,12 @@ export interface ServiceConfig {
    * out: the default): past it the attempt ends without usage and the client gets 502
    */
   upstreamAnswerMaxBytes?: number;
+  /**
+   * how long past the action's deadline dispatch keeps reading one upstream answer for its usage
+   * (UPSTREAM_READ_AFTER_DEADLINE_MS, default 120000, 0–600000): the time limits between bytes do
+   * not stop an upstream that trickles, so the whole exchange ends then, usage unknown
+   */
+  upstreamReadAfterDeadlineMs?: number;
   /** what HTTP clients may send (filled by loadConfig; hand-made test configs may leave it out: defaults) */
   http?: HttpInputConfig;
 }
@@ -144,6 +153,7 @@ export function loadConfig(serviceName: string, env: NodeJS.ProcessEnv = process
     databaseIdleInTransactionMs: parsed.DATABASE_IDLE_IN_TRANSACTION_MS,
     admissionDecideTimeoutMs: parsed.ADMISSION_DECIDE_TIMEOUT_MS,
     upstreamAnswerMaxBytes: parsed.UPSTREAM_ANSWER_MAX_BYTES,
+    upstreamReadAfterDeadlineMs: parsed.UPSTREAM_READ_AFTER_DEADLINE_MS,
     serviceName,
     databaseUrl: parsed.DATABASE_URL,
     kafkaBrokers: parsed.KAFKA_BROKERS.split(',')

@@ -1,5 +1,7 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import pino from 'pino';
-import { Dispatcher, MockAgent } from 'undici';
+import { Agent, Dispatcher, MockAgent } from 'undici';
 import {
   DispatchCommandV1,
   DispatchReplyV1,
@@ -212,6 +214,7 @@ function setup(
   pauses: (PauseSource & PauseStore) | null = null,
   log: pino.Logger = pino({ level: 'silent' }),
   config: ServiceConfig = CONFIG,
+  realUpstream?: Dispatcher,
 ) {
   const agent = new MockAgent();
   agent.disableNetConnect();
@@ -220,7 +223,7 @@ function setup(
   const cipher = new ContentCipher(Buffer.alloc(32, 7));
   let nowMs = NOW.getTime();
   const clock: Clock = { now: () => new Date(nowMs) };
-  const upstream: Dispatcher = interceptor ? agent.compose(interceptor) : agent;
+  const upstream: Dispatcher = realUpstream ?? (interceptor ? agent.compose(interceptor) : agent);
   const metrics = new DispatchMetrics(new Metrics('test'));
   const run = new RunAttempt(
     store,
@@ -527,6 +530,42 @@ describe('RunAttempt', () => {
       expect(f.store.completed[0]).toMatchObject({ status: 'failed', httpStatus: 500 });
       expect(f.replies()).toEqual([expect.objectContaining({ kind: 'error', http_status: 502, message: 'provider error 500' })]);
     });
+
+    it.each([false, true])(
+      'an upstream that trickles a byte at a time (stream: %s): the exchange ends UPSTREAM_READ_AFTER_DEADLINE_MS past the deadline, usage unknown',
+      async (stream) => {
+        // A real server (undici's limits between bytes never fire: a byte every 20 ms, for ever).
+        let closed = false;
+        const server = http.createServer((_req, res) => {
+          res.writeHead(200, { 'content-type': stream ? 'text/event-stream' : 'application/json' });
+          const drip = setInterval(() => res.write(stream ? ':\n' : ' '), 20);
+          res.on('close', () => {
+            clearInterval(drip);
+            closed = true;
+          });
+        });
+        await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+        const upstream = new Agent();
+        try {
+          const f = setup(undefined, {}, null, null, undefined, { ...CONFIG, upstreamReadAfterDeadlineMs: 300 }, upstream);
+          const base = openAiCommand({ stream });
+          const started = Date.now();
+          await f.attempt({
+            ...base,
+            // 200 ms left of the action (the test's clock stands still), then 300 ms more for the usage
+            deadline: new Date(NOW.getTime() + 200).toISOString(),
+            route: { ...base.route, base_url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` },
+          });
+          expect(Date.now() - started).toBeLessThan(3_000);
+          expect(f.store.completed[0]).toMatchObject({ status: 'usage_missing', usage: null });
+          await eventually(async () => (closed ? true : undefined), { what: 'the upstream connection closed' });
+        } finally {
+          await upstream.close();
+          server.closeAllConnections();
+          await new Promise((resolve) => server.close(resolve));
+        }
+      },
+    );
 
     it('leaves usage unknown (never zero) when the provider cannot be reached', async () => {
       const f = setup();

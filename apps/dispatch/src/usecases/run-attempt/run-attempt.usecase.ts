@@ -25,6 +25,7 @@ import {
   LogBurst,
   ServiceConfig,
   UPSTREAM_ANSWER_MAX_BYTES_DEFAULT,
+  UPSTREAM_READ_AFTER_DEADLINE_DEFAULT_MS,
 } from '@gateway/service-kit';
 import { AttemptStatus, buildAttemptEvent, deliveryOf, shortfallOf } from './attempt-report';
 import type { AttemptStore, CredentialSource, ReplyPublisher, ReplySealer } from './ports';
@@ -73,6 +74,8 @@ export class RunAttempt implements BeforeApplicationShutdown {
   private readonly refusalLogs: { expired: LogBurst; lateClaim: LogBurst };
   /** how much of one provider answer is read (a whole body, or one stream event) */
   private readonly answerMaxBytes: number;
+  /** how long past the action's deadline an answer is still read for its usage */
+  private readonly readAfterDeadlineMs: number;
 
   constructor(
     @Inject(DispatchRepository) private readonly repo: AttemptStore,
@@ -90,6 +93,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
   ) {
     this.policies = new HedgePolicies(hedgePolicies, undefined, pauses);
     this.answerMaxBytes = config.upstreamAnswerMaxBytes ?? UPSTREAM_ANSWER_MAX_BYTES_DEFAULT;
+    this.readAfterDeadlineMs = config.upstreamReadAfterDeadlineMs ?? UPSTREAM_READ_AFTER_DEADLINE_DEFAULT_MS;
     const burst = (msg: string) =>
       new LogBurst(
         (fields, m) => this.log.warn(fields, m),
@@ -222,8 +226,9 @@ export class RunAttempt implements BeforeApplicationShutdown {
     let headers: Record<string, string | string[] | undefined>;
     let body: unknown;
     let firstByte = false;
+    const exchange = this.exchangeBound(ctx, timeoutMs);
     try {
-      const res = await this.send(req, ctx, timeoutMs);
+      const res = await this.send(req, ctx, exchange.signal, timeoutMs);
       firstByte = true;
       statusCode = res.statusCode;
       headers = res.headers;
@@ -245,6 +250,8 @@ export class RunAttempt implements BeforeApplicationShutdown {
       // No response: the provider may still have billed it. Usage is unknown, never zero.
       const timedOut = /timeout/i.test(String((err as Error).message ?? err));
       return { kind: 'no_answer', cause: timedOut ? 'timeout' : 'connection_error', firstByte, receivedAt };
+    } finally {
+      exchange.end();
     }
     const receivedAt = this.clock.now();
     this.metrics.upstream.inc({ route: cmd.route.route_id, status: String(statusCode) });
@@ -375,8 +382,9 @@ export class RunAttempt implements BeforeApplicationShutdown {
     let seq = 0;
     let statusCode = 0;
     let acc: ReturnType<typeof adapter.streamAccumulator> | null = null;
+    const exchange = this.exchangeBound(ctx, timeoutMs);
     try {
-      const res = await this.send(req, ctx, timeoutMs);
+      const res = await this.send(req, ctx, exchange.signal, timeoutMs);
       statusCode = res.statusCode;
       this.metrics.upstream.inc({ route: cmd.route.route_id, status: String(statusCode) });
       if (statusCode >= 400) {
@@ -423,6 +431,8 @@ export class RunAttempt implements BeforeApplicationShutdown {
           ? 'upstream stream event larger than the gateway reads; stopped reading'
           : 'upstream stream ended abnormally',
       );
+    } finally {
+      exchange.end();
     }
     const parsed = acc?.result() ?? null;
     const complete = parsed?.usage != null;
@@ -492,7 +502,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
    * that never got a response (an aborted hedge loser, a cut connection), which has no provider
    * request id the gateway could know; the usage-export import matches those lines by it.
    */
-  private send(req: UpstreamRequest, ctx: Ctx, timeoutMs: number) {
+  private send(req: UpstreamRequest, ctx: Ctx, signal: AbortSignal, timeoutMs: number) {
     return request(req.url, {
       method: 'POST',
       headers: { ...req.headers, [CLIENT_REQUEST_ID_HEADER]: ctx.attemptId },
@@ -500,8 +510,34 @@ export class RunAttempt implements BeforeApplicationShutdown {
       dispatcher: this.upstream,
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
-      signal: ctx.abort.signal,
+      signal,
     });
+  }
+
+  /**
+   * The signal one upstream exchange runs under, to `end()` once it is read. undici's limits run
+   * between bytes, so an upstream that trickles a byte at a time would keep the exchange open for
+   * ever: the whole of it is aborted `readAfterDeadlineMs` past the action's deadline (a timeout:
+   * usage unknown, its exposure held), the answer read till then for its usage although its
+   * client has had the deadline's 504. The attempt's own abort (another attempt won) passes
+   * through. One timer, cleared at the end (`AbortSignal.timeout` would keep ~350 bytes per call
+   * alive until it fires).
+   */
+  private exchangeBound(ctx: Ctx, timeoutMs: number): { signal: AbortSignal; end: () => void } {
+    const totalMs = timeoutMs + this.readAfterDeadlineMs;
+    const bound = new AbortController();
+    const attempt = ctx.abort.signal;
+    const onAbort = () => bound.abort(attempt.reason);
+    if (attempt.aborted) onAbort();
+    else attempt.addEventListener('abort', onAbort, { once: true });
+    const timer = setTimeout(() => bound.abort(new UpstreamExchangeTimeout(totalMs)), totalMs);
+    return {
+      signal: bound.signal,
+      end: () => {
+        clearTimeout(timer);
+        attempt.removeEventListener('abort', onAbort);
+      },
+    };
   }
 
   /** The usage chunk is forwarded only when the client asked for it (we always ask upstream). */
@@ -657,6 +693,14 @@ export class RunAttempt implements BeforeApplicationShutdown {
         message: `the provider's answer is larger than the gateway can carry back (${err.refusal}); it was recorded and billed`,
       });
     }
+  }
+}
+
+/** The whole exchange with the upstream outlasted the action's deadline + UPSTREAM_READ_AFTER_DEADLINE_MS. */
+class UpstreamExchangeTimeout extends Error {
+  constructor(ms: number) {
+    super(`upstream exchange timeout: not over ${ms} ms after it began`);
+    this.name = 'UpstreamExchangeTimeout';
   }
 }
 
