@@ -188,6 +188,7 @@ describe('retries', () => {
     [{ kind: 'http', status: 503 }, 'server_error'],
     [{ kind: 'http', status: 400 }, null],
     [{ kind: 'http', status: 401 }, null],
+    [{ kind: 'answer_too_large' }, null],
   ])('%j is transient as %p', (failure, expected) => {
     expect(transientFailureOf(failure)).toBe(expected);
   });

@@ -294,9 +294,13 @@ export function extraAttemptAllowance(
 
 /** What an upstream attempt's failure was, as dispatch observed it. */
 export type AttemptFailure =
-  { kind: 'connection_error' } | { kind: 'timeout'; firstByteReceived: boolean } | { kind: 'http'; status: number };
+  | { kind: 'connection_error' }
+  | { kind: 'timeout'; firstByteReceived: boolean }
+  | { kind: 'http'; status: number }
+  /** the provider answered, but more than the gateway reads (UPSTREAM_ANSWER_MAX_BYTES) */
+  | { kind: 'answer_too_large' };
 
-/** The transient class of a failure, or null when retrying cannot help (4xx other than 429, timeouts after the first byte). */
+/** The transient class of a failure, or null when retrying cannot help (4xx other than 429, timeouts after the first byte, an answer too large to read). */
 export function transientFailureOf(f: AttemptFailure): TransientFailure | null {
   switch (f.kind) {
     case 'connection_error':
@@ -307,6 +311,9 @@ export function transientFailureOf(f: AttemptFailure): TransientFailure | null {
     case 'http':
       if (f.status === 429) return 'rate_limited';
       if (f.status >= 500 && f.status <= 599) return 'server_error';
+      return null;
+    case 'answer_too_large':
+      // the same request would be answered as large again, and paid for again
       return null;
   }
 }

@@ -366,14 +366,14 @@ export class ActionRunner {
     const p = this.policy;
     if (!p || failed.holdMicrousd === null) return null;
     if (result.kind === 'error_answer' && result.contractFailure) return null;
-    // An answer larger than the gateway reads would be as large again, and paid for again.
-    if (result.kind === 'no_answer' && result.cause === 'too_large') return null;
     const failure: AttemptFailure =
       result.kind === 'error_answer'
         ? { kind: 'http', status: result.statusCode }
         : result.cause === 'timeout'
           ? { kind: 'timeout', firstByteReceived: result.firstByte }
-          : { kind: 'connection_error' };
+          : result.cause === 'too_large'
+            ? { kind: 'answer_too_large' }
+            : { kind: 'connection_error' };
     const now = this.deps.clock.now();
     const remainingMs = new Date(this.cmd.deadline).getTime() - now.getTime();
     const transient = transientFailureOf(failure);
