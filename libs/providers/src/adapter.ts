@@ -149,6 +149,16 @@ export function headerValue(headers: Record<string, string | string[] | undefine
   return v ?? null;
 }
 
+/**
+ * Whether every one of `fields` the provider sent is a count it could mean: absent (undefined or
+ * null) or a non-negative safe integer. A total reported as 1e999, -7, 2.5 or "12" is not read as
+ * 0 (`nonNegInt`): the usage is unreadable, so the attempt's usage is unknown and its exposure
+ * stays held, never settled at nothing.
+ */
+export function countsReadable(u: Record<string, unknown>, fields: readonly string[]): boolean {
+  return fields.every((f) => u[f] === undefined || u[f] === null || (Number.isSafeInteger(u[f]) && (u[f] as number) >= 0));
+}
+
 export function nonNegInt(v: unknown): number {
   return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : 0;
 }

@@ -204,3 +204,46 @@ describe('SseDecoder with a bound on one event', () => {
     expect(() => d.push(bytes('data: d\r\n'))).toThrow(AnswerTooLarge);
   });
 });
+
+describe('a usage total no provider could mean is unreadable, never zero', () => {
+  const chat = (usage: string) =>
+    adapterFor('openai-chat').parseResponse(
+      JSON.parse(`{"id":"x","choices":[{"index":0,"finish_reason":"stop","message":{"content":"hi"}}],"usage":${usage}}`),
+      {},
+    ).usage;
+
+  it.each([
+    ['1e999 (Infinity once parsed)', '{"prompt_tokens":1e999,"completion_tokens":7,"total_tokens":16}'],
+    ['a negative count', '{"prompt_tokens":9,"completion_tokens":-7,"total_tokens":2}'],
+    ['a fraction', '{"prompt_tokens":9,"completion_tokens":7.5,"total_tokens":16}'],
+    ['a total as a string', '{"prompt_tokens":9,"completion_tokens":7,"total_tokens":"16"}'],
+    ['beyond 2^53', '{"prompt_tokens":9007199254740993,"completion_tokens":7,"total_tokens":16}'],
+    ['a cache write as a string', '{"prompt_tokens":9,"completion_tokens":7,"total_tokens":16,"cache_creation_input_tokens":"5"}'],
+  ])('OpenAI chat: %s', (_, usage) => {
+    expect(chat(usage)).toBeNull();
+  });
+
+  it('the same usage with sane counts is read (and null details count as absent)', () => {
+    expect(chat('{"prompt_tokens":9,"completion_tokens":7,"total_tokens":16,"cache_creation_input_tokens":null}')).toMatchObject({
+      inputTokens: 9,
+      outputTokensTotal: 7,
+    });
+  });
+
+  it('Gemini, streamed: thoughts reported as 1e999 (they are added to the output)', () => {
+    const acc = adapterFor('gemini-generate').streamAccumulator({});
+    acc.push(
+      '{"candidates":[{"index":0,"content":{"parts":[{"text":"hi"}]},"finishReason":"STOP"}],' +
+        '"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":7,"thoughtsTokenCount":1e999,"totalTokenCount":12}}',
+    );
+    expect(acc.result().usage).toBeNull();
+  });
+
+  it('OpenAI Responses: output_tokens negative', () => {
+    const r = adapterForCommand({ api_kind: 'openai-responses', route: { provider_kind: 'openai-chat' } }).parseResponse(
+      { id: 'resp_1', status: 'completed', output: [], usage: { input_tokens: 3, output_tokens: -4, total_tokens: 7 } },
+      {},
+    );
+    expect(r.usage).toBeNull();
+  });
+});

@@ -2,6 +2,7 @@ import type { DispatchCommandV1 } from '@gateway/contracts';
 import { generatedTextBytes, spendFieldSpellings } from '@gateway/domain';
 import {
   checkSubsets,
+  countsReadable,
   FeatureCalls,
   headerValue,
   nonNegInt,
@@ -226,6 +227,8 @@ const KNOWN_USAGE = [
 function parseUsage(raw: unknown): ParsedUsage | null {
   const u = asRecord(raw);
   if (!u || typeof u.promptTokenCount !== 'number') return null;
+  if (!countsReadable(u, ['promptTokenCount', 'candidatesTokenCount', 'thoughtsTokenCount', 'toolUsePromptTokenCount', 'totalTokenCount']))
+    return null;
   const thoughts = nonNegInt(u.thoughtsTokenCount);
   const usage = reconcileWithTotal(
     {

@@ -2,6 +2,7 @@ import type { DispatchCommandV1 } from '@gateway/contracts';
 import { generatedTextBytes, spendFieldSpellings } from '@gateway/domain';
 import {
   checkSubsets,
+  countsReadable,
   headerValue,
   nonNegInt,
   ParsedCandidate,
@@ -218,9 +219,13 @@ const KNOWN_COMPLETION_DETAILS = [
  * audio tokens are part of prompt_tokens. A detail reported in two spellings counts once (the
  * larger).
  */
+/** The counts a wrong value of would bill less than was used (cache writes are dearer than input). */
+const READ_COUNTS = ['prompt_tokens', 'completion_tokens', 'total_tokens', 'cache_creation_input_tokens'] as const;
+
 function parseUsage(raw: unknown): ParsedUsage | null {
   const u = asRecord(raw);
   if (!u || typeof u.prompt_tokens !== 'number' || typeof u.completion_tokens !== 'number') return null;
+  if (!countsReadable(u, READ_COUNTS)) return null;
   const promptDetails = asRecord(u.prompt_tokens_details) ?? {};
   const completionDetails = asRecord(u.completion_tokens_details) ?? {};
   const usage = reconcileWithTotal(

@@ -2,6 +2,7 @@ import type { DispatchCommandV1 } from '@gateway/contracts';
 import { NormalisedCandidate } from '@gateway/domain';
 import {
   checkSubsets,
+  countsReadable,
   FeatureCalls,
   headerValue,
   NO_USAGE_DETAILS,
@@ -194,6 +195,7 @@ const KNOWN_OUTPUT_DETAILS = ['reasoning_tokens'];
 function parseUsage(raw: unknown): ParsedUsage | null {
   const u = asRecord(raw);
   if (!u || typeof u.input_tokens !== 'number' || typeof u.output_tokens !== 'number') return null;
+  if (!countsReadable(u, ['input_tokens', 'output_tokens', 'total_tokens'])) return null;
   const inputDetails = asRecord(u.input_tokens_details) ?? {};
   const outputDetails = asRecord(u.output_tokens_details) ?? {};
   const usage = reconcileWithTotal(
