@@ -483,6 +483,17 @@ describe('RunAttempt', () => {
       expect(f.bus.sent).toHaveLength(1);
     });
 
+    it('an answer nested 10,000 deep (it parses, but cannot be serialised again): usage recorded, the client gets a 502, not a timeout', async () => {
+      const f = setup();
+      const deep = '['.repeat(10_000) + ']'.repeat(10_000);
+      const body = `{"id":"chatcmpl-deep","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":${JSON.stringify(USAGE)},"x":${deep}}`;
+      f.pool.intercept({ path: OPENAI_PATH, method: 'POST' }).reply(200, body, { headers: { 'content-type': 'application/json' } });
+      await f.attempt(openAiCommand());
+
+      expect(f.store.completed[0]).toMatchObject({ status: 'succeeded', usage: { inputTokens: 9, outputTokensTotal: 7 } });
+      expect(f.replies()).toEqual([expect.objectContaining({ kind: 'error', http_status: 502, code: 'upstream_error' })]);
+    });
+
     it('turns a provider error into a 502 upstream_error, with the error as zero-usage evidence', async () => {
       const f = setup();
       f.pool

@@ -677,12 +677,14 @@ export class RunAttempt implements BeforeApplicationShutdown {
     try {
       await this.publishReply(ctx.cmd, ctx.replyTo, reply);
     } catch (err) {
-      // An answer larger than one Kafka message (many candidates × a high cap) cannot travel back.
+      // An answer larger than one Kafka message (many candidates × a high cap), or nested too deep
+      // to be serialised again (JSON.parse takes depths JSON.stringify refuses), cannot travel back.
       // Its usage is already recorded and billed; the client gets a clear 502 instead of a timeout.
-      if (!(err instanceof PermanentPublishError) || reply.kind !== 'response') throw err;
+      const why = err instanceof PermanentPublishError ? err.refusal : err instanceof RangeError ? 'nested too deep to serialise' : null;
+      if (why === null || reply.kind !== 'response') throw err;
       this.log.error(
-        { action_id: ctx.cmd.action_id, attempt_id: ctx.attemptId, refusal: err.refusal },
-        'answer too large for the reply topic; answering 502',
+        { action_id: ctx.cmd.action_id, attempt_id: ctx.attemptId, refusal: why },
+        'answer cannot travel on the reply topic; answering 502',
       );
       const { kind: _kind, http_status: _status, body: _body, ...counts } = reply;
       await this.reply(ctx, {
@@ -690,7 +692,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
         kind: 'error',
         http_status: 502,
         code: 'upstream_error',
-        message: `the provider's answer is larger than the gateway can carry back (${err.refusal}); it was recorded and billed`,
+        message: `the provider's answer cannot be carried back (${why}); it was recorded and billed`,
       });
     }
   }
