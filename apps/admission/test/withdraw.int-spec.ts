@@ -6,6 +6,9 @@ import {
   Database,
   DispatchRepository,
   OutboxRepository,
+  ReconciliationRepository,
+  ReservationHoldRepository,
+  voidUndispatchedAction,
   VoidPorts,
 } from '@gateway/db';
 import { admitInput, primaryClaim } from '@gateway/testing';
@@ -28,8 +31,9 @@ describe('withdrawing an admitted action, on Postgres', () => {
 
   afterAll(() => db.close());
 
-  async function admitted(wl = `withdraw-${randomUUID()}`) {
+  async function admitted(wl = `withdraw-${randomUUID()}`, idempotencyKey: string | null = null) {
     const input = admitInput(wl, { workloadBudget: { budgetMicrousd: 100_000n, periodStart } });
+    input.action.idempotencyKey = idempotencyKey;
     expect(await admission.admit(input)).toEqual({ ok: true });
     return { wl, actionId: input.action.id };
   }
@@ -115,6 +119,50 @@ describe('withdrawing an admitted action, on Postgres', () => {
     expect(final.pendingMicrousd).toBe(BigInt(claimedRuns) * 1000n);
     const slots = await db.prisma.quotaCounter.findFirstOrThrow({ where: { scope: 'workload', scopeId: wl } });
     expect(slots.inFlight).toBe(claimedRuns);
+  });
+
+  describe('its Idempotency-Key', () => {
+    it('is released: nothing was sent, so a retry with the same key is admitted as a new action', async () => {
+      const wl = `withdraw-key-${randomUUID()}`;
+      const key = `idem-${randomUUID()}`;
+      const first = await admitted(wl, key);
+      expect((await admission.findByIdempotencyKey(wl, key))?.id).toBe(first.actionId);
+      expect(await withdraw(first.actionId)).toBe('voided');
+      expect(await admission.findByIdempotencyKey(wl, key)).toBeNull();
+      expect((await state(wl, first.actionId)).action.statusReason).toMatch(/Idempotency-Key, if any, released/);
+
+      const second = await admitted(wl, key);
+      expect((await admission.findByIdempotencyKey(wl, key))?.id).toBe(second.actionId);
+      // the first can never run now: its late command is refused
+      expect(await dispatch.claim(primaryClaim(first.actionId, randomUUID()))).toEqual({ ok: false, reason: 'not_dispatchable' });
+    });
+
+    it('is kept when a dispatcher claimed the action first: a retry is a replay, never a second dispatch', async () => {
+      const wl = `withdraw-key-${randomUUID()}`;
+      const key = `idem-${randomUUID()}`;
+      const { actionId } = await admitted(wl, key);
+      expect(await dispatch.claim(primaryClaim(actionId, randomUUID()))).toEqual({ ok: true });
+      expect(await withdraw(actionId)).toBe('not_voidable');
+      expect(await admission.findByIdempotencyKey(wl, key)).toMatchObject({ id: actionId, status: 'dispatched' });
+      const twin = admitInput(wl, { workloadBudget: { budgetMicrousd: 100_000n, periodStart } });
+      twin.action.idempotencyKey = key;
+      expect(await admission.admit(twin)).toMatchObject({ ok: false, code: 'idempotency_conflict' });
+    });
+
+    it("is released by the sweeper's void too (past the dispatch deadline, never dispatched)", async () => {
+      const wl = `withdraw-key-${randomUUID()}`;
+      const key = `idem-${randomUUID()}`;
+      const { actionId } = await admitted(wl, key);
+      const ports: VoidPorts = {
+        store: new ReconciliationRepository(db),
+        holds: new ReservationHoldRepository(),
+        log: { warn: () => undefined },
+      };
+      const later = new Date(Date.now() + 60_000);
+      expect(await voidUndispatchedAction(ports, actionId, { deadlinePassedBefore: later }, later)).toBe('voided');
+      expect(await admission.findByIdempotencyKey(wl, key)).toBeNull();
+      expect((await state(wl, actionId)).action.statusReason).toMatch(/dispatch deadline; its Idempotency-Key, if any, released/);
+    });
   });
 
   it('an action that is not there, or not admitted any more, is left alone', async () => {

@@ -48,7 +48,14 @@ export interface ReconciliationStore {
   lockOrphanedAttempts(tx: Tx, actionId: string, cutoff: Date): Promise<ReconciliationAttemptView[]>;
   lockAction(tx: Tx, actionId: string): Promise<ReconciliationActionView | null>;
   hasDispatchClaim(tx: Tx, actionId: string): Promise<boolean>;
-  setActionStatus(tx: Tx, actionId: string, status: ActionState, reason: string, now: Date): Promise<void>;
+  setActionStatus(
+    tx: Tx,
+    actionId: string,
+    status: ActionState,
+    reason: string,
+    now: Date,
+    opts?: { releaseIdempotencyKey?: boolean },
+  ): Promise<void>;
   releaseInFlightSlot(tx: Tx, workloadId: string): Promise<void>;
   budgetAccounts(workloadId: string | null, limit: number): Promise<BudgetAccountView[]>;
 }
@@ -159,8 +166,23 @@ export class ReconciliationRepository implements ReconciliationStore {
     return (await prismaTx(tx).dispatchClaim.count({ where: { actionId } })) > 0;
   }
 
-  async setActionStatus(tx: Tx, actionId: string, status: ActionState, reason: string, now: Date): Promise<void> {
-    await prismaTx(tx).action.update({ where: { id: actionId }, data: { status, statusReason: reason, updatedAt: now } });
+  /**
+   * `releaseIdempotencyKey`: the action never reached a provider (an undispatched void), so its
+   * Idempotency-Key is freed and a retry with it is admitted as a new action instead of being
+   * refused as a replay of a result that will never exist.
+   */
+  async setActionStatus(
+    tx: Tx,
+    actionId: string,
+    status: ActionState,
+    reason: string,
+    now: Date,
+    opts: { releaseIdempotencyKey?: boolean } = {},
+  ): Promise<void> {
+    await prismaTx(tx).action.update({
+      where: { id: actionId },
+      data: { status, statusReason: reason, updatedAt: now, ...(opts.releaseIdempotencyKey ? { idempotencyKey: null } : {}) },
+    });
   }
 
   /** The workload's in-flight counter (admission takes one slot per action), never below zero. */

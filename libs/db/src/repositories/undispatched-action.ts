@@ -38,11 +38,12 @@ export interface VoidPorts {
 const REASONS = {
   deadline: {
     hold: 'voided: command never dispatched before its dispatch deadline',
-    action: 'expired: not dispatched before its dispatch deadline',
+    action: 'expired: not dispatched before its dispatch deadline; its Idempotency-Key, if any, released',
   },
   withdrawn: {
     hold: 'voided: command withdrawn by admission before any dispatcher claimed it',
-    action: 'expired: withdrawn by admission (its command could not be confirmed sent, or its client had been answered)',
+    action:
+      'expired: withdrawn by admission (its command could not be confirmed sent, or its client had been answered); its Idempotency-Key, if any, released',
   },
 } as const;
 
@@ -70,7 +71,11 @@ export async function voidUndispatchedAction(ports: VoidPorts, actionId: string,
         'undispatched action whose reservation is no longer pending; expiring without moving money',
       );
     }
-    await store.setActionStatus(tx, actionId, actionMachine.transition(action.status, 'expire'), reasons.action, now);
+    // Nothing was sent, so the Idempotency-Key goes back to the client: a retry with it is a new
+    // action (the first can never run now: a claim needs it admitted), not a 409 replay of nothing.
+    await store.setActionStatus(tx, actionId, actionMachine.transition(action.status, 'expire'), reasons.action, now, {
+      releaseIdempotencyKey: true,
+    });
     return 'voided';
   });
 }
