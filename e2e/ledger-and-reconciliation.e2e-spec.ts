@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { APIConnectionError } from 'openai';
 import { Topics } from '@gateway/contracts';
 import { actionStatus, settledAction } from './actions';
 import { eventually, openai, simLastSeq, simRequestsSince, stack, TopicReader, uid, withSeeder } from './support';
@@ -12,6 +13,7 @@ describe('ledger, exposure and reconciliation', () => {
   const run = uid();
   const ok = `l-ok-${run}`;
   const nousage = `l-nousage-${run}`;
+  const slow = `l-slow-${run}`;
   const workloadId = `l-wl-${run}`;
   let key: string;
   let otherKey: string;
@@ -66,7 +68,14 @@ describe('ledger, exposure and reconciliation', () => {
         upstreamBaseUrl: stack.providerSim,
         upstreamModel: 'sim-gpt;no-usage',
       });
-      key = (await seed.workload({ id: workloadId, allowedAliases: [ok, nousage] })).key;
+      await seed.route({
+        routeId: slow,
+        alias: slow,
+        providerKind: 'openai-chat',
+        upstreamBaseUrl: stack.providerSim,
+        upstreamModel: 'sim-gpt;latency=1500',
+      });
+      key = (await seed.workload({ id: workloadId, allowedAliases: [ok, nousage, slow] })).key;
       otherKey = (await seed.workload({ id: `l-other-${run}`, allowedAliases: [ok] })).key;
       finance = await seed.operator(`fin-${run}`, ['finance']);
       operator = await seed.operator(`ops-${run}`, ['operator']);
@@ -97,6 +106,34 @@ describe('ledger, exposure and reconciliation', () => {
     });
     expect(res.status).toBe(409);
     expect(((await res.json()) as any).error.code).toBe('idempotency_key_reused');
+  });
+
+  it('Idempotency-Key: a client whose own timeout fired retries with the key and gets the first answer, from one upstream call', async () => {
+    const idem = randomUUID();
+    const before = await simLastSeq();
+    const body = { model: slow, messages: [{ role: 'user' as const, content: 'slow and idempotent' }] };
+    // The app gives up after 300 ms (the provider takes 1.5 s): the SDK aborts its connection (an
+    // APIConnectionError, the timeout's base class); the gateway keeps the answer coming.
+    const impatient = openai(key, 'current', { timeout: 300, maxRetries: 0 });
+    await expect(impatient.chat.completions.create(body, { headers: { 'Idempotency-Key': idem } })).rejects.toBeInstanceOf(
+      APIConnectionError,
+    );
+    // Its retry, while the first still runs, waits for the first answer instead of a 409.
+    const retried = await openai(key)
+      .chat.completions.create(body, { headers: { 'Idempotency-Key': idem } })
+      .withResponse();
+    expect(retried.response.status).toBe(200);
+    expect(retried.response.headers.get('x-gateway-idempotent-replay')).toBe('true');
+    const actionId = retried.response.headers.get('x-gateway-action-id')!;
+    // And once more after it ended: the same answer, from the cache.
+    const again = await openai(key)
+      .chat.completions.create(body, { headers: { 'Idempotency-Key': idem } })
+      .withResponse();
+    expect(again.response.headers.get('x-gateway-action-id')).toBe(actionId);
+    expect(again.data.choices[0].message.content).toBe(retried.data.choices[0].message.content);
+    expect(await simRequestsSince(before)).toHaveLength(1);
+    const status = await settledAction(key, actionId);
+    expect(status.attempts).toHaveLength(1);
   });
 
   it('an action is visible to its own workload only; the ledger API shows its row to finance, not to app keys', async () => {

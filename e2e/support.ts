@@ -95,13 +95,19 @@ export interface ClientOverrides {
   admission?: string;
 }
 
+/** The OpenAI SDK's own request timeout (ms) and retry count. */
+export interface OpenAiTuning {
+  timeout?: number;
+  maxRetries?: number;
+}
+
 /** The official OpenAI SDK of the given major, pointed at admission with a workload key. */
 export function openai(key: string): OpenAI;
-export function openai(key: string, major: SdkMajor, overrides?: ClientOverrides): OpenAiClientLike;
+export function openai(key: string, major: SdkMajor, overrides?: ClientOverrides & OpenAiTuning): OpenAiClientLike;
 export function openai(
   key: string,
   major: SdkMajor = 'current',
-  { admission, ...overrides }: ClientOverrides = {},
+  { admission, ...overrides }: ClientOverrides & OpenAiTuning = {},
 ): OpenAI | OpenAiClientLike {
   const options = { apiKey: key, baseURL: `${admission ?? stack.admission}/v1`, ...overrides };
   return major === 'next' ? new OpenAINext(options) : new OpenAI(options);

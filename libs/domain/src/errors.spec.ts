@@ -30,6 +30,7 @@ describe('error registry', () => {
     ['payload_too_large', 413, false],
     ['service_unavailable', 503, true],
     ['idempotency_key_reused', 409, false],
+    ['idempotency_key_in_progress', 409, true],
     ['not_found', 404, false],
     ['forbidden', 403, false],
     ['self_approval', 403, false],

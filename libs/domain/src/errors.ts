@@ -10,11 +10,12 @@
  */
 
 /**
- * The public admission API's codes (DESIGN §4), plus the Idempotency-Key conflict, the 429 of
- * a source address over its failed-authentication budget (every service answers it), the 502
- * of a route whose upstream credential dispatch cannot resolve (nothing was sent upstream), and the
- * Responses API refusals: background runs, state stored at the provider (previous_response_id,
- * conversation) and `store: true` on a workload that does not allow provider storage.
+ * The public admission API's codes (DESIGN §4), plus the Idempotency-Key conflict and its first
+ * request still running, the 429 of a source address over its failed-authentication budget (every
+ * service answers it), the 502 of a route whose upstream credential dispatch cannot resolve
+ * (nothing was sent upstream), and the Responses API refusals: background runs, state stored at
+ * the provider (previous_response_id, conversation) and `store: true` on a workload that does not
+ * allow provider storage.
  */
 export type DenialCode =
   | 'candidate_count_exceeds_policy'
@@ -34,6 +35,7 @@ export type DenialCode =
   | 'payload_too_large'
   | 'service_unavailable'
   | 'idempotency_key_reused'
+  | 'idempotency_key_in_progress'
   | 'authentication_rate_limited'
   | 'background_not_supported'
   | 'stored_state_not_supported'
@@ -58,6 +60,7 @@ export const DENIAL_CODES: readonly DenialCode[] = [
   'payload_too_large',
   'service_unavailable',
   'idempotency_key_reused',
+  'idempotency_key_in_progress',
   'authentication_rate_limited',
   'background_not_supported',
   'stored_state_not_supported',
@@ -157,6 +160,7 @@ export function denialHttpStatus(code: ErrorCode): number {
     case 'case_not_found':
       return 404;
     case 'idempotency_key_reused':
+    case 'idempotency_key_in_progress':
     case 'probe_failed':
     case 'route_exists':
     case 'alias_taken':
@@ -202,7 +206,8 @@ export function denialHttpStatus(code: ErrorCode): number {
  * A refusal that can only pass after someone changes something (policy, budget, request,
  * credentials, a case's state) must say `false`, otherwise SDKs burn attempts against a wall.
  * What clears by itself says `true`: the 429s (windows roll, in-flight calls finish), a 503
- * (pool or broker back; it carries Retry-After) and a lost optimistic race (`concurrent_change`).
+ * (pool or broker back; it carries Retry-After), a lost optimistic race (`concurrent_change`) and
+ * an Idempotency-Key whose first request is still running (`idempotency_key_in_progress`).
  * For 500/502/504 the gateway has no better knowledge than the SDK's own default, so it stays silent.
  */
 export function denialShouldRetry(code: ErrorCode): boolean | null {
@@ -213,6 +218,7 @@ export function denialShouldRetry(code: ErrorCode): boolean | null {
     case 'fanout_limit_exceeded':
     case 'service_unavailable':
     case 'concurrent_change':
+    case 'idempotency_key_in_progress':
       return true;
     case 'deadline_exceeded':
     case 'upstream_error':

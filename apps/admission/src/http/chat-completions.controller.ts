@@ -2,7 +2,7 @@ import { Controller, Headers, Post, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { fromOpenAiChat } from '../usecases/admit-request/admit-request.command';
-import { GenerationFailureResponses, GenerationResponder } from './generation.responder';
+import { GenerationFailureResponses, GenerationResponder, IdempotencyKeyHeader } from './generation.responder';
 import { bearer, workflowHeader } from './credentials';
 
 @ApiTags('openai-compatible')
@@ -13,7 +13,7 @@ export class ChatCompletionsController {
 
   @Post()
   @ApiOperation({ summary: 'OpenAI-compatible chat completions (n omitted → 1; over-policy n is refused before dispatch)' })
-  @ApiHeader({ name: 'Idempotency-Key', required: false })
+  @IdempotencyKeyHeader()
   @ApiHeader({
     name: 'x-gateway-workflow-id',
     required: false,

@@ -4,7 +4,7 @@ import type { Request, Response } from 'express';
 import { DomainError } from '@gateway/domain';
 import { fromGeminiGenerate } from '../usecases/admit-request/admit-request.command';
 import { CountTokens } from '../usecases/count-tokens/count-tokens.usecase';
-import { GenerationFailureResponses, GenerationResponder } from './generation.responder';
+import { GenerationFailureResponses, GenerationResponder, IdempotencyKeyHeader } from './generation.responder';
 import { googApiKey, workflowHeader } from './credentials';
 
 const METHODS = ['generateContent', 'streamGenerateContent', 'countTokens'] as const;
@@ -31,6 +31,7 @@ export class GeminiController {
   })
   @ApiParam({ name: 'model', description: 'alias and method', example: 'gemini-flash:generateContent' })
   @ApiHeader({ name: 'x-goog-api-key', required: true })
+  @IdempotencyKeyHeader()
   @ApiBody({ schema: { type: 'object', required: ['contents'] } })
   @GenerationFailureResponses()
   async generate(

@@ -10,9 +10,9 @@ import {
   fromOpenAiChat,
   fromOpenAiResponses,
 } from '../usecases/admit-request/admit-request.command';
-import type { AdmittedAction } from '../usecases/admit-request/admit-request.usecase';
+import { AdmittedAction, IdempotentReplay } from '../usecases/admit-request/admit-request.usecase';
 import { Admission, GenerationResponder, HttpAnswer } from './generation.responder';
-import { ReplyCache } from './reply-cache';
+import { MAX_WAITING_RETRIES, ReplyCache } from './reply-cache';
 import { ONE_CANDIDATE_COUNTS } from './reply.fixture';
 
 const NOW = new Date('2026-03-01T12:00:00.000Z');
@@ -67,10 +67,16 @@ class FakeAdmission implements Admission {
   /** what `withdraw` answers (a promise the test holds: a database that does not answer) */
   withdrawal: () => Promise<VoidOutcome> = async () => 'voided';
 
+  /** what the next `execute` finds instead of admitting: a retry of an earlier Idempotency-Key */
+  replayNext: IdempotentReplay | null = null;
+
   /** `admitting`: when admission's own work ends (at once unless given; a hung database never). */
   constructor(private readonly admitting?: Promise<void>) {}
 
   async execute(): Promise<AdmittedAction> {
+    const replay = this.replayNext;
+    this.replayNext = null;
+    if (replay) throw replay;
     if (this.admitting) await this.admitting;
     return {
       actionId: ACTION,
@@ -256,6 +262,20 @@ function setup(
     served: async () => {
       await settle();
       return outcome;
+    },
+    /** Another request on the same responder, whose admission finds `prior` (an Idempotency-Key retry). */
+    retry: (prior: IdempotentReplay) => {
+      admission.replayNext = prior;
+      const again = new FakeResponse();
+      let done: 'pending' | 'served' = 'pending';
+      void responder.serve(build, req, again).then(() => (done = 'served'));
+      return {
+        res: again,
+        served: async () => {
+          await settle();
+          return done;
+        },
+      };
     },
     lateEvents: () => logs.filter((l) => l.msg === 'request already answered; later event ignored'),
   };
@@ -526,6 +546,138 @@ describe('GenerationResponder', () => {
     });
   });
 
+  describe('an Idempotency-Key retry gets what the first request earned', () => {
+    const answer: DispatchReplyV1 = { kind: 'response', http_status: 200, body: { choices: [{ index: 0 }] }, ...ONE_CANDIDATE_COUNTS };
+    const keyed = () => fromOpenAiChat({ model: 'approved-standard', messages: [{ role: 'user', content: 'hi' }] }, 'key', 'idem-1');
+    const running = new IdempotentReplay(ACTION, true, false);
+    const error = (res: FakeResponse) => JSON.parse(res.body).error as { code: string; message: string };
+
+    it('a retry while the first runs here waits for its answer: one dispatch, both clients answered', async () => {
+      const f = setup(keyed);
+      f.admission.publishSucceeds();
+      await settle();
+      const retry = f.retry(running);
+      expect(await retry.served()).toBe('pending');
+      f.admission.reply(answer);
+      expect(await retry.served()).toBe('served');
+      expect(await f.served()).toBe('served');
+      expect(JSON.parse(retry.res.body)).toEqual(answer.body);
+      expect(retry.res.headers.get('x-gateway-idempotent-replay')).toBe('true');
+      expect(retry.res.headers.get('x-gateway-action-id')).toBe(ACTION);
+      expect(JSON.parse(f.res.body)).toEqual(answer.body);
+      expect(f.admission.dispatched).toBe(1);
+      expect(f.res.violations.concat(retry.res.violations)).toEqual([]);
+    });
+
+    it('the first client left (its own timeout): the answer is still heard and held for its retry', async () => {
+      const f = setup(keyed);
+      f.admission.publishSucceeds();
+      await settle();
+      f.res.disconnect();
+      expect(await f.served()).toBe('served');
+      expect(f.admission.router.pending).toBe(1);
+      f.admission.reply(answer);
+      await settle();
+      expect(f.admission.router.pending).toBe(0);
+      expect(f.res.body).toBe('');
+      expect(f.lateEvents()).toEqual([]);
+      const retry = f.retry(new IdempotentReplay(ACTION, false, false));
+      expect(await retry.served()).toBe('served');
+      expect(retry.res.statusCode).toBe(200);
+      expect(JSON.parse(retry.res.body)).toEqual(answer.body);
+      expect(f.res.violations.concat(retry.res.violations)).toEqual([]);
+    });
+
+    it('without a key, a client that left stops the listening at once', async () => {
+      const f = setup(openAiWhole);
+      f.admission.publishSucceeds();
+      await settle();
+      f.res.disconnect();
+      await f.served();
+      expect(f.admission.router.pending).toBe(0);
+    });
+
+    it('the first ends at its deadline without an answer: the waiting retry gets 409 idempotency_key_reused, not a hang', async () => {
+      const f = setup(keyed);
+      f.admission.publishSucceeds();
+      await settle();
+      const retry = f.retry(running);
+      await settle();
+      jest.advanceTimersByTime(DEADLINE_MS);
+      expect(await retry.served()).toBe('served');
+      expect(retry.res.statusCode).toBe(409);
+      expect(error(retry.res)).toMatchObject({ code: 'idempotency_key_reused', message: expect.stringContaining('not held here') });
+      expect(retry.res.headers.get('x-should-retry')).toBe('false');
+      expect(f.res.statusCode).toBe(504);
+    });
+
+    it('the first publish fails: the waiting retry is answered, not left waiting', async () => {
+      const f = setup(keyed);
+      await settle();
+      const retry = f.retry(running);
+      await settle();
+      f.admission.publishFails();
+      expect(await retry.served()).toBe('served');
+      expect(retry.res.statusCode).toBe(409);
+      expect(f.res.statusCode).toBe(502);
+    });
+
+    it('running, but not on this instance: 409 idempotency_key_in_progress with Retry-After, which an SDK retries', async () => {
+      const f = setup(openAiWhole); // the first request here had no key: nothing expected here
+      f.admission.publishSucceeds();
+      await settle();
+      const retry = f.retry(new IdempotentReplay('act-elsewhere', true, false));
+      expect(await retry.served()).toBe('served');
+      expect(retry.res.statusCode).toBe(409);
+      expect(error(retry.res).code).toBe('idempotency_key_in_progress');
+      expect(retry.res.headers.get('retry-after')).toBe('1');
+      expect(retry.res.headers.get('x-should-retry')).toBe('true');
+      expect(retry.res.headers.get('x-gateway-action-id')).toBe('act-elsewhere');
+    });
+
+    it(`at most ${MAX_WAITING_RETRIES} retries wait for one action; the next is told to come back`, async () => {
+      const f = setup(keyed);
+      f.admission.publishSucceeds();
+      await settle();
+      const waiting = Array.from({ length: MAX_WAITING_RETRIES }, () => f.retry(running));
+      const extra = f.retry(running);
+      expect(await extra.served()).toBe('served');
+      expect(error(extra.res).code).toBe('idempotency_key_in_progress');
+      expect(extra.res.headers.get('x-gateway-action-id')).toBe(ACTION);
+      f.admission.reply(answer);
+      for (const w of waiting) {
+        expect(await w.served()).toBe('served');
+        expect(JSON.parse(w.res.body)).toEqual(answer.body);
+      }
+    });
+
+    it('a streamed first request is never replayed: 409 at once, no waiting', async () => {
+      const f = setup(keyed);
+      f.admission.publishSucceeds();
+      await settle();
+      const retry = f.retry(new IdempotentReplay(ACTION, true, true));
+      expect(await retry.served()).toBe('served');
+      expect(error(retry.res)).toMatchObject({
+        code: 'idempotency_key_reused',
+        message: expect.stringContaining('stream is not replayed'),
+      });
+    });
+
+    it('a waiting retry whose own client leaves is not written to when the answer comes', async () => {
+      const f = setup(keyed);
+      f.admission.publishSucceeds();
+      await settle();
+      const retry = f.retry(running);
+      await settle();
+      retry.res.disconnect();
+      f.admission.reply(answer);
+      expect(await retry.served()).toBe('served');
+      expect(retry.res.body).toBe('');
+      expect(retry.res.violations).toEqual([]);
+      expect(JSON.parse(f.res.body)).toEqual(answer.body);
+    });
+  });
+
   describe('a database that stops answering', () => {
     /** A promise the test ends; until then admission's work hangs, as on a stalled server. */
     const hung = () => {
@@ -713,13 +865,16 @@ describe('GenerationResponder', () => {
         ? [events]
         : events.flatMap((e, i) => orders([...events.slice(0, i), ...events.slice(i + 1)]).map((rest) => [e, ...rest]));
 
+    const openAiKeyed = () =>
+      fromOpenAiChat({ model: 'approved-standard', messages: [{ role: 'user', content: 'hi' }] }, 'key', 'idem-order');
     it.each(
       orders(['deadline', 'publish fails', 'reply', 'disconnect']).flatMap((o) => [
-        { order: o, stream: true },
-        { order: o, stream: false },
+        { order: o, stream: true, key: false },
+        { order: o, stream: false, key: false },
+        { order: o, stream: false, key: true },
       ]),
-    )('$order (stream: $stream)', async ({ order, stream }) => {
-      const f = setup(stream ? openAiStream : openAiWhole);
+    )('$order (stream: $stream, Idempotency-Key: $key)', async ({ order, stream, key }) => {
+      const f = setup(stream ? openAiStream : key ? openAiKeyed : openAiWhole);
       await settle();
       for (const e of order) {
         fire[e](f);
@@ -732,6 +887,7 @@ describe('GenerationResponder', () => {
       if (first.body === null) expect(f.res.body).toBe('');
       else expect(JSON.parse(f.res.body).error.message).toContain(first.body);
       expect(f.admission.router.pending).toBe(0);
+      expect(f.cache.wait(ACTION)).toBe('not_here');
     });
   });
 });

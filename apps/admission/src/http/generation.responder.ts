@@ -1,5 +1,5 @@
 import { applyDecorators, Inject, Injectable } from '@nestjs/common';
-import { ApiResponse } from '@nestjs/swagger';
+import { ApiHeader, ApiResponse } from '@nestjs/swagger';
 import type { Request } from 'express';
 import type { Logger } from 'pino';
 import { DispatchReplyV1 } from '@gateway/contracts';
@@ -41,6 +41,15 @@ export interface HttpAnswer extends DenialTarget {
 
 type Reply = DispatchReplyV1 | 'timeout';
 
+/** The optional Idempotency-Key every generation endpoint reads (OpenAPI). */
+export const IdempotencyKeyHeader = () =>
+  ApiHeader({
+    name: 'Idempotency-Key',
+    required: false,
+    description:
+      "1–255 printable characters. The same key and body again: the first action's answer (x-gateway-idempotent-replay: true), never a second dispatch; a retry while the first still runs waits for it. A first request that never reached a provider (a 502 saying nothing was sent) released its key: the retry is admitted as a new action.",
+  });
+
 /**
  * The answers every generation endpoint can give besides its own (OpenAPI): the gateway's state,
  * not the request, decides these, and they carry the same `error.code` on every dialect.
@@ -48,6 +57,11 @@ type Reply = DispatchReplyV1 | 'timeout';
 export const GenerationFailureResponses = () =>
   applyDecorators(
     ApiResponse({ status: 403, description: 'budget_exhausted: the reservation would exceed a budget (x-should-retry: false)' }),
+    ApiResponse({
+      status: 409,
+      description:
+        "Idempotency-Key: idempotency_key_reused (another body, or a first result this instance does not hold: expired, given by another instance, streamed, or ended at its deadline; x-should-retry: false) | idempotency_key_in_progress (the first request still runs where this retry cannot wait for it; Retry-After). A retry while the first runs on the same instance waits for the first's answer; a first request that never reached a provider released its key",
+    }),
     ApiResponse({
       status: 429,
       description: 'token_quota_exceeded | concurrency_limit_exceeded | fanout_limit_exceeded | authentication_rate_limited (Retry-After)',
@@ -152,13 +166,15 @@ export class GenerationResponder {
    */
   private whole(admitted: AdmittedAction, replayable: boolean, req: Pick<Request, 'path'>, res: HttpAnswer): Promise<string> {
     const exchange = new Exchange(admitted.actionId, this.log);
-    const answer = (reply: Reply, cause: string) =>
-      exchange.end(cause, () => {
-        if (replayable && reply !== 'timeout') this.cache.put(admitted.actionId, reply);
-        return this.writeReply(admitted.actionId, admitted.headers, reply, req, res);
-      });
-    // The client left before the answer: stop waiting (dispatch and settlement carry on).
-    res.on('close', () => exchange.open && exchange.end('client left', () => 'client_disconnected'));
+    if (replayable) this.cache.expect(admitted.actionId);
+    const answer = (reply: Reply, cause: string) => {
+      if (replayable) this.cache.settle(admitted.actionId, reply === 'timeout' ? null : reply);
+      exchange.end(cause, () => this.writeReply(admitted.actionId, admitted.headers, reply, req, res));
+    };
+    // The client left before the answer: nothing more is written (dispatch and settlement carry
+    // on). With an Idempotency-Key the answer is still heard, until the deadline, for its retry:
+    // a client whose own timeout fired retries with the key and gets what it paid for.
+    res.on('close', () => exchange.open && exchange.end('client left', () => 'client_disconnected', { keepListening: replayable }));
     void this.admit
       .dispatch(
         admitted,
@@ -171,6 +187,7 @@ export class GenerationResponder {
         (stop) => exchange.listening(stop),
         async (err: Error) => {
           const withdrawal = await this.withdrawUnpublished(admitted, err);
+          if (replayable) this.cache.settle(admitted.actionId, null);
           exchange.end('publish failed', () => {
             for (const [k, v] of Object.entries(admitted.headers)) res.setHeader(k, v);
             writeDenial(req, res, undispatched(admitted.actionId, withdrawal), noRetryUnless(withdrawal));
@@ -208,6 +225,59 @@ export class GenerationResponder {
     }
     writeDenial(req, res, new DomainError('upstream_error', `dispatch sent no answer the gateway can give (action ${actionId})`));
     return 'unexpected_reply';
+  }
+
+  /**
+   * A retry with an Idempotency-Key the first request used, with the same body: the first answer,
+   * from this instance's cache, or, while the first still runs here, when it comes. Otherwise a
+   * 409 saying which: still running elsewhere (`idempotency_key_in_progress`, Retry-After, an SDK
+   * retries it), or an answer this gateway does not hold (`idempotency_key_reused`: it expired,
+   * another instance gave it, it was a stream, or it ended at its deadline). A key whose first
+   * action never reached a provider was released when it was withdrawn: no replay comes here.
+   */
+  private async replay(
+    prior: IdempotentReplay,
+    req: Pick<Request, 'path'>,
+    res: HttpAnswer & { writableEnded?: boolean },
+  ): Promise<string> {
+    const actionId = prior.actionId;
+    let reply = this.cache.get(actionId);
+    if (!reply && prior.running && !prior.streamed) {
+      const waiting = this.cache.wait(actionId);
+      if (typeof waiting === 'string') {
+        writeDenial(
+          req,
+          res,
+          new DomainError(
+            'idempotency_key_in_progress',
+            `this Idempotency-Key's first request (action ${actionId}) is still running${waiting === 'busy' ? ' and already has retries waiting for it' : ''}; retry after it ends`,
+            undefined,
+            { 'retry-after': '1', 'x-gateway-action-id': actionId },
+          ),
+        );
+        return 'idempotency_in_progress';
+      }
+      let left = false;
+      res.on('close', () => (left = true));
+      reply = await waiting;
+      if (left) return 'client_disconnected';
+    }
+    if (reply) {
+      res.setHeader('x-gateway-idempotent-replay', 'true');
+      return this.writeReply(actionId, { 'x-gateway-action-id': actionId }, reply, req, res);
+    }
+    const why = prior.streamed ? 'it was streamed, and a stream is not replayed' : 'its result is not held here';
+    writeDenial(
+      req,
+      res,
+      new DomainError(
+        'idempotency_key_reused',
+        `this Idempotency-Key already created action ${actionId}; ${why}, see GET /v1/actions/${actionId}`,
+        undefined,
+        { 'x-gateway-action-id': actionId },
+      ),
+    );
+    return 'idempotency_replay';
   }
 
   /** The publish failed: the action is withdrawn before the client is answered, so the answer can say what happened. */
@@ -354,22 +424,7 @@ export class GenerationResponder {
   }
 
   private async fail(err: unknown, req: Pick<Request, 'path'>, res: HttpAnswer): Promise<string> {
-    if (err instanceof IdempotentReplay) {
-      const cached = this.cache.get(err.actionId);
-      if (cached) {
-        res.setHeader('x-gateway-idempotent-replay', 'true');
-        return this.writeReply(err.actionId, { 'x-gateway-action-id': err.actionId }, cached, req, res);
-      }
-      writeDenial(
-        req,
-        res,
-        new DomainError(
-          'idempotency_key_reused',
-          `this Idempotency-Key already created action ${err.actionId}; its result is no longer held, see GET /v1/actions/${err.actionId}`,
-        ),
-      );
-      return 'idempotency_replay';
-    }
+    if (err instanceof IdempotentReplay) return this.replay(err, req, res);
     const denial = toDomainError(err);
     if (denial) {
       writeDenial(req, res, denial);
@@ -399,7 +454,7 @@ function undispatched(actionId: string, withdrawal: Withdrawal): DomainError {
     case 'voided':
       return new DomainError(
         'upstream_error',
-        `the request could not be dispatched (action ${actionId}); nothing was sent to the provider and its reservation is released`,
+        `the request could not be dispatched (action ${actionId}); nothing was sent to the provider and its reservation is released: a retry (with the same Idempotency-Key too) is a new request`,
       );
     case 'claimed':
     case 'not_voidable':
@@ -431,6 +486,7 @@ function deadlinePassed(actionId: string): DomainError {
 class Exchange {
   readonly settled: Promise<string>;
   private outcome: string | null = null;
+  private keptListening = false;
   private stopListening: (() => void) | null = null;
   private resolve: (outcome: string) => void = () => undefined;
 
@@ -445,9 +501,18 @@ class Exchange {
     return this.outcome === null;
   }
 
-  /** Ends the exchange by running `write` (which returns the outcome), unless it already ended. */
-  end(cause: string, write: () => string): void {
+  /**
+   * Ends the exchange by running `write` (which returns the outcome), unless it already ended.
+   * `keepListening`: replies are still heard after it (a gone client's answer, held for its
+   * Idempotency-Key retry); the next `end` then only stops listening.
+   */
+  end(cause: string, write: () => string, opts: { keepListening?: boolean } = {}): void {
     if (this.outcome !== null) {
+      if (this.keptListening) {
+        this.keptListening = false;
+        this.stopListening?.();
+        return;
+      }
       this.log.warn({ action_id: this.actionId, cause, answered: this.outcome }, 'request already answered; later event ignored');
       return;
     }
@@ -457,13 +522,14 @@ class Exchange {
     } catch (err) {
       this.log.error({ action_id: this.actionId, cause, error: (err as Error).message }, 'writing the answer failed');
     }
-    this.stopListening?.();
+    this.keptListening = opts.keepListening === true;
+    if (!this.keptListening) this.stopListening?.();
     this.resolve(this.outcome);
   }
 
-  /** Hands over the way to stop listening for replies; used at once if the exchange already ended. */
+  /** Hands over the way to stop listening for replies; used at once if the exchange already ended (and does not listen on). */
   listening(stop: () => void): void {
-    if (this.outcome !== null) stop();
+    if (this.outcome !== null && !this.keptListening) stop();
     else this.stopListening = stop;
   }
 }

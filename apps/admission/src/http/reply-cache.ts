@@ -5,14 +5,23 @@ import { Clock, InjectClock } from '@gateway/service-kit';
 
 const TTL_MS = 10 * 60 * 1000;
 const MAX_ENTRIES = 5000;
+/** Retries of one running action that may wait for its answer at once; more are told to come back. */
+export const MAX_WAITING_RETRIES = 8;
+
+type Waiter = (reply: DispatchReplyV1 | null) => void;
 
 /**
  * Recent replies, encrypted in memory, so an Idempotency-Key retry gets the first action's
  * result without a second dispatch. Never written to Postgres (it holds completion text).
+ *
+ * An action this instance is still waiting on (`expect`, until `settle`) can be waited for: a
+ * retry that arrives while the first request runs (the client's own timeout fired, its connection
+ * dropped) gets the first answer when it comes instead of a refusal.
  */
 @Injectable()
 export class ReplyCache {
   private readonly entries = new Map<string, { at: number; sealed: ReturnType<ContentCipher['encrypt']> }>();
+  private readonly running = new Map<string, Waiter[]>();
 
   constructor(
     private readonly cipher: ContentCipher,
@@ -28,6 +37,34 @@ export class ReplyCache {
     const e = this.entries.get(actionId);
     if (!e || this.clock.now().getTime() - e.at > TTL_MS) return null;
     return this.cipher.decrypt(e.sealed, actionId) as DispatchReplyV1;
+  }
+
+  /** The action's answer will come to this instance (its request carried an Idempotency-Key). */
+  expect(actionId: string): void {
+    if (!this.running.has(actionId)) this.running.set(actionId, []);
+  }
+
+  /**
+   * The expected answer came (held, and handed to every retry waiting for it), or will not come
+   * here (`null`: the deadline passed, or the command was never sent).
+   */
+  settle(actionId: string, reply: DispatchReplyV1 | null): void {
+    if (reply) this.put(actionId, reply);
+    const waiters = this.running.get(actionId) ?? [];
+    this.running.delete(actionId);
+    for (const w of waiters) w(reply);
+  }
+
+  /**
+   * The answer of an action this instance still expects, when it comes (`null` if it never does);
+   * `'not_here'` when this instance expects nothing for it, `'busy'` when MAX_WAITING_RETRIES
+   * already wait. Waiting ends with the first request's own deadline: `settle` always comes.
+   */
+  wait(actionId: string): Promise<DispatchReplyV1 | null> | 'not_here' | 'busy' {
+    const waiters = this.running.get(actionId);
+    if (!waiters) return 'not_here';
+    if (waiters.length >= MAX_WAITING_RETRIES) return 'busy';
+    return new Promise((resolve) => waiters.push(resolve));
   }
 
   private evict(): void {

@@ -1,8 +1,8 @@
 import { Controller, Headers, Post, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { fromOpenAiResponses } from '../usecases/admit-request/admit-request.command';
-import { GenerationFailureResponses, GenerationResponder } from './generation.responder';
+import { GenerationFailureResponses, GenerationResponder, IdempotencyKeyHeader } from './generation.responder';
 import { bearer, workflowHeader } from './credentials';
 
 @ApiTags('openai-compatible')
@@ -16,7 +16,7 @@ export class ResponsesController {
     summary:
       'OpenAI Responses API on openai-chat routes: one candidate, max_output_tokens is the reserved cap; background runs, stored state (previous_response_id, conversation) and store: true without allow_provider_storage are refused',
   })
-  @ApiHeader({ name: 'Idempotency-Key', required: false })
+  @IdempotencyKeyHeader()
   @ApiBody({
     schema: {
       type: 'object',

@@ -240,10 +240,13 @@ export class AdmissionRepository {
     await this.db.transaction((tx) => this.outbox.append(tx, 'admissionDecisions', workloadKey, event));
   }
 
-  async findByIdempotencyKey(workloadId: string, key: string): Promise<{ id: string; requestFingerprint: string; status: string } | null> {
+  async findByIdempotencyKey(
+    workloadId: string,
+    key: string,
+  ): Promise<{ id: string; requestFingerprint: string; status: string; streamMode: string } | null> {
     const a = await this.db.prisma.action.findUnique({
       where: { workloadId_idempotencyKey: { workloadId, idempotencyKey: key } },
-      select: { id: true, requestFingerprint: true, status: true },
+      select: { id: true, requestFingerprint: true, status: true, streamMode: true },
     });
     return a;
   }

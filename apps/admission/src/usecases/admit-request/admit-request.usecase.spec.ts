@@ -219,7 +219,7 @@ class FakeExceptions {
   }
 }
 
-type Prior = { id: string; requestFingerprint: string; status: string };
+type Prior = { id: string; requestFingerprint: string; status: string; streamMode: string };
 
 /** Records every admit/recordDenial; an allowed admit stores the action under its Idempotency-Key. */
 class FakeAdmissions {
@@ -239,6 +239,7 @@ class FakeAdmissions {
         id: input.action.id,
         requestFingerprint: input.action.requestFingerprint,
         status: 'admitted',
+        streamMode: input.action.streamMode,
       });
     }
     return result;
@@ -1240,8 +1241,26 @@ describe('AdmitRequest', () => {
       const err = await rejectionOf(f.admit.execute(chat({}, KEY, 'idem-1')));
       expect(err).toBeInstanceOf(IdempotentReplay);
       expect((err as IdempotentReplay).actionId).toBe(first.actionId);
+      expect(err).toMatchObject({ running: true, streamed: false });
       expect(f.admissions.admitted).toHaveLength(1);
       expect(f.bus.published).toHaveLength(0);
+    });
+
+    it.each([
+      ['admitted', 'none', true, false],
+      ['dispatched', 'none', true, false],
+      ['answered', 'none', false, false],
+      ['failed', 'none', false, false],
+      ['expired', 'none', false, false],
+      ['dispatched', 'sse', true, true],
+    ])('a replay of an action %s (stream mode %s) says running=%s, streamed=%s', async (status, streamMode, running, streamed) => {
+      const f = setup();
+      await f.admit.execute(chat({}, KEY, 'idem-1'));
+      const prior = f.admissions.priors.get('wl-1/idem-1')!;
+      f.admissions.priors.set('wl-1/idem-1', { ...prior, status, streamMode });
+      const err = await rejectionOf(f.admit.execute(chat({}, KEY, 'idem-1')));
+      expect(err).toBeInstanceOf(IdempotentReplay);
+      expect(err).toMatchObject({ actionId: prior.id, running, streamed });
     });
 
     it('same key + different body → idempotency_key_reused', async () => {
@@ -1269,6 +1288,7 @@ describe('AdmitRequest', () => {
           id: 'act-winner',
           requestFingerprint: input.action.requestFingerprint,
           status: 'admitted',
+          streamMode: 'none',
         });
       const err = await rejectionOf(f.admit.execute(chat({}, KEY, 'idem-1')));
       expect(err).toBeInstanceOf(IdempotentReplay);
@@ -1279,7 +1299,12 @@ describe('AdmitRequest', () => {
       const f = setup();
       f.admissions.nextResult = { ok: false, code: 'idempotency_conflict' };
       f.admissions.duringAdmit = () =>
-        f.admissions.priors.set('wl-1/idem-1', { id: 'act-winner', requestFingerprint: 'f'.repeat(64), status: 'admitted' });
+        f.admissions.priors.set('wl-1/idem-1', {
+          id: 'act-winner',
+          requestFingerprint: 'f'.repeat(64),
+          status: 'admitted',
+          streamMode: 'none',
+        });
       await expect(f.admit.execute(chat({}, KEY, 'idem-1'))).rejects.toMatchObject({ code: 'idempotency_key_reused' });
     });
 

@@ -13,6 +13,8 @@ import {
 } from '@gateway/db';
 import { CatalogCache } from '../../catalog-cache';
 import {
+  actionMachine,
+  ActionState,
   budgetPeriodStart,
   computeReservation,
   decideAdmission,
@@ -383,7 +385,7 @@ export class AdmitRequest {
   private async replay(
     base: AdmissionDecisionV1,
     workload: WorkloadPolicy,
-    prior: { id: string; requestFingerprint: string; status: string },
+    prior: { id: string; requestFingerprint: string; status: string; streamMode: string },
     fingerprintHex: string,
   ): Promise<never> {
     if (prior.requestFingerprint !== fingerprintHex) {
@@ -394,7 +396,7 @@ export class AdmitRequest {
         'this Idempotency-Key was already used with a different request body',
       );
     }
-    throw new IdempotentReplay(prior.id);
+    throw new IdempotentReplay(prior.id, !actionMachine.terminal(prior.status as ActionState), prior.streamMode !== 'none');
   }
 
   /**
@@ -575,9 +577,16 @@ export class AdmitRequest {
   }
 }
 
-/** Signals that an Idempotency-Key matched an earlier action with the same body. */
+/**
+ * Signals that an Idempotency-Key matched an earlier action with the same body: `running` while
+ * that action has no final state, `streamed` when it was a stream (never replayed).
+ */
 export class IdempotentReplay extends Error {
-  constructor(readonly actionId: string) {
+  constructor(
+    readonly actionId: string,
+    readonly running: boolean,
+    readonly streamed: boolean,
+  ) {
     super('idempotent replay');
   }
 }
