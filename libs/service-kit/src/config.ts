@@ -28,6 +28,8 @@ export function maxBodyBytesFor(messageMaxBytes: number): number {
 export const ADMISSION_DECIDE_TIMEOUT_DEFAULT_MS = 3000;
 /** How much of one provider answer dispatch reads (UPSTREAM_ANSWER_MAX_BYTES): 8 MiB. */
 export const UPSTREAM_ANSWER_MAX_BYTES_DEFAULT = 8 * 1024 * 1024;
+/** How many bytes of sealed answers one admission instance holds for Idempotency-Key retries (REPLY_CACHE_MAX_BYTES): 64 MiB. */
+export const REPLY_CACHE_MAX_BYTES_DEFAULT = 64 * 1024 * 1024;
 /** How long past the action's deadline dispatch keeps reading an answer for its usage (UPSTREAM_READ_AFTER_DEADLINE_MS): 2 min. */
 export const UPSTREAM_READ_AFTER_DEADLINE_DEFAULT_MS = 120_000;
 
@@ -77,6 +79,12 @@ const schema = httpSchema.extend({
     .max(256 * 1024 * 1024)
     .default(UPSTREAM_ANSWER_MAX_BYTES_DEFAULT),
   UPSTREAM_READ_AFTER_DEADLINE_MS: z.coerce.number().int().min(0).max(600_000).default(UPSTREAM_READ_AFTER_DEADLINE_DEFAULT_MS),
+  REPLY_CACHE_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024 * 1024)
+    .max(4 * 1024 * 1024 * 1024)
+    .default(REPLY_CACHE_MAX_BYTES_DEFAULT),
 });
 
 export interface ServiceConfig {
@@ -127,6 +135,12 @@ export interface ServiceConfig {
    * not stop an upstream that trickles, so the whole exchange ends then, usage unknown
    */
   upstreamReadAfterDeadlineMs?: number;
+  /**
+   * how many bytes of sealed answers admission holds for Idempotency-Key retries
+   * (REPLY_CACHE_MAX_BYTES, default 64 MiB, 1 MiB–4 GiB; hand-made test configs may leave it out:
+   * the default): the oldest go first, so keyed requests with large answers cannot fill the heap
+   */
+  replyCacheMaxBytes?: number;
   /** what HTTP clients may send (filled by loadConfig; hand-made test configs may leave it out: defaults) */
   http?: HttpInputConfig;
 }
@@ -154,6 +168,7 @@ export function loadConfig(serviceName: string, env: NodeJS.ProcessEnv = process
     admissionDecideTimeoutMs: parsed.ADMISSION_DECIDE_TIMEOUT_MS,
     upstreamAnswerMaxBytes: parsed.UPSTREAM_ANSWER_MAX_BYTES,
     upstreamReadAfterDeadlineMs: parsed.UPSTREAM_READ_AFTER_DEADLINE_MS,
+    replyCacheMaxBytes: parsed.REPLY_CACHE_MAX_BYTES,
     serviceName,
     databaseUrl: parsed.DATABASE_URL,
     kafkaBrokers: parsed.KAFKA_BROKERS.split(',')

@@ -1,10 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { DispatchReplyV1 } from '@gateway/contracts';
 import { ContentCipher } from '@gateway/messaging';
-import { Clock, InjectClock } from '@gateway/service-kit';
+import { Clock, InjectClock, InjectConfig, REPLY_CACHE_MAX_BYTES_DEFAULT, ServiceConfig } from '@gateway/service-kit';
 
 const TTL_MS = 10 * 60 * 1000;
 const MAX_ENTRIES = 5000;
+/** What one entry costs besides its ciphertext: the iv, tag and key id strings, the map entry. */
+const ENTRY_OVERHEAD_BYTES = 200;
 /** Retries of one running action that may wait for its answer at once; more are told to come back. */
 export const MAX_WAITING_RETRIES = 8;
 
@@ -13,6 +15,9 @@ type Waiter = (reply: DispatchReplyV1 | null) => void;
 /**
  * Recent replies, encrypted in memory, so an Idempotency-Key retry gets the first action's
  * result without a second dispatch. Never written to Postgres (it holds completion text).
+ * Bounded by age (10 minutes), count (5,000) and bytes (REPLY_CACHE_MAX_BYTES), the oldest going
+ * first: an answer may be as large as the reply topic carries (~748 KiB, ~1 MB sealed), and 5,000
+ * of them would be 5 GB of heap. An answer larger than the whole bound is not held.
  *
  * An action this instance is still waiting on (`expect`, until `settle`) can be waited for: a
  * retry that arrives while the first request runs (the client's own timeout fired, its connection
@@ -20,17 +25,32 @@ type Waiter = (reply: DispatchReplyV1 | null) => void;
  */
 @Injectable()
 export class ReplyCache {
-  private readonly entries = new Map<string, { at: number; sealed: ReturnType<ContentCipher['encrypt']> }>();
+  private readonly entries = new Map<string, { at: number; bytes: number; sealed: ReturnType<ContentCipher['encrypt']> }>();
   private readonly running = new Map<string, Waiter[]>();
+  private readonly maxBytes: number;
+  private held = 0;
 
   constructor(
     private readonly cipher: ContentCipher,
     @InjectClock() private readonly clock: Clock,
-  ) {}
+    @InjectConfig() config: Pick<ServiceConfig, 'replyCacheMaxBytes'> = {},
+  ) {
+    this.maxBytes = config.replyCacheMaxBytes ?? REPLY_CACHE_MAX_BYTES_DEFAULT;
+  }
 
   put(actionId: string, reply: DispatchReplyV1): void {
-    this.evict();
-    this.entries.set(actionId, { at: this.clock.now().getTime(), sealed: this.cipher.encrypt(reply, actionId) });
+    const sealed = this.cipher.encrypt(reply, actionId);
+    const bytes = sealed.ct.length + actionId.length + ENTRY_OVERHEAD_BYTES;
+    this.drop(actionId);
+    if (bytes > this.maxBytes) return; // held, it would push out everything else
+    this.evict(bytes);
+    this.entries.set(actionId, { at: this.clock.now().getTime(), bytes, sealed });
+    this.held += bytes;
+  }
+
+  /** Bytes of sealed answers held now (never above REPLY_CACHE_MAX_BYTES). */
+  get heldBytes(): number {
+    return this.held;
   }
 
   get(actionId: string): DispatchReplyV1 | null {
@@ -67,11 +87,19 @@ export class ReplyCache {
     return new Promise((resolve) => waiters.push(resolve));
   }
 
-  private evict(): void {
+  /** Makes room for `incoming` bytes: the expired, then the oldest past the count or the byte bound. */
+  private evict(incoming: number): void {
     const now = this.clock.now().getTime();
     for (const [k, v] of this.entries) {
-      if (now - v.at > TTL_MS || this.entries.size >= MAX_ENTRIES) this.entries.delete(k);
+      if (now - v.at > TTL_MS || this.entries.size >= MAX_ENTRIES || this.held + incoming > this.maxBytes) this.drop(k);
       else break;
     }
+  }
+
+  private drop(actionId: string): void {
+    const e = this.entries.get(actionId);
+    if (!e) return;
+    this.entries.delete(actionId);
+    this.held -= e.bytes;
   }
 }
