@@ -1,8 +1,11 @@
 import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { attemptCompletedV1, EVIDENCE_BOUNDS } from '@gateway/contracts';
-import type { ParsedResponse } from './adapter';
-import { AnswerTooLarge, boundedResponse, readBounded, UNRECOGNISED_REASON } from './bounded';
+import type { ParsedResponse, StreamAccumulator } from './adapter';
+import { GeminiGenerateAdapter } from './gemini-generate.adapter';
+import { OpenAiChatAdapter } from './openai-chat.adapter';
+import { OpenAiResponsesAdapter } from './openai-responses.adapter';
+import { AnswerTooLarge, boundedResponse, DistinctCount, readBounded, STREAM_KEYS_MAX, UNRECOGNISED_REASON } from './bounded';
 import { adapterFor, adapterForCommand } from './index';
 import { SseDecoder } from './sse';
 
@@ -245,5 +248,89 @@ describe('a usage total no provider could mean is unreadable, never zero', () =>
       {},
     );
     expect(r.usage).toBeNull();
+  });
+});
+
+/**
+ * A stream has no total bound, so what an accumulator keeps must not grow with it: candidate
+ * indexes, hosted tool call ids and grounding queries the provider chooses are kept within
+ * `candidatesMax` and STREAM_KEYS_MAX, and a count that bills is never below the truth.
+ */
+describe("what a stream's accumulator keeps, however long the stream", () => {
+  const sse = (o: unknown) => JSON.stringify(o);
+
+  // the adapters themselves, not `boundedAdapter`'s wrapping: what they hold while the stream runs
+  it.each([
+    ['openai-chat', () => new OpenAiChatAdapter(), (i: number) => sse({ id: 'c', choices: [{ index: i, delta: { content: 'x' } }] })],
+    [
+      'gemini-generate',
+      () => new GeminiGenerateAdapter(),
+      (i: number) => sse({ candidates: [{ index: i, content: { parts: [{ text: 'x' }] } }] }),
+    ],
+  ] as const)('%s: 10,000 distinct candidate indexes leave candidatesMax entries', (_, adapter, chunk) => {
+    const acc = adapter().streamAccumulator({});
+    for (let i = 0; i < 10_000; i++) acc.push(chunk(i));
+    const { candidates } = acc.result();
+    expect(candidates).toHaveLength(EVIDENCE_BOUNDS.candidatesMax);
+    expect(candidates.map((c) => c.index)).toEqual(Array.from({ length: EVIDENCE_BOUNDS.candidatesMax }, (_, i) => i));
+  });
+
+  it('an index the accumulator holds is still updated once it is full (its finish arrives last)', () => {
+    const acc = new OpenAiChatAdapter().streamAccumulator({});
+    for (let i = 0; i < 200; i++) acc.push(sse({ choices: [{ index: i, delta: { content: 'x' } }] }));
+    acc.push(sse({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }));
+    expect(acc.result().candidates[0]).toMatchObject({ index: 0, finishReason: 'stop', hasContent: true });
+  });
+
+  describe('hosted tool calls of a Responses stream cut before its end', () => {
+    const item = (id: string, type: string, extra: object = {}) => ({ id, type, status: 'completed', ...extra });
+    const push = (acc: StreamAccumulator, ev: string, it: object) => acc.push(sse({ type: ev, item: it }));
+    const responses = () => new OpenAiResponsesAdapter().streamAccumulator({});
+
+    it('count each call once, added and done, and leave message items out', () => {
+      const acc = responses();
+      acc.push(sse({ type: 'response.created', response: { id: 'resp_1' } }));
+      for (const id of ['ws_1', 'ws_2', 'ws_3']) {
+        push(acc, 'response.output_item.added', item(id, 'web_search_call'));
+        push(acc, 'response.output_item.done', item(id, 'web_search_call'));
+      }
+      push(acc, 'response.output_item.done', item('fs_1', 'file_search_call'));
+      push(acc, 'response.output_item.done', item('msg_1', 'message', { content: [{ type: 'output_text', text: 'y'.repeat(100_000) }] }));
+      expect(acc.result().featureCalls).toEqual({ web_search: 3, file_search: 1 });
+    });
+
+    it(`past ${STREAM_KEYS_MAX} distinct ids the count goes on, never below the truth`, () => {
+      const acc = responses();
+      const n = STREAM_KEYS_MAX + 500;
+      for (let i = 0; i < n; i++) {
+        push(acc, 'response.output_item.added', item(`ws_${i}`, 'web_search_call'));
+        push(acc, 'response.output_item.done', item(`ws_${i}`, 'web_search_call'));
+      }
+      const calls = acc.result().featureCalls.web_search ?? 0;
+      expect(calls).toBeGreaterThanOrEqual(n);
+      expect(calls).toBeLessThanOrEqual(2 * n);
+    });
+  });
+
+  it('Gemini 3 grounding queries: distinct ones counted, in bounded memory, never below the truth', () => {
+    const acc = new GeminiGenerateAdapter().streamAccumulator({});
+    const grounded = (queries: string[]) =>
+      sse({ modelVersion: 'gemini-3-pro', candidates: [{ index: 0, groundingMetadata: { webSearchQueries: queries } }] });
+    acc.push(grounded(['same query', 'same query', 'q'.repeat(1_000_000)]));
+    for (let i = 0; i < STREAM_KEYS_MAX + 100; i++) acc.push(grounded([`query ${i}`]));
+    expect(acc.result().featureCalls.search_grounding).toBe(2 + STREAM_KEYS_MAX + 100);
+  });
+
+  it('DistinctCount: exact below its bound, and above it never below the truth (fast-check)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.string({ maxLength: 4 }), { maxLength: 3000 }), (values) => {
+        const count = new DistinctCount();
+        for (const v of values) count.add(v);
+        const truth = new Set(values).size;
+        if (truth <= STREAM_KEYS_MAX) expect(count.size).toBe(truth);
+        else expect(count.size).toBeGreaterThanOrEqual(truth);
+      }),
+      { numRuns: 50 },
+    );
   });
 });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { EVIDENCE_BOUNDS } from '@gateway/contracts';
 import type { ParsedResponse, ParsedUsage, ProviderAdapter, StreamAccumulator } from './adapter';
 
@@ -35,6 +36,45 @@ function boundedFieldNames(names: ParsedUsage['unknownFields']): string[] {
   if (printable.length <= EVIDENCE_BOUNDS.unknownUsageFieldsMax) return printable;
   const kept = printable.slice(0, EVIDENCE_BOUNDS.unknownUsageFieldsMax - 1);
   return [...kept, `(${printable.length - kept.length} more)`];
+}
+
+/**
+ * What a stream accumulator keeps per key the provider chooses (a candidate index, a hosted tool
+ * call's id, a grounding query), at most: a stream has no total bound (its events are relayed as
+ * they come, for as long as UPSTREAM_READ_AFTER_DEADLINE_MS allows), so what it leaves behind must
+ * not grow with it.
+ */
+export const STREAM_KEYS_MAX = 1024;
+
+/**
+ * Distinct strings counted in bounded memory, for a count that goes on a bill (hosted tool calls,
+ * grounding queries): the first STREAM_KEYS_MAX are remembered as SHA-256 digests (a string of
+ * 8 MiB costs 44 bytes), and past them every string not remembered counts as new. The count is
+ * never below the truth, so the bill is dearer, never cheaper.
+ */
+export class DistinctCount {
+  private readonly seen = new Set<string>();
+  private unremembered = 0;
+
+  add(value: string): void {
+    const digest = createHash('sha256').update(value).digest('base64');
+    if (this.seen.has(digest)) return;
+    if (this.seen.size < STREAM_KEYS_MAX) this.seen.add(digest);
+    else this.unremembered += 1;
+  }
+
+  get size(): number {
+    return this.seen.size + this.unremembered;
+  }
+}
+
+/**
+ * Whether a stream accumulator takes one more candidate index into its map: the ones it holds
+ * always, a new one while it holds fewer than the evidence keeps (`candidatesMax`; the rest would
+ * be dropped by `boundedResponse` anyway).
+ */
+export function takesCandidate(byIndex: ReadonlyMap<number, unknown>, index: number): boolean {
+  return byIndex.has(index) || byIndex.size < EVIDENCE_BOUNDS.candidatesMax;
 }
 
 /** The adapter with every answer it parses, whole or streamed, passed through `boundedResponse`. */

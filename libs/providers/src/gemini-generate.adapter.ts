@@ -16,6 +16,7 @@ import {
   UpstreamRequest,
 } from './adapter';
 import { asRecord, joinUrl, safeJson } from './openai-chat.adapter';
+import { DistinctCount, takesCandidate } from './bounded';
 
 /**
  * Gemini generateContent. Every spelling of the candidate count and the cap (`candidateCount` /
@@ -87,6 +88,7 @@ export class GeminiGenerateAdapter implements ProviderAdapter {
         grounding.add(chunk);
         for (const raw of Array.isArray(chunk.candidates) ? chunk.candidates : []) {
           const c = toCandidate(asRecord(raw) ?? {}, 0);
+          if (!takesCandidate(byIndex, c.index)) continue;
           const entry = byIndex.get(c.index) ?? { finishReason: null, hasContent: false, textBytes: 0 };
           entry.hasContent ||= c.hasContent;
           entry.finishReason = c.finishReason ?? entry.finishReason;
@@ -175,7 +177,7 @@ function partBytes(part: Record<string, unknown> | null): number {
 class GroundingEvidence {
   private searched = false;
   private mapped = false;
-  private readonly queries = new Set<string>();
+  private readonly queries = new DistinctCount();
   private modelVersion: string | null = null;
 
   add(b: Record<string, unknown>): void {

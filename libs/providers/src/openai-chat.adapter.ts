@@ -15,6 +15,7 @@ import {
   unknownUsageFields,
   UpstreamRequest,
 } from './adapter';
+import { takesCandidate } from './bounded';
 
 /**
  * OpenAI chat completions and OpenAI-compatible aggregators. Every spelling of the candidate
@@ -95,6 +96,7 @@ export class OpenAiChatAdapter implements ProviderAdapter {
         for (const raw of Array.isArray(chunk.choices) ? chunk.choices : []) {
           const c = asRecord(raw) ?? {};
           const index = nonNegInt(c.index);
+          if (!takesCandidate(byIndex, index)) continue;
           const entry = byIndex.get(index) ?? { finishReason: null, hasContent: false, textBytes: 0 };
           const delta = asRecord(c.delta);
           if (

@@ -16,6 +16,7 @@ import {
   UpstreamRequest,
 } from './adapter';
 import { asRecord, bearerHeaders, joinUrl, openAiBody, safeJson, serviceTierOf } from './openai-chat.adapter';
+import { DistinctCount } from './bounded';
 
 /**
  * The OpenAI Responses API (`POST /v1/responses`) on an `openai-chat` route. One response is one
@@ -58,9 +59,10 @@ export class OpenAiResponsesAdapter implements ProviderAdapter {
     let streamedContent = false;
     let final: ReturnType<typeof responseFacts> | null = null;
     let serviceTier: string | null = null;
-    // hosted-tool items as they stream, by id: a stream cut before its terminal event still
-    // evidences the calls that ran (reconciliation then has them)
-    const toolItems = new Map<string, Record<string, unknown>>();
+    // hosted-tool calls as they stream, by id: a stream cut before its terminal event still
+    // evidences the calls that ran (reconciliation then has them). Only their ids are kept, in
+    // bounded memory; the items themselves (a message item carries the whole text) are not.
+    const streamedCalls = new Map<HostedToolFeature, DistinctCount>();
     return {
       push(data: string): boolean {
         if (data.trim() === '[DONE]') return false;
@@ -74,9 +76,14 @@ export class OpenAiResponsesAdapter implements ProviderAdapter {
         else if (type === 'response.output_text.delta' && typeof event.delta === 'string' && event.delta.length > 0) streamedContent = true;
         else if (type === 'response.output_item.added' && isToolCall(asRecord(event.item))) streamedContent = true;
         const item = asRecord(event.item);
-        if (item && typeof item.id === 'string' && (type === 'response.output_item.added' || type === 'response.output_item.done'))
-          toolItems.set(item.id, item);
-        else if (TERMINAL_EVENTS.has(type) && response) final = responseFacts(response);
+        if (item && typeof item.id === 'string' && (type === 'response.output_item.added' || type === 'response.output_item.done')) {
+          const feature = hostedToolFeature(item);
+          if (feature) {
+            const calls = streamedCalls.get(feature) ?? new DistinctCount();
+            calls.add(item.id);
+            streamedCalls.set(feature, calls);
+          }
+        } else if (TERMINAL_EVENTS.has(type) && response) final = responseFacts(response);
         return true;
       },
       result(): ParsedResponse {
@@ -95,7 +102,7 @@ export class OpenAiResponsesAdapter implements ProviderAdapter {
           promptBlockReason: null,
           usage: final?.usage ?? null,
           serviceTier,
-          featureCalls: final?.featureCalls ?? hostedToolCalls([...toolItems.values()]),
+          featureCalls: final?.featureCalls ?? Object.fromEntries([...streamedCalls].map(([feature, calls]) => [feature, calls.size])),
         };
       },
       get sawUsage() {
@@ -134,21 +141,27 @@ function responseFacts(r: Record<string, unknown>): {
   return { candidate: { index: 0, finishReason: finishReason(r), hasContent }, usage: parseUsage(r.usage), featureCalls };
 }
 
+type HostedToolFeature = 'web_search' | 'file_search' | 'code_execution';
+
 /** Output item types of hosted tools OpenAI bills per call, and the feature each is priced as. */
-const HOSTED_TOOL_CALLS: Readonly<Record<string, 'web_search' | 'file_search' | 'code_execution'>> = {
+const HOSTED_TOOL_CALLS: Readonly<Record<string, HostedToolFeature>> = {
   web_search_call: 'web_search',
   file_search_call: 'file_search',
   code_interpreter_call: 'code_execution',
 };
 
+/** The billed feature an output item is a call of, if it is a hosted tool's. */
+function hostedToolFeature(item: Record<string, unknown> | null): HostedToolFeature | null {
+  const type = item?.type;
+  return typeof type === 'string' && Object.hasOwn(HOSTED_TOOL_CALLS, type) ? HOSTED_TOOL_CALLS[type] : null;
+}
+
 /** One billed call per hosted-tool output item (a web search that opened a page is a call too). */
 function hostedToolCalls(output: (Record<string, unknown> | null)[]): FeatureCalls {
   const calls: FeatureCalls = {};
   for (const item of output) {
-    const type = item?.type;
-    if (typeof type !== 'string' || !Object.hasOwn(HOSTED_TOOL_CALLS, type)) continue;
-    const feature = HOSTED_TOOL_CALLS[type];
-    calls[feature] = (calls[feature] ?? 0) + 1;
+    const feature = hostedToolFeature(item);
+    if (feature) calls[feature] = (calls[feature] ?? 0) + 1;
   }
   return calls;
 }
