@@ -106,8 +106,8 @@ describe('loadConfig: instance and connection budget', () => {
       expect(() => loadConfig('t', { ...base, ADMISSION_DECIDE_TIMEOUT_MS: hostile })).toThrow(/ADMISSION_DECIDE_TIMEOUT_MS/);
   });
 
-  it('bounds the Idempotency-Key reply cache by REPLY_CACHE_MAX_BYTES (64 MiB unless set; whole bytes, 1 MiB..4 GiB)', () => {
-    expect(loadConfig('t', base).replyCacheMaxBytes).toBe(64 * 1024 * 1024);
+  it('bounds the Idempotency-Key reply cache by REPLY_CACHE_MAX_BYTES (32 MiB unless set; whole bytes, 1 MiB..4 GiB)', () => {
+    expect(loadConfig('t', base).replyCacheMaxBytes).toBe(32 * 1024 * 1024);
     expect(loadConfig('t', { ...base, REPLY_CACHE_MAX_BYTES: '2097152' }).replyCacheMaxBytes).toBe(2 * 1024 * 1024);
     for (const hostile of ['1048575', '4294967297', '2.5', '-1', 'lots', '1e999', 'Infinity', 'NaN', '2097152\u0000'])
       expect(() => loadConfig('t', { ...base, REPLY_CACHE_MAX_BYTES: hostile })).toThrow(/REPLY_CACHE_MAX_BYTES/);

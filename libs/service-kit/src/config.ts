@@ -28,8 +28,8 @@ export function maxBodyBytesFor(messageMaxBytes: number): number {
 export const ADMISSION_DECIDE_TIMEOUT_DEFAULT_MS = 3000;
 /** How much of one provider answer dispatch reads (UPSTREAM_ANSWER_MAX_BYTES): 8 MiB. */
 export const UPSTREAM_ANSWER_MAX_BYTES_DEFAULT = 8 * 1024 * 1024;
-/** How many bytes of sealed answers one admission instance holds for Idempotency-Key retries (REPLY_CACHE_MAX_BYTES): 64 MiB. */
-export const REPLY_CACHE_MAX_BYTES_DEFAULT = 64 * 1024 * 1024;
+/** How many bytes of sealed answers one admission instance holds for Idempotency-Key retries (REPLY_CACHE_MAX_BYTES): 32 MiB. */
+export const REPLY_CACHE_MAX_BYTES_DEFAULT = 32 * 1024 * 1024;
 /** How long past the action's deadline dispatch keeps reading an answer for its usage (UPSTREAM_READ_AFTER_DEADLINE_MS): 2 min. */
 export const UPSTREAM_READ_AFTER_DEADLINE_DEFAULT_MS = 120_000;
 
@@ -137,7 +137,7 @@ export interface ServiceConfig {
   upstreamReadAfterDeadlineMs?: number;
   /**
    * how many bytes of sealed answers admission holds for Idempotency-Key retries
-   * (REPLY_CACHE_MAX_BYTES, default 64 MiB, 1 MiB–4 GiB; hand-made test configs may leave it out:
+   * (REPLY_CACHE_MAX_BYTES, default 32 MiB, 1 MiB–4 GiB; hand-made test configs may leave it out:
    * the default): the oldest go first, so keyed requests with large answers cannot fill the heap
    */
   replyCacheMaxBytes?: number;
