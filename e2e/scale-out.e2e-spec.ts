@@ -35,6 +35,7 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
   const gm = `scale-gm-${run}`;
   const slow = `scale-slow-${run}`;
   const stopped = `scale-stopped-${run}`;
+  const keyed = `scale-keyed-${run}`;
   const workloadId = `scale-wl-${run}`;
   const stackInstance = process.env.GATEWAY_INSTANCE_ID ?? '';
   let key: string;
@@ -129,7 +130,14 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
         upstreamBaseUrl: stack.providerSim,
         upstreamModel: 'sim-gpt;latency=1500',
       });
-      return (await seed.workload({ id: workloadId, allowedAliases: [chat, gm, slow, stopped], deadlineMs: 12000 })).key;
+      await seed.route({
+        routeId: keyed,
+        alias: keyed,
+        providerKind: 'openai-chat',
+        upstreamBaseUrl: stack.providerSim,
+        upstreamModel: 'sim-gpt;latency=4000',
+      });
+      return (await seed.workload({ id: workloadId, allowedAliases: [chat, gm, slow, stopped, keyed], deadlineMs: 12000 })).key;
     });
     admin = new Kafka({ clientId: `e2e-admin-${run}`, brokers: stack.brokers, logLevel: logLevel.NOTHING }).admin();
     await admin.connect();
@@ -226,6 +234,40 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
     );
     expect(new Set(claimers.map((c) => c.claimedBy))).toEqual(new Set([stackInstance, dispatch2.instanceId]));
   }, 120_000);
+
+  it('an Idempotency-Key retry: on the other admission instance 409 idempotency_key_in_progress (Retry-After); on the first one the first answer; one upstream call', async () => {
+    const idem = `scale-idem-${run}`;
+    const before = await simLastSeq();
+    const post = (admission: string) =>
+      fetch(`${admission}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': idem },
+        body: JSON.stringify({ model: keyed, messages: [{ role: 'user', content: 'keyed across instances' }] }),
+      });
+    const first = post(stack.admission);
+    const actionId = await eventually(
+      () =>
+        withSeeder(async (_s, db) => {
+          const a = await db.prisma.action.findFirst({ where: { workloadId, idempotencyKey: idem }, select: { id: true } });
+          return a?.id;
+        }),
+      { what: 'the first request admitted' },
+    );
+    // The provider takes 4 s: the first is still running on the stack's admission instance.
+    const elsewhere = await post(admission2.url);
+    expect(elsewhere.status).toBe(409);
+    expect(((await elsewhere.json()) as { error: { code: string } }).error.code).toBe('idempotency_key_in_progress');
+    expect(elsewhere.headers.get('retry-after')).toBe('1');
+    expect(elsewhere.headers.get('x-should-retry')).toBe('true');
+    expect(elsewhere.headers.get('x-gateway-action-id')).toBe(actionId);
+
+    const [answered, retried] = await Promise.all([first, post(stack.admission)]);
+    expect([answered.status, retried.status]).toEqual([200, 200]);
+    expect(retried.headers.get('x-gateway-idempotent-replay')).toBe('true');
+    expect(retried.headers.get('x-gateway-action-id')).toBe(actionId);
+    expect(await retried.json()).toEqual(await answered.json());
+    expect(await simRequestsSince(before)).toHaveLength(1);
+  });
 
   it('a dispatch instance stopped past its session timeout, then continued: nothing goes upstream twice, every action ends, and it takes partitions again', async () => {
     // SIGSTOP: a frozen VM or container, a process held in a debugger. The group hands the
