@@ -97,6 +97,10 @@ describe('ledger, exposure and reconciliation', () => {
       .chat.completions.create(body, { headers: { 'Idempotency-Key': idem } })
       .withResponse();
     expect(second.response.headers.get('x-gateway-action-id')).toBe(first.response.headers.get('x-gateway-action-id'));
+    // a replay carries the first answer's x-gateway-* headers (DESIGN §4) as well as its own mark
+    expect(second.response.headers.get('x-gateway-idempotent-replay')).toBe('true');
+    for (const h of ['x-gateway-requested-candidates', 'x-gateway-effective-candidates', 'x-gateway-reserved-microusd'])
+      expect(second.response.headers.get(h)).toBe(first.response.headers.get(h));
     expect(second.data.choices[0].message.content).toBe(first.data.choices[0].message.content);
     expect(await simRequestsSince(before)).toHaveLength(1);
     const res = await fetch(`${stack.admission}/v1/chat/completions`, {

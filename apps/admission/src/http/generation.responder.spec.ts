@@ -542,7 +542,7 @@ describe('GenerationResponder', () => {
       await f.served();
       expect(f.res.statusCode).toBe(200);
       expect(JSON.parse(f.res.body)).toEqual(answer.body);
-      expect(f.cache.get(ACTION)).toEqual(kept);
+      expect(f.cache.get(ACTION)?.reply ?? null).toEqual(kept);
     });
   });
 
@@ -564,6 +564,8 @@ describe('GenerationResponder', () => {
       expect(JSON.parse(retry.res.body)).toEqual(answer.body);
       expect(retry.res.headers.get('x-gateway-idempotent-replay')).toBe('true');
       expect(retry.res.headers.get('x-gateway-action-id')).toBe(ACTION);
+      // the first request's x-gateway-* headers too (its counts, never content)
+      expect(retry.res.headers.get('x-gateway-effective-candidates')).toBe('1');
       expect(JSON.parse(f.res.body)).toEqual(answer.body);
       expect(f.admission.dispatched).toBe(1);
       expect(f.res.violations.concat(retry.res.violations)).toEqual([]);
@@ -585,6 +587,7 @@ describe('GenerationResponder', () => {
       expect(await retry.served()).toBe('served');
       expect(retry.res.statusCode).toBe(200);
       expect(JSON.parse(retry.res.body)).toEqual(answer.body);
+      expect(retry.res.headers.get('x-gateway-effective-candidates')).toBe('1');
       expect(f.res.violations.concat(retry.res.violations)).toEqual([]);
     });
 

@@ -166,7 +166,7 @@ export class GenerationResponder {
    */
   private whole(admitted: AdmittedAction, replayable: boolean, req: Pick<Request, 'path'>, res: HttpAnswer): Promise<string> {
     const exchange = new Exchange(admitted.actionId, this.log);
-    if (replayable) this.cache.expect(admitted.actionId);
+    if (replayable) this.cache.expect(admitted.actionId, admitted.headers);
     const answer = (reply: Reply, cause: string) => {
       if (replayable) this.cache.settle(admitted.actionId, reply === 'timeout' ? null : reply);
       exchange.end(cause, () => this.writeReply(admitted.actionId, admitted.headers, reply, req, res));
@@ -241,8 +241,8 @@ export class GenerationResponder {
     res: HttpAnswer & { writableEnded?: boolean },
   ): Promise<string> {
     const actionId = prior.actionId;
-    let reply = this.cache.get(actionId);
-    if (!reply && prior.running && !prior.streamed) {
+    let held = this.cache.get(actionId);
+    if (!held && prior.running && !prior.streamed) {
       const waiting = this.cache.wait(actionId);
       if (typeof waiting === 'string') {
         writeDenial(
@@ -259,12 +259,12 @@ export class GenerationResponder {
       }
       let left = false;
       res.on('close', () => (left = true));
-      reply = await waiting;
+      held = await waiting;
       if (left) return 'client_disconnected';
     }
-    if (reply) {
+    if (held) {
       res.setHeader('x-gateway-idempotent-replay', 'true');
-      return this.writeReply(actionId, { 'x-gateway-action-id': actionId }, reply, req, res);
+      return this.writeReply(actionId, { ...held.headers, 'x-gateway-action-id': actionId }, held.reply, req, res);
     }
     const why = prior.streamed ? 'it was streamed, and a stream is not replayed' : 'its result is not held here';
     writeDenial(

@@ -10,7 +10,13 @@ const ENTRY_OVERHEAD_BYTES = 200;
 /** Retries of one running action that may wait for its answer at once; more are told to come back. */
 export const MAX_WAITING_RETRIES = 8;
 
-type Waiter = (reply: DispatchReplyV1 | null) => void;
+/** An answer as a retry gets it again: the reply and the x-gateway-* headers the first request had. */
+export interface HeldAnswer {
+  reply: DispatchReplyV1;
+  headers: Record<string, string>;
+}
+
+type Waiter = (held: HeldAnswer | null) => void;
 
 /**
  * Recent replies, encrypted in memory, so an Idempotency-Key retry gets the first action's
@@ -25,8 +31,11 @@ type Waiter = (reply: DispatchReplyV1 | null) => void;
  */
 @Injectable()
 export class ReplyCache {
-  private readonly entries = new Map<string, { at: number; bytes: number; sealed: ReturnType<ContentCipher['encrypt']> }>();
-  private readonly running = new Map<string, Waiter[]>();
+  private readonly entries = new Map<
+    string,
+    { at: number; bytes: number; headers: Record<string, string>; sealed: ReturnType<ContentCipher['encrypt']> }
+  >();
+  private readonly running = new Map<string, { headers: Record<string, string>; waiters: Waiter[] }>();
   private readonly maxBytes: number;
   private held = 0;
 
@@ -38,13 +47,14 @@ export class ReplyCache {
     this.maxBytes = config.replyCacheMaxBytes ?? REPLY_CACHE_MAX_BYTES_DEFAULT;
   }
 
-  put(actionId: string, reply: DispatchReplyV1): void {
+  /** Holds `reply` with the headers (counts and ids, never content) a replay answers with. */
+  put(actionId: string, reply: DispatchReplyV1, headers: Record<string, string> = {}): void {
     const sealed = this.cipher.encrypt(reply, actionId);
-    const bytes = sealed.ct.length + actionId.length + ENTRY_OVERHEAD_BYTES;
+    const bytes = sealed.ct.length + actionId.length + JSON.stringify(headers).length + ENTRY_OVERHEAD_BYTES;
     this.drop(actionId);
     if (bytes > this.maxBytes) return; // held, it would push out everything else
     this.evict(bytes);
-    this.entries.set(actionId, { at: this.clock.now().getTime(), bytes, sealed });
+    this.entries.set(actionId, { at: this.clock.now().getTime(), bytes, headers, sealed });
     this.held += bytes;
   }
 
@@ -53,15 +63,18 @@ export class ReplyCache {
     return this.held;
   }
 
-  get(actionId: string): DispatchReplyV1 | null {
+  get(actionId: string): HeldAnswer | null {
     const e = this.entries.get(actionId);
     if (!e || this.clock.now().getTime() - e.at > TTL_MS) return null;
-    return this.cipher.decrypt(e.sealed, actionId) as DispatchReplyV1;
+    return { reply: this.cipher.decrypt(e.sealed, actionId) as DispatchReplyV1, headers: e.headers };
   }
 
-  /** The action's answer will come to this instance (its request carried an Idempotency-Key). */
-  expect(actionId: string): void {
-    if (!this.running.has(actionId)) this.running.set(actionId, []);
+  /**
+   * The action's answer will come to this instance (its request carried an Idempotency-Key);
+   * `headers` are the x-gateway-* headers its answer carries, and a replay too.
+   */
+  expect(actionId: string, headers: Record<string, string>): void {
+    if (!this.running.has(actionId)) this.running.set(actionId, { headers, waiters: [] });
   }
 
   /**
@@ -69,10 +82,11 @@ export class ReplyCache {
    * here (`null`: the deadline passed, or the command was never sent).
    */
   settle(actionId: string, reply: DispatchReplyV1 | null): void {
-    if (reply) this.put(actionId, reply);
-    const waiters = this.running.get(actionId) ?? [];
+    const expected = this.running.get(actionId);
     this.running.delete(actionId);
-    for (const w of waiters) w(reply);
+    const headers = expected?.headers ?? {};
+    if (reply) this.put(actionId, reply, headers);
+    for (const w of expected?.waiters ?? []) w(reply ? { reply, headers } : null);
   }
 
   /**
@@ -80,11 +94,11 @@ export class ReplyCache {
    * `'not_here'` when this instance expects nothing for it, `'busy'` when MAX_WAITING_RETRIES
    * already wait. Waiting ends with the first request's own deadline: `settle` always comes.
    */
-  wait(actionId: string): Promise<DispatchReplyV1 | null> | 'not_here' | 'busy' {
-    const waiters = this.running.get(actionId);
-    if (!waiters) return 'not_here';
-    if (waiters.length >= MAX_WAITING_RETRIES) return 'busy';
-    return new Promise((resolve) => waiters.push(resolve));
+  wait(actionId: string): Promise<HeldAnswer | null> | 'not_here' | 'busy' {
+    const expected = this.running.get(actionId);
+    if (!expected) return 'not_here';
+    if (expected.waiters.length >= MAX_WAITING_RETRIES) return 'busy';
+    return new Promise((resolve) => expected.waiters.push(resolve));
   }
 
   /** Makes room for `incoming` bytes: the expired, then the oldest past the count or the byte bound. */
