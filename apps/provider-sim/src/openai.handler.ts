@@ -160,8 +160,9 @@ export const openAiChat: ProviderAdapter = {
     const includeUsage = ex.body.stream_options?.include_usage === true;
     const base = { id, object: 'chat.completion.chunk', created, model, ...tier, system_fingerprint: 'fp_sim' };
     const usageNull = includeUsage ? { usage: null } : {};
+    const padding = script.padChunks ? { sim_padding: 'x'.repeat(script.padChunks) } : {};
     const chunk = (index: number, delta: object, finish: string | null) =>
-      sse({ ...base, choices: [{ index, delta, logprobs: null, finish_reason: finish }], ...usageNull });
+      sse({ ...base, choices: [{ index, delta, logprobs: null, finish_reason: finish }], ...usageNull, ...padding });
     const perChoice = plan.candidates.map((c) => [
       chunk(c.index, { role: 'assistant', content: '', refusal: null }, null),
       ...c.words.map((w, k) =>

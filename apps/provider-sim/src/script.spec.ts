@@ -11,7 +11,7 @@ describe('resolveScript', () => {
 
   it('parses every directive from the model name', () => {
     const r = resolveScript(
-      'sim-gpt;latency=50-200;ttft=30;stall=40;serve=1;filter=0,2;block;no-usage;under-usage;cut-stream;fragment;echo;hostile-fields;pad-bytes=10;extra=2;reject-n;reasoning=5;cached=4;cache-write=3;audio-in=6;audio-out=9;image-out=11;searches=2;tier=flex;words=7;status=503;fail-first=2',
+      'sim-gpt;latency=50-200;ttft=30;stall=40;serve=1;filter=0,2;block;no-usage;under-usage;cut-stream;fragment;echo;hostile-fields;pad-bytes=10;pad-chunks=12;extra=2;reject-n;reasoning=5;cached=4;cache-write=3;audio-in=6;audio-out=9;image-out=11;searches=2;tier=flex;words=7;status=503;fail-first=2',
     );
     expect(r.model).toBe('sim-gpt');
     expect(r.script).toEqual({
@@ -28,6 +28,7 @@ describe('resolveScript', () => {
       echo: true,
       hostileFields: true,
       padBytes: 10,
+      padChunks: 12,
       extra: 2,
       rejectN: true,
       reasoning: 5,

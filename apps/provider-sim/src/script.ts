@@ -27,6 +27,11 @@ export interface SimScript {
   hostileFields: boolean;
   /** OpenAI chat, whole answers: a `sim_padding` field of this many bytes before the usage (an answer too large to read). */
   padBytes?: number;
+  /**
+   * OpenAI chat streams: every content chunk carries a `sim_padding` field of this many bytes (a
+   * long stream in few events; at most 512 KiB, so a relayed chunk still fits one Kafka message).
+   */
+  padChunks?: number;
   extra: number;
   rejectN: boolean;
   reasoning: number;
@@ -100,6 +105,7 @@ const VALUED = new Set([
   'slow-first',
   'key-sha256',
   'pad-bytes',
+  'pad-chunks',
 ]);
 
 /** Parses `a=1;b;c=2-3` into a map, rejecting unknown names and malformed segments. */
@@ -214,6 +220,9 @@ export function toScript(raw: Raw): SimScript {
         break;
       case 'pad-bytes':
         s.padBytes = int(name, value, 1, 64 * 1024 * 1024);
+        break;
+      case 'pad-chunks':
+        s.padChunks = int(name, value, 1, 512 * 1024);
         break;
       case 'words':
         s.words = int(name, value, 0, 10_000);

@@ -11,7 +11,7 @@ import {
   fromOpenAiResponses,
 } from '../usecases/admit-request/admit-request.command';
 import { AdmittedAction, IdempotentReplay } from '../usecases/admit-request/admit-request.usecase';
-import { Admission, GenerationResponder, HttpAnswer } from './generation.responder';
+import { Admission, GenerationResponder, HttpAnswer, STREAM_CLIENT_BACKLOG_MAX_BYTES } from './generation.responder';
 import { MAX_WAITING_RETRIES, ReplyCache } from './reply-cache';
 import { ONE_CANDIDATE_COUNTS } from './reply.fixture';
 
@@ -126,6 +126,10 @@ class FakeResponse implements HttpAnswer {
   headersSent = false;
   writableEnded = false;
   body = '';
+  /** false: the client stopped reading, and what is written waits in `writableLength` */
+  reading = true;
+  writableLength = 0;
+  destroyed = false;
   readonly headers = new Map<string, string>();
   readonly violations: string[] = [];
   private readonly closeListeners: Array<() => void> = [];
@@ -156,9 +160,16 @@ class FakeResponse implements HttpAnswer {
 
   write(chunk: string): boolean {
     this.refuseAfterEnd('write()');
+    if (this.destroyed) this.violations.push('write() after destroy()');
     this.headersSent = true;
     this.body += String(chunk);
-    return true;
+    if (!this.reading) this.writableLength += Buffer.byteLength(String(chunk));
+    return this.reading;
+  }
+
+  destroy(): this {
+    this.destroyed = true;
+    return this;
   }
 
   end(chunk?: string): this {
@@ -816,6 +827,50 @@ describe('GenerationResponder', () => {
       expect(f.res.headers.get('x-should-retry')).toBe('false');
       expect(await withdrawals(f)).toEqual({ 'publish_failed/error': 1 });
       expect(f.logs.filter((l) => l.msg === 'withdrawing an admitted action failed')).toHaveLength(1);
+    });
+  });
+
+  describe('a stream client that stops reading', () => {
+    const piece = JSON.stringify('x'.repeat(64 * 1024));
+
+    it(`is cut once more than ${STREAM_CLIENT_BACKLOG_MAX_BYTES} bytes wait for it; nothing more is written, the listening stops`, async () => {
+      const f = setup(openAiStream);
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply(chunk(0, piece));
+      f.res.reading = false;
+      let seq = 1;
+      while (!f.res.destroyed && seq < 1000) f.admission.reply(chunk(seq++, piece));
+      expect(f.res.destroyed).toBe(true);
+      expect(f.res.writableLength).toBeGreaterThan(STREAM_CLIENT_BACKLOG_MAX_BYTES);
+      expect(seq).toBeLessThan(200); // ~8 MiB of 64 KiB pieces, not the whole stream
+      expect(await f.served()).toBe('served');
+      expect(f.admission.router.pending).toBe(0);
+      expect(f.admission.reply(chunk(seq, piece))).toBe(false);
+      expect(f.res.violations).toEqual([]);
+      expect(f.logs.filter((l) => l.msg.startsWith('stream client does not read its answer'))).toHaveLength(1);
+    });
+
+    it('chunks held back for a lost one count too: the stream is cut, not kept whole in memory', async () => {
+      const f = setup(openAiStream);
+      f.admission.publishSucceeds();
+      await settle();
+      let seq = 1; // seq 0 never comes
+      while (!f.res.destroyed && seq < 1000) f.admission.reply(chunk(seq++, piece));
+      expect(f.res.destroyed).toBe(true);
+      expect(seq).toBeLessThan(200);
+    });
+
+    it('a client that reads is never cut, however long the stream; a duplicate chunk is written once', async () => {
+      const f = setup(openAiStream);
+      f.admission.publishSucceeds();
+      await settle();
+      for (let seq = 0; seq < 300; seq++) f.admission.reply(chunk(seq, piece));
+      f.admission.reply(chunk(5, '"again"'));
+      f.admission.reply(end(300, true));
+      expect(await f.served()).toBe('served');
+      expect(f.res.destroyed).toBe(false);
+      expect(f.res.events()).toHaveLength(301); // 300 chunks and [DONE]
     });
   });
 

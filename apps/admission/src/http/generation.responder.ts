@@ -33,11 +33,23 @@ type Withdrawal = VoidOutcome | 'unknown';
 /** What the responder writes to (an Express Response is one). */
 export interface HttpAnswer extends DenialTarget {
   readonly headersSent: boolean;
+  /** bytes written but not yet taken by the client's connection (Node's userland buffer) */
+  readonly writableLength: number;
   write(chunk: string): boolean;
   end(chunk?: string): unknown;
   flushHeaders(): void;
+  destroy(): unknown;
   on(event: 'close', listener: () => void): unknown;
 }
+
+/**
+ * How much of a stream may wait in admission for its client, in bytes: what the connection has
+ * not taken yet plus chunks held back for one that has not arrived. Replies cannot be paused
+ * (dispatch relays the provider's stream as it comes), so a client that stops reading would
+ * otherwise keep the rest of a long answer in admission's heap; past this its connection is
+ * closed (dispatch still reads the stream to its end, and the attempt settles as ever).
+ */
+export const STREAM_CLIENT_BACKLOG_MAX_BYTES = 8 * 1024 * 1024;
 
 type Reply = DispatchReplyV1 | 'timeout';
 
@@ -323,6 +335,7 @@ export class GenerationResponder {
     const exchange = new Exchange(admitted.actionId, this.log);
     const framing = new StreamFraming(cmd);
     const early = new Map<number, string>();
+    let earlyChars = 0;
     let next = 0;
     let opened = false;
     const open = () => {
@@ -337,10 +350,25 @@ export class GenerationResponder {
     const writeInOrder = () => {
       while (early.has(next)) {
         open();
-        res.write(framing.element(early.get(next) ?? '', next === 0));
+        const data = early.get(next) ?? '';
+        res.write(framing.element(data, next === 0));
+        earlyChars -= data.length;
         early.delete(next);
         next++;
       }
+    };
+    /** The client does not take the stream as fast as it comes: past the bound its connection is closed. */
+    const boundBacklog = () => {
+      const backlog = res.writableLength + earlyChars;
+      if (backlog <= STREAM_CLIENT_BACKLOG_MAX_BYTES) return;
+      exchange.end('client too slow', () => {
+        this.log.warn(
+          { action_id: admitted.actionId, backlog_bytes: backlog, limit_bytes: STREAM_CLIENT_BACKLOG_MAX_BYTES },
+          'stream client does not read its answer; connection closed (the attempt still settles)',
+        );
+        res.destroy();
+        return 'client_too_slow';
+      });
     };
     /** Ends the exchange with an error: a denial before the headers, an error event after them. */
     const failWith = (
@@ -372,8 +400,11 @@ export class GenerationResponder {
           if (!exchange.open) return;
           switch (r.kind) {
             case 'stream_chunk':
+              if (r.seq < next || early.has(r.seq)) return; // a duplicate delivery: written, or waiting already
               early.set(r.seq, r.data);
+              earlyChars += r.data.length;
               writeInOrder();
+              boundBacklog();
               return;
             case 'stream_end':
               writeInOrder();
