@@ -636,6 +636,22 @@ describe('GenerationResponder', () => {
       expect(f.res.statusCode).toBe(502);
     });
 
+    it('a replayed error says x-should-retry: false (a retry with the key gets the same error again); the first answer did not', async () => {
+      const f = setup(keyed);
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply(providerError);
+      await f.served();
+      expect(f.res.statusCode).toBe(502);
+      expect(f.res.headers.get('x-should-retry')).toBeUndefined();
+      const retry = f.retry(new IdempotentReplay(ACTION, false, false));
+      expect(await retry.served()).toBe('served');
+      expect(retry.res.statusCode).toBe(502);
+      expect(error(retry.res).message).toContain('provider error 500');
+      expect(retry.res.headers.get('x-gateway-idempotent-replay')).toBe('true');
+      expect(retry.res.headers.get('x-should-retry')).toBe('false');
+    });
+
     it('running, but not on this instance: 409 idempotency_key_in_progress with Retry-After, which an SDK retries', async () => {
       const f = setup(openAiWhole); // the first request here had no key: nothing expected here
       f.admission.publishSucceeds();

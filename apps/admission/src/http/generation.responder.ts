@@ -81,7 +81,7 @@ export const GenerationFailureResponses = () =>
     ApiResponse({
       status: 502,
       description:
-        'upstream_error | upstream_credential_missing; x-should-retry: false when a retry could pay twice: the request may still run (its dispatch command could not be confirmed sent and a dispatcher took it, or the withdrawal could not tell), the answer was larger than the gateway reads (UPSTREAM_ANSWER_MAX_BYTES), the route refused what its contract promised, or the gateway already retried',
+        'upstream_error | upstream_credential_missing; x-should-retry: false when a retry could pay twice: the request may still run (its dispatch command could not be confirmed sent and a dispatcher took it, or the withdrawal could not tell), the answer was larger than the gateway reads (UPSTREAM_ANSWER_MAX_BYTES), the route refused what its contract promised, the gateway already retried, or it is an Idempotency-Key replay of an error answer',
     }),
     ApiResponse({
       status: 503,
@@ -210,7 +210,15 @@ export class GenerationResponder {
     return exchange.settled;
   }
 
-  private writeReply(actionId: string, headers: Record<string, string>, reply: Reply, req: Pick<Request, 'path'>, res: HttpAnswer): string {
+  /** `replayed`: an Idempotency-Key retry's copy of the first answer, which a further retry only repeats. */
+  private writeReply(
+    actionId: string,
+    headers: Record<string, string>,
+    reply: Reply,
+    req: Pick<Request, 'path'>,
+    res: HttpAnswer,
+    replayed = false,
+  ): string {
     for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
     if (reply === 'timeout') {
       writeDenial(req, res, deadlinePassed(actionId));
@@ -230,8 +238,13 @@ export class GenerationResponder {
       // A route that refuses what its contract promised will refuse again, and after the gateway
       // used its own retry allowance an SDK retry would multiply attempts outside it.
       // An answer larger than the gateway reads would be as large again, and paid for again.
+      // A replayed error is the same error again for as long as the key is held: an SDK retry with
+      // the same key gets it again, and never a new dispatch.
       const noRetry =
-        reply.code === 'upstream_contract_failure' || reply.code === 'upstream_answer_too_large' || reply.gateway_retried === true;
+        reply.code === 'upstream_contract_failure' ||
+        reply.code === 'upstream_answer_too_large' ||
+        reply.gateway_retried === true ||
+        replayed;
       writeDenial(req, res, new DomainError(code, reply.message), noRetry ? { 'x-should-retry': 'false' } : {});
       return code;
     }
@@ -276,7 +289,7 @@ export class GenerationResponder {
     }
     if (held) {
       res.setHeader('x-gateway-idempotent-replay', 'true');
-      return this.writeReply(actionId, { ...held.headers, 'x-gateway-action-id': actionId }, held.reply, req, res);
+      return this.writeReply(actionId, { ...held.headers, 'x-gateway-action-id': actionId }, held.reply, req, res, true);
     }
     const why = prior.streamed ? 'it was streamed, and a stream is not replayed' : 'its result is not held here';
     writeDenial(
