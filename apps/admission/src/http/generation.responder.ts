@@ -260,11 +260,7 @@ export class GenerationResponder {
    * another instance gave it, it was a stream, or it ended at its deadline). A key whose first
    * action never reached a provider was released when it was withdrawn: no replay comes here.
    */
-  private async replay(
-    prior: IdempotentReplay,
-    req: Pick<Request, 'path'>,
-    res: HttpAnswer & { writableEnded?: boolean },
-  ): Promise<string> {
+  private async replay(prior: IdempotentReplay, req: Pick<Request, 'path'>, res: HttpAnswer): Promise<string> {
     const actionId = prior.actionId;
     let held = this.cache.get(actionId);
     if (!held && prior.running && !prior.streamed) {
