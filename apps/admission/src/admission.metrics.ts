@@ -25,6 +25,15 @@ export class AdmissionMetrics {
    * void found (`outcome`: `voided`, `claimed`, `not_voidable`, `error`: the sweep then voids it).
    */
   readonly withdrawals: Counter<'cause' | 'outcome'>;
+  /**
+   * Idempotency-Key retries of an action with the same body, by what they got: `cached` (the first
+   * answer, held), `waited` (the first answer, after waiting for it), `in_progress` (409, running
+   * where this instance cannot wait), `not_held` (409: expired, another instance's, or ended
+   * without an answer), `streamed` (409: a stream is not replayed).
+   */
+  readonly idempotentRetries: Counter<'result'>;
+  /** Stream clients whose connection admission closed because they did not read their answer. */
+  readonly slowStreamClients: Counter;
 
   constructor(metrics: Metrics) {
     this.unauthenticated = metrics.unauthenticated;
@@ -51,6 +60,17 @@ export class AdmissionMetrics {
       name: 'gateway_admission_withdrawals_total',
       help: 'Admitted actions admission withdrew because it will not wait for their answer (cause: publish_failed, admitted_late), by outcome: voided (reservation voided, slot returned, action expired now), claimed or not_voidable (a dispatcher took it first), error (left to the dispatch-deadline sweep)',
       labelNames: ['cause', 'outcome'],
+      registers: [metrics.registry],
+    });
+    this.idempotentRetries = new Counter({
+      name: 'gateway_admission_idempotent_retries_total',
+      help: 'Idempotency-Key retries with the same body, by result: cached or waited (the first answer), in_progress (409, Retry-After), not_held (409), streamed (409: a stream is not replayed)',
+      labelNames: ['result'],
+      registers: [metrics.registry],
+    });
+    this.slowStreamClients = new Counter({
+      name: 'gateway_admission_slow_stream_clients_total',
+      help: 'Streams whose client connection admission closed because more than STREAM_CLIENT_BACKLOG_MAX_BYTES waited for it (the attempt still settles)',
       registers: [metrics.registry],
     });
     this.requestedCandidates = new Histogram({

@@ -243,6 +243,10 @@ const geminiStream = (format: 'sse' | 'json-array'): AdmitRequestCommand =>
 const withdrawals = async (f: { metrics: AdmissionMetrics }) =>
   Object.fromEntries((await f.metrics.withdrawals.get()).values.map((v) => [`${v.labels.cause}/${v.labels.outcome}`, v.value]));
 
+/** `gateway_admission_idempotent_retries_total` as result → count. */
+const idempotentRetries = async (f: { metrics: AdmissionMetrics }) =>
+  Object.fromEntries((await f.metrics.idempotentRetries.get()).values.map((v) => [v.labels.result, v.value]));
+
 /** Lets pending promise callbacks (publish outcome, the withdrawal after a failed publish, dispatch hand-over) run. */
 const settle = async () => {
   for (let i = 0; i < 20; i++) await Promise.resolve();
@@ -580,6 +584,7 @@ describe('GenerationResponder', () => {
       expect(JSON.parse(f.res.body)).toEqual(answer.body);
       expect(f.admission.dispatched).toBe(1);
       expect(f.res.violations.concat(retry.res.violations)).toEqual([]);
+      expect(await idempotentRetries(f)).toEqual({ waited: 1 });
     });
 
     it('the first client left (its own timeout): the answer is still heard and held for its retry', async () => {
@@ -600,6 +605,7 @@ describe('GenerationResponder', () => {
       expect(JSON.parse(retry.res.body)).toEqual(answer.body);
       expect(retry.res.headers.get('x-gateway-effective-candidates')).toBe('1');
       expect(f.res.violations.concat(retry.res.violations)).toEqual([]);
+      expect(await idempotentRetries(f)).toEqual({ cached: 1 });
     });
 
     it('without a key, a client that left stops the listening at once', async () => {
@@ -623,6 +629,7 @@ describe('GenerationResponder', () => {
       expect(error(retry.res)).toMatchObject({ code: 'idempotency_key_reused', message: expect.stringContaining('not held here') });
       expect(retry.res.headers.get('x-should-retry')).toBe('false');
       expect(f.res.statusCode).toBe(504);
+      expect(await idempotentRetries(f)).toEqual({ not_held: 1 });
     });
 
     it('the first publish fails: the waiting retry is answered, not left waiting', async () => {
@@ -663,6 +670,7 @@ describe('GenerationResponder', () => {
       expect(retry.res.headers.get('retry-after')).toBe('1');
       expect(retry.res.headers.get('x-should-retry')).toBe('true');
       expect(retry.res.headers.get('x-gateway-action-id')).toBe('act-elsewhere');
+      expect(await idempotentRetries(f)).toEqual({ in_progress: 1 });
     });
 
     it(`at most ${MAX_WAITING_RETRIES} retries wait for one action; the next is told to come back`, async () => {
@@ -691,6 +699,7 @@ describe('GenerationResponder', () => {
         code: 'idempotency_key_reused',
         message: expect.stringContaining('stream is not replayed'),
       });
+      expect(await idempotentRetries(f)).toEqual({ streamed: 1 });
     });
 
     it('a waiting retry whose own client leaves is not written to when the answer comes', async () => {
@@ -865,6 +874,7 @@ describe('GenerationResponder', () => {
       expect(f.admission.reply(chunk(seq, piece))).toBe(false);
       expect(f.res.violations).toEqual([]);
       expect(f.logs.filter((l) => l.msg.startsWith('stream client does not read its answer'))).toHaveLength(1);
+      expect((await f.metrics.slowStreamClients.get()).values[0].value).toBe(1);
     });
 
     it('chunks held back for a lost one count too: the stream is cut, not kept whole in memory', async () => {

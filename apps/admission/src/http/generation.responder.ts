@@ -263,9 +263,11 @@ export class GenerationResponder {
   private async replay(prior: IdempotentReplay, req: Pick<Request, 'path'>, res: HttpAnswer): Promise<string> {
     const actionId = prior.actionId;
     let held = this.cache.get(actionId);
+    let result: 'cached' | 'waited' | 'in_progress' | 'not_held' | 'streamed' = held ? 'cached' : prior.streamed ? 'streamed' : 'not_held';
     if (!held && prior.running && !prior.streamed) {
       const waiting = this.cache.wait(actionId);
       if (typeof waiting === 'string') {
+        this.metrics.idempotentRetries.inc({ result: 'in_progress' });
         writeDenial(
           req,
           res,
@@ -281,8 +283,13 @@ export class GenerationResponder {
       let left = false;
       res.on('close', () => (left = true));
       held = await waiting;
-      if (left) return 'client_disconnected';
+      if (held) result = 'waited';
+      if (left) {
+        this.metrics.idempotentRetries.inc({ result });
+        return 'client_disconnected';
+      }
     }
+    this.metrics.idempotentRetries.inc({ result });
     if (held) {
       res.setHeader('x-gateway-idempotent-replay', 'true');
       return this.writeReply(actionId, { ...held.headers, 'x-gateway-action-id': actionId }, held.reply, req, res, true);
@@ -376,6 +383,7 @@ export class GenerationResponder {
           'stream client does not read its answer; connection closed (the attempt still settles)',
         );
         res.destroy();
+        this.metrics.slowStreamClients.inc();
         return 'client_too_slow';
       });
     };
