@@ -202,6 +202,8 @@ async function run(stops) {
     if (/ 200$/.test(k)) okTimes.push(Date.now());
   };
   let maxWaitMs = 0;
+  /** Idempotency-Key → the workload key it was sent with and the action ids the answers named */
+  const keyedActions = new Map();
   const random = rng(SEED);
   const inFlight = new Set();
   const loadUntil = Date.now() + LOAD_SECONDS * 1000;
@@ -258,7 +260,11 @@ async function run(stops) {
     const due = t0Load + (sent * 1000) / RATE;
     if (due > Date.now()) await sleep(due - Date.now());
     sent += 1;
-    const p = oneRequest(admissions[sent % admissions.length], pick(random, seeded), count).then((ms) => {
+    const r = pick(random, seeded);
+    // every fourth whole chat request carries an Idempotency-Key, and is retried once with it if
+    // its answer is not a 200 (the random sequence, and so the mix, stays the seed's)
+    if (r.kind === 'openai' && !r.stream && r.model === 'chaos-openai' && sent % 4 === 0) r.idempotencyKey = `chaos-${SEED}-${sent}`;
+    const p = oneRequest(admissions[sent % admissions.length], r, count, keyedActions).then((ms) => {
       maxWaitMs = Math.max(maxWaitMs, ms);
     });
     inFlight.add(p);
@@ -286,6 +292,7 @@ async function run(stops) {
   if (before.digest !== after.digest)
     violate(`the replay changed the ledger (${before.rows}→${after.rows} rows, ${before.sum}→${after.sum})`);
   await checkLedger(db);
+  const keysSent = await checkKeysDispatchedOnce(db, keyedActions);
   const topic = await settledTopicSum(kafka.brokers);
   if (topic.sum !== after.sum || topic.attempts !== after.rows) {
     violate(`settled topic (${topic.attempts} attempts, ${topic.sum} micro-USD) differs from the ledger (${after.rows}, ${after.sum})`);
@@ -338,6 +345,7 @@ async function run(stops) {
     ['ledger', `${after.rows} rows, ${after.sum} micro-USD; replay ${before.digest === after.digest ? 'changed nothing' : 'CHANGED IT'}`],
     ['settled topic', `${topic.attempts} attempts, ${topic.sum} micro-USD, ${topic.duplicates} duplicate deliveries`],
     ['decisions topic', `${decisions.announced} admissions announced, ${decisions.missing.length} without an action`],
+    ['Idempotency-Keys', `${keysSent} sent (non-200 answers retried once with the key), none dispatched twice unless listed below`],
     ['dead-letter topic', parked.length === 0 ? 'nothing parked' : parked.join('; ')],
     ['cases', casesLine],
     ['violations', violations.length === 0 ? 'none' : violations.join('; ')],
@@ -524,18 +532,38 @@ function pick(random, seeded) {
   return { kind: 'openai', stream: true, model: 'chaos-cut-stream', key };
 }
 
-/** One client request; returns how long the client waited. Outcomes are counted by class. */
-async function oneRequest(base, r, count) {
+/**
+ * One client request; returns how long the client waited. Outcomes are counted by class. A request
+ * with an Idempotency-Key whose answer is not a 200 is sent again once with the same key (counted
+ * as `… keyed retry`), and the action ids its answers name are kept in `keyed` for
+ * `checkKeysDispatchedOnce`.
+ */
+async function oneRequest(base, r, count, keyed) {
+  if (!r.idempotencyKey) return (await sendOne(base, r, count, null)).ms;
+  const seen = keyed.get(r.idempotencyKey) ?? { workloadKey: r.key, actions: new Set() };
+  keyed.set(r.idempotencyKey, seen);
+  const first = await sendOne(base, r, count, seen.actions);
+  if (first.status === 200) return first.ms;
+  const again = await sendOne(base, { ...r, retry: true }, count, seen.actions);
+  return Math.max(first.ms, again.ms); // each is one client request, bounded by the deadline on its own
+}
+
+/** One HTTP request; returns its status (0: no answer) and how long the client waited. */
+async function sendOne(base, r, count, actions) {
   const started = Date.now();
   const signal = AbortSignal.timeout(DEADLINE_MS + CLIENT_SLACK_MS + 500);
-  const label = `${r.kind}${r.stream ? ' stream' : ''}`;
+  const label = `${r.kind}${r.stream ? ' stream' : ''}${r.idempotencyKey ? (r.retry ? ' keyed retry' : ' keyed') : ''}`;
   try {
     const res =
       r.kind === 'openai'
         ? await fetch(`${base}/v1/chat/completions`, {
             method: 'POST',
             signal,
-            headers: { authorization: `Bearer ${r.key}`, 'content-type': 'application/json' },
+            headers: {
+              authorization: `Bearer ${r.key}`,
+              'content-type': 'application/json',
+              ...(r.idempotencyKey ? { 'idempotency-key': r.idempotencyKey } : {}),
+            },
             body: JSON.stringify({ model: r.model, stream: r.stream, messages: [{ role: 'user', content: 'chaos says hello' }] }),
           })
         : await fetch(`${base}/v1beta/models/${r.model}:${r.stream ? 'streamGenerateContent?alt=sse' : 'generateContent'}`, {
@@ -545,6 +573,8 @@ async function oneRequest(base, r, count) {
             body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'chaos says hello' }] }] }),
           });
     const body = await res.text();
+    const actionId = res.headers.get('x-gateway-action-id');
+    if (actions && actionId) actions.add(actionId);
     let outcome = `${label} ${res.status}`;
     if (res.status === 200 && r.stream) {
       const errored = /"error"\s*:/.test(body);
@@ -558,10 +588,34 @@ async function oneRequest(base, r, count) {
     if (res.status >= 500 && ![502, 503, 504].includes(res.status)) violate(`${label} answered ${res.status}: ${body.slice(0, 160)}`);
     // A stream the client did not receive to the end must say so (an error event), never end quietly.
     if (outcome.endsWith('(ended without [DONE])')) violate(`${label} on ${r.model} ended without [DONE] and without an error event`);
+    return { status: res.status, ms: Date.now() - started };
   } catch (err) {
     count(`${label} ${err.name === 'TimeoutError' ? 'client timeout' : `connection error (${err.cause?.code ?? err.name})`}`);
+    return { status: 0, ms: Date.now() - started };
   }
-  return Date.now() - started;
+}
+
+/**
+ * An Idempotency-Key never dispatches twice: of the actions its answers named, and the one that
+ * holds it now (a key released by an undispatched void moves to the retry's new action), at most
+ * one was ever claimed by a dispatcher. Returns how many keys were sent and how many were retried.
+ */
+async function checkKeysDispatchedOnce(db, keyed) {
+  let twice = 0;
+  for (const [key, seen] of keyed) {
+    const { rows } = await db.query(
+      `SELECT count(DISTINCT a.id)::int AS n FROM action a
+        WHERE (a.id = ANY($1::text[]) OR a.idempotency_key = $2)
+          AND EXISTS (SELECT 1 FROM dispatch_claim c WHERE c.action_id = a.id)`,
+      [[...seen.actions], key],
+    );
+    if (rows[0].n > 1) {
+      twice += 1;
+      if (twice <= 3) violate(`Idempotency-Key ${key} was dispatched as ${rows[0].n} actions`);
+    }
+  }
+  if (twice > 3) violate(`${twice} Idempotency-Keys in all were dispatched more than once`);
+  return keyed.size;
 }
 
 async function checkBudgets(db, when) {
