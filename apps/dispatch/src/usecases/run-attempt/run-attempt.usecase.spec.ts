@@ -560,14 +560,13 @@ describe('RunAttempt', () => {
         try {
           const f = setup(undefined, {}, null, null, undefined, { ...CONFIG, upstreamReadAfterDeadlineMs: 300 }, upstream);
           const base = openAiCommand({ stream });
-          const started = Date.now();
+          // Without the bound the attempt never ends: the test runs into jest's limit (no timed assertion).
           await f.attempt({
             ...base,
             // 200 ms left of the action (the test's clock stands still), then 300 ms more for the usage
             deadline: new Date(NOW.getTime() + 200).toISOString(),
             route: { ...base.route, base_url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` },
           });
-          expect(Date.now() - started).toBeLessThan(3_000);
           expect(f.store.completed[0]).toMatchObject({ status: 'usage_missing', usage: null });
           await eventually(async () => (closed ? true : undefined), { what: 'the upstream connection closed' });
         } finally {
