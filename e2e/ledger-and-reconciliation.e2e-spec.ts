@@ -116,9 +116,11 @@ describe('ledger, exposure and reconciliation', () => {
     const idem = randomUUID();
     const before = await simLastSeq();
     const body = { model: slow, messages: [{ role: 'user' as const, content: 'slow and idempotent' }] };
-    // The app gives up after 300 ms (the provider takes 1.5 s): the SDK aborts its connection (an
-    // APIConnectionError, the timeout's base class); the gateway keeps the answer coming.
-    const impatient = openai(key, 'current', { timeout: 300, maxRetries: 0 });
+    // The app gives up after 1 s (the provider takes 1.5 s): the SDK aborts its connection (an
+    // APIConnectionError, the timeout's base class); the gateway keeps the answer coming. (A client
+    // gone before its request was dispatched would have it withdrawn instead: client-left.e2e-spec;
+    // admission and dispatch take far less than this 1 s.)
+    const impatient = openai(key, 'current', { timeout: 1_000, maxRetries: 0 });
     await expect(impatient.chat.completions.create(body, { headers: { 'Idempotency-Key': idem } })).rejects.toBeInstanceOf(
       APIConnectionError,
     );

@@ -60,6 +60,8 @@ class FakeAdmission implements Admission {
     this.settlePublish = (err) => (err ? reject(err) : resolve());
   });
 
+  /** how many times `execute` admitted a request (a reservation committed) */
+  admitted = 0;
   /** how many times `dispatch` was called (a command published) */
   dispatched = 0;
   /** the actions `withdraw` was called for */
@@ -78,6 +80,7 @@ class FakeAdmission implements Admission {
     this.replayNext = null;
     if (replay) throw replay;
     if (this.admitting) await this.admitting;
+    this.admitted += 1;
     return {
       actionId: ACTION,
       command: COMMAND,
@@ -185,8 +188,9 @@ class FakeResponse implements HttpAnswer {
     return this;
   }
 
-  /** The client goes away. */
+  /** The client goes away (Node marks the response destroyed, then emits 'close'). */
   disconnect(): void {
+    this.destroyed = true;
     for (const l of this.closeListeners) l();
   }
 
@@ -255,7 +259,7 @@ const settle = async () => {
 function setup(
   build: () => AdmitRequestCommand,
   req: { path: string } = OPENAI_PATH,
-  opts: { admitting?: Promise<void>; decideTimeoutMs?: number } = {},
+  opts: { admitting?: Promise<void>; decideTimeoutMs?: number; clientGone?: boolean } = {},
 ) {
   jest.useFakeTimers({ now: NOW });
   const admission = new FakeAdmission(opts.admitting);
@@ -265,6 +269,7 @@ function setup(
   const metrics = new AdmissionMetrics(new Metrics('test'));
   const responder = new GenerationResponder(admission, cache, metrics, log, { admissionDecideTimeoutMs: opts.decideTimeoutMs });
   const res = new FakeResponse();
+  if (opts.clientGone) res.disconnect(); // it left while its request waited for the event loop
   const served = responder.serve(build, req, res);
   let outcome: 'pending' | 'served' = 'pending';
   void served.then(() => (outcome = 'served'));
@@ -901,6 +906,68 @@ describe('GenerationResponder', () => {
   });
 
   describe('client disconnect', () => {
+    /** `gateway_admission_request_duration_seconds` samples by outcome. */
+    const outcomes = async (f: { metrics: AdmissionMetrics }) =>
+      Object.fromEntries(
+        (await f.metrics.latency.get()).values
+          .filter((v) => v.metricName?.endsWith('_count'))
+          .map((v) => [String(v.labels.outcome), v.value]),
+      );
+    const hung = () => {
+      let end: () => void = () => undefined;
+      return { p: new Promise<void>((resolve) => (end = resolve)), end: () => end() };
+    };
+
+    it.each([
+      ['a whole request', openAiWhole],
+      ['a stream', openAiStream],
+      ['a keyed request', () => ({ ...openAiWhole(), idempotencyKey: 'retry-me' })],
+    ])('%s whose client left while it was admitted is never dispatched: withdrawn at once, nothing written', async (_, build) => {
+      const db = hung();
+      const f = setup(build, OPENAI_PATH, { admitting: db.p });
+      f.res.disconnect(); // its own timeout fired while admission waited for the budget row
+      db.end(); // the reservation commits
+      expect(await f.served()).toBe('served');
+      expect(f.admission.admitted).toBe(1);
+      expect(f.admission.dispatched).toBe(0);
+      expect(f.admission.router.pending).toBe(0);
+      // its slot, its hold and its Idempotency-Key come back now, not a dispatch deadline later
+      expect(f.admission.withdrawn).toEqual([ACTION]);
+      expect(await withdrawals(f)).toEqual({ 'client_left/voided': 1 });
+      expect(await outcomes(f)).toEqual({ client_left: 1 });
+      expect(f.cache.get(ACTION)).toBeNull();
+      expect(f.res.body).toBe('');
+      expect(f.res.headersSent).toBe(false);
+      expect(f.res.violations).toEqual([]);
+      expect(f.logs.filter((l) => l.msg.startsWith('client left before dispatch'))).toEqual([
+        expect.objectContaining({ action_id: ACTION, withdrawal: 'voided', msg: expect.stringContaining('withdrawn') }),
+      ]);
+    });
+
+    it('a withdrawal that fails leaves the action to the sweep, still undispatched, and says so', async () => {
+      const db = hung();
+      const f = setup(openAiWhole, OPENAI_PATH, { admitting: db.p });
+      f.admission.withdrawal = () => Promise.reject(new Error('Connection terminated unexpectedly'));
+      f.res.disconnect();
+      db.end();
+      expect(await f.served()).toBe('served');
+      expect(f.admission.dispatched).toBe(0);
+      expect(await withdrawals(f)).toEqual({ 'client_left/error': 1 });
+      expect(f.logs.filter((l) => l.msg.startsWith('client left before dispatch'))).toEqual([
+        expect.objectContaining({ withdrawal: 'unknown', msg: expect.stringContaining('released by the dispatch-deadline sweep') }),
+      ]);
+    });
+
+    it('a client already gone when its request is served is not even admitted: no reservation, no withdrawal', async () => {
+      const f = setup(openAiWhole, OPENAI_PATH, { clientGone: true });
+      expect(await f.served()).toBe('served');
+      expect(f.admission.admitted).toBe(0);
+      expect(f.admission.dispatched).toBe(0);
+      expect(f.admission.withdrawn).toEqual([]);
+      expect(await outcomes(f)).toEqual({ client_left: 1 });
+      expect(f.res.violations).toEqual([]);
+    });
+
     it('stops listening and writes nothing more', async () => {
       const f = setup(openAiStream);
       f.admission.publishSucceeds();

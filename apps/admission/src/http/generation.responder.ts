@@ -35,6 +35,8 @@ export interface HttpAnswer extends DenialTarget {
   readonly headersSent: boolean;
   /** bytes written but not yet taken by the client's connection (Node's userland buffer) */
   readonly writableLength: number;
+  /** true once the client's connection is gone (or admission closed it) */
+  readonly destroyed: boolean;
   write(chunk: string): boolean;
   end(chunk?: string): unknown;
   flushHeaders(): void;
@@ -111,8 +113,14 @@ export class GenerationResponder {
     try {
       const cmd = build();
       assertModelAcceptable(cmd.modelAlias);
+      // A client that left while its request waited (behind a busy event loop) asks for nothing.
+      if (res.destroyed) return void (outcome = 'client_left');
       const admitted = await this.decided(this.admit.execute(cmd));
-      outcome = cmd.stream ? await this.stream(admitted, cmd, req, res) : await this.whole(admitted, cmd.idempotencyKey !== null, req, res);
+      if (res.destroyed) outcome = await this.abandoned(admitted);
+      else
+        outcome = cmd.stream
+          ? await this.stream(admitted, cmd, req, res)
+          : await this.whole(admitted, cmd.idempotencyKey !== null, req, res);
     } catch (err) {
       outcome = await this.fail(err, req, res);
     } finally {
@@ -308,6 +316,25 @@ export class GenerationResponder {
     return 'idempotency_replay';
   }
 
+  /**
+   * The client left while its request was being admitted (its own timeout, most often, when
+   * admission is slow under load). Nobody would read the answer, so nothing is dispatched: the
+   * action is withdrawn, and its slot, its hold and its Idempotency-Key come back at once. Under
+   * overload this is what keeps the gateway from spending the provider's time and the workload's
+   * money on answers that have nowhere to go. Once dispatched, an action runs to its end (docs/decisions.md,
+   * "A client that left before dispatch").
+   */
+  private async abandoned(admitted: AdmittedAction): Promise<string> {
+    const withdrawal = await this.withdraw(admitted, 'client_left');
+    this.log.info(
+      { action_id: admitted.actionId, withdrawal },
+      withdrawal === 'voided'
+        ? 'client left before dispatch; not dispatched, withdrawn: its slot and hold are released'
+        : 'client left before dispatch; not dispatched; not withdrawn now: its reservation is released by the dispatch-deadline sweep',
+    );
+    return 'client_left';
+  }
+
   /** The publish failed: the action is withdrawn before the client is answered, so the answer can say what happened. */
   private async withdrawUnpublished(admitted: AdmittedAction, err: Error): Promise<Withdrawal> {
     const withdrawal = await this.withdraw(admitted, 'publish_failed');
@@ -320,7 +347,7 @@ export class GenerationResponder {
    * caller goes on with `unknown` (the dispatch-deadline sweep then voids it, if nothing claimed it)
    * and the withdrawal's own result is only counted. Never rejects.
    */
-  private withdraw(admitted: AdmittedAction, cause: 'publish_failed' | 'admitted_late'): Promise<Withdrawal> {
+  private withdraw(admitted: AdmittedAction, cause: 'publish_failed' | 'admitted_late' | 'client_left'): Promise<Withdrawal> {
     const limitMs = this.config.admissionDecideTimeoutMs ?? ADMISSION_DECIDE_TIMEOUT_DEFAULT_MS;
     const done = this.admit.withdraw(admitted).then(
       (outcome) => {

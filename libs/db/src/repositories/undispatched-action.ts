@@ -43,7 +43,7 @@ const REASONS = {
   withdrawn: {
     hold: 'voided: command withdrawn by admission before any dispatcher claimed it',
     action:
-      'expired: withdrawn by admission (its command could not be confirmed sent, or its client had been answered); its Idempotency-Key, if any, released',
+      'expired: withdrawn by admission (its command could not be confirmed sent, its client had been answered, or its client had gone); its Idempotency-Key, if any, released',
   },
 } as const;
 

@@ -1,0 +1,101 @@
+import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Database } from '@gateway/db';
+import { eventually, openai, simLastSeq, simRequestsSince, stack, uid, withSeeder } from './support';
+
+/**
+ * A client that gives up while its request is being admitted (its own timeout, most often, when
+ * admission waits for a busy budget row). Nobody would read the answer, so the gateway does not
+ * send the request to the provider: the action is withdrawn at once, with its slot, its hold and
+ * its Idempotency-Key. Here the wait is a real row lock on the workload's in-flight counter, held by
+ * the test, so the order (admitting, client gone, reservation committed) is certain.
+ */
+describe('a client that leaves before its request is dispatched', () => {
+  const run = uid();
+  const route = `client-left-${run}`;
+  const workload = `client-left-wl-${run}`;
+  let key: string;
+  const db = new Database(stack.databaseUrl, { poolMax: 2 });
+
+  beforeAll(async () => {
+    key = await withSeeder(async (seed) => {
+      await seed.route({
+        routeId: route,
+        alias: route,
+        providerKind: 'openai-chat',
+        upstreamBaseUrl: stack.providerSim,
+        upstreamModel: 'sim-gpt',
+      });
+      return (await seed.workload({ id: workload, allowedAliases: [route] })).key;
+    });
+  });
+
+  afterAll(() => db.close());
+
+  const body = { model: route, max_tokens: 50, messages: [{ role: 'user' as const, content: 'an answer nobody will read' }] };
+
+  it('is never sent upstream: the action is withdrawn, its money and slot come back, and a retry with its key is a new request', async () => {
+    // One answered request first: it creates the workload's counter rows.
+    await openai(key).chat.completions.create(body);
+    const idem = `left-${run}`;
+    const beforeAbandoned = await simLastSeq();
+
+    const locker = await db.pool.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`SELECT 1 FROM quota_counter WHERE scope = 'workload' AND scope_id = $1 FOR UPDATE`, [workload]);
+      const [{ pid }] = (await locker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;
+
+      const req = http.request(new URL('/v1/chat/completions', stack.admission), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': idem },
+      });
+      req.on('error', () => undefined); // the abort below
+      req.end(JSON.stringify(body));
+      // Admission's reservation now waits for the row this test holds.
+      await eventually(
+        async () => {
+          const { rows } = await db.pool.query<{ n: number }>(
+            'SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))',
+            [pid],
+          );
+          return rows[0].n > 0 ? true : undefined;
+        },
+        { what: "admission's reservation waiting for the locked counter row" },
+      );
+      req.destroy(); // the client gives up
+      await sleep(200); // its connection's close reaches admission (loopback: well within this)
+      await locker.query('ROLLBACK'); // the reservation commits now, after the client left
+    } finally {
+      locker.release();
+    }
+
+    const left = await eventually(
+      async () => {
+        const actions = await db.prisma.action.findMany({ where: { workloadId: workload }, orderBy: { createdAt: 'asc' } });
+        return actions.length === 2 && actions[1].status === 'expired' ? actions[1] : undefined;
+      },
+      { what: 'the abandoned action, withdrawn' },
+    );
+    expect(left.statusReason).toMatch(/withdrawn by admission/);
+    expect(left.idempotencyKey).toBeNull(); // released: nothing was sent
+    expect(await db.prisma.attempt.count({ where: { actionId: left.id } })).toBe(0);
+    expect(await db.prisma.reservation.findUniqueOrThrow({ where: { actionId: left.id } })).toMatchObject({ status: 'voided' });
+    const slot = await db.prisma.quotaCounter.findFirstOrThrow({ where: { scope: 'workload', scopeId: workload } });
+    expect(slot.inFlight).toBe(0);
+    const metrics = await (await fetch(`${stack.admission}/metrics`)).text();
+    expect(metrics).toMatch(/gateway_admission_withdrawals_total\{cause="client_left",outcome="voided"[^}]*\} [1-9]/);
+
+    // The provider never saw it; the retry with the same key is a new action, sent once.
+    await sleep(300); // anything dispatched for the abandoned action would have reached the simulator by now
+    const before = await simLastSeq();
+    expect(before).toBe(beforeAbandoned);
+    const retried = await openai(key)
+      .chat.completions.create(body, { headers: { 'Idempotency-Key': idem } })
+      .withResponse();
+    expect(retried.response.status).toBe(200);
+    expect(retried.response.headers.get('x-gateway-action-id')).not.toBe(left.id);
+    expect(retried.response.headers.get('x-gateway-idempotent-replay')).toBeNull();
+    expect(await simRequestsSince(before)).toHaveLength(1);
+  }, 60_000);
+});
