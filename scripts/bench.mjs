@@ -102,6 +102,14 @@ const CFG = {
   soakSampleS: num('BENCH_SOAK_SAMPLE_S', 3),
   soakWarmupS: num('BENCH_SOAK_WARMUP_S', 60),
   machineOnly: process.env.BENCH_ONLY === 'machine' || process.argv.slice(2).includes('--machine'),
+  // `--overload`: more impatient clients than the gateway can answer in time (closed loop,
+  // BENCH_OVERLOAD_CONNECTIONS, default 256, each giving up after BENCH_CLIENT_TIMEOUT_S, default 1)
+  // for BENCH_OVERLOAD_S (default 20): how many answers arrive in time, and what the provider and
+  // the workload paid for answers nobody was left to read.
+  overloadOnly: process.env.BENCH_ONLY === 'overload' || process.argv.slice(2).includes('--overload'),
+  overloadConnections: num('BENCH_OVERLOAD_CONNECTIONS', 256),
+  clientTimeoutS: num('BENCH_CLIENT_TIMEOUT_S', 1),
+  overloadS: num('BENCH_OVERLOAD_S', 20),
   tail: process.env.BENCH_TAIL || 'latency=20-40;latency-tail=50:1500-2500',
   hedgeRate: num('BENCH_HEDGE_RATE', 5),
   hedgeDelayMs: num('BENCH_HEDGE_DELAY_MS', 300),
@@ -256,6 +264,13 @@ async function main() {
   if (CFG.hedgedOnly) {
     const hedged = await hedgedPhase(pool, seeded.keys);
     return finishMode('hedged', { hedged }, [() => reportHedged(hedged)]);
+  }
+
+  if (CFG.overloadOnly) {
+    log(`warm-up: ${CFG.warmupS} s, ${CFG.connections} connections (not reported)`);
+    await load(requestFor(targets.gateway, WORKLOADS.warmup), { connections: CFG.connections, duration: CFG.warmupS });
+    const overload = await overloadPhase(pool, requestFor(targets.gateway, WORKLOADS.saturation.slice(0, 1)), WORKLOADS.saturation[0]);
+    return finishMode('overload', { overload }, [() => reportOverload(overload)]);
   }
 
   if (CFG.soakOnly) {
@@ -515,14 +530,14 @@ function roundSummary(pair) {
  * with an expected interval of ceil(1/rate-per-connection) ms = 1 ms, which back-fills a 20 ms
  * answer with 19 made-up faster ones.
  */
-async function load(request, { connections = 1, overallRate, lanes = 0, duration }) {
+async function load(request, { connections = 1, overallRate, lanes = 0, duration, timeoutS = 30 }) {
   const laneCount = overallRate ? Math.max(1, Math.round(lanes || overallRate)) : 1;
   const latencies = [];
   const statusCodes = {};
   const runLane = async (i) => {
     if (i > 0) await sleep((i * 1000) / laneCount);
     if (shuttingDown) return null;
-    const opts = { ...request, duration, timeout: 30, pipelining: 1 };
+    const opts = { ...request, duration, timeout: timeoutS, pipelining: 1 };
     if (overallRate) {
       const laneRate = overallRate / laneCount;
       opts.overallRate = laneRate;
@@ -591,6 +606,109 @@ async function sanityCheck(name, req) {
 
 async function resetSim() {
   await fetch(`${SIM}/_sim/requests`, { method: 'DELETE' }).catch(() => undefined);
+}
+
+// ---------------------------------------------------------------- overload (impatient clients)
+
+/**
+ * More clients than the gateway answers in time, each giving up (autocannon resets its connection)
+ * after BENCH_CLIENT_TIMEOUT_S and sending its next request at once, as an app with a timeout and
+ * a retry loop does. Then, once every attempt has ended, what the books say of the window: actions
+ * admitted, withdrawn before dispatch (their client had gone), provider calls (attempts), and the
+ * calls whose answer nobody read (attempts less the answers delivered), with what they cost.
+ */
+async function overloadPhase(pool, request, workload) {
+  const since = new Date();
+  log(
+    `overload: ${CFG.overloadConnections} connections for ${CFG.overloadS} s, each client giving up after ${CFG.clientTimeoutS} s (workload ${workload})`,
+  );
+  const run = {
+    loadavg: null,
+    ...(await load(request, { connections: CFG.overloadConnections, duration: CFG.overloadS, timeoutS: CFG.clientTimeoutS })),
+  };
+  run.loadavg = os.loadavg().map((l) => round(l, 2));
+  const window = [workload, since];
+  const deadline = Date.now() + CFG.drainTimeoutMs;
+  const unended = async () =>
+    Number(
+      (
+        await pool.query(
+          `SELECT (SELECT count(*) FROM action a WHERE a.workload_id = $1 AND a.created_at >= $2 AND a.status = 'admitted')
+                + (SELECT count(*) FROM attempt t JOIN action a ON a.id = t.action_id
+                   WHERE a.workload_id = $1 AND a.created_at >= $2 AND t.status NOT IN ('settled', 'reconciliation_required')) AS n`,
+          window,
+        )
+      ).rows[0].n,
+    );
+  while ((await unended()) > 0 && Date.now() < deadline) await sleep(500);
+  const { rows } = await pool.query(
+    `SELECT (SELECT count(*) FROM action a WHERE a.workload_id = $1 AND a.created_at >= $2)::int AS actions,
+            (SELECT count(*) FROM action a WHERE a.workload_id = $1 AND a.created_at >= $2
+               AND a.status = 'expired' AND a.status_reason LIKE 'expired: withdrawn by admission%')::int AS withdrawn,
+            (SELECT count(*) FROM attempt t JOIN action a ON a.id = t.action_id WHERE a.workload_id = $1 AND a.created_at >= $2)::int AS attempts,
+            (SELECT coalesce(sum(l.cost_microusd), 0) FROM ledger_entry l JOIN action a ON a.id = l.action_id
+               WHERE a.workload_id = $1 AND a.created_at >= $2)::bigint AS settled`,
+    window,
+  );
+  const r = rows[0];
+  const unread = Math.max(0, r.attempts - run.ok);
+  const settled = Number(r.settled);
+  return {
+    connections: CFG.overloadConnections,
+    clientTimeoutS: CFG.clientTimeoutS,
+    run,
+    drained: (await unended()) === 0,
+    actions: r.actions,
+    withdrawnBeforeDispatch: r.withdrawn,
+    attempts: r.attempts,
+    unreadAttempts: unread,
+    unreadShare: r.attempts > 0 ? round(unread / r.attempts, 3) : null,
+    settledMicrousd: String(r.settled),
+    settledPerOnTimeAnswerMicrousd: run.ok > 0 ? round(settled / run.ok, 1) : null,
+  };
+}
+
+function reportOverload(o) {
+  console.log('');
+  console.log(
+    `Overload: ${o.connections} connections, closed loop, each client giving up after ${o.clientTimeoutS} s and sending its next request at once`,
+  );
+  console.log('');
+  const r = o.run;
+  console.log(
+    table(
+      [
+        [
+          'answered in time, req/s',
+          'p50 ms',
+          'p99 ms',
+          'client timeouts',
+          'non-2xx',
+          'actions',
+          'withdrawn before dispatch',
+          'provider calls',
+          'calls nobody read',
+          'settled µUSD per answer in time',
+          'load avg',
+        ],
+        [
+          r.okPerSec,
+          r.p50Ms,
+          r.p99Ms,
+          r.timeouts,
+          r.non2xx,
+          o.actions,
+          o.withdrawnBeforeDispatch,
+          o.attempts,
+          `${o.unreadAttempts} (${round((o.unreadShare ?? 0) * 100, 1)} %)`,
+          o.settledPerOnTimeAnswerMicrousd,
+          r.loadavg.join(' '),
+        ],
+      ],
+      0,
+    ),
+  );
+  if (!o.drained) console.log('(not every attempt had ended when the books were read: the counts are a lower bound)');
 }
 
 // ---------------------------------------------------------------- hedged phase (issue 10)
