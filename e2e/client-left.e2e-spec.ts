@@ -34,7 +34,7 @@ describe('a client that leaves before its request is dispatched', () => {
 
   const body = { model: route, max_tokens: 50, messages: [{ role: 'user' as const, content: 'an answer nobody will read' }] };
 
-  it('is never sent upstream: the action is withdrawn, its money and slot come back, and a retry with its key is a new request', async () => {
+  it('is never sent upstream: admitted, it is withdrawn (money, slot and key back); still queued, it is dropped unreserved', async () => {
     // One answered request first: it creates the workload's counter rows.
     await openai(key).chat.completions.create(body);
     const idem = `left-${run}`;
@@ -46,13 +46,17 @@ describe('a client that leaves before its request is dispatched', () => {
       await locker.query(`SELECT 1 FROM quota_counter WHERE scope = 'workload' AND scope_id = $1 FOR UPDATE`, [workload]);
       const [{ pid }] = (await locker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;
 
-      const req = http.request(new URL('/v1/chat/completions', stack.admission), {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': idem },
-      });
-      req.on('error', () => undefined); // the abort below
-      req.end(JSON.stringify(body));
-      // Admission's reservation now waits for the row this test holds.
+      const send = (headers: Record<string, string> = {}) => {
+        const req = http.request(new URL('/v1/chat/completions', stack.admission), {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+        });
+        req.on('error', () => undefined); // the abort below
+        req.end(JSON.stringify(body));
+        return req;
+      };
+      const req = send({ 'idempotency-key': idem });
+      // Admission's reservation statement now waits for the row this test holds.
       await eventually(
         async () => {
           const { rows } = await db.pool.query<{ n: number }>(
@@ -63,8 +67,12 @@ describe('a client that leaves before its request is dispatched', () => {
         },
         { what: "admission's reservation waiting for the locked counter row" },
       );
-      req.destroy(); // the client gives up
-      await sleep(200); // its connection's close reaches admission (loopback: well within this)
+      // A second request waits behind that statement, in admission's queue for the next one.
+      const queued = send();
+      await sleep(300);
+      req.destroy(); // both clients give up
+      queued.destroy();
+      await sleep(200); // their connections' close reaches admission (loopback: well within this)
       await locker.query('ROLLBACK'); // the reservation commits now, after the client left
     } finally {
       locker.release();
@@ -86,8 +94,11 @@ describe('a client that leaves before its request is dispatched', () => {
     const metrics = await (await fetch(`${stack.admission}/metrics`)).text();
     expect(metrics).toMatch(/gateway_admission_withdrawals_total\{cause="client_left",outcome="voided"[^}]*\} [1-9]/);
 
-    // The provider never saw it; the retry with the same key is a new action, sent once.
-    await sleep(300); // anything dispatched for the abandoned action would have reached the simulator by now
+    // The queued one was dropped before its statement: nothing was ever reserved for it.
+    await sleep(300); // anything dispatched or admitted late would have reached the simulator and the table by now
+    expect(await db.prisma.action.count({ where: { workloadId: workload } })).toBe(2);
+
+    // The provider never saw either; the retry with the same key is a new action, sent once.
     const before = await simLastSeq();
     expect(before).toBe(beforeAbandoned);
     const retried = await openai(key)

@@ -179,6 +179,63 @@ describe('StatementGroups', () => {
     });
   });
 
+  describe('an item whose caller gives up (its signal aborts)', () => {
+    const gone = () => Object.assign(new Error('the client left'), { name: 'ClientLeft' });
+    const turn = () => new Promise((res) => setImmediate(res));
+
+    it('while it waits for a statement: taken out, rejected with the reason, never sent; the others go as ever', async () => {
+      const r = recorder();
+      r.hold();
+      const first = r.groupsRun.submit('k', 1);
+      await turn();
+      const left = new AbortController();
+      const waiting = [r.groupsRun.submit('k', 2), r.groupsRun.submit('k', 3, left.signal), r.groupsRun.submit('k', 4)];
+      const reason = gone();
+      left.abort(reason);
+      await expect(waiting[1]).rejects.toBe(reason); // at once, not when the running statement ends
+      r.release();
+      await expect(first).resolves.toBe(10);
+      await expect(Promise.all([waiting[0], waiting[2]])).resolves.toEqual([20, 40]);
+      expect(r.groups).toEqual([[1], [2, 4]]);
+    });
+
+    it('before it is submitted: rejected at once, never sent', async () => {
+      const r = recorder();
+      const reason = gone();
+      await expect(r.groupsRun.submit('k', 1, AbortSignal.abort(reason))).rejects.toBe(reason);
+      await turn();
+      expect(r.groups).toEqual([]);
+    });
+
+    it('after its statement started: answered as ever (the statement may commit; the caller decides what to do with it)', async () => {
+      const r = recorder();
+      r.hold();
+      const left = new AbortController();
+      const running = r.groupsRun.submit('k', 1, left.signal);
+      await turn();
+      left.abort(gone());
+      r.release();
+      await expect(running).resolves.toBe(10);
+    });
+
+    it('the only item of its key, dropped: the key is forgotten, and the next item is sent as ever', async () => {
+      const r = recorder();
+      r.hold();
+      const first = r.groupsRun.submit('k', 1);
+      await turn();
+      const left = new AbortController();
+      const dropped = r.groupsRun.submit('k', 2, left.signal);
+      left.abort(gone());
+      await expect(dropped).rejects.toThrow('the client left');
+      r.release();
+      await first;
+      await turn();
+      expect((r.groupsRun as unknown as { keys: Map<string, unknown> }).keys.size).toBe(0);
+      await expect(r.groupsRun.submit('k', 5)).resolves.toBe(50);
+      expect(r.groups).toEqual([[1], [5]]);
+    });
+  });
+
   it('refuses a group size or a lane count below one', () => {
     expect(() => new StatementGroups(async () => [], 0)).toThrow(RangeError);
     expect(() => new StatementGroups(async () => [], 5, 0)).toThrow(RangeError);

@@ -29,14 +29,33 @@ export class StatementGroups<I, R> {
     if (!Number.isInteger(lanes) || lanes < 1) throw new RangeError(`lanes must be a positive integer, not ${lanes}`);
   }
 
-  submit(key: string, item: I): Promise<R> {
+  /**
+   * `signal`: the item is wanted no longer once it aborts (its client left). While it still waits
+   * for a statement it is taken out and rejected with the signal's reason: it never reaches the
+   * server. Once its statement has started, the signal changes nothing (the statement may commit).
+   */
+  submit(key: string, item: I, signal?: AbortSignal): Promise<R> {
     return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
       let state = this.keys.get(key);
       if (!state) {
         state = { queue: [], running: 0, scheduled: false };
         this.keys.set(key, state);
       }
-      state.queue.push({ item, resolve, reject });
+      const waiting: Waiting<I, R> = { item, resolve, reject };
+      if (signal) {
+        const s = state;
+        const onAbort = () => {
+          const at = s.queue.indexOf(waiting);
+          if (at < 0) return;
+          s.queue.splice(at, 1);
+          reject(signal.reason);
+          this.forgetIfIdle(key, s);
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+        waiting.taken = () => signal.removeEventListener('abort', onAbort);
+      }
+      state.queue.push(waiting);
       if (state.running > 0) {
         // a whole group waiting while a statement runs: a free lane takes it at once
         this.start(key, state);
@@ -61,6 +80,7 @@ export class StatementGroups<I, R> {
   private start(key: string, state: KeyState<I, R>): void {
     while (state.queue.length > 0 && state.running < this.lanes && (state.running === 0 || state.queue.length >= this.maxGroup)) {
       const group = state.queue.splice(0, this.maxGroup);
+      for (const w of group) w.taken?.();
       state.running += 1;
       void this.runGroup(group).finally(() => {
         state.running -= 1;
@@ -118,4 +138,6 @@ interface Waiting<I, R> {
   item: I;
   resolve: (r: R) => void;
   reject: (err: unknown) => void;
+  /** called when a statement takes the item: its abort listener goes */
+  taken?: () => void;
 }

@@ -72,14 +72,27 @@ class FakeAdmission implements Admission {
   /** what the next `execute` finds instead of admitting: a retry of an earlier Idempotency-Key */
   replayNext: IdempotentReplay | null = null;
 
-  /** `admitting`: when admission's own work ends (at once unless given; a hung database never). */
-  constructor(private readonly admitting?: Promise<void>) {}
+  /**
+   * `admitting`: when admission's own work ends (at once unless given; a hung database never).
+   * `queued`: meanwhile the admission waits for its reservation statement, so its client's signal
+   * drops it (as `StatementGroups` does); otherwise the statement is running and completes.
+   */
+  constructor(
+    private readonly admitting?: Promise<void>,
+    private readonly queued = false,
+  ) {}
 
-  async execute(): Promise<AdmittedAction> {
+  async execute(_cmd: AdmitRequestCommand, opts: { signal?: AbortSignal } = {}): Promise<AdmittedAction> {
     const replay = this.replayNext;
     this.replayNext = null;
     if (replay) throw replay;
-    if (this.admitting) await this.admitting;
+    const signal = opts.signal;
+    if (this.admitting && this.queued && signal) {
+      await Promise.race([
+        this.admitting,
+        new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true })),
+      ]);
+    } else if (this.admitting) await this.admitting;
     this.admitted += 1;
     return {
       actionId: ACTION,
@@ -259,10 +272,10 @@ const settle = async () => {
 function setup(
   build: () => AdmitRequestCommand,
   req: { path: string } = OPENAI_PATH,
-  opts: { admitting?: Promise<void>; decideTimeoutMs?: number; clientGone?: boolean } = {},
+  opts: { admitting?: Promise<void>; queued?: boolean; decideTimeoutMs?: number; clientGone?: boolean } = {},
 ) {
   jest.useFakeTimers({ now: NOW });
-  const admission = new FakeAdmission(opts.admitting);
+  const admission = new FakeAdmission(opts.admitting, opts.queued);
   const logs: Array<{ level: number; msg: string; cause?: string; answered?: string }> = [];
   const log = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
   const cache = new ReplyCache(new ContentCipher(Buffer.alloc(32, 3)), { now: () => new Date() });
@@ -957,6 +970,25 @@ describe('GenerationResponder', () => {
         expect.objectContaining({ withdrawal: 'unknown', msg: expect.stringContaining('released by the dispatch-deadline sweep') }),
       ]);
     });
+
+    it.each([openAiWhole, openAiStream])(
+      'a client that leaves while its admission waits for its statement: dropped, nothing reserved, nothing to withdraw (%p)',
+      async (build) => {
+        const db = hung();
+        const f = setup(build, OPENAI_PATH, { admitting: db.p, queued: true });
+        f.res.disconnect();
+        expect(await f.served()).toBe('served');
+        db.end();
+        await settle();
+        expect(f.admission.admitted).toBe(0);
+        expect(f.admission.dispatched).toBe(0);
+        expect(f.admission.withdrawn).toEqual([]);
+        expect(await outcomes(f)).toEqual({ client_left: 1 });
+        expect(f.res.body).toBe('');
+        expect(f.res.violations).toEqual([]);
+        expect(f.logs.filter((l) => l.level >= 50)).toEqual([]); // not an error
+      },
+    );
 
     it('a client already gone when its request is served is not even admitted: no reservation, no withdrawal', async () => {
       const f = setup(openAiWhole, OPENAI_PATH, { clientGone: true });

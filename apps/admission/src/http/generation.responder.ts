@@ -110,12 +110,16 @@ export class GenerationResponder {
   async serve(build: () => AdmitRequestCommand, req: Pick<Request, 'path'>, res: HttpAnswer): Promise<void> {
     const started = process.hrtime.bigint();
     let outcome = 'error';
+    const left = new AbortController();
+    res.on('close', () => left.abort(new ClientLeft()));
     try {
       const cmd = build();
       assertModelAcceptable(cmd.modelAlias);
-      // A client that left while its request waited (behind a busy event loop) asks for nothing.
+      // A client that left while its request waited (behind a busy event loop) asks for nothing,
+      // and one that leaves while its admission waits for its reservation statement is dropped
+      // from the queue (`ClientLeft`): nothing is reserved for either.
       if (res.destroyed) return void (outcome = 'client_left');
-      const admitted = await this.decided(this.admit.execute(cmd));
+      const admitted = await this.decided(this.admit.execute(cmd, { signal: left.signal }));
       if (res.destroyed) outcome = await this.abandoned(admitted);
       else
         outcome = cmd.stream
@@ -500,6 +504,7 @@ export class GenerationResponder {
 
   private async fail(err: unknown, req: Pick<Request, 'path'>, res: HttpAnswer): Promise<string> {
     if (err instanceof IdempotentReplay) return this.replay(err, req, res);
+    if (err instanceof ClientLeft) return 'client_left';
     const denial = toDomainError(err);
     if (denial) {
       writeDenial(req, res, denial);
@@ -509,6 +514,14 @@ export class GenerationResponder {
     if (!res.headersSent)
       res.status(500).json({ error: { message: 'internal error', type: 'api_error', code: 'internal_error', param: null } });
     return 'internal_error';
+  }
+}
+
+/** The reason a request's admission is aborted: its client left before it was admitted. */
+export class ClientLeft extends Error {
+  constructor() {
+    super('the client left before its request was admitted');
+    this.name = 'ClientLeft';
   }
 }
 

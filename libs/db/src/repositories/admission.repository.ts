@@ -171,11 +171,17 @@ export class AdmissionRepository {
     this.slowGroups = new StatementGroups((admissions) => this.decide(admissions), Math.min(maxGroup, SLOW_MAX_GROUP), lanes);
   }
 
-  async admit(input: AdmitInput): Promise<AdmitResult> {
+  /**
+   * `signal`: the admission is wanted no longer once it aborts (its client left). Until its
+   * statement starts it is dropped, rejected with the signal's reason, and nothing is reserved;
+   * after that it completes as ever (the caller withdraws what it will not dispatch).
+   */
+  async admit(input: AdmitInput, opts: { signal?: AbortSignal } = {}): Promise<AdmitResult> {
     const admission = prepare(input);
     const key = this.opts.groupCommit === false ? null : groupKey(input);
     const groups = input.workflowCalls ? this.slowGroups : this.groups;
-    const decision = key === null ? (await this.decide([admission]))[0] : await groups.submit(key, admission);
+    opts.signal?.throwIfAborted();
+    const decision = key === null ? (await this.decide([admission]))[0] : await groups.submit(key, admission, opts.signal);
     return this.result(input, decision);
   }
 

@@ -77,7 +77,12 @@ export class AdmitRequest {
     @InjectIds() private readonly ids: IdGenerator,
   ) {}
 
-  async execute(cmd: AdmitRequestCommand): Promise<AdmittedAction> {
+  /**
+   * `signal`: aborts when the client leaves. An admission still waiting for its reservation
+   * statement is then dropped (rejected with the signal's reason, nothing reserved, no decision
+   * event: nobody asked any more); one already reserving completes, and the caller withdraws it.
+   */
+  async execute(cmd: AdmitRequestCommand, opts: { signal?: AbortSignal } = {}): Promise<AdmittedAction> {
     const now = this.clock.now();
     const actionId = this.ids.next();
     const requestId = this.ids.next();
@@ -202,62 +207,65 @@ export class AdmitRequest {
     );
     base.quota_scope = appliedScope;
     const experiment = await this.experimentOf(workload.id, actionId, cmd, decision.effective, shape.body);
-    const result = await this.admissions.admit({
-      now,
-      action: {
-        id: actionId,
-        workloadId: workload.id,
-        environment: workload.environment,
-        routeId: route.routeId,
-        routeVersion: route.version,
-        modelAlias: cmd.modelAlias,
-        apiKind: cmd.apiKind,
-        streamMode: cmd.stream ? 'sse' : 'none',
-        requestedCandidates: decision.requested,
-        effectiveCandidates: decision.effective,
-        outputCeiling: decision.outputCeiling,
-        inputTokensEstimate,
-        exceptionId: decision.exception?.id ?? null,
-        idempotencyKey: cmd.idempotencyKey,
-        requestFingerprint: fingerprintHex,
-        deadlineAt: deadline,
-        dispatchDeadlineAt: dispatchDeadline,
-        experimentId: experiment?.id ?? null,
-        cohort: experiment?.cohort ?? null,
+    const result = await this.admissions.admit(
+      {
+        now,
+        action: {
+          id: actionId,
+          workloadId: workload.id,
+          environment: workload.environment,
+          routeId: route.routeId,
+          routeVersion: route.version,
+          modelAlias: cmd.modelAlias,
+          apiKind: cmd.apiKind,
+          streamMode: cmd.stream ? 'sse' : 'none',
+          requestedCandidates: decision.requested,
+          effectiveCandidates: decision.effective,
+          outputCeiling: decision.outputCeiling,
+          inputTokensEstimate,
+          exceptionId: decision.exception?.id ?? null,
+          idempotencyKey: cmd.idempotencyKey,
+          requestFingerprint: fingerprintHex,
+          deadlineAt: deadline,
+          dispatchDeadlineAt: dispatchDeadline,
+          experimentId: experiment?.id ?? null,
+          cohort: experiment?.cohort ?? null,
+        },
+        reservation: {
+          id: this.ids.next(),
+          reservedOutputTokens: decision.reservedOutputTokens,
+          reservedMicrousd: decision.reservedMicrousd,
+          priceRevisionId: price.id,
+        },
+        workloadBudget: { budgetMicrousd: workload.budgetMicrousd, periodStart: budgetPeriodStart(workload.budgetPeriod, now) },
+        exceptionBudget: decision.exception
+          ? { exceptionId: decision.exception.id, budgetMicrousd: decision.exception.budgetMicrousd }
+          : null,
+        concurrency: { scope: 'workload', scopeId: workload.id, maxInFlight: workload.maxInFlight },
+        tokenRate:
+          workload.tokensPerMinute === null
+            ? null
+            : {
+                scopeId: workload.id,
+                windowStart: window.windowStart,
+                tokens: requestTokens,
+                limit: workload.tokensPerMinute,
+              },
+        workflowCalls: scopes.workflowCalls,
+        scopeTokenRates: scopes.scopeTokenRates,
+        scopeBudgets: scopes.scopeBudgets,
+        quotaScope: appliedScope,
+        workflowIdHash: workflowHash,
+        decisionEvent: {
+          ...base,
+          policy_result: 'allow',
+          policy_reason: decision.exception ? 'within_exception' : 'within_policy',
+          reserved_microusd: decision.reservedMicrousd.toString(),
+          exception_id: decision.exception?.id ?? null,
+        },
       },
-      reservation: {
-        id: this.ids.next(),
-        reservedOutputTokens: decision.reservedOutputTokens,
-        reservedMicrousd: decision.reservedMicrousd,
-        priceRevisionId: price.id,
-      },
-      workloadBudget: { budgetMicrousd: workload.budgetMicrousd, periodStart: budgetPeriodStart(workload.budgetPeriod, now) },
-      exceptionBudget: decision.exception
-        ? { exceptionId: decision.exception.id, budgetMicrousd: decision.exception.budgetMicrousd }
-        : null,
-      concurrency: { scope: 'workload', scopeId: workload.id, maxInFlight: workload.maxInFlight },
-      tokenRate:
-        workload.tokensPerMinute === null
-          ? null
-          : {
-              scopeId: workload.id,
-              windowStart: window.windowStart,
-              tokens: requestTokens,
-              limit: workload.tokensPerMinute,
-            },
-      workflowCalls: scopes.workflowCalls,
-      scopeTokenRates: scopes.scopeTokenRates,
-      scopeBudgets: scopes.scopeBudgets,
-      quotaScope: appliedScope,
-      workflowIdHash: workflowHash,
-      decisionEvent: {
-        ...base,
-        policy_result: 'allow',
-        policy_reason: decision.exception ? 'within_exception' : 'within_policy',
-        reserved_microusd: decision.reservedMicrousd.toString(),
-        exception_id: decision.exception?.id ?? null,
-      },
-    });
+      { signal: opts.signal },
+    );
     if (!result.ok) {
       switch (result.code) {
         case 'budget_exhausted':
