@@ -33,7 +33,7 @@ export class AdmissionMetrics {
    */
   readonly idempotentRetries: Counter<'result'>;
   /** Stream clients whose connection admission closed because they did not read their answer. */
-  readonly slowStreamClients: Counter;
+  readonly slowStreamClients: Counter<'bound'>;
 
   constructor(metrics: Metrics) {
     this.unauthenticated = metrics.unauthenticated;
@@ -70,7 +70,8 @@ export class AdmissionMetrics {
     });
     this.slowStreamClients = new Counter({
       name: 'gateway_admission_slow_stream_clients_total',
-      help: 'Streams whose client connection admission closed because more than STREAM_CLIENT_BACKLOG_MAX_BYTES waited for it (the attempt still settles)',
+      help: 'Streams whose client connection admission closed because their client did not read (the attempt still settles), by the bound passed: stream (more than STREAM_CLIENT_BACKLOG_MAX_BYTES waited for it) or instance (all streams together held more than STREAM_BACKLOG_TOTAL_MAX_BYTES, and its backlog was the largest)',
+      labelNames: ['bound'],
       registers: [metrics.registry],
     });
     this.requestedCandidates = new Histogram({

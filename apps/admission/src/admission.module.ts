@@ -12,6 +12,7 @@ import { ResponsesController } from './http/responses.controller';
 import { GenerationResponder } from './http/generation.responder';
 import { ModelsController } from './http/models.controller';
 import { ReplyCache } from './http/reply-cache';
+import { StreamBacklogs } from './http/stream-backlogs';
 import { AdmitRequest } from './usecases/admit-request/admit-request.usecase';
 import { CountTokens } from './usecases/count-tokens/count-tokens.usecase';
 import { GetAction } from './usecases/get-action/get-action.usecase';
@@ -50,6 +51,7 @@ export class AdmissionModule {
         AdmissionMetrics,
         CatalogCache,
         ReplyCache,
+        { provide: StreamBacklogs, useFactory: () => new StreamBacklogs() },
         AdmitRequest,
         GetAction,
         ListModels,

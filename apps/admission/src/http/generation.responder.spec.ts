@@ -13,6 +13,7 @@ import {
 import { AdmittedAction, IdempotentReplay } from '../usecases/admit-request/admit-request.usecase';
 import { Admission, GenerationResponder, HttpAnswer, STREAM_CLIENT_BACKLOG_MAX_BYTES } from './generation.responder';
 import { MAX_WAITING_RETRIES, ReplyCache } from './reply-cache';
+import { StreamBacklogs } from './stream-backlogs';
 import { ONE_CANDIDATE_COUNTS } from './reply.fixture';
 
 const NOW = new Date('2026-03-01T12:00:00.000Z');
@@ -272,7 +273,7 @@ const settle = async () => {
 function setup(
   build: () => AdmitRequestCommand,
   req: { path: string } = OPENAI_PATH,
-  opts: { admitting?: Promise<void>; queued?: boolean; decideTimeoutMs?: number; clientGone?: boolean } = {},
+  opts: { admitting?: Promise<void>; queued?: boolean; decideTimeoutMs?: number; clientGone?: boolean; backlogs?: StreamBacklogs } = {},
 ) {
   jest.useFakeTimers({ now: NOW });
   const admission = new FakeAdmission(opts.admitting, opts.queued);
@@ -280,7 +281,14 @@ function setup(
   const log = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
   const cache = new ReplyCache(new ContentCipher(Buffer.alloc(32, 3)), { now: () => new Date() });
   const metrics = new AdmissionMetrics(new Metrics('test'));
-  const responder = new GenerationResponder(admission, cache, metrics, log, { admissionDecideTimeoutMs: opts.decideTimeoutMs });
+  const responder = new GenerationResponder(
+    admission,
+    cache,
+    metrics,
+    log,
+    { admissionDecideTimeoutMs: opts.decideTimeoutMs },
+    opts.backlogs,
+  );
   const res = new FakeResponse();
   if (opts.clientGone) res.disconnect(); // it left while its request waited for the event loop
   const served = responder.serve(build, req, res);
@@ -892,7 +900,44 @@ describe('GenerationResponder', () => {
       expect(f.admission.reply(chunk(seq, piece))).toBe(false);
       expect(f.res.violations).toEqual([]);
       expect(f.logs.filter((l) => l.msg.startsWith('stream client does not read its answer'))).toHaveLength(1);
-      expect((await f.metrics.slowStreamClients.get()).values[0].value).toBe(1);
+      expect((await f.metrics.slowStreamClients.get()).values).toEqual([
+        expect.objectContaining({ labels: { bound: 'stream' }, value: 1 }),
+      ]);
+    });
+
+    it("the instance's bound on all streams cuts one below its own bound (the largest; the arithmetic: stream-backlogs.spec)", async () => {
+      const backlogs = new StreamBacklogs(2 * 1024 * 1024);
+      const f = setup(openAiStream, OPENAI_PATH, { backlogs });
+      f.admission.publishSucceeds();
+      await settle();
+      f.res.reading = false;
+      let seq = 0;
+      while (!f.res.destroyed && seq < 1000) f.admission.reply(chunk(seq++, piece));
+      expect(f.res.destroyed).toBe(true);
+      expect(f.res.writableLength).toBeGreaterThan(2 * 1024 * 1024);
+      expect(f.res.writableLength).toBeLessThan(STREAM_CLIENT_BACKLOG_MAX_BYTES);
+      expect(await f.served()).toBe('served');
+      expect(f.admission.router.pending).toBe(0);
+      expect(backlogs.total).toBe(0); // the cut stream is forgotten
+      expect(f.logs.filter((l) => l.msg.startsWith('stream client does not read its answer'))).toEqual([
+        expect.objectContaining({ bound: 'instance', limit_bytes: 2 * 1024 * 1024 }),
+      ]);
+      expect((await f.metrics.slowStreamClients.get()).values).toEqual([
+        expect.objectContaining({ labels: { bound: 'instance' }, value: 1 }),
+      ]);
+    });
+
+    it('a stream that ends, however it ends, leaves the instance-wide count', async () => {
+      const backlogs = new StreamBacklogs(64 * 1024 * 1024);
+      const f = setup(openAiStream, OPENAI_PATH, { backlogs });
+      f.admission.publishSucceeds();
+      await settle();
+      f.res.reading = false;
+      for (let seq = 0; seq < 10; seq++) f.admission.reply(chunk(seq, piece));
+      expect(backlogs.total).toBeGreaterThan(0);
+      f.res.disconnect();
+      expect(await f.served()).toBe('served');
+      expect(backlogs.total).toBe(0);
     });
 
     it('chunks held back for a lost one count too: the stream is cut, not kept whole in memory', async () => {

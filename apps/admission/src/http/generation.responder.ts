@@ -20,6 +20,7 @@ import { AdmitRequest, AdmittedAction, IdempotentReplay } from '../usecases/admi
 import type { VoidOutcome } from '@gateway/db';
 import { AdmissionMetrics } from '../admission.metrics';
 import { ReplyCache } from './reply-cache';
+import { BackloggedStream, StreamBacklogs } from './stream-backlogs';
 
 /**
  * What the responder needs of admission: admit the request, then dispatch it and hear the replies,
@@ -105,6 +106,7 @@ export class GenerationResponder {
     private readonly metrics: AdmissionMetrics,
     @InjectLogger() private readonly log: Logger,
     @InjectConfig() private readonly config: Pick<ServiceConfig, 'admissionDecideTimeoutMs'>,
+    private readonly backlogs: StreamBacklogs = new StreamBacklogs(),
   ) {}
 
   async serve(build: () => AdmitRequestCommand, req: Pick<Request, 'path'>, res: HttpAnswer): Promise<void> {
@@ -404,19 +406,28 @@ export class GenerationResponder {
         next++;
       }
     };
-    /** The client does not take the stream as fast as it comes: past the bound its connection is closed. */
-    const boundBacklog = () => {
-      const backlog = res.writableLength + earlyChars;
-      if (backlog <= STREAM_CLIENT_BACKLOG_MAX_BYTES) return;
+    /** The client does not take the stream as fast as it comes: its connection is closed. */
+    const cut = (bound: 'stream' | 'instance', held: number, limit: number) =>
       exchange.end('client too slow', () => {
         this.log.warn(
-          { action_id: admitted.actionId, backlog_bytes: backlog, limit_bytes: STREAM_CLIENT_BACKLOG_MAX_BYTES },
+          { action_id: admitted.actionId, backlog_bytes: res.writableLength + earlyChars, bound, held_bytes: held, limit_bytes: limit },
           'stream client does not read its answer; connection closed (the attempt still settles)',
         );
         res.destroy();
-        this.metrics.slowStreamClients.inc();
+        this.metrics.slowStreamClients.inc({ bound });
         return 'client_too_slow';
       });
+    const tracked: BackloggedStream = {
+      backlog: () => res.writableLength + earlyChars,
+      cut: (total) => cut('instance', total, this.backlogs.maxBytes),
+    };
+    this.backlogs.open(tracked);
+    void exchange.settled.then(() => this.backlogs.close(tracked));
+    /** Past its own bound, or the instance's (when it is the largest), the stream is cut. */
+    const boundBacklog = () => {
+      const backlog = tracked.backlog();
+      if (backlog > STREAM_CLIENT_BACKLOG_MAX_BYTES) return cut('stream', backlog, STREAM_CLIENT_BACKLOG_MAX_BYTES);
+      this.backlogs.grew(tracked);
     };
     /** Ends the exchange with an error: a denial before the headers, an error event after them. */
     const failWith = (
