@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { APIConnectionError } from 'openai';
+import { APIConnectionError, APIError } from 'openai';
 import { Topics } from '@gateway/contracts';
 import { actionStatus, settledAction } from './actions';
-import { eventually, openai, simLastSeq, simRequestsSince, stack, TopicReader, uid, withSeeder } from './support';
+import { eventually, failureOf, openai, simLastSeq, simRequestsSince, stack, TopicReader, uid, withSeeder } from './support';
 
 /**
  * What finance and operators see: Idempotency-Key replays, action visibility per workload, the
@@ -17,6 +17,7 @@ describe('ledger, exposure and reconciliation', () => {
   const workloadId = `l-wl-${run}`;
   let key: string;
   let otherKey: string;
+  let hurriedKey: string;
   let finance: string;
   let operator: string;
   let settled: TopicReader;
@@ -76,6 +77,8 @@ describe('ledger, exposure and reconciliation', () => {
         upstreamModel: 'sim-gpt;latency=1500',
       });
       key = (await seed.workload({ id: workloadId, allowedAliases: [ok, nousage, slow] })).key;
+      // its deadline passes before the slow route answers
+      hurriedKey = (await seed.workload({ id: `l-hurried-${run}`, allowedAliases: [slow], deadlineMs: 600 })).key;
       otherKey = (await seed.workload({ id: `l-other-${run}`, allowedAliases: [ok] })).key;
       finance = await seed.operator(`fin-${run}`, ['finance']);
       operator = await seed.operator(`ops-${run}`, ['operator']);
@@ -140,6 +143,28 @@ describe('ledger, exposure and reconciliation', () => {
     expect(await simRequestsSince(before)).toHaveLength(1);
     const status = await settledAction(key, actionId);
     expect(status.attempts).toHaveLength(1);
+  });
+
+  it("Idempotency-Key: a first request that ended at its deadline is the key's result: its retry gets the same 504, never a second call", async () => {
+    const idem = randomUUID();
+    const before = await simLastSeq();
+    const body = { model: slow, messages: [{ role: 'user' as const, content: 'too slow for its deadline' }] };
+    const send = () =>
+      failureOf(
+        openai(hurriedKey, 'current', { maxRetries: 0 }).chat.completions.create(body, { headers: { 'Idempotency-Key': idem } }),
+      ) as Promise<APIError>;
+    const first = await send();
+    expect(first.status).toBe(504);
+    expect(first.code).toBe('deadline_exceeded');
+    const actionId = first.headers?.get('x-gateway-action-id');
+    for (const again of [await send(), await send()]) {
+      expect(again.status).toBe(504);
+      expect(again.code).toBe('deadline_exceeded');
+      expect(again.headers?.get('x-gateway-idempotent-replay')).toBe('true');
+      expect(again.headers?.get('x-should-retry')).toBe('false'); // the same key only gets it again
+      expect(again.headers?.get('x-gateway-action-id')).toBe(actionId);
+    }
+    expect(await simRequestsSince(before)).toHaveLength(1);
   });
 
   it('an action is visible to its own workload only; the ledger API shows its row to finance, not to app keys', async () => {

@@ -643,7 +643,7 @@ describe('GenerationResponder', () => {
       expect(f.admission.router.pending).toBe(0);
     });
 
-    it('the first ends at its deadline without an answer: the waiting retry gets 409 idempotency_key_reused, not a hang', async () => {
+    it("the first ends at its deadline without an answer: that 504 is the key's result, replayed to the waiting retry and to later ones", async () => {
       const f = setup(keyed);
       f.admission.publishSucceeds();
       await settle();
@@ -651,11 +651,21 @@ describe('GenerationResponder', () => {
       await settle();
       jest.advanceTimersByTime(DEADLINE_MS);
       expect(await retry.served()).toBe('served');
-      expect(retry.res.statusCode).toBe(409);
-      expect(error(retry.res)).toMatchObject({ code: 'idempotency_key_reused', message: expect.stringContaining('not held here') });
-      expect(retry.res.headers.get('x-should-retry')).toBe('false');
       expect(f.res.statusCode).toBe(504);
-      expect(await idempotentRetries(f)).toEqual({ not_held: 1 });
+      expect(f.res.headers.get('x-should-retry')).toBeUndefined(); // the first 504 may be retried (with a new key)
+      const later = f.retry(running);
+      expect(await later.served()).toBe('served');
+      for (const again of [retry, later]) {
+        expect(again.res.statusCode).toBe(504);
+        expect(error(again.res)).toMatchObject({
+          code: 'deadline_exceeded',
+          message: expect.stringContaining('a new attempt needs a new key'),
+        });
+        expect(again.res.headers.get('x-should-retry')).toBe('false');
+        expect(again.res.headers.get('x-gateway-idempotent-replay')).toBe('true');
+        expect(again.res.headers.get('x-gateway-action-id')).toBe(ACTION);
+      }
+      expect(await idempotentRetries(f)).toEqual({ waited: 1, cached: 1 });
     });
 
     it('the first publish fails: the waiting retry is answered, not left waiting', async () => {

@@ -19,7 +19,7 @@ import { AdmitRequestCommand } from '../usecases/admit-request/admit-request.com
 import { AdmitRequest, AdmittedAction, IdempotentReplay } from '../usecases/admit-request/admit-request.usecase';
 import type { VoidOutcome } from '@gateway/db';
 import { AdmissionMetrics } from '../admission.metrics';
-import { ReplyCache } from './reply-cache';
+import { Reply, ReplyCache } from './reply-cache';
 import { BackloggedStream, StreamBacklogs } from './stream-backlogs';
 
 /**
@@ -54,8 +54,6 @@ export interface HttpAnswer extends DenialTarget {
  */
 export const STREAM_CLIENT_BACKLOG_MAX_BYTES = 8 * 1024 * 1024;
 
-type Reply = DispatchReplyV1 | 'timeout';
-
 /** The optional Idempotency-Key every generation endpoint reads (OpenAPI). */
 export const IdempotencyKeyHeader = () =>
   ApiHeader({
@@ -75,7 +73,7 @@ export const GenerationFailureResponses = () =>
     ApiResponse({
       status: 409,
       description:
-        "Idempotency-Key: idempotency_key_reused (another body, or a first result this instance does not hold: expired, given by another instance, streamed, or ended at its deadline; x-should-retry: false) | idempotency_key_in_progress (the first request still runs where this retry cannot wait for it; Retry-After). A retry while the first runs on the same instance waits for the first's answer; a first request that never reached a provider released its key",
+        "Idempotency-Key: idempotency_key_reused (another body, or a first result this instance does not hold: expired, given by another instance, or streamed; x-should-retry: false) | idempotency_key_in_progress (the first request still runs where this retry cannot wait for it; Retry-After). A retry while the first runs on the same instance waits for the first's answer; a first request that never reached a provider released its key",
     }),
     ApiResponse({
       status: 429,
@@ -91,7 +89,11 @@ export const GenerationFailureResponses = () =>
       description:
         'service_unavailable (Retry-After): the database cannot take work, or admission could not finish within ADMISSION_DECIDE_TIMEOUT_MS; nothing was dispatched',
     }),
-    ApiResponse({ status: 504, description: 'deadline_exceeded: no acceptable answer before the workload deadline' }),
+    ApiResponse({
+      status: 504,
+      description:
+        "deadline_exceeded: no acceptable answer before the workload deadline; with an Idempotency-Key that is the key's result, and a retry with it gets the same 504 (x-gateway-idempotent-replay: true, x-should-retry: false)",
+    }),
   );
 
 /**
@@ -194,7 +196,7 @@ export class GenerationResponder {
     const exchange = new Exchange(admitted.actionId, this.log);
     if (replayable) this.cache.expect(admitted.actionId, admitted.headers);
     const answer = (reply: Reply, cause: string) => {
-      if (replayable) this.cache.settle(admitted.actionId, reply === 'timeout' ? null : reply);
+      if (replayable) this.cache.settle(admitted.actionId, reply);
       exchange.end(cause, () => this.writeReply(admitted.actionId, admitted.headers, reply, req, res));
     };
     // The client left before the answer: nothing more is written (dispatch and settlement carry
@@ -235,7 +237,8 @@ export class GenerationResponder {
   ): string {
     for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
     if (reply === 'timeout') {
-      writeDenial(req, res, deadlinePassed(actionId));
+      // Replayed, it is the key's result: the same key can only get it again, never a new dispatch.
+      writeDenial(req, res, deadlinePassed(actionId, replayed), replayed ? { 'x-should-retry': 'false' } : {});
       return 'deadline_exceeded';
     }
     if (reply.kind === 'response' || reply.kind === 'error') {
@@ -271,8 +274,9 @@ export class GenerationResponder {
    * from this instance's cache, or, while the first still runs here, when it comes. Otherwise a
    * 409 saying which: still running elsewhere (`idempotency_key_in_progress`, Retry-After, an SDK
    * retries it), or an answer this gateway does not hold (`idempotency_key_reused`: it expired,
-   * another instance gave it, it was a stream, or it ended at its deadline). A key whose first
-   * action never reached a provider was released when it was withdrawn: no replay comes here.
+   * another instance gave it, or it was a stream). A first request that ended at its deadline is
+   * replayed as its 504 (`x-should-retry: false`). A key whose first action never reached a
+   * provider was released when it was withdrawn: no replay comes here.
    */
   private async replay(prior: IdempotentReplay, req: Pick<Request, 'path'>, res: HttpAnswer): Promise<string> {
     const actionId = prior.actionId;
@@ -573,8 +577,11 @@ function noRetryUnless(withdrawal: Withdrawal): Record<string, string> {
   return withdrawal === 'voided' ? {} : { 'x-should-retry': 'false' };
 }
 
-function deadlinePassed(actionId: string): DomainError {
-  return new DomainError('deadline_exceeded', `no acceptable answer before the deadline (action ${actionId})`);
+function deadlinePassed(actionId: string, replayed = false): DomainError {
+  return new DomainError(
+    'deadline_exceeded',
+    `no acceptable answer before the deadline (action ${actionId})${replayed ? "; this is the Idempotency-Key's result: a new attempt needs a new key" : ''}`,
+  );
 }
 
 /**

@@ -10,9 +10,15 @@ const ENTRY_OVERHEAD_BYTES = 200;
 /** Retries of one running action that may wait for its answer at once; more are told to come back. */
 export const MAX_WAITING_RETRIES = 8;
 
+/**
+ * What a request ended with: dispatch's reply, or `'timeout'` (no acceptable answer before the
+ * workload's deadline: 504 `deadline_exceeded`).
+ */
+export type Reply = DispatchReplyV1 | 'timeout';
+
 /** An answer as a retry gets it again: the reply and the x-gateway-* headers the first request had. */
 export interface HeldAnswer {
-  reply: DispatchReplyV1;
+  reply: Reply;
   headers: Record<string, string>;
 }
 
@@ -48,7 +54,7 @@ export class ReplyCache {
   }
 
   /** Holds `reply` with the headers (counts and ids, never content) a replay answers with. */
-  put(actionId: string, reply: DispatchReplyV1, headers: Record<string, string> = {}): void {
+  put(actionId: string, reply: Reply, headers: Record<string, string> = {}): void {
     const sealed = this.cipher.encrypt(reply, actionId);
     const bytes = sealed.ct.length + actionId.length + JSON.stringify(headers).length + ENTRY_OVERHEAD_BYTES;
     this.drop(actionId);
@@ -66,7 +72,7 @@ export class ReplyCache {
   get(actionId: string): HeldAnswer | null {
     const e = this.entries.get(actionId);
     if (!e || this.clock.now().getTime() - e.at > TTL_MS) return null;
-    return { reply: this.cipher.decrypt(e.sealed, actionId) as DispatchReplyV1, headers: e.headers };
+    return { reply: this.cipher.decrypt(e.sealed, actionId) as Reply, headers: e.headers };
   }
 
   /**
@@ -78,10 +84,10 @@ export class ReplyCache {
   }
 
   /**
-   * The expected answer came (held, and handed to every retry waiting for it), or will not come
-   * here (`null`: the deadline passed, or the command was never sent).
+   * The expected answer came (held, and handed to every retry waiting for it; the deadline's 504
+   * is an answer too), or will not come here (`null`: the command was never sent).
    */
-  settle(actionId: string, reply: DispatchReplyV1 | null): void {
+  settle(actionId: string, reply: Reply | null): void {
     const expected = this.running.get(actionId);
     this.running.delete(actionId);
     const headers = expected?.headers ?? {};
