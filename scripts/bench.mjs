@@ -651,6 +651,7 @@ async function overloadPhase(pool, request, workload) {
     window,
   );
   const r = rows[0];
+  const stages = await stageBreakdown(pool, [workload]);
   const unread = Math.max(0, r.attempts - run.ok);
   const settled = Number(r.settled);
   return {
@@ -665,6 +666,7 @@ async function overloadPhase(pool, request, workload) {
     unreadShare: r.attempts > 0 ? round(unread / r.attempts, 3) : null,
     settledMicrousd: String(r.settled),
     settledPerOnTimeAnswerMicrousd: run.ok > 0 ? round(settled / run.ok, 1) : null,
+    stages,
   };
 }
 
@@ -709,6 +711,16 @@ function reportOverload(o) {
     ),
   );
   if (!o.drained) console.log('(not every attempt had ended when the books were read: the counts are a lower bound)');
+  // where a dispatched action's time went (from the rows' timestamps; a request's wait before its
+  // reservation statement is not in them: the client's latency less these)
+  const st = [['dispatched actions', 'p50 ms', 'p99 ms']];
+  for (const [k, label] of [
+    ['admissionToDispatch', 'admitted → dispatch claimed'],
+    ['dispatchToUpstreamDone', 'claimed → upstream answered'],
+    ['upstreamDoneToLedger', 'upstream answered → ledger row'],
+  ])
+    st.push([label, o.stages[k]?.p50 ?? '', o.stages[k]?.p99 ?? '']);
+  console.log('\n' + table(st, 1));
 }
 
 // ---------------------------------------------------------------- hedged phase (issue 10)
