@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // `npm run bench:hot-budget`: many concurrent admissions against one workload budget row, through
 // AdmissionRepository directly (bench/hot-budget.ts; see bench/README.md, "One hot budget").
+// `npm run bench:withdrawal` runs bench/withdrawal.ts the same way (the argument: a bench that
+// needs only a migrated database).
 // Its own database (BENCH_DB + "_hot", default gateway_bench_hot), dropped, recreated and migrated.
 // No Kafka, no services. Not a test: nothing asserts a speed.
 import { spawn } from 'node:child_process';
@@ -21,7 +23,11 @@ async function main() {
     log(`migrating ${database}`);
     await runTs('libs/db/src/migrations/migrate.cli.ts', env);
     const code = await new Promise((resolve) => {
-      const child = spawn(process.execPath, ['-r', '@swc-node/register', 'bench/hot-budget.ts'], { cwd: ROOT, env, stdio: 'inherit' });
+      const child = spawn(process.execPath, ['-r', '@swc-node/register', process.argv[2] ?? 'bench/hot-budget.ts'], {
+        cwd: ROOT,
+        env,
+        stdio: 'inherit',
+      });
       child.on('exit', (c) => resolve(c ?? 1));
     });
     process.exitCode = code;

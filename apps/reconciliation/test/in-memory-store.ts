@@ -18,6 +18,7 @@ import type {
   ReservationView,
   Tx,
   Undispatchable,
+  UndispatchedActionLock,
 } from '@gateway/db';
 import { usageSettledEvent } from '@gateway/db';
 import { SanitisedFields, Topics } from '@gateway/contracts';
@@ -201,9 +202,11 @@ export class InMemoryReconciliationStore implements ReconciliationStore, LedgerP
     return [...new Set(ids)].slice(0, limit);
   }
 
-  async lockUndispatchedAction(_tx: Tx, actionId: string, why: Undispatchable): Promise<ReconciliationActionView | null> {
+  async lockUndispatchedAction(_tx: Tx, actionId: string, why: Undispatchable): Promise<UndispatchedActionLock | null> {
     const a = this.s.actions.get(actionId);
-    return a && a.status === 'admitted' && (why === 'withdrawn' || a.dispatchDeadlineAt < why.deadlinePassedBefore) ? { ...a } : null;
+    return a && a.status === 'admitted' && (why === 'withdrawn' || a.dispatchDeadlineAt < why.deadlinePassedBefore)
+      ? { workloadId: a.workloadId, status: a.status, claimed: this.s.claims.has(actionId) }
+      : null;
   }
 
   async lockOrphanedAttempts(_tx: Tx, actionId: string, cutoff: Date): Promise<ReconciliationAttemptView[]> {
@@ -218,10 +221,6 @@ export class InMemoryReconciliationStore implements ReconciliationStore, LedgerP
   async lockAction(_tx: Tx, actionId: string): Promise<ReconciliationActionView | null> {
     const a = this.s.actions.get(actionId);
     return a ? { ...a } : null;
-  }
-
-  async hasDispatchClaim(_tx: Tx, actionId: string): Promise<boolean> {
-    return this.s.claims.has(actionId);
   }
 
   async setActionStatus(_tx: Tx, actionId: string, status: ActionState): Promise<void> {

@@ -1,5 +1,5 @@
 import type { ActionState } from '@gateway/domain';
-import { Database, Tx, prismaTx } from '../database';
+import { Database, Tx, prismaTx, txQuery } from '../database';
 import { Prisma } from '../generated/prisma/client';
 import { AttemptView, priceRevisionOf, toAttemptView } from './attempt.repository';
 import type { Undispatchable } from './undispatched-action';
@@ -39,15 +39,21 @@ export interface BudgetAccountView {
   updatedAt: Date;
 }
 
+/** An admitted action locked for a void: what the void needs of it, and whether a dispatcher claimed it. */
+export interface UndispatchedActionLock {
+  workloadId: string;
+  status: ActionState;
+  claimed: boolean;
+}
+
 /** The operations reconciliation's use cases need; the class below implements them on Postgres. */
 export interface ReconciliationStore {
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   admittedPastDispatchDeadline(cutoff: Date, limit: number): Promise<string[]>;
   actionsWithInFlightAttemptsPastDeadline(cutoff: Date, limit: number): Promise<string[]>;
-  lockUndispatchedAction(tx: Tx, actionId: string, why: Undispatchable): Promise<ReconciliationActionView | null>;
+  lockUndispatchedAction(tx: Tx, actionId: string, why: Undispatchable): Promise<UndispatchedActionLock | null>;
   lockOrphanedAttempts(tx: Tx, actionId: string, cutoff: Date): Promise<ReconciliationAttemptView[]>;
   lockAction(tx: Tx, actionId: string): Promise<ReconciliationActionView | null>;
-  hasDispatchClaim(tx: Tx, actionId: string): Promise<boolean>;
   setActionStatus(
     tx: Tx,
     actionId: string,
@@ -131,17 +137,27 @@ export class ReconciliationRepository implements ReconciliationStore {
    * admission withdrawing its own action waits for the row, so a dispatcher claiming it at that
    * moment is seen (the action is then no longer admitted).
    */
-  async lockUndispatchedAction(tx: Tx, actionId: string, why: Undispatchable): Promise<ReconciliationActionView | null> {
-    const rows =
+  async lockUndispatchedAction(tx: Tx, actionId: string, why: Undispatchable): Promise<UndispatchedActionLock | null> {
+    // Through pg, not Prisma: admission runs this for every client that left during its
+    // reservation, dozens a second under overload, on its own event loop.
+    const rows = await txQuery<{ workload_id: string; status: ActionState }>(
+      tx,
       why === 'withdrawn'
-        ? await prismaTx(tx).$queryRaw<Array<{ id: string }>>`
-            SELECT id FROM action WHERE id = ${actionId} AND status = 'admitted' FOR UPDATE`
-        : await prismaTx(tx).$queryRaw<Array<{ id: string }>>`
-            SELECT id FROM action
-            WHERE id = ${actionId} AND status = 'admitted' AND dispatch_deadline_at < ${why.deadlinePassedBefore}
-            FOR UPDATE SKIP LOCKED`;
+        ? `SELECT workload_id, status FROM action WHERE id = $1 AND status = 'admitted' FOR UPDATE`
+        : `SELECT workload_id, status FROM action
+           WHERE id = $1 AND status = 'admitted' AND dispatch_deadline_at < $2
+           FOR UPDATE SKIP LOCKED`,
+      why === 'withdrawn' ? [actionId] : [actionId, why.deadlinePassedBefore],
+    );
     if (rows.length === 0) return null;
-    return this.readAction(tx, actionId);
+    // A statement of its own, after the lock: its snapshot sees a claim that committed while this
+    // waited for the row (one statement's snapshot would predate it).
+    const [{ claimed }] = await txQuery<{ claimed: boolean }>(
+      tx,
+      'SELECT EXISTS (SELECT 1 FROM dispatch_claim WHERE action_id = $1) AS claimed',
+      [actionId],
+    );
+    return { workloadId: rows[0].workload_id, status: rows[0].status, claimed };
   }
 
   /** Locks the action's attempts still in flight past the action deadline; skips rows being written. */
@@ -162,10 +178,6 @@ export class ReconciliationRepository implements ReconciliationStore {
     return this.readAction(tx, actionId);
   }
 
-  async hasDispatchClaim(tx: Tx, actionId: string): Promise<boolean> {
-    return (await prismaTx(tx).dispatchClaim.count({ where: { actionId } })) > 0;
-  }
-
   /**
    * `releaseIdempotencyKey`: the action never reached a provider (an undispatched void), so its
    * Idempotency-Key is freed and a retry with it is admitted as a new action instead of being
@@ -179,17 +191,22 @@ export class ReconciliationRepository implements ReconciliationStore {
     now: Date,
     opts: { releaseIdempotencyKey?: boolean } = {},
   ): Promise<void> {
-    await prismaTx(tx).action.update({
-      where: { id: actionId },
-      data: { status, statusReason: reason, updatedAt: now, ...(opts.releaseIdempotencyKey ? { idempotencyKey: null } : {}) },
-    });
+    await txQuery(
+      tx,
+      `UPDATE action SET status = $2, status_reason = $3, updated_at = $4${opts.releaseIdempotencyKey ? ', idempotency_key = NULL' : ''}
+       WHERE id = $1`,
+      [actionId, status, reason, now],
+    );
   }
 
   /** The workload's in-flight counter (admission takes one slot per action), never below zero. */
   async releaseInFlightSlot(tx: Tx, workloadId: string): Promise<void> {
-    await prismaTx(tx).$executeRaw`
-      UPDATE quota_counter SET in_flight = GREATEST(in_flight - 1, 0), updated_at = now()
-      WHERE scope = 'workload' AND scope_id = ${workloadId} AND window_start = ${NO_WINDOW}`;
+    await txQuery(
+      tx,
+      `UPDATE quota_counter SET in_flight = GREATEST(in_flight - 1, 0), updated_at = now()
+       WHERE scope = 'workload' AND scope_id = $1 AND window_start = $2`,
+      [workloadId, NO_WINDOW],
+    );
   }
 
   /** The workload's own accounts, its exceptions' and its hedge policies' experiment allowances; every account when no workload is given. */

@@ -27,10 +27,7 @@ export type Undispatchable = { deadlinePassedBefore: Date } | 'withdrawn';
 export type VoidOutcome = 'voided' | 'claimed' | 'not_voidable';
 
 export interface VoidPorts {
-  store: Pick<
-    ReconciliationStore,
-    'transaction' | 'lockUndispatchedAction' | 'hasDispatchClaim' | 'releaseInFlightSlot' | 'setActionStatus'
-  >;
+  store: Pick<ReconciliationStore, 'transaction' | 'lockUndispatchedAction' | 'releaseInFlightSlot' | 'setActionStatus'>;
   holds: Pick<ReservationHoldRepository, 'lock' | 'move'>;
   log: Pick<Logger, 'warn'>;
 }
@@ -59,7 +56,7 @@ export async function voidUndispatchedAction(ports: VoidPorts, actionId: string,
   return store.transaction(async (tx) => {
     const action = await store.lockUndispatchedAction(tx, actionId, why);
     if (!action) return 'not_voidable';
-    if (await store.hasDispatchClaim(tx, actionId)) return 'claimed';
+    if (action.claimed) return 'claimed';
     const reservation = await holds.lock(tx, actionId);
     // Quota counters before budget accounts (the global lock order admission follows too).
     await store.releaseInFlightSlot(tx, action.workloadId);
