@@ -114,8 +114,11 @@ export class GenerationResponder {
   async serve(build: () => AdmitRequestCommand, req: Pick<Request, 'path'>, res: HttpAnswer): Promise<void> {
     const started = process.hrtime.bigint();
     let outcome = 'error';
+    // Every response emits 'close' at its end: the signal means something only while the request
+    // is being admitted, and its reason is one shared object (no Error built per request).
     const left = new AbortController();
-    res.on('close', () => left.abort(new ClientLeft()));
+    let admitted = false;
+    res.on('close', () => admitted || left.abort(CLIENT_LEFT));
     try {
       const cmd = build();
       assertModelAcceptable(cmd.modelAlias);
@@ -123,12 +126,11 @@ export class GenerationResponder {
       // and one that leaves while its admission waits for its reservation statement is dropped
       // from the queue (`ClientLeft`): nothing is reserved for either.
       if (res.destroyed) return void (outcome = 'client_left');
-      const admitted = await this.decided(this.admit.execute(cmd, { signal: left.signal }));
-      if (res.destroyed) outcome = await this.abandoned(admitted);
+      const action = await this.decided(this.admit.execute(cmd, { signal: left.signal }));
+      admitted = true;
+      if (res.destroyed) outcome = await this.abandoned(action);
       else
-        outcome = cmd.stream
-          ? await this.stream(admitted, cmd, req, res)
-          : await this.whole(admitted, cmd.idempotencyKey !== null, req, res);
+        outcome = cmd.stream ? await this.stream(action, cmd, req, res) : await this.whole(action, cmd.idempotencyKey !== null, req, res);
     } catch (err) {
       outcome = await this.fail(err, req, res);
     } finally {
@@ -539,6 +541,9 @@ export class ClientLeft extends Error {
     this.name = 'ClientLeft';
   }
 }
+
+/** The one abort reason every request shares. */
+const CLIENT_LEFT = new ClientLeft();
 
 /** A pre-authentication cap: an alias longer than any route's is refused before the key is looked up. */
 function assertModelAcceptable(model: string): void {
