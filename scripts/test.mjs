@@ -4,6 +4,9 @@
 //   2. integration jest.int.config.js    (real Postgres + Kafka)
 //   3. e2e         jest.e2e.config.js    (official SDKs against the running services; the console in headless Chromium)
 //   4. chaos       scripts/chaos.mjs --short (faults injected into a stack of its own; invariants)
+// The checks that start a stack of their own (the short chaos run, the simulated-day e2e spec) run
+// beside the integration tier, which mostly waits on the broker and Postgres; the e2e tier starts
+// once they are done, so it has the box to itself (its hedging experiment is judged on latency).
 // Options: --only=unit,int,e2e,chaos   (default: all). Exit code is non-zero when anything failed.
 //          any other argument is handed to jest as a test path pattern, e.g.
 //          `npm test -- --only=int,e2e probe` runs only the int and e2e specs whose path matches "probe".
@@ -22,9 +25,12 @@ const E2E_PORT_BASE = Number(process.env.E2E_PORT_BASE ?? 13000);
 const log = (msg) => console.log(`[test] ${msg}`);
 const totals = { passed: 0, failed: 0 };
 const stops = [];
+/** The side lane while it runs (see `sideLane`): awaited before the e2e tier, and before exiting on an error. */
+let side = null;
 
-function jest(config, env) {
-  const out = path.join(ROOT, '.local', `jest-${path.basename(config, '.js')}.json`);
+/** Runs one jest tier; `opts.name` names its result file, `opts.output` takes its output instead of the terminal. */
+function jest(config, env, opts = {}) {
+  const out = path.join(ROOT, '.local', `jest-${opts.name ?? path.basename(config, '.js')}.json`);
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.rmSync(out, { force: true });
   return new Promise((resolve) => {
@@ -42,9 +48,10 @@ function jest(config, env) {
       {
         cwd: ROOT,
         env,
-        stdio: 'inherit',
+        stdio: opts.output ? ['ignore', 'pipe', 'pipe'] : 'inherit',
       },
     );
+    if (opts.output) for (const s of [child.stdout, child.stderr]) s.on('data', (d) => opts.output.push(d));
     child.on('exit', (code) => {
       if (fs.existsSync(out)) {
         const r = JSON.parse(fs.readFileSync(out, 'utf8'));
@@ -77,6 +84,9 @@ async function main() {
   // GATEWAY_TEST_DB / KAFKA_PORT / E2E_PORT_BASE let several checkouts run their suites side by side.
   const pg = await ensurePostgres({ database: process.env.GATEWAY_TEST_DB ?? 'gateway_test', log });
   stops.push(pg.stop);
+  // The simulated day uses the same server (a database of its own): a second ensurePostgres could
+  // start a second embedded server, or stop the one the tiers use.
+  side = sideLane({ ...baseEnv, DATABASE_URL: pg.url });
   await recreateDatabase(pg.url);
   const kafkaPort = Number(process.env.KAFKA_PORT ?? 9092);
   // The database is recreated, so the broker starts empty too: events a previous run left on the
@@ -91,6 +101,9 @@ async function main() {
     log('integration tests (real Postgres and Kafka)');
     failed = (await jest('jest.int.config.js', env)) !== 0 || failed;
   }
+
+  failed = (await side) || failed;
+  side = null;
 
   if (only.includes('e2e')) {
     const logDir = path.join(ROOT, '.local', 'e2e-logs');
@@ -109,6 +122,7 @@ async function main() {
     failed =
       (await jest('jest.e2e.config.js', {
         ...e2eEnv,
+        E2E_STACK: 'shared',
         E2E_ADMISSION_URL: `http://127.0.0.1:${E2E_PORT_BASE}`,
         E2E_POLICY_URL: `http://127.0.0.1:${E2E_PORT_BASE + 1}`,
         E2E_SETTLEMENT_URL: `http://127.0.0.1:${E2E_PORT_BASE + 3}`,
@@ -121,7 +135,45 @@ async function main() {
         ...(services.build ? { GATEWAY_SERVICE_BUILD: services.build } : {}),
       })) !== 0 || failed;
   }
-  return finish((await chaos()) || failed);
+  return finish(failed);
+}
+
+/**
+ * The side lane (see the top): the short chaos run, then the e2e specs with a stack of their own,
+ * one after the other, beside the integration tier. Each one's output is kept and printed whole
+ * when the lane is awaited, so it does not interleave with the tier's. Resolves to "something failed".
+ */
+async function sideLane(env) {
+  const started = Date.now();
+  const jobs = [];
+  if (only.includes('chaos')) jobs.push(['chaos (short)', (output) => chaos(output)]);
+  if (only.includes('e2e') && ownStackSpecsMatch())
+    jobs.push([
+      'e2e specs with a stack of their own',
+      (output) => jest('jest.e2e.config.js', { ...env, E2E_STACK: 'own' }, { name: 'e2e-own-stack', output }).then((c) => c !== 0),
+    ]);
+  if (jobs.length === 0) return false;
+  log(`beside the integration tier: ${jobs.map(([name]) => name).join(', then ')} (output when done)`);
+  const results = [];
+  for (const [name, run] of jobs) {
+    const output = [];
+    const t0 = Date.now();
+    const jobFailed = await run(output);
+    results.push({ name, jobFailed, output, s: (Date.now() - t0) / 1000 });
+  }
+  for (const r of results) {
+    log(`${r.name}, beside the integration tier: ${r.jobFailed ? 'FAILED' : 'passed'} in ${r.s.toFixed(1)} s`);
+    process.stdout.write(Buffer.concat(r.output.map((d) => (typeof d === 'string' ? Buffer.from(d) : d))));
+  }
+  log(`the side lane took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return results.some((r) => r.jobFailed);
+}
+
+/** Whether the test path patterns (if any) leave one of the e2e specs that start a stack of their own. */
+function ownStackSpecsMatch() {
+  if (patterns.length === 0) return true;
+  const ownStack = JSON.parse(fs.readFileSync(path.join(ROOT, 'e2e', 'own-stack.json'), 'utf8'));
+  return ownStack.some((f) => patterns.some((p) => new RegExp(p).test(path.join(ROOT, 'e2e', f))));
 }
 
 /**
@@ -137,11 +189,10 @@ function e2eCredentials() {
   return { GATEWAY_CREDENTIAL_E2E_ENV: `sk-canary-env-${randomBytes(16).toString('hex')}`, GATEWAY_CREDENTIALS_FILE: file };
 }
 
-/** The short chaos run, after the test stack is stopped (it starts its own; ports and database apart). */
-async function chaos() {
+/** The short chaos run: a stack of its own (its own Postgres server, broker, ports and database). */
+async function chaos(output) {
   if (!only.includes('chaos')) return false;
-  for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
-  log('chaos (short): faults against a stack of its own');
+  if (!output) log('chaos (short): faults against a stack of its own');
   const env = {
     ...process.env,
     CHAOS_DB: `${process.env.GATEWAY_TEST_DB ?? 'gateway_test'}_chaos`,
@@ -149,7 +200,12 @@ async function chaos() {
     CHAOS_PORT_BASE: String(E2E_PORT_BASE + 10000),
   };
   const code = await new Promise((resolve) => {
-    const child = spawn(process.execPath, ['scripts/chaos.mjs', '--short'], { cwd: ROOT, env, stdio: 'inherit' });
+    const child = spawn(process.execPath, ['scripts/chaos.mjs', '--short'], {
+      cwd: ROOT,
+      env,
+      stdio: output ? ['ignore', 'pipe', 'pipe'] : 'inherit',
+    });
+    if (output) for (const s of [child.stdout, child.stderr]) s.on('data', (d) => output.push(d));
     child.on('exit', (c) => resolve(c ?? 1));
   });
   if (code === 0) totals.passed += 1;
@@ -174,6 +230,7 @@ async function checkOpenApi(env) {
 }
 
 async function finish(failed) {
+  if (side) failed = (await side) || failed;
   for (const stop of stops.reverse()) await stop().catch(() => undefined);
   console.log(`\ntests: ${totals.passed} passed, ${totals.failed} failed`);
   process.exit(failed || totals.failed > 0 ? 1 : 0);
