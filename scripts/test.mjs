@@ -140,8 +140,8 @@ async function main() {
 
 /**
  * The side lane (see the top): the short chaos run, then the e2e specs with a stack of their own,
- * one after the other, beside the integration tier. Each one's output is kept and printed whole
- * when the lane is awaited, so it does not interleave with the tier's. Resolves to "something failed".
+ * one after the other, beside the integration tier. Their output is kept and printed in one block
+ * when the last is done, so it does not interleave line by line with the tier's. Resolves to "something failed".
  */
 async function sideLane(env) {
   const started = Date.now();
