@@ -9,6 +9,7 @@ import {
   ReconciliationRepository,
   ReservationHoldRepository,
   voidUndispatchedAction,
+  voidUndispatchedActions,
   VoidPorts,
 } from '@gateway/db';
 import { admitInput, primaryClaim } from '@gateway/testing';
@@ -162,6 +163,54 @@ describe('withdrawing an admitted action, on Postgres', () => {
       expect(await voidUndispatchedAction(ports, actionId, { deadlinePassedBefore: later }, later)).toBe('voided');
       expect(await admission.findByIdempotencyKey(wl, key)).toBeNull();
       expect((await state(wl, actionId)).action.statusReason).toMatch(/dispatch deadline; its Idempotency-Key, if any, released/);
+    });
+  });
+
+  describe('several at once', () => {
+    const ports = (): VoidPorts => ({
+      store: new ReconciliationRepository(db),
+      holds: new ReservationHoldRepository(),
+      log: { warn: () => undefined },
+    });
+
+    it('withdrawals that arrive together go in one transaction, each decided as if alone: slots back per workload, a claimed one left to run', async () => {
+      const [a1, a2] = [await admitted(), await admitted()];
+      const a3 = await admitted(a1.wl);
+      const claimed = await admitted(a2.wl);
+      expect(await dispatch.claim(primaryClaim(claimed.actionId, randomUUID()))).toEqual({ ok: true });
+
+      const outcomes = await Promise.all([a1, a2, a3, claimed].map((a) => withdraw(a.actionId)));
+      expect(outcomes).toEqual(['voided', 'voided', 'voided', 'not_voidable']);
+
+      // one transaction: the three rows carry the same writing transaction id
+      const xmins = await db.prisma.$queryRawUnsafe<Array<{ xmin: string }>>(
+        'SELECT DISTINCT xmin::text AS xmin FROM action WHERE id = ANY($1::text[])',
+        [a1, a2, a3].map((a) => a.actionId),
+      );
+      expect(xmins).toHaveLength(1);
+      for (const a of [a1, a2, a3]) {
+        const after = await state(a.wl, a.actionId);
+        expect(after.action.status).toBe('expired');
+        expect(after.reservation.status).toBe('voided');
+        expect(after.reservation.releasedMicrousd).toBe(1000n);
+      }
+      // a1's workload had two actions, both withdrawn; a2's keeps the claimed one's slot and hold
+      expect((await state(a1.wl, a1.actionId)).inFlight).toBe(0);
+      expect((await state(a1.wl, a1.actionId)).account.pendingMicrousd).toBe(0n);
+      const other = await state(a2.wl, claimed.actionId);
+      expect(other.inFlight).toBe(1);
+      expect(other.account.pendingMicrousd).toBe(1000n);
+      expect(other.action.status).toBe('dispatched');
+    });
+
+    it('an id named twice in one void moves the money once; an unknown id is left alone', async () => {
+      const { wl, actionId } = await admitted();
+      const outcomes = await voidUndispatchedActions(ports(), [actionId, randomUUID(), actionId], 'withdrawn', new Date());
+      expect(outcomes).toEqual(['voided', 'not_voidable', 'not_voidable']);
+      const after = await state(wl, actionId);
+      expect(after.reservation.releasedMicrousd).toBe(1000n);
+      expect(after.account.pendingMicrousd).toBe(0n);
+      expect(after.inFlight).toBe(0);
     });
   });
 

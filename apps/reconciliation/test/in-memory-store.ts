@@ -202,11 +202,14 @@ export class InMemoryReconciliationStore implements ReconciliationStore, LedgerP
     return [...new Set(ids)].slice(0, limit);
   }
 
-  async lockUndispatchedAction(_tx: Tx, actionId: string, why: Undispatchable): Promise<UndispatchedActionLock | null> {
-    const a = this.s.actions.get(actionId);
-    return a && a.status === 'admitted' && (why === 'withdrawn' || a.dispatchDeadlineAt < why.deadlinePassedBefore)
-      ? { workloadId: a.workloadId, status: a.status, claimed: this.s.claims.has(actionId) }
-      : null;
+  async lockUndispatchedActions(_tx: Tx, actionIds: readonly string[], why: Undispatchable): Promise<Map<string, UndispatchedActionLock>> {
+    const locks = new Map<string, UndispatchedActionLock>();
+    for (const id of actionIds) {
+      const a = this.s.actions.get(id);
+      if (a && a.status === 'admitted' && (why === 'withdrawn' || a.dispatchDeadlineAt < why.deadlinePassedBefore))
+        locks.set(id, { workloadId: a.workloadId, status: a.status, claimed: this.s.claims.has(id) });
+    }
+    return locks;
   }
 
   async lockOrphanedAttempts(_tx: Tx, actionId: string, cutoff: Date): Promise<ReconciliationAttemptView[]> {
@@ -223,12 +226,12 @@ export class InMemoryReconciliationStore implements ReconciliationStore, LedgerP
     return a ? { ...a } : null;
   }
 
-  async setActionStatus(_tx: Tx, actionId: string, status: ActionState): Promise<void> {
-    this.s.actions.get(actionId)!.status = status;
+  async setActionStatus(_tx: Tx, actionIds: readonly string[], status: ActionState): Promise<void> {
+    for (const id of actionIds) this.s.actions.get(id)!.status = status;
   }
 
-  async releaseInFlightSlot(_tx: Tx, workloadId: string): Promise<void> {
-    this.s.inFlight.set(workloadId, Math.max((this.s.inFlight.get(workloadId) ?? 0) - 1, 0));
+  async releaseInFlightSlots(_tx: Tx, workloadIds: readonly string[]): Promise<void> {
+    for (const wl of workloadIds) this.s.inFlight.set(wl, Math.max((this.s.inFlight.get(wl) ?? 0) - 1, 0));
   }
 
   // ------------------------------------------------------------------ attempts
@@ -268,6 +271,14 @@ export class InMemoryReconciliationStore implements ReconciliationStore, LedgerP
     lock: async (_tx, actionId) => {
       const r = this.s.reservations.get(actionId);
       return r ? { ...r, accountIds: [...r.accountIds], actionStatus: this.s.actions.get(actionId)!.status } : null;
+    },
+    lockMany: async (tx, actionIds) => {
+      const locked = new Map<string, ReservationView>();
+      for (const id of actionIds) {
+        const r = await this.holds.lock(tx, id);
+        if (r) locked.set(id, r);
+      }
+      return locked;
     },
     move: (tx, r, m, reason) => this.move(tx, r, m, reason),
     // no experiment allowance here: every step lands on the reservation's accounts

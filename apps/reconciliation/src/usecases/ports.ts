@@ -7,7 +7,7 @@ import type { AttemptRepository, CaseRepository, LedgerRepository, Reconciliatio
  */
 export type CasePort = Pick<CaseRepository, 'open' | 'lock' | 'resolve' | 'openExposureOnAction' | 'list'>;
 export type LedgerPort = Pick<LedgerRepository, 'record'>;
-export type HoldPort = Pick<ReservationHoldRepository, 'lock' | 'move' | 'moveMany'>;
+export type HoldPort = Pick<ReservationHoldRepository, 'lock' | 'lockMany' | 'move' | 'moveMany'>;
 export type AttemptPort = Pick<AttemptRepository, 'lockAttempt' | 'byId' | 'transition' | 'awaitingSettlement'>;
 
 export interface MoneyPorts {

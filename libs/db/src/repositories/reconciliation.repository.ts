@@ -51,18 +51,18 @@ export interface ReconciliationStore {
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   admittedPastDispatchDeadline(cutoff: Date, limit: number): Promise<string[]>;
   actionsWithInFlightAttemptsPastDeadline(cutoff: Date, limit: number): Promise<string[]>;
-  lockUndispatchedAction(tx: Tx, actionId: string, why: Undispatchable): Promise<UndispatchedActionLock | null>;
+  lockUndispatchedActions(tx: Tx, actionIds: readonly string[], why: Undispatchable): Promise<Map<string, UndispatchedActionLock>>;
   lockOrphanedAttempts(tx: Tx, actionId: string, cutoff: Date): Promise<ReconciliationAttemptView[]>;
   lockAction(tx: Tx, actionId: string): Promise<ReconciliationActionView | null>;
   setActionStatus(
     tx: Tx,
-    actionId: string,
+    actionIds: readonly string[],
     status: ActionState,
     reason: string,
     now: Date,
     opts?: { releaseIdempotencyKey?: boolean },
   ): Promise<void>;
-  releaseInFlightSlot(tx: Tx, workloadId: string): Promise<void>;
+  releaseInFlightSlots(tx: Tx, workloadIds: readonly string[]): Promise<void>;
   budgetAccounts(workloadId: string | null, limit: number): Promise<BudgetAccountView[]>;
 }
 
@@ -132,32 +132,38 @@ export class ReconciliationRepository implements ReconciliationStore {
   }
 
   /**
-   * Locks the action when it is still admitted and, for the sweeper, past its dispatch deadline. The
-   * sweeper skips a row someone else holds (whoever holds it decides, and the next sweep re-checks);
-   * admission withdrawing its own action waits for the row, so a dispatcher claiming it at that
-   * moment is seen (the action is then no longer admitted).
+   * Locks the actions still admitted (in id order, the global lock order) and, for the sweeper,
+   * past their dispatch deadline; the others are left out of the answer. The sweeper skips a row
+   * someone else holds (whoever holds it decides, and the next sweep re-checks); admission
+   * withdrawing its own actions waits for the rows, so a dispatcher claiming one at that moment is
+   * seen (the action is then no longer admitted).
    */
-  async lockUndispatchedAction(tx: Tx, actionId: string, why: Undispatchable): Promise<UndispatchedActionLock | null> {
-    // Through pg, not Prisma: admission runs this for every client that left during its
+  async lockUndispatchedActions(tx: Tx, actionIds: readonly string[], why: Undispatchable): Promise<Map<string, UndispatchedActionLock>> {
+    const locks = new Map<string, UndispatchedActionLock>();
+    if (actionIds.length === 0) return locks;
+    // Through pg, not Prisma: admission runs this for the clients that left during their
     // reservation, dozens a second under overload, on its own event loop.
-    const rows = await txQuery<{ workload_id: string; status: ActionState }>(
+    const rows = await txQuery<{ id: string; workload_id: string; status: ActionState }>(
       tx,
       why === 'withdrawn'
-        ? `SELECT workload_id, status FROM action WHERE id = $1 AND status = 'admitted' FOR UPDATE`
-        : `SELECT workload_id, status FROM action
-           WHERE id = $1 AND status = 'admitted' AND dispatch_deadline_at < $2
-           FOR UPDATE SKIP LOCKED`,
-      why === 'withdrawn' ? [actionId] : [actionId, why.deadlinePassedBefore],
+        ? `SELECT id, workload_id, status FROM action WHERE id = ANY($1::text[]) AND status = 'admitted' ORDER BY id FOR UPDATE`
+        : `SELECT id, workload_id, status FROM action
+           WHERE id = ANY($1::text[]) AND status = 'admitted' AND dispatch_deadline_at < $2
+           ORDER BY id FOR UPDATE SKIP LOCKED`,
+      why === 'withdrawn' ? [actionIds] : [actionIds, why.deadlinePassedBefore],
     );
-    if (rows.length === 0) return null;
-    // A statement of its own, after the lock: its snapshot sees a claim that committed while this
-    // waited for the row (one statement's snapshot would predate it).
-    const [{ claimed }] = await txQuery<{ claimed: boolean }>(
-      tx,
-      'SELECT EXISTS (SELECT 1 FROM dispatch_claim WHERE action_id = $1) AS claimed',
-      [actionId],
+    if (rows.length === 0) return locks;
+    // A statement of its own, after the locks: its snapshot sees a claim that committed while this
+    // waited for a row (one statement's snapshot would predate it).
+    const claimed = new Set(
+      (
+        await txQuery<{ action_id: string }>(tx, 'SELECT action_id FROM dispatch_claim WHERE action_id = ANY($1::text[])', [
+          rows.map((r) => r.id),
+        ])
+      ).map((r) => r.action_id),
     );
-    return { workloadId: rows[0].workload_id, status: rows[0].status, claimed };
+    for (const r of rows) locks.set(r.id, { workloadId: r.workload_id, status: r.status, claimed: claimed.has(r.id) });
+    return locks;
   }
 
   /** Locks the action's attempts still in flight past the action deadline; skips rows being written. */
@@ -185,27 +191,37 @@ export class ReconciliationRepository implements ReconciliationStore {
    */
   async setActionStatus(
     tx: Tx,
-    actionId: string,
+    actionIds: readonly string[],
     status: ActionState,
     reason: string,
     now: Date,
     opts: { releaseIdempotencyKey?: boolean } = {},
   ): Promise<void> {
+    if (actionIds.length === 0) return;
     await txQuery(
       tx,
       `UPDATE action SET status = $2, status_reason = $3, updated_at = $4${opts.releaseIdempotencyKey ? ', idempotency_key = NULL' : ''}
-       WHERE id = $1`,
-      [actionId, status, reason, now],
+       WHERE id = ANY($1::text[])`,
+      [actionIds, status, reason, now],
     );
   }
 
-  /** The workload's in-flight counter (admission takes one slot per action), never below zero. */
-  async releaseInFlightSlot(tx: Tx, workloadId: string): Promise<void> {
+  /**
+   * The workloads' in-flight counters (admission takes one slot per action): one slot back per
+   * entry (a workload named twice gets two), never below zero, the counters locked in workload id
+   * order (the order admission's statements take them in).
+   */
+  async releaseInFlightSlots(tx: Tx, workloadIds: readonly string[]): Promise<void> {
+    if (workloadIds.length === 0) return;
     await txQuery(
       tx,
-      `UPDATE quota_counter SET in_flight = GREATEST(in_flight - 1, 0), updated_at = now()
-       WHERE scope = 'workload' AND scope_id = $1 AND window_start = $2`,
-      [workloadId, NO_WINDOW],
+      `WITH n AS (SELECT scope_id, count(*)::int AS slots FROM unnest($1::text[]) AS scope_id GROUP BY scope_id),
+            c AS (SELECT q.scope_id, q.instance_id, n.slots FROM quota_counter q JOIN n ON n.scope_id = q.scope_id
+                  WHERE q.scope = 'workload' AND q.window_start = $2
+                  ORDER BY q.scope_id, q.instance_id FOR UPDATE OF q)
+       UPDATE quota_counter q SET in_flight = GREATEST(q.in_flight - c.slots, 0), updated_at = now()
+       FROM c WHERE q.scope = 'workload' AND q.scope_id = c.scope_id AND q.window_start = $2 AND q.instance_id = c.instance_id`,
+      [workloadIds, NO_WINDOW],
     );
   }
 

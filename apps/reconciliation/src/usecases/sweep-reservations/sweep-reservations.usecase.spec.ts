@@ -217,9 +217,9 @@ describe('SweepReservations: attempts orphaned in flight', () => {
       dispatchDeadlineAt: ago(5_000),
     });
     const original = store.setActionStatus.bind(store);
-    store.setActionStatus = async (tx, id, ...rest) => {
-      if (id === 'a1') throw new Error('boom');
-      return original(tx, id, ...rest);
+    store.setActionStatus = async (tx, ids, ...rest) => {
+      if (ids.includes('a1')) throw new Error('boom');
+      return original(tx, ids, ...rest);
     };
     const report = await sweep.execute(NOW);
     expect(report.voidedActionIds).toEqual(['a2']);

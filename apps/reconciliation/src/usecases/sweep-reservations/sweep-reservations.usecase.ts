@@ -142,14 +142,14 @@ export class SweepReservations {
       if (!actionMachine.terminal(action.status)) {
         await this.store.setActionStatus(
           tx,
-          actionId,
+          [actionId],
           actionMachine.transition(action.status, 'fail'),
           'failed: dispatcher lost the attempt mid-call',
           now,
         );
         // The slot is the action's: dispatch returns it when it finishes an action, so only here;
         // quota counters before the budget accounts the hold movement below touches (lock order).
-        await this.store.releaseInFlightSlot(tx, action.workloadId);
+        await this.store.releaseInFlightSlots(tx, [action.workloadId]);
       }
       if (reservation && plan) {
         let movement = plan.movement;
