@@ -7,6 +7,9 @@
  * its CPU from joining to its last reply:
  *   broadcast  as before: every partition, each envelope parsed, then dropped unless its own
  *   addressed  now: its own partition only (partitions-only assigner), others skipped by header
+ *   gone       addressed, but nobody waits for its own replies any more (a stream whose client
+ *              left): each is dropped before it is decrypted
+ * In the first two every own reply has a waiter, so it is decrypted and parsed, as in the stack.
  * K = 0 is policy's case: a receiver none of the replies are for. Modes alternate in one run.
  * Nothing is asserted: compare the modes of one run, not numbers across machines.
  * Knobs: BENCH_REPLIES (replies per measurement, default 3000), BENCH_REPLIES_RATE (replies/s
@@ -27,7 +30,14 @@ const ROUNDS = num('BENCH_REPLIES_ROUNDS', 2);
 const KS = (process.env.BENCH_REPLIES_K || '0,1,2,4').split(',').map(Number);
 const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-type Mode = 'broadcast' | 'addressed';
+type Mode = 'broadcast' | 'addressed' | 'gone';
+
+/** A receiver with a waiter for every reply (the normal case: its clients are still there). */
+class WaitsForEveryReply extends ReplyRouter {
+  override wants(): boolean {
+    return true;
+  }
+}
 
 /** A reply of the size of a short chat completion (the body is what admission decrypts). */
 const REPLY = responseReply({ id: 'chatcmpl-bench', choices: [{ index: 0, message: { role: 'assistant', content: 'x'.repeat(1200) } }] });
@@ -36,7 +46,8 @@ const REPLY = responseReply({ id: 'chatcmpl-bench', choices: [{ index: 0, messag
 async function receiver(brokers: string, id: string, mode: Mode, expected: number, key: Buffer): Promise<void> {
   const bus = new KafkaBus({ brokers: [brokers], clientId: `bench-replies-${id}`, logger: quiet });
   const config = { instanceId: id } as ServiceConfig;
-  const intake = new DispatchRepliesIntake(new ReplyRouter(), new ContentCipher(key), config);
+  const router = mode === 'gone' ? new ReplyRouter() : new WaitsForEveryReply();
+  const intake = new DispatchRepliesIntake(router, new ContentCipher(key), config);
   let handled = 0;
   let cpu0 = process.cpuUsage();
   const done = new Promise<void>((resolve) => {
@@ -48,7 +59,7 @@ async function receiver(brokers: string, id: string, mode: Mode, expected: numbe
           fromBeginning: false,
           concurrency: mode === 'broadcast' ? 6 : 1,
           recipient:
-            mode === 'addressed' ? { id, partitions: [addressTo('dispatchReplies', id).partition], header: RECIPIENT_HEADER } : undefined,
+            mode !== 'broadcast' ? { id, partitions: [addressTo('dispatchReplies', id).partition], header: RECIPIENT_HEADER } : undefined,
         },
         async (envelope) => {
           await intake.accept(envelope);
@@ -129,8 +140,8 @@ async function main() {
   const results: Array<Awaited<ReturnType<typeof measure>>> = [];
   for (let round = 0; round < ROUNDS; round++) {
     for (const k of KS) {
-      for (const mode of ['broadcast', 'addressed'] as const) {
-        if (k === 0 && mode === 'addressed') continue; // policy now reads the probe topic only: none of these
+      for (const mode of ['broadcast', 'addressed', 'gone'] as const) {
+        if (k === 0 && mode !== 'broadcast') continue; // policy now reads the probe topic only: none of these
         const r = await measure(bus, cipher, key, k, mode);
         results.push(r);
         console.log(JSON.stringify(r));
@@ -140,7 +151,7 @@ async function main() {
   await bus.disconnect();
   console.log(`\n${REPLIES} replies at ${RATE}/s per measurement, ${ROUNDS} rounds, receiver \`<run>-1\` of K`);
   console.log('per 1,000 replies on the topic: envelopes parsed, receiver CPU ms mean (lowest round; load only adds)');
-  console.log('receivers K  own share  broadcast parsed / CPU  addressed parsed / CPU');
+  console.log('receivers K  own share  broadcast parsed / CPU  addressed parsed / CPU  gone clients parsed / CPU');
   for (const k of KS) {
     const cell = (mode: Mode) => {
       const rs = results.filter((r) => r.k === k && r.mode === mode);
@@ -150,7 +161,7 @@ async function main() {
       return `${parsed.toFixed(0)} / ${(cpu.reduce((a, b) => a + b, 0) / cpu.length).toFixed(0)} (${Math.min(...cpu).toFixed(0)})`;
     };
     console.log(
-      `${String(k).padStart(11)}  ${(k ? `1/${k}` : 'none').padStart(9)}  ${cell('broadcast').padStart(22)}  ${cell('addressed').padStart(22)}`,
+      `${String(k).padStart(11)}  ${(k ? `1/${k}` : 'none').padStart(9)}  ${cell('broadcast').padStart(22)}  ${cell('addressed').padStart(22)}  ${cell('gone').padStart(25)}`,
     );
   }
 }

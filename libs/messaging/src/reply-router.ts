@@ -39,6 +39,11 @@ export class ReplyRouter {
     });
   }
 
+  /** Whether a reply for the action would reach anyone: a waiter is registered for it. */
+  wants(actionId: string): boolean {
+    return this.waiters.has(actionId);
+  }
+
   deliver(actionId: string, reply: DispatchReplyV1): boolean {
     const waiter = this.waiters.get(actionId);
     if (!waiter) return false;

@@ -21,6 +21,11 @@ export class DispatchRepliesIntake {
     // The bus already skipped replies whose header names another instance; this also covers a
     // reply without the header (from an older dispatcher).
     if (envelope.reply_to !== this.config.instanceId) return;
+    // Nobody here waits for the action any more (its client left and it holds no Idempotency-Key
+    // answer, or its deadline passed): `deliver` would drop the reply, so it is dropped before it
+    // is decrypted and parsed. A stream's chunks keep coming after its client left, each one
+    // otherwise a decrypt and a schema parse on the receiver's event loop.
+    if (!this.router.wants(envelope.action_id)) return;
     let reply;
     try {
       reply = dispatchReplyV1.parse(this.cipher.decrypt(envelope.body, envelope.action_id));
