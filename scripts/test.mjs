@@ -28,39 +28,39 @@ const stops = [];
 /** The side lane while it runs (see `sideLane`): awaited before the e2e tier, and before exiting on an error. */
 let side = null;
 
-/** Runs one jest tier; `opts.name` names its result file, `opts.output` takes its output instead of the terminal. */
-function jest(config, env, opts = {}) {
+/**
+ * Runs `node <args>` from the repository root and resolves to its exit code. `output`, when given,
+ * takes its stdout and stderr instead of the terminal (the side lane prints them in one block).
+ */
+function runNode(args, env, output) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: output ? ['ignore', 'pipe', 'pipe'] : 'inherit' });
+    if (output) for (const s of [child.stdout, child.stderr]) s.on('data', (d) => output.push(d));
+    child.on('exit', (code) => resolve(code ?? 1));
+  });
+}
+
+/** Runs one jest tier and counts its tests; `opts.name` names its result file, `opts.output` as in `runNode`. */
+async function jest(config, env, opts = {}) {
   const out = path.join(ROOT, '.local', `jest-${opts.name ?? path.basename(config, '.js')}.json`);
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.rmSync(out, { force: true });
-  return new Promise((resolve) => {
-    const child = spawn(
-      process.execPath,
-      [
-        path.join(ROOT, 'node_modules/jest/bin/jest.js'),
-        '-c',
-        config,
-        '--json',
-        `--outputFile=${out}`,
-        `--passWithNoTests=${patterns.length > 0}`,
-        ...patterns,
-      ],
-      {
-        cwd: ROOT,
-        env,
-        stdio: opts.output ? ['ignore', 'pipe', 'pipe'] : 'inherit',
-      },
-    );
-    if (opts.output) for (const s of [child.stdout, child.stderr]) s.on('data', (d) => opts.output.push(d));
-    child.on('exit', (code) => {
-      if (fs.existsSync(out)) {
-        const r = JSON.parse(fs.readFileSync(out, 'utf8'));
-        totals.passed += r.numPassedTests;
-        totals.failed += r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0);
-      } else if (code !== 0) totals.failed += 1;
-      resolve(code ?? 1);
-    });
-  });
+  const jestBin = path.join(ROOT, 'node_modules/jest/bin/jest.js');
+  const args = [jestBin, '-c', config, '--json', `--outputFile=${out}`, `--passWithNoTests=${patterns.length > 0}`, ...patterns];
+  const code = await runNode(args, env, opts.output);
+  if (fs.existsSync(out)) {
+    const r = JSON.parse(fs.readFileSync(out, 'utf8'));
+    totals.passed += r.numPassedTests;
+    totals.failed += r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0);
+  } else if (code !== 0) totals.failed += 1;
+  return code;
+}
+
+/** Counts a check that is one process as one test: passed when it exits 0. */
+function countCheck(code) {
+  if (code === 0) totals.passed += 1;
+  else totals.failed += 1;
+  return code === 0;
 }
 
 async function main() {
@@ -199,18 +199,7 @@ async function chaos(output) {
     CHAOS_KAFKA_PORT: String(Number(process.env.KAFKA_PORT ?? 9092) + 20000),
     CHAOS_PORT_BASE: String(E2E_PORT_BASE + 10000),
   };
-  const code = await new Promise((resolve) => {
-    const child = spawn(process.execPath, ['scripts/chaos.mjs', '--short'], {
-      cwd: ROOT,
-      env,
-      stdio: output ? ['ignore', 'pipe', 'pipe'] : 'inherit',
-    });
-    if (output) for (const s of [child.stdout, child.stderr]) s.on('data', (d) => output.push(d));
-    child.on('exit', (c) => resolve(c ?? 1));
-  });
-  if (code === 0) totals.passed += 1;
-  else totals.failed += 1;
-  return code !== 0;
+  return !countCheck(await runNode(['scripts/chaos.mjs', '--short'], env, output));
 }
 
 /**
@@ -220,13 +209,7 @@ async function chaos(output) {
  */
 async function checkOpenApi(env) {
   const args = ['-r', '@swc-node/register', 'scripts/openapi.cjs', ...(process.env.UPDATE_OPENAPI === '1' ? ['--write'] : [])];
-  const code = await new Promise((resolve) => {
-    const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: 'inherit' });
-    child.on('exit', (c) => resolve(c ?? 1));
-  });
-  if (code === 0) totals.passed += 1;
-  else totals.failed += 1;
-  return code === 0;
+  return countCheck(await runNode(args, env));
 }
 
 async function finish(failed) {
