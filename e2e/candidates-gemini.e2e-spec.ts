@@ -145,7 +145,7 @@ describe('candidate-count policy (@google/genai SDK)', () => {
       (m) => m.action_id === id && m.reason === 'candidate_shortfall_unexplained',
       'reconciliation.required event',
     );
-    const metrics = await (await fetch(`http://127.0.0.1:${process.env.DISPATCH_PORT ?? 13002}/metrics`)).text();
+    const metrics = await (await fetch(`${stack.dispatch}/metrics`)).text();
     expect(metrics).toMatch(
       new RegExp(`gateway_route_contract_failures_total\\{[^}]*route="${r('gm-serve1')}"[^}]*kind="silent_shortfall"[^}]*\\} [1-9]`),
     );

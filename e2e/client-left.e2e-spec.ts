@@ -1,7 +1,20 @@
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Database } from '@gateway/db';
-import { eventually, openai, simLastSeq, simRequestsSince, stack, uid, withSeeder } from './support';
+import { settledAction } from './actions';
+import { Topics } from '@gateway/contracts';
+import {
+  counter,
+  eventually,
+  openai,
+  simLastSeq,
+  simRequestsSince,
+  stack,
+  TopicReader,
+  uid,
+  withSeeder,
+  seedSimRouteWorkload,
+} from './support';
 
 /**
  * A client that gives up while its request is being admitted (its own timeout, most often, when
@@ -18,16 +31,7 @@ describe('a client that leaves before its request is dispatched', () => {
   const db = new Database(stack.databaseUrl, { poolMax: 2 });
 
   beforeAll(async () => {
-    key = await withSeeder(async (seed) => {
-      await seed.route({
-        routeId: route,
-        alias: route,
-        providerKind: 'openai-chat',
-        upstreamBaseUrl: stack.providerSim,
-        upstreamModel: 'sim-gpt',
-      });
-      return (await seed.workload({ id: workload, allowedAliases: [route] })).key;
-    });
+    key = await withSeeder((seed) => seedSimRouteWorkload(seed, route, 'sim-gpt', workload));
   });
 
   afterAll(() => db.close());
@@ -108,5 +112,74 @@ describe('a client that leaves before its request is dispatched', () => {
     expect(retried.response.headers.get('x-gateway-action-id')).not.toBe(left.id);
     expect(retried.response.headers.get('x-gateway-idempotent-replay')).toBeNull();
     expect(await simRequestsSince(before)).toHaveLength(1);
+  }, 60_000);
+});
+
+/**
+ * A stream client that leaves once its answer is coming. The provider call runs to its end (its
+ * usage chunk is the attempt's evidence), but admission tells dispatch the client is gone, and
+ * dispatch stops relaying the chunks nobody would read. provider-sim's `stall` holds the middle of
+ * the stream long enough for the stop to arrive first.
+ */
+describe('a stream client that leaves mid-stream', () => {
+  const run = uid();
+  const route = `stream-left-${run}`;
+  let key: string;
+  const dispatchMetrics = `${stack.dispatch}/metrics`;
+  const admissionStops = () =>
+    counter(`${stack.admission}/metrics`, 'gateway_admission_relay_stops_total', { reason: 'client_left', outcome: 'published' });
+
+  beforeAll(async () => {
+    key = await withSeeder((seed) => seedSimRouteWorkload(seed, route, 'sim-gpt;words=400;stall=1500', `stream-left-wl-${run}`));
+  });
+
+  it('is called once and settles from its usage chunk; the chunks after the client left are not relayed', async () => {
+    const before = await simLastSeq();
+    const stopsBefore = await admissionStops();
+    const relaysBefore = await counter(dispatchMetrics, 'gateway_dispatch_stream_relays_stopped_total');
+    const withheldBefore = await counter(dispatchMetrics, 'gateway_dispatch_stream_chunks_withheld_total');
+
+    const { data: stream, response } = await openai(key)
+      .chat.completions.create({ model: route, stream: true, messages: [{ role: 'user', content: 'a long answer, please' }] })
+      .withResponse();
+    const actionId = String(response.headers.get('x-gateway-action-id'));
+    const chunks = stream[Symbol.asyncIterator]();
+    expect((await chunks.next()).done).toBe(false);
+    stream.controller.abort(); // the client leaves during the stream's first half
+
+    const status = await settledAction(key, actionId);
+    expect(status.attempts).toHaveLength(1);
+    expect(status.attempts[0]).toMatchObject({ status: 'settled', usage_source: 'stream_final_chunk' });
+    expect(await simRequestsSince(before)).toHaveLength(1);
+
+    expect(await admissionStops()).toBe(stopsBefore + 1);
+    expect(await counter(dispatchMetrics, 'gateway_dispatch_stream_relays_stopped_total')).toBe(relaysBefore + 1);
+    // the stream's second half (over a hundred events) came after the stop: read, not relayed
+    const withheld = (await counter(dispatchMetrics, 'gateway_dispatch_stream_chunks_withheld_total')) - withheldBefore;
+    expect(withheld).toBeGreaterThan(100);
+
+    // What travelled: one stop naming the action and why, nothing else in it; and on the replies
+    // topic only the chunks relayed before it (no stream end), fewer than the provider sent.
+    const topics = new TopicReader([Topics.dispatchControls.name, Topics.dispatchReplies.name]);
+    await topics.start();
+    try {
+      const stop = await topics.waitFor<Record<string, unknown>>(
+        (m) => m.action_id === actionId && 'kind' in m,
+        'the stop on the controls topic',
+      );
+      expect(Object.keys(stop).sort()).toEqual(['action_id', 'event_id', 'kind', 'reason', 'timestamp']);
+      expect(stop).toMatchObject({ kind: 'stop_relay', reason: 'client_left' });
+      const replies = await eventually(
+        async () => {
+          const own = topics.messages.filter((m) => m.key === actionId && !m.value.includes('"stop_relay"'));
+          return own.length > 0 ? own : undefined;
+        },
+        { what: "the action's replies" },
+      );
+      // the stop came during the first half: fewer relayed than withheld
+      expect(replies.length).toBeLessThan(withheld);
+    } finally {
+      await topics.stop();
+    }
   }, 60_000);
 });

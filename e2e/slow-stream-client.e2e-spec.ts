@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { settledAction } from './actions';
-import { eventually, serviceLogs, simLastSeq, simRequestsSince, stack, uid, withSeeder } from './support';
+import { counter, eventually, serviceLogs, simLastSeq, simRequestsSince, stack, uid, withSeeder, seedSimRouteWorkload } from './support';
 
 /**
  * A client that opens a stream and stops reading it. Replies cannot be paused (dispatch relays the
@@ -14,20 +14,17 @@ describe('a stream client that stops reading', () => {
   let key: string;
 
   beforeAll(async () => {
-    key = await withSeeder(async (seed) => {
-      await seed.route({
-        routeId: route,
-        alias: route,
-        providerKind: 'openai-chat',
-        upstreamBaseUrl: stack.providerSim,
-        upstreamModel: `sim-gpt;words=300;pad-chunks=${128 * 1024}`,
-      });
-      return (await seed.workload({ id: `slow-reader-wl-${run}`, allowedAliases: [route] })).key;
-    });
+    key = await withSeeder((seed) =>
+      seedSimRouteWorkload(seed, route, `sim-gpt;words=300;pad-chunks=${128 * 1024}`, `slow-reader-wl-${run}`),
+    );
   });
+
+  const stops = () =>
+    counter(`${stack.admission}/metrics`, 'gateway_admission_relay_stops_total', { reason: 'client_too_slow', outcome: 'published' });
 
   it('has its connection closed once ~8 MiB wait for it; the provider is called once and the attempt settles', async () => {
     const before = await simLastSeq();
+    const stopsBefore = await stops();
     const url = new URL('/v1/chat/completions', stack.admission);
     const req = http.request(url, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } });
     req.on('error', () => undefined); // the reset the closing may bring
@@ -62,5 +59,7 @@ describe('a stream client that stops reading', () => {
     await eventually(async () => (serviceLogs().includes(`"action_id":"${actionId}","backlog_bytes"`) ? true : undefined), {
       what: "admission's warning for the client that does not read",
     });
+    // and dispatch was told to stop relaying what is left of it (how much is left depends on timing)
+    expect(await stops()).toBe(stopsBefore + 1);
   }, 60_000);
 });

@@ -16,6 +16,8 @@ export const stack = {
   admission: required('E2E_ADMISSION_URL'),
   policy: process.env.E2E_POLICY_URL ?? '',
   providerSim: required('E2E_PROVIDER_SIM_URL'),
+  /** the stack's (first) dispatch instance, for its /metrics */
+  dispatch: `http://127.0.0.1:${process.env.DISPATCH_PORT ?? 13002}`,
   logDir: required('E2E_LOG_DIR'),
   databaseUrl: required('DATABASE_URL'),
   brokers: required('KAFKA_BROKERS').split(','),
@@ -28,6 +30,16 @@ function required(name: string): string {
 }
 
 export const uid = () => randomUUID().slice(0, 8);
+
+/** A Prometheus counter's value at `url`, summed over its series that carry `labels` (every series also has `service`). */
+export async function counter(url: string, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const text = await (await fetch(url)).text();
+  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(`${name}{`) && wanted.every((w) => l.includes(w)))
+    .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+}
 
 /**
  * The SDK majors the e2e tier drives: `current` is what devDependencies `openai` and
@@ -166,6 +178,12 @@ export async function seedSimRoutes(seed: Seeder, routes: { chat: string; gemini
   const sim = { upstreamBaseUrl: stack.providerSim };
   await seed.route({ routeId: routes.chat, alias: routes.chat, providerKind: 'openai-chat', upstreamModel: 'sim-gpt', ...sim });
   await seed.route({ routeId: routes.gemini, alias: routes.gemini, providerKind: 'gemini-generate', upstreamModel: 'gemini-sim', ...sim });
+}
+
+/** An openai-chat route on the provider simulator (alias = route id) and a workload allowed it; its key. */
+export async function seedSimRouteWorkload(seed: Seeder, route: string, upstreamModel: string, workloadId: string): Promise<string> {
+  await seed.route({ routeId: route, alias: route, providerKind: 'openai-chat', upstreamBaseUrl: stack.providerSim, upstreamModel });
+  return (await seed.workload({ id: workloadId, allowedAliases: [route] })).key;
 }
 
 /** A `fetch` that counts the HTTP calls an SDK makes (retries included). */

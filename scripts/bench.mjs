@@ -34,6 +34,7 @@
 // cost of a cross-process wake-up over loopback); `--machine` (BENCH_ONLY=machine) prints only that.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -110,6 +111,12 @@ const CFG = {
   overloadConnections: num('BENCH_OVERLOAD_CONNECTIONS', 256),
   clientTimeoutS: num('BENCH_CLIENT_TIMEOUT_S', 1),
   overloadS: num('BENCH_OVERLOAD_S', 20),
+  // `--abandoned`: streams whose client reads the first chunk and leaves, BENCH_ABANDON_RATE a
+  // second (default 10) for BENCH_DURATION_S, on a long answer held mid-way (BENCH_ABANDON_MODEL):
+  // what each process spends per stream until every attempt has settled.
+  abandonedOnly: process.env.BENCH_ONLY === 'abandoned' || process.argv.slice(2).includes('--abandoned'),
+  abandonRate: num('BENCH_ABANDON_RATE', 10),
+  abandonModel: process.env.BENCH_ABANDON_MODEL || 'sim-gpt;words=400;stall=300',
   tail: process.env.BENCH_TAIL || 'latency=20-40;latency-tail=50:1500-2500',
   hedgeRate: num('BENCH_HEDGE_RATE', 5),
   hedgeDelayMs: num('BENCH_HEDGE_DELAY_MS', 300),
@@ -131,6 +138,8 @@ const ADMISSION = `http://127.0.0.1:${PORTS.ADMISSION_PORT}`;
 const SIM = `http://127.0.0.1:${PORTS.PROVIDER_SIM_PORT}`;
 const ALIAS = 'bench';
 const UPSTREAM_MODEL = `sim-gpt;latency=${CFG.latencyMs}`;
+/** the abandoned-streams mode's route and workload (bench/seed-bench.ts) */
+const STREAM_ALIAS = 'bench-stream';
 const TAIL = { alias: 'bench-tail', model: `sim-gpt;${CFG.tail}`, plain: 'bench-tail-plain', hedged: 'bench-tail-hedged' };
 // Gateway load goes to one workload per phase, or is spread over BENCH_GATEWAY_WORKLOADS of them.
 const workloadsFor = (name) =>
@@ -204,6 +213,7 @@ async function main() {
         BENCH_WORKLOADS: allWorkloads.join(','),
         BENCH_TAIL_UPSTREAM_MODEL: TAIL.model,
         BENCH_HEDGE_DELAY_MS: String(CFG.hedgeDelayMs),
+        ...(CFG.abandonedOnly ? { BENCH_STREAM_UPSTREAM_MODEL: CFG.abandonModel } : {}),
       })
     )
       .trim()
@@ -264,6 +274,11 @@ async function main() {
   if (CFG.hedgedOnly) {
     const hedged = await hedgedPhase(pool, seeded.keys);
     return finishMode('hedged', { hedged }, [() => reportHedged(hedged)]);
+  }
+
+  if (CFG.abandonedOnly) {
+    const abandoned = await abandonedPhase(cpu, pool, seeded.keys[STREAM_ALIAS]);
+    return finishMode('abandoned', { abandoned }, [() => reportAbandoned(abandoned)]);
   }
 
   if (CFG.overloadOnly) {
@@ -721,6 +736,103 @@ function reportOverload(o) {
   ])
     st.push([label, o.stages[k]?.p50 ?? '', o.stages[k]?.p99 ?? '']);
   console.log('\n' + table(st, 1));
+}
+
+// ---------------------------------------------------------------- abandoned streams
+
+/**
+ * Streams whose client leaves once its answer is coming: each client reads its first chunk and
+ * closes. The provider's stream runs on (its usage chunk settles the attempt), held mid-way by the
+ * model's `stall`; what dispatch relays after the client left is work for nobody. The window runs
+ * from the first stream to the last attempt settled, so every chunk of every stream is in it.
+ */
+async function abandonedPhase(cpu, pool, key) {
+  const url = new URL('/v1/chat/completions', ADMISSION);
+  const body = JSON.stringify({ model: STREAM_ALIAS, stream: true, messages: PROMPT });
+  const open = () =>
+    new Promise((resolve) => {
+      const req = http.request(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      });
+      req.on('error', () => resolve(0));
+      req.on('response', (res) => {
+        res.on('error', () => undefined);
+        res.once('data', () => {
+          req.destroy(); // the client leaves after its first chunk
+          resolve(res.statusCode);
+        });
+        res.once('end', () => resolve(res.statusCode));
+      });
+      req.end(body);
+    });
+  const withheld = async () => {
+    const text = await (await fetch(`http://127.0.0.1:${PORTS.DISPATCH_PORT}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith('gateway_dispatch_stream_chunks_withheld_total{'));
+    return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
+  };
+  const streams = Math.round(CFG.abandonRate * CFG.durationS);
+  log(`abandoned streams: ${streams} at ${CFG.abandonRate}/s on ${CFG.abandonModel}, each client leaving after its first chunk`);
+  const withheldBefore = await withheld();
+  const before = await cpu.snapshot();
+  const t0 = Date.now();
+  const opened = [];
+  for (let i = 0; i < streams; i++) {
+    opened.push(open());
+    await sleep(Math.max(0, t0 + ((i + 1) * 1000) / CFG.abandonRate - Date.now()));
+  }
+  const statuses = await Promise.all(opened);
+  const unsettled = async () =>
+    Number(
+      (
+        await pool.query(
+          `SELECT count(*) AS n FROM attempt t JOIN action a ON a.id = t.action_id
+           WHERE a.workload_id = $1 AND t.status <> 'settled'`,
+          [STREAM_ALIAS],
+        )
+      ).rows[0].n,
+    );
+  const deadline = Date.now() + CFG.drainTimeoutMs;
+  while ((await unsettled()) > 0 && Date.now() < deadline) await sleep(100);
+  const after = await cpu.snapshot();
+  const { rows } = await pool.query(
+    `SELECT count(*) AS attempts, count(*) FILTER (WHERE t.usage_source = 'stream_final_chunk') AS with_usage
+     FROM attempt t JOIN action a ON a.id = t.action_id WHERE a.workload_id = $1`,
+    [STREAM_ALIAS],
+  );
+  const seconds = cpu.seconds(before, after);
+  const perStream = Object.fromEntries(Object.entries(seconds).map(([k, v]) => [k, round((v * 1000) / streams, 2)]));
+  const stack = Object.entries(seconds).reduce((n, [k, v]) => (k === 'loadGenerator' ? n : n + v), 0);
+  return {
+    model: CFG.abandonModel,
+    rate: CFG.abandonRate,
+    streams,
+    ok: statuses.filter((c) => c === 200).length,
+    attempts: Number(rows[0].attempts),
+    settledWithUsage: Number(rows[0].with_usage),
+    drained: (await unsettled()) === 0,
+    windowS: round((Date.now() - t0) / 1000, 1),
+    chunksWithheld: (await withheld()) - withheldBefore,
+    cpuMsPerStream: { stack: round((stack * 1000) / streams, 2), ...perStream },
+    loadavg: os.loadavg().map((l) => round(l, 2)),
+  };
+}
+
+function reportAbandoned(a) {
+  console.log(`\nAbandoned streams: ${a.streams} at ${a.rate}/s on ${a.model}, each client leaving after its first chunk`);
+  console.log(
+    `  ${a.ok} opened (200), ${a.attempts} attempts, ${a.settledWithUsage} settled from their usage chunk${a.drained ? '' : ' (NOT all settled in time)'}; ` +
+      `window ${a.windowS} s; chunks dispatch withheld: ${a.chunksWithheld} (${round(a.chunksWithheld / a.streams, 1)} per stream); load avg ${a.loadavg.join(' ')}`,
+  );
+  console.log(
+    table(
+      [
+        ['CPU ms per stream', ...Object.keys(a.cpuMsPerStream)],
+        ['', ...Object.values(a.cpuMsPerStream)],
+      ],
+      1,
+    ),
+  );
 }
 
 // ---------------------------------------------------------------- hedged phase (issue 10)

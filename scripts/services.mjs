@@ -87,7 +87,11 @@ export function serviceNodeFlags(env = process.env, service = undefined) {
 
 /** The compiled tree for the current sources (built now if missing), or null with GATEWAY_RUN_TS=1. */
 export async function serviceBuild({ env = process.env, log = () => {} } = {}) {
-  return env.GATEWAY_RUN_TS === '1' ? null : ensureBuilt({ log });
+  if (env.GATEWAY_RUN_TS === '1') return null;
+  // Another checkout's compiled tree (its dist/services/<hash>): the "before" of a before/after
+  // pair run by this checkout's bench, against the same seeded stack (bench/README.md, knobs).
+  if (env.GATEWAY_SERVICES_FROM) return path.resolve(env.GATEWAY_SERVICES_FROM);
+  return ensureBuilt({ log });
 }
 
 /** The services that may run as several instances (`scale`): their state is in Postgres and Kafka only. */

@@ -34,6 +34,8 @@ export class AdmissionMetrics {
   readonly idempotentRetries: Counter<'result'>;
   /** Stream clients whose connection admission closed because they did not read their answer. */
   readonly slowStreamClients: Counter<'bound'>;
+  /** Stops sent to dispatch for dispatched streams whose client is gone, by reason and whether the publish was acknowledged. */
+  readonly relayStops: Counter<'reason' | 'outcome'>;
 
   constructor(metrics: Metrics) {
     this.unauthenticated = metrics.unauthenticated;
@@ -72,6 +74,12 @@ export class AdmissionMetrics {
       name: 'gateway_admission_slow_stream_clients_total',
       help: 'Streams whose client connection admission closed because their client did not read (the attempt still settles), by the bound passed: stream (more than STREAM_CLIENT_BACKLOG_MAX_BYTES waited for it) or instance (all streams together held more than STREAM_BACKLOG_TOTAL_MAX_BYTES, and its backlog was the largest)',
       labelNames: ['bound'],
+      registers: [metrics.registry],
+    });
+    this.relayStops = new Counter({
+      name: 'gateway_admission_relay_stops_total',
+      help: 'Dispatched streams whose client was gone (reason: client_left, client_too_slow) for which admission told dispatch to stop relaying chunks, by outcome: published, or failed (the chunks then travel to nobody, as before; the attempt settles either way)',
+      labelNames: ['reason', 'outcome'],
       registers: [metrics.registry],
     });
     this.requestedCandidates = new Histogram({

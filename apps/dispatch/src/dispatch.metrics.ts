@@ -16,6 +16,10 @@ export class DispatchMetrics {
   readonly winners: Counter<'role'>;
   /** what extra attempts held when admitted, per workload: their worst case, settled later from usage */
   readonly extraHold: Counter<'workload' | 'role'>;
+  /** streams whose client was gone (admission's stop): the rest of their chunks were not relayed */
+  readonly relayStops: Counter;
+  /** provider stream events read and not relayed, their client gone */
+  readonly chunksWithheld: Counter;
 
   constructor(metrics: Metrics) {
     const registers = [metrics.registry];
@@ -65,6 +69,16 @@ export class DispatchMetrics {
       name: 'gateway_dispatch_extra_hold_microusd_total',
       help: 'Micro-USD held for extra attempts when admitted (their worst case; settlement prices what they cost), per workload',
       labelNames: ['workload', 'role'],
+      registers,
+    });
+    this.relayStops = new Counter({
+      name: 'gateway_dispatch_stream_relays_stopped_total',
+      help: "Streams whose client was gone (admission's stop): read to their end for usage, the rest of their chunks not relayed",
+      registers,
+    });
+    this.chunksWithheld = new Counter({
+      name: 'gateway_dispatch_stream_chunks_withheld_total',
+      help: 'Provider stream events read for their usage and not relayed, their client gone',
       registers,
     });
   }

@@ -4,9 +4,11 @@ import { ContentCipher } from '@gateway/messaging';
 import { upstreamAgent, UpstreamCredentials } from '@gateway/providers';
 import { CoreModule, CoreOptions } from '@gateway/service-kit';
 import { DispatchCommandsConsumer } from './consumers/dispatch-commands.consumer';
+import { DispatchControlsConsumer } from './consumers/dispatch-controls.consumer';
 import { DispatchCommandsIntake } from './consumers/dispatch-commands.intake';
 import { DispatchMetrics } from './dispatch.metrics';
 import { UPSTREAM, UPSTREAM_CREDENTIALS } from './tokens';
+import { RelayStops } from './usecases/run-attempt/relay-stops';
 import { RunAttempt } from './usecases/run-attempt/run-attempt.usecase';
 
 @Module({})
@@ -17,7 +19,7 @@ export class DispatchModule {
     return {
       module: DispatchModule,
       imports: [CoreModule.forService(core)],
-      controllers: [DispatchCommandsConsumer],
+      controllers: [DispatchCommandsConsumer, DispatchControlsConsumer],
       providers: [
         { provide: ContentCipher, useValue: core.cipher },
         { provide: UPSTREAM_CREDENTIALS, useValue: core.credentials },
@@ -40,6 +42,7 @@ export class DispatchModule {
           useFactory: (db: Database) => new ExperimentPauseRepository(db),
           inject: [Database],
         },
+        { provide: RelayStops, useValue: new RelayStops() },
         DispatchMetrics,
         RunAttempt,
         DispatchCommandsIntake,

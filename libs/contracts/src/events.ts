@@ -318,6 +318,21 @@ export const dispatchCommandEnvelopeV1 = z.object({
 });
 export type DispatchCommandEnvelopeV1 = z.infer<typeof dispatchCommandEnvelopeV1>;
 
+/**
+ * Admission to every dispatch instance: the client of a streamed action is gone (it left, or it
+ * read too slowly and was cut), so its chunks need not travel back. The instance running the
+ * attempt stops relaying them; it still reads the provider's stream to its end and records its
+ * usage. Best effort: a lost signal only means chunks relayed to nobody, as before. No content.
+ */
+export const dispatchControlV1 = z.object({
+  ...envelope,
+  action_id: z.string().max(64),
+  kind: z.literal('stop_relay'),
+  reason: z.enum(['client_left', 'client_too_slow']),
+  timestamp: isoTimestamp,
+});
+export type DispatchControlV1 = z.infer<typeof dispatchControlV1>;
+
 export const dispatchReplyEnvelopeV1 = z.object({
   ...envelope,
   action_id: z.string(),

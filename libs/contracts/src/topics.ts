@@ -2,6 +2,7 @@ import { z } from 'zod';
 import {
   admissionDecisionV1,
   attemptCompletedV1,
+  dispatchControlV1,
   dispatchCommandEnvelopeV1,
   dispatchReplyEnvelopeV1,
   policyChangedV1,
@@ -94,6 +95,15 @@ export const Topics = {
     retentionMs: 60 * 60 * 1000,
     visibility: 'internal',
     contentBearing: true,
+  }),
+  /** admission → every dispatch instance: stop relaying a stream whose client is gone (docs/scaling.md) */
+  dispatchControls: topic({
+    name: 'gateway.dispatch.controls.v1',
+    schema: dispatchControlV1,
+    partitions: 1,
+    retentionMs: 60 * 60 * 1000,
+    visibility: 'internal',
+    contentBearing: false,
   }),
   /** replies to admission's commands: one partition per admission instance, up to 6 (docs/scaling.md) */
   dispatchReplies: topic({

@@ -120,6 +120,13 @@ class FakeAdmission implements Admission {
     return this.withdrawal();
   }
 
+  /** the stops `stopRelay` was asked to send, as `action/reason` */
+  readonly relayStops: string[] = [];
+
+  stopRelay(actionId: string, reason: string): void {
+    this.relayStops.push(`${actionId}/${reason}`);
+  }
+
   publishSucceeds(): void {
     this.settlePublish();
   }
@@ -891,6 +898,56 @@ describe('GenerationResponder', () => {
     });
   });
 
+  describe('a stream whose client is gone: dispatch is told to stop relaying it', () => {
+    it('the client leaves mid-stream: one stop, after the command is out', async () => {
+      const f = setup(openAiStream);
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply(chunk(0, '{"a":1}'));
+      f.res.disconnect();
+      f.res.disconnect(); // a second close changes nothing
+      expect(await f.served()).toBe('served');
+      expect(f.admission.relayStops).toEqual([`${ACTION}/client_left`]);
+      expect(f.admission.router.pending).toBe(0);
+    });
+
+    it('the client leaves while the command is being published: the stop waits for the publish', async () => {
+      const f = setup(openAiStream);
+      await settle();
+      f.res.disconnect();
+      await settle();
+      expect(f.admission.relayStops).toEqual([]);
+      f.admission.publishSucceeds();
+      await settle();
+      expect(f.admission.relayStops).toEqual([`${ACTION}/client_left`]);
+    });
+
+    it('the publish fails: nothing runs, no stop', async () => {
+      const f = setup(openAiStream);
+      await settle();
+      f.res.disconnect();
+      f.admission.publishFails();
+      await settle();
+      expect(f.admission.relayStops).toEqual([]);
+    });
+
+    it('a stream that ended, and a whole answer whose client left, send none', async () => {
+      const ended = setup(openAiStream);
+      ended.admission.publishSucceeds();
+      await settle();
+      ended.admission.reply(chunk(0, '{"a":1}'));
+      ended.admission.reply(end(1, true));
+      expect(await ended.served()).toBe('served');
+      ended.res.disconnect();
+      const whole = setup(openAiWhole);
+      whole.admission.publishSucceeds();
+      await settle();
+      whole.res.disconnect();
+      await whole.served();
+      expect(ended.admission.relayStops.concat(whole.admission.relayStops)).toEqual([]);
+    });
+  });
+
   describe('a stream client that stops reading', () => {
     const piece = JSON.stringify('x'.repeat(64 * 1024));
 
@@ -913,6 +970,7 @@ describe('GenerationResponder', () => {
       expect((await f.metrics.slowStreamClients.get()).values).toEqual([
         expect.objectContaining({ labels: { bound: 'stream' }, value: 1 }),
       ]);
+      expect(f.admission.relayStops).toEqual([`${ACTION}/client_too_slow`]);
     });
 
     it("the instance's bound on all streams cuts one below its own bound (the largest; the arithmetic: stream-backlogs.spec)", async () => {
@@ -1126,6 +1184,7 @@ describe('GenerationResponder', () => {
       else expect(JSON.parse(f.res.body).error.message).toContain(first.body);
       expect(f.admission.router.pending).toBe(0);
       expect(f.cache.wait(ACTION)).toBe('not_here');
+      expect(f.admission.relayStops).toEqual([]); // the command never went out: nothing runs to stop
     });
   });
 });

@@ -26,7 +26,7 @@ import { BackloggedStream, StreamBacklogs } from './stream-backlogs';
  * What the responder needs of admission: admit the request, then dispatch it and hear the replies,
  * or withdraw it when it will not wait for them.
  */
-export type Admission = Pick<AdmitRequest, 'execute' | 'dispatch' | 'withdraw'>;
+export type Admission = Pick<AdmitRequest, 'execute' | 'dispatch' | 'withdraw' | 'stopRelay'>;
 
 /** What withdrawing an action found; `unknown`: it failed, or did not answer within the decide limit. */
 type Withdrawal = VoidOutcome | 'unknown';
@@ -412,9 +412,22 @@ export class GenerationResponder {
         next++;
       }
     };
+    /**
+     * The client is gone while the stream runs: dispatch is told to stop relaying its chunks,
+     * once the command is out (if its publish fails, nothing runs and there is nothing to stop).
+     * Dispatch remembers a stop that arrives before the command it names.
+     */
+    let published = false;
+    let gone: 'client_left' | 'client_too_slow' | null = null;
+    const stopRelay = (reason: 'client_left' | 'client_too_slow') => {
+      if (gone) return;
+      gone = reason;
+      if (published) this.admit.stopRelay(admitted.actionId, reason);
+    };
     /** The client does not take the stream as fast as it comes: its connection is closed. */
     const cut = (bound: 'stream' | 'instance', held: number, limit: number) =>
       exchange.end('client too slow', () => {
+        stopRelay('client_too_slow');
         this.log.warn(
           { action_id: admitted.actionId, backlog_bytes: res.writableLength + earlyChars, bound, held_bytes: held, limit_bytes: limit },
           'stream client does not read its answer; connection closed (the attempt still settles)',
@@ -456,7 +469,11 @@ export class GenerationResponder {
 
     res.on('close', () => {
       // The client left; dispatch keeps reading upstream so usage still arrives and settles.
-      if (exchange.open) exchange.end('client left', () => 'client_disconnected');
+      if (exchange.open)
+        exchange.end('client left', () => {
+          stopRelay('client_left');
+          return 'client_disconnected';
+        });
     });
     void this.admit
       .dispatch(
@@ -510,7 +527,11 @@ export class GenerationResponder {
         () => failWith(deadlinePassed(admitted.actionId), 'deadline_exceeded', 'deadline'),
       )
       .then(
-        (stop) => exchange.listening(stop),
+        (stop) => {
+          published = true;
+          if (gone) this.admit.stopRelay(admitted.actionId, gone);
+          exchange.listening(stop);
+        },
         async (err: Error) => {
           const withdrawal = await this.withdrawUnpublished(admitted, err);
           failWith(undispatched(admitted.actionId, withdrawal), 'publish_failed', 'publish failed', undefined, noRetryUnless(withdrawal));

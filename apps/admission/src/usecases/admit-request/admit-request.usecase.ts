@@ -1,6 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { AdmissionDecisionV1, ApiKind, DispatchCommandV1, DispatchReplyV1, ProviderKind, RouteTarget } from '@gateway/contracts';
+import {
+  AdmissionDecisionV1,
+  ApiKind,
+  DispatchCommandV1,
+  DispatchControlV1,
+  DispatchReplyV1,
+  ProviderKind,
+  RouteTarget,
+} from '@gateway/contracts';
 import {
   AdmissionRepository,
   AdmitInput,
@@ -365,6 +373,31 @@ export class AdmitRequest {
       throw err;
     }
     return stop;
+  }
+
+  /**
+   * Tells every dispatch instance that this dispatched stream's client is gone, so the one
+   * streaming it stops relaying its chunks (it still reads them for the usage). Best effort and
+   * never awaited: a stop that is lost leaves the chunks to travel to nobody, as they did before.
+   */
+  stopRelay(actionId: string, reason: DispatchControlV1['reason']): void {
+    const control: DispatchControlV1 = {
+      event_id: this.ids.next(),
+      action_id: actionId,
+      kind: 'stop_relay',
+      reason,
+      timestamp: this.clock.now().toISOString(),
+    };
+    this.bus.publish('dispatchControls', [{ key: actionId, value: control }]).then(
+      () => this.metrics.relayStops.inc({ reason, outcome: 'published' }),
+      (err: Error) => {
+        this.metrics.relayStops.inc({ reason, outcome: 'failed' });
+        this.log.warn(
+          { action_id: actionId, error: err.name },
+          'stop for a gone stream client not published; its chunks are relayed to nobody',
+        );
+      },
+    );
   }
 
   /**

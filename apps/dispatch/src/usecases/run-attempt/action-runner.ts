@@ -34,6 +34,8 @@ export interface Ctx {
   credential: string | null;
   /** streams: whether the provider's whole stream arrived (end marker or final chunk) */
   streamFinished?: boolean;
+  /** streams: admission said the client is gone; chunks are read for their usage and not relayed */
+  relayStopped?: boolean;
   /** the outcome's write, once started; may outlive the reply */
   evidence: Promise<EvidenceResult> | null;
   /** aborts the upstream request (a loser, once another attempt has won) */

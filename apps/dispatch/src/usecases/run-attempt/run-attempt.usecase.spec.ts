@@ -24,6 +24,7 @@ import type { PauseSource } from '../../hedging/hedge-policies';
 import type { PauseStore } from '../../hedging/pause-evaluator';
 import { dispatchCommand } from './dispatch-command.fixture';
 import type { AttemptStore, ReplyPublisher } from './ports';
+import { RELAY_STOP_TTL_MS, RelayStops } from './relay-stops';
 import { CLIENT_REQUEST_ID_HEADER, REFUSAL_LOG_WINDOW_MS, RunAttempt } from './run-attempt.usecase';
 
 const NOW = new Date('2026-03-01T12:00:00.000Z');
@@ -123,6 +124,8 @@ class FakeReplyBus implements ReplyPublisher {
   readonly sent: Array<{ topic: TopicKey; key: string; value: unknown; partition?: number; headers?: Record<string, string> }> = [];
   /** messages whose JSON is longer than this are refused as the broker refuses them */
   maxMessageBytes = Infinity;
+  /** called after each message is taken (a test reacts to what was sent) */
+  afterSend: (sent: number) => void = () => undefined;
 
   async publish<K extends TopicKey>(
     topic: K,
@@ -133,6 +136,7 @@ class FakeReplyBus implements ReplyPublisher {
     }
     for (const m of messages) {
       this.sent.push({ topic, key: m.key, value: Topics[topic].schema.parse(m.value), partition: m.partition, headers: m.headers });
+      this.afterSend(this.sent.length);
     }
   }
 }
@@ -215,6 +219,7 @@ function setup(
   log: pino.Logger = pino({ level: 'silent' }),
   config: ServiceConfig = CONFIG,
   realUpstream?: Dispatcher,
+  relayStops = new RelayStops(),
 ) {
   const agent = new MockAgent();
   agent.disableNetConnect();
@@ -238,6 +243,7 @@ function setup(
     new UpstreamCredentials(env),
     { hedgePolicyFor: async () => policy },
     pauses,
+    relayStops,
   );
   run.evidenceRetry = { baseMs: 1, capMs: 4 };
   const replies = (): DispatchReplyV1[] =>
@@ -251,7 +257,7 @@ function setup(
     await done;
   };
   const advance = (ms: number) => (nowMs += ms);
-  return { agent, pool: agent.get(ORIGIN), store, bus, replies, attempt, run, advance, metrics };
+  return { agent, pool: agent.get(ORIGIN), store, bus, replies, attempt, run, advance, metrics, relayStops, nowMs: () => nowMs };
 }
 
 const openAiCommand = (over: Partial<DispatchCommandV1> = {}) =>
@@ -745,6 +751,50 @@ describe('RunAttempt', () => {
         status: 'succeeded',
         usage: { inputTokens: 9, outputTokensTotal: 7 },
         usageSource: 'stream_final_chunk',
+      });
+    });
+
+    describe("whose client is gone (admission's stop)", () => {
+      const withheld = async (f: ReturnType<typeof setup>) => (await f.metrics.chunksWithheld.get()).values[0]?.value ?? 0;
+      const stopped = async (f: ReturnType<typeof setup>) => (await f.metrics.relayStops.get()).values[0]?.value ?? 0;
+
+      it('mid-stream: the rest is read for its usage and relayed to nobody, no stream end', async () => {
+        const f = setup(readsOf(7));
+        const chunks = openAiChunks(TEXT);
+        reply(f, sse(chunks));
+        f.bus.afterSend = (sent) => sent === 2 && f.relayStops.stop('act-1', f.nowMs());
+        await f.attempt(streamed());
+
+        expect(f.replies().map((r) => r.kind)).toEqual(['stream_chunk', 'stream_chunk']);
+        expect(f.store.completed[0]).toMatchObject({
+          status: 'succeeded',
+          usage: { inputTokens: 9, outputTokensTotal: 7 },
+          usageSource: 'stream_final_chunk',
+        });
+        expect(await stopped(f)).toBe(1);
+        expect(await withheld(f)).toBeGreaterThan(0);
+        expect(f.relayStops.size).toBe(0); // forgotten once the stream ended
+      });
+
+      it('a stop that came before the command was claimed here: nothing is relayed, the usage is recorded', async () => {
+        const f = setup();
+        f.relayStops.stop('act-1', f.nowMs());
+        reply(f, sse(openAiChunks(TEXT)));
+        await f.attempt(streamed());
+        expect(f.replies()).toEqual([]);
+        expect(f.store.completed[0]).toMatchObject({ status: 'succeeded', usageSource: 'stream_final_chunk' });
+        expect(await stopped(f)).toBe(1);
+      });
+
+      it("another action's stop, or an expired one, changes nothing", async () => {
+        const f = setup();
+        f.relayStops.stop('act-other', f.nowMs());
+        f.relayStops.stop('act-1', f.nowMs() - RELAY_STOP_TTL_MS - 1);
+        reply(f, sse(openAiChunks(TEXT)));
+        await f.attempt(streamed());
+        expect(openAiText(f.replies())).toBe(TEXT);
+        expect(last(f.replies())).toMatchObject({ kind: 'stream_end', complete: true });
+        expect(await stopped(f)).toBe(0);
       });
     });
 

@@ -29,6 +29,7 @@ import {
 } from '@gateway/service-kit';
 import { AttemptStatus, buildAttemptEvent, deliveryOf, shortfallOf } from './attempt-report';
 import type { AttemptStore, CredentialSource, ReplyPublisher, ReplySealer } from './ports';
+import { RelayStops } from './relay-stops';
 import { AttemptEndedFirst, EVIDENCE_RETRY, recordEvidence } from './record-evidence';
 import { DispatchMetrics } from '../../dispatch.metrics';
 import { HedgePolicies, HedgePolicySource, PauseSource, RunsUnder } from '../../hedging/hedge-policies';
@@ -90,6 +91,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
     @Inject(UPSTREAM_CREDENTIALS) private readonly credentials: CredentialSource,
     @Inject(HedgePolicyRepository) hedgePolicies: HedgePolicySource,
     @Optional() @Inject(ExperimentPauseRepository) pauses: (PauseSource & PauseStore) | null = null,
+    @Optional() @Inject(RelayStops) private readonly relayStops: RelayStops = new RelayStops(),
   ) {
     this.policies = new HedgePolicies(hedgePolicies, undefined, pauses);
     this.answerMaxBytes = config.upstreamAnswerMaxBytes ?? UPSTREAM_ANSWER_MAX_BYTES_DEFAULT;
@@ -418,6 +420,10 @@ export class RunAttempt implements BeforeApplicationShutdown {
       const relay = async (payloads: string[]) => {
         for (const data of payloads) {
           if (!events.push(data)) continue;
+          if (this.clientGone(ctx)) {
+            this.metrics.chunksWithheld.inc(); // read for its usage, relayed to nobody
+            continue;
+          }
           const forwarded = this.forClient(cmd, data);
           if (forwarded !== null) await this.reply(ctx, { kind: 'stream_chunk', seq: seq++, data: forwarded });
         }
@@ -434,6 +440,8 @@ export class RunAttempt implements BeforeApplicationShutdown {
     } finally {
       exchange.end();
     }
+    const gone = this.clientGone(ctx);
+    this.relayStops.forget(cmd.action_id);
     const parsed = acc?.result() ?? null;
     const complete = parsed?.usage != null;
     ctx.streamFinished = acc?.finished ?? false;
@@ -446,6 +454,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
       'stream_final_chunk',
       SINGLE_ATTEMPT,
     );
+    if (gone) return;
     await this.reply(ctx, {
       kind: 'stream_end',
       seq,
@@ -454,6 +463,18 @@ export class RunAttempt implements BeforeApplicationShutdown {
       complete: ctx.streamFinished,
       ...this.counts(ctx, parsed),
     });
+  }
+
+  /**
+   * Whether admission said the stream's client is gone (`RelayStops`): nobody would read what is
+   * relayed after that. Counted once per stream, the first time it is seen.
+   */
+  private clientGone(ctx: Ctx): boolean {
+    if (ctx.relayStopped) return true;
+    if (!this.relayStops.stopped(ctx.cmd.action_id, this.clock.now().getTime())) return false;
+    ctx.relayStopped = true;
+    this.metrics.relayStops.inc();
+    return true;
   }
 
   /**
