@@ -1,4 +1,6 @@
+import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Database } from '@gateway/db';
 import { settledAction } from './actions';
@@ -181,5 +183,77 @@ describe('a stream client that leaves mid-stream', () => {
     } finally {
       await topics.stop();
     }
+  }, 60_000);
+});
+
+/**
+ * A client that leaves after its command was sent, before a dispatcher took it (the command waits
+ * in the topic, or behind others under load). Nobody can ask for the answer again (no
+ * Idempotency-Key), so the action is withdrawn as if never sent, and the claim refuses the command
+ * when dispatch comes to it. The stack's dispatch is frozen (SIGSTOP, well inside its consumer's
+ * session timeout) so the order is certain.
+ */
+describe('a client that leaves after its command was sent, before a dispatcher took it', () => {
+  const run = uid();
+  const route = `client-left-queued-${run}`;
+  const workload = `client-left-queued-wl-${run}`;
+  let key: string;
+  const db = new Database(stack.databaseUrl, { poolMax: 2 });
+
+  beforeAll(async () => {
+    key = await withSeeder((seed) => seedSimRouteWorkload(seed, route, 'sim-gpt', workload));
+  });
+
+  afterAll(() => db.close());
+
+  it('is withdrawn: money and slot back, the command refused, the provider never called', async () => {
+    const body = { model: route, max_tokens: 50, messages: [{ role: 'user' as const, content: 'an answer nobody will wait for' }] };
+    await openai(key).chat.completions.create(body); // the workload's counter rows exist
+    const withdrawnBefore = await counter(`${stack.admission}/metrics`, 'gateway_admission_withdrawals_total', {
+      cause: 'client_left_queued',
+      outcome: 'voided',
+    });
+    const before = await simLastSeq();
+    const refused = () => counter(`${stack.dispatch}/metrics`, 'gateway_dispatch_refused_total');
+    const refusedBefore = await refused();
+    const dispatchPid = Number(fs.readFileSync(path.join(stack.logDir, 'dispatch.pid'), 'utf8'));
+    process.kill(dispatchPid, 'SIGSTOP');
+    let actionId: string;
+    try {
+      const req = http.request(new URL('/v1/chat/completions', stack.admission), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      });
+      req.on('error', () => undefined); // the destroy below
+      req.end(JSON.stringify(body));
+      const admitted = await eventually(
+        async () => (await db.prisma.action.findFirst({ where: { workloadId: workload, status: 'admitted' } })) ?? undefined,
+        { what: 'the action admitted, its command on its way to a frozen dispatcher' },
+      );
+      actionId = admitted.id;
+      await sleep(200); // the command's publish is acknowledged (the broker is up)
+      req.destroy(); // the client gives up
+      await eventually(
+        async () => ((await db.prisma.action.findUniqueOrThrow({ where: { id: actionId } })).status === 'expired' ? true : undefined),
+        { what: 'the action withdrawn' },
+      );
+    } finally {
+      process.kill(dispatchPid, 'SIGCONT');
+    }
+    // Dispatch takes the command now, and its claim refuses it.
+    await eventually(async () => ((await refused()) > refusedBefore ? true : undefined), { what: 'the command refused by the claim' });
+    const left = await db.prisma.action.findUniqueOrThrow({ where: { id: actionId } });
+    expect(left.statusReason).toMatch(/withdrawn by admission/);
+    expect(await db.prisma.attempt.count({ where: { actionId } })).toBe(0);
+    expect(await db.prisma.reservation.findUniqueOrThrow({ where: { actionId } })).toMatchObject({ status: 'voided' });
+    const slot = await db.prisma.quotaCounter.findFirstOrThrow({ where: { scope: 'workload', scopeId: workload } });
+    expect(slot.inFlight).toBe(0);
+    expect(
+      await counter(`${stack.admission}/metrics`, 'gateway_admission_withdrawals_total', {
+        cause: 'client_left_queued',
+        outcome: 'voided',
+      }),
+    ).toBe(withdrawnBefore + 1);
+    expect(await simRequestsSince(before)).toHaveLength(0); // the provider never saw it
   }, 60_000);
 });

@@ -634,6 +634,7 @@ async function resetSim() {
  */
 async function overloadPhase(pool, request, workload) {
   const since = new Date();
+  const withdrawalsBefore = await admissionWithdrawals();
   log(
     `overload: ${CFG.overloadConnections} connections for ${CFG.overloadS} s, each client giving up after ${CFG.clientTimeoutS} s (workload ${workload})`,
   );
@@ -682,8 +683,27 @@ async function overloadPhase(pool, request, workload) {
     settledMicrousd: String(r.settled),
     settledPerOnTimeAnswerMicrousd: run.ok > 0 ? round(settled / run.ok, 1) : null,
     stages,
+    withdrawals: counterDelta(withdrawalsBefore, await admissionWithdrawals()),
   };
 }
+
+/** admission's `gateway_admission_withdrawals_total` by `cause/outcome` ({} when it cannot be read) */
+async function admissionWithdrawals() {
+  try {
+    const text = await (await fetch(`${ADMISSION}/metrics`)).text();
+    const out = {};
+    for (const line of text.split('\n')) {
+      const m = /^gateway_admission_withdrawals_total\{cause="([^"]+)",outcome="([^"]+)"[^}]*\} (\d+)/.exec(line);
+      if (m) out[`${m[1]}/${m[2]}`] = Number(m[3]);
+    }
+    return out;
+  } catch {
+    return {};
+  }
+}
+
+const counterDelta = (before, after) =>
+  Object.fromEntries(Object.entries(after).flatMap(([k, v]) => (v - (before[k] ?? 0) > 0 ? [[k, v - (before[k] ?? 0)]] : [])));
 
 function reportOverload(o) {
   console.log('');
@@ -726,6 +746,8 @@ function reportOverload(o) {
     ),
   );
   if (!o.drained) console.log('(not every attempt had ended when the books were read: the counts are a lower bound)');
+  const w = Object.entries(o.withdrawals ?? {});
+  if (w.length) console.log(`admission's withdrawals by cause/outcome: ${w.map(([k, v]) => `${k} ${v}`).join(', ')}`);
   // where a dispatched action's time went (from the rows' timestamps; a request's wait before its
   // reservation statement is not in them: the client's latency less these)
   const st = [['dispatched actions', 'p50 ms', 'p99 ms']];

@@ -21,7 +21,8 @@ export class AdmissionMetrics {
    */
   readonly decideTimeouts: Counter<'event'>;
   /**
-   * Admitted actions admission withdrew (`cause`: `publish_failed`, `admitted_late`, `client_left`), by what the
+   * Admitted actions admission withdrew (`cause`: `publish_failed`, `admitted_late`, `client_left`,
+   * `client_left_queued`: its client left after the command was sent, before any answer), by what the
    * void found (`outcome`: `voided`, `claimed`, `not_voidable`, `error`: the sweep then voids it).
    */
   readonly withdrawals: Counter<'cause' | 'outcome'>;
@@ -60,7 +61,7 @@ export class AdmissionMetrics {
     });
     this.withdrawals = new Counter({
       name: 'gateway_admission_withdrawals_total',
-      help: 'Admitted actions admission withdrew because it will not wait for their answer (cause: publish_failed, admitted_late, client_left: its client had gone before dispatch), by outcome: voided (reservation voided, slot returned, action expired now), claimed or not_voidable (a dispatcher took it first), error (left to the dispatch-deadline sweep)',
+      help: 'Admitted actions admission withdrew because it will not wait for their answer (cause: publish_failed, admitted_late, client_left: its client had gone before dispatch, client_left_queued: its client left after the command was sent and before any answer, so a dispatcher may not have taken it yet), by outcome: voided (reservation voided, slot returned, action expired now), claimed or not_voidable (a dispatcher took it first), error (left to the dispatch-deadline sweep)',
       labelNames: ['cause', 'outcome'],
       registers: [metrics.registry],
     });

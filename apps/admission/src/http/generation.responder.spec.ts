@@ -641,13 +641,37 @@ describe('GenerationResponder', () => {
       expect(await idempotentRetries(f)).toEqual({ cached: 1 });
     });
 
-    it('without a key, a client that left stops the listening at once', async () => {
+    it('without a key, a client that left stops the listening at once, and its action is withdrawn unless a dispatcher took it', async () => {
       const f = setup(openAiWhole);
       f.admission.publishSucceeds();
       await settle();
       f.res.disconnect();
       await f.served();
+      await settle();
       expect(f.admission.router.pending).toBe(0);
+      expect(f.admission.withdrawn).toEqual([ACTION]);
+      expect(await withdrawals(f)).toEqual({ 'client_left_queued/voided': 1 });
+    });
+
+    it('with a key, a client that left is not withdrawn: its retry may ask for the answer', async () => {
+      const f = setup(keyed);
+      f.admission.publishSucceeds();
+      await settle();
+      f.res.disconnect();
+      await f.served();
+      await settle();
+      expect(f.admission.withdrawn).toEqual([]);
+    });
+
+    it('without a key, a client that left after its answer: nothing to withdraw', async () => {
+      const f = setup(openAiWhole);
+      f.admission.publishSucceeds();
+      await settle();
+      f.admission.reply(answer);
+      await f.served();
+      f.res.disconnect();
+      await settle();
+      expect(f.admission.withdrawn).toEqual([]);
     });
 
     it("the first ends at its deadline without an answer: that 504 is the key's result, replayed to the waiting retry and to later ones", async () => {
@@ -899,7 +923,7 @@ describe('GenerationResponder', () => {
   });
 
   describe('a stream whose client is gone: dispatch is told to stop relaying it', () => {
-    it('the client leaves mid-stream: one stop, after the command is out', async () => {
+    it('the client leaves mid-stream: one stop, after the command is out; nothing to withdraw (a chunk came: it runs)', async () => {
       const f = setup(openAiStream);
       f.admission.publishSucceeds();
       await settle();
@@ -907,18 +931,33 @@ describe('GenerationResponder', () => {
       f.res.disconnect();
       f.res.disconnect(); // a second close changes nothing
       expect(await f.served()).toBe('served');
+      await settle();
       expect(f.admission.relayStops).toEqual([`${ACTION}/client_left`]);
+      expect(f.admission.withdrawn).toEqual([]);
       expect(f.admission.router.pending).toBe(0);
     });
 
-    it('the client leaves while the command is being published: the stop waits for the publish', async () => {
+    it('gone before any chunk, while the command is being published: once it is out, withdrawn if no dispatcher took it, no stop', async () => {
       const f = setup(openAiStream);
       await settle();
       f.res.disconnect();
       await settle();
-      expect(f.admission.relayStops).toEqual([]);
+      expect(f.admission.withdrawn).toEqual([]);
       f.admission.publishSucceeds();
       await settle();
+      expect(f.admission.withdrawn).toEqual([ACTION]);
+      expect(await withdrawals(f)).toEqual({ 'client_left_queued/voided': 1 });
+      expect(f.admission.relayStops).toEqual([]); // nothing will run
+    });
+
+    it('gone before any chunk, but a dispatcher took it already: the stop goes out instead', async () => {
+      const f = setup(openAiStream);
+      f.admission.withdrawal = async () => 'claimed';
+      f.admission.publishSucceeds();
+      await settle();
+      f.res.disconnect();
+      await settle();
+      expect(await withdrawals(f)).toEqual({ 'client_left_queued/claimed': 1 });
       expect(f.admission.relayStops).toEqual([`${ACTION}/client_left`]);
     });
 
@@ -1185,6 +1224,7 @@ describe('GenerationResponder', () => {
       expect(f.admission.router.pending).toBe(0);
       expect(f.cache.wait(ACTION)).toBe('not_here');
       expect(f.admission.relayStops).toEqual([]); // the command never went out: nothing runs to stop
+      expect(Object.keys(await withdrawals(f))).toEqual(['publish_failed/voided']); // once, for the failed publish
     });
   });
 });

@@ -201,30 +201,34 @@ export class GenerationResponder {
       if (replayable) this.cache.settle(admitted.actionId, reply);
       exchange.end(cause, () => this.writeReply(admitted.actionId, admitted.headers, reply, req, res));
     };
-    // The client left before the answer: nothing more is written (dispatch and settlement carry
-    // on). With an Idempotency-Key the answer is still heard, until the deadline, for its retry:
-    // a client whose own timeout fired retries with the key and gets what it paid for.
-    res.on('close', () => exchange.open && exchange.end('client left', () => 'client_disconnected', { keepListening: replayable }));
-    void this.admit
-      .dispatch(
-        admitted,
-        (r) => {
-          if (r.kind === 'response' || r.kind === 'error') answer(r, 'reply');
-        },
-        () => answer('timeout', 'deadline'),
-      )
-      .then(
-        (stop) => exchange.listening(stop),
-        async (err: Error) => {
-          const withdrawal = await this.withdrawUnpublished(admitted, err);
-          if (replayable) this.cache.settle(admitted.actionId, null);
-          exchange.end('publish failed', () => {
-            for (const [k, v] of Object.entries(admitted.headers)) res.setHeader(k, v);
-            writeDenial(req, res, undispatched(admitted.actionId, withdrawal), noRetryUnless(withdrawal));
-            return 'publish_failed';
-          });
-        },
-      );
+    const dispatching = this.admit.dispatch(
+      admitted,
+      (r) => {
+        if (r.kind === 'response' || r.kind === 'error') answer(r, 'reply');
+      },
+      () => answer('timeout', 'deadline'),
+    );
+    // The client left before the answer: nothing more is written. With an Idempotency-Key the
+    // answer is still heard, until the deadline, for its retry: a client whose own timeout fired
+    // retries with the key and gets what it paid for. Without one, the action is withdrawn unless
+    // a dispatcher has taken it (`withdrawQueued`); taken, dispatch and settlement carry on.
+    res.on('close', () => {
+      if (!exchange.open) return;
+      exchange.end('client left', () => 'client_disconnected', { keepListening: replayable });
+      if (!replayable) void this.withdrawQueued(admitted, succeeded(dispatching));
+    });
+    void dispatching.then(
+      (stop) => exchange.listening(stop),
+      async (err: Error) => {
+        const withdrawal = await this.withdrawUnpublished(admitted, err);
+        if (replayable) this.cache.settle(admitted.actionId, null);
+        exchange.end('publish failed', () => {
+          for (const [k, v] of Object.entries(admitted.headers)) res.setHeader(k, v);
+          writeDenial(req, res, undispatched(admitted.actionId, withdrawal), noRetryUnless(withdrawal));
+          return 'publish_failed';
+        });
+      },
+    );
     return exchange.settled;
   }
 
@@ -347,6 +351,21 @@ export class GenerationResponder {
     return 'client_left';
   }
 
+  /**
+   * The client left after its command was sent and before any answer came, and nobody can ask for
+   * this answer again (no Idempotency-Key; streams are never replayed). A dispatcher may not have
+   * taken the command yet (it waits in the topic or behind others under load): then the action is
+   * withdrawn as if it had never been sent, and the claim refuses the command when it comes, so
+   * the provider is not called for nobody. Once claimed, it runs to its end. Nothing is logged for
+   * it (under overload these come by the hundred a second); `gateway_admission_withdrawals_total`
+   * counts them. Resolves whether it was withdrawn (false too when the publish failed: that path
+   * withdraws it).
+   */
+  private async withdrawQueued(admitted: AdmittedAction, published: Promise<boolean>): Promise<boolean> {
+    if (!(await published)) return false;
+    return (await this.withdraw(admitted, 'client_left_queued')) === 'voided';
+  }
+
   /** The publish failed: the action is withdrawn before the client is answered, so the answer can say what happened. */
   private async withdrawUnpublished(admitted: AdmittedAction, err: Error): Promise<Withdrawal> {
     const withdrawal = await this.withdraw(admitted, 'publish_failed');
@@ -359,7 +378,10 @@ export class GenerationResponder {
    * caller goes on with `unknown` (the dispatch-deadline sweep then voids it, if nothing claimed it)
    * and the withdrawal's own result is only counted. Never rejects.
    */
-  private withdraw(admitted: AdmittedAction, cause: 'publish_failed' | 'admitted_late' | 'client_left'): Promise<Withdrawal> {
+  private withdraw(
+    admitted: AdmittedAction,
+    cause: 'publish_failed' | 'admitted_late' | 'client_left' | 'client_left_queued',
+  ): Promise<Withdrawal> {
     const limitMs = this.config.admissionDecideTimeoutMs ?? ADMISSION_DECIDE_TIMEOUT_DEFAULT_MS;
     const done = this.admit.withdraw(admitted).then(
       (outcome) => {
@@ -413,16 +435,21 @@ export class GenerationResponder {
       }
     };
     /**
-     * The client is gone while the stream runs: dispatch is told to stop relaying its chunks,
-     * once the command is out (if its publish fails, nothing runs and there is nothing to stop).
-     * Dispatch remembers a stop that arrives before the command it names.
+     * The client is gone while the stream runs. Once the command is out (if its publish fails,
+     * nothing runs and there is nothing to stop): gone before any chunk came, the action is
+     * withdrawn unless a dispatcher has taken it (`withdrawQueued`); taken, dispatch is told to
+     * stop relaying its chunks (it remembers a stop that arrives before the command it names).
      */
-    let published = false;
-    let gone: 'client_left' | 'client_too_slow' | null = null;
+    let published: Promise<boolean> | null = null;
+    let gone = false;
     const stopRelay = (reason: 'client_left' | 'client_too_slow') => {
-      if (gone) return;
-      gone = reason;
-      if (published) this.admit.stopRelay(admitted.actionId, reason);
+      if (gone || !published) return;
+      gone = true;
+      const beforeAnyChunk = next === 0 && early.size === 0;
+      void published.then(async (ok) => {
+        if (!ok || (beforeAnyChunk && (await this.withdrawQueued(admitted, Promise.resolve(true))))) return;
+        this.admit.stopRelay(admitted.actionId, reason);
+      });
     };
     /** The client does not take the stream as fast as it comes: its connection is closed. */
     const cut = (bound: 'stream' | 'instance', held: number, limit: number) =>
@@ -475,68 +502,64 @@ export class GenerationResponder {
           return 'client_disconnected';
         });
     });
-    void this.admit
-      .dispatch(
-        admitted,
-        (r) => {
-          if (!exchange.open) return;
-          switch (r.kind) {
-            case 'stream_chunk':
-              if (r.seq < next || early.has(r.seq)) return; // a duplicate delivery: written, or waiting already
-              early.set(r.seq, r.data);
-              earlyChars += r.data.length;
-              writeInOrder();
-              boundBacklog();
-              return;
-            case 'stream_end':
-              writeInOrder();
-              if (r.complete && next === r.seq) {
-                exchange.end('stream end', () => {
-                  open();
-                  res.end(framing.closing);
-                  return 'answered';
-                });
-              } else {
-                const lost = r.seq - next - early.size;
-                failWith(
-                  new DomainError(
-                    'upstream_error',
-                    lost > 0
-                      ? `${lost} part(s) of the stream were lost on the way (action ${admitted.actionId}); the answer is incomplete`
-                      : `the provider's stream ended before its end (action ${admitted.actionId}); the answer is incomplete`,
-                  ),
-                  'stream_cut',
-                  'stream cut',
-                );
-              }
-              return;
-            case 'error': {
-              const code = replyErrorCode(r.code);
-              failWith(new DomainError(code, r.message), code, 'error reply', r);
-              return;
-            }
-            case 'response':
+    const dispatching = this.admit.dispatch(
+      admitted,
+      (r) => {
+        if (!exchange.open) return;
+        switch (r.kind) {
+          case 'stream_chunk':
+            if (r.seq < next || early.has(r.seq)) return; // a duplicate delivery: written, or waiting already
+            early.set(r.seq, r.data);
+            earlyChars += r.data.length;
+            writeInOrder();
+            boundBacklog();
+            return;
+          case 'stream_end':
+            writeInOrder();
+            if (r.complete && next === r.seq) {
+              exchange.end('stream end', () => {
+                open();
+                res.end(framing.closing);
+                return 'answered';
+              });
+            } else {
+              const lost = r.seq - next - early.size;
               failWith(
-                new DomainError('upstream_error', `dispatch answered a stream with a whole response (action ${admitted.actionId})`),
-                'unexpected_reply',
-                'whole reply',
+                new DomainError(
+                  'upstream_error',
+                  lost > 0
+                    ? `${lost} part(s) of the stream were lost on the way (action ${admitted.actionId}); the answer is incomplete`
+                    : `the provider's stream ended before its end (action ${admitted.actionId}); the answer is incomplete`,
+                ),
+                'stream_cut',
+                'stream cut',
               );
-              return;
+            }
+            return;
+          case 'error': {
+            const code = replyErrorCode(r.code);
+            failWith(new DomainError(code, r.message), code, 'error reply', r);
+            return;
           }
-        },
-        () => failWith(deadlinePassed(admitted.actionId), 'deadline_exceeded', 'deadline'),
-      )
-      .then(
-        (stop) => {
-          published = true;
-          if (gone) this.admit.stopRelay(admitted.actionId, gone);
-          exchange.listening(stop);
-        },
-        async (err: Error) => {
-          const withdrawal = await this.withdrawUnpublished(admitted, err);
-          failWith(undispatched(admitted.actionId, withdrawal), 'publish_failed', 'publish failed', undefined, noRetryUnless(withdrawal));
-        },
-      );
+          case 'response':
+            failWith(
+              new DomainError('upstream_error', `dispatch answered a stream with a whole response (action ${admitted.actionId})`),
+              'unexpected_reply',
+              'whole reply',
+            );
+            return;
+        }
+      },
+      () => failWith(deadlinePassed(admitted.actionId), 'deadline_exceeded', 'deadline'),
+    );
+    published = succeeded(dispatching);
+    void dispatching.then(
+      (stop) => exchange.listening(stop),
+      async (err: Error) => {
+        const withdrawal = await this.withdrawUnpublished(admitted, err);
+        failWith(undispatched(admitted.actionId, withdrawal), 'publish_failed', 'publish failed', undefined, noRetryUnless(withdrawal));
+      },
+    );
     return exchange.settled;
   }
 
@@ -597,6 +620,14 @@ function undispatched(actionId: string, withdrawal: Withdrawal): DomainError {
         `the request could not be confirmed dispatched (action ${actionId}); if no dispatcher takes it, its reservation is released after the dispatch deadline; see GET /v1/actions/${actionId}`,
       );
   }
+}
+
+/** Whether the dispatch command's publish was acknowledged (never rejects). */
+function succeeded(dispatching: Promise<unknown>): Promise<boolean> {
+  return dispatching.then(
+    () => true,
+    () => false,
+  );
 }
 
 function noRetryUnless(withdrawal: Withdrawal): Record<string, string> {
