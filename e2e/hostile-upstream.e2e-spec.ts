@@ -105,10 +105,13 @@ describe('a provider that answers with what no evidence column takes, or with mo
     // the provider answered it whole (and bills it): one call, the SDK did not retry it on its own
     expect((await simRequestsSince(before)).map((r) => r.status)).toEqual([200]);
     const actionId = err.headers?.get('x-gateway-action-id') as string;
+    // Dispatch records the attempt `usage_missing`; settlement then opens the case and moves the
+    // attempt on in one transaction. The case is read first, so the attempt read after it sees
+    // that transaction whole (read the other way round, the two could straddle its commit).
     const { attempt, cases } = await eventually(() =>
       withSeeder(async (_s, db) => {
-        const attempt = await db.prisma.attempt.findFirst({ where: { actionId } });
         const cases = await db.prisma.reconciliationCase.findMany({ where: { actionId } });
+        const attempt = await db.prisma.attempt.findFirst({ where: { actionId } });
         return cases.length > 0 ? { attempt, cases } : undefined;
       }),
     );
