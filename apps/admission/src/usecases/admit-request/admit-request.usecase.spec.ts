@@ -1232,6 +1232,45 @@ describe('AdmitRequest', () => {
     });
   });
 
+  describe('stopRelay (a dispatched stream whose client is gone)', () => {
+    const stops = async (f: ReturnType<typeof setup>) =>
+      Object.fromEntries((await f.metrics.relayStops.get()).values.map((v) => [`${v.labels.reason}/${v.labels.outcome}`, v.value]));
+
+    it('publishes the action id, kind, reason and time, on the controls topic, keyed by the action; nothing of the request', async () => {
+      const f = setup();
+      f.admit.stopRelay('act-9', 'client_left');
+      await new Promise((r) => setImmediate(r));
+      expect(f.bus.published).toEqual([
+        {
+          topicKey: 'dispatchControls',
+          messages: [
+            {
+              key: 'act-9',
+              value: {
+                event_id: expect.any(String),
+                action_id: 'act-9',
+                kind: 'stop_relay',
+                reason: 'client_left',
+                timestamp: new Date(T0).toISOString(),
+              },
+            },
+          ],
+        },
+      ]);
+      expect(JSON.stringify(f.bus.published)).not.toContain(PROMPT);
+      expect(await stops(f)).toEqual({ 'client_left/published': 1 });
+    });
+
+    it('a broker that is down: counted as failed, never thrown, nothing left unhandled', async () => {
+      const f = setup();
+      f.bus.fail = new Error('broker down');
+      expect(() => f.admit.stopRelay('act-9', 'client_too_slow')).not.toThrow();
+      await new Promise((r) => setImmediate(r));
+      expect(f.bus.published).toEqual([]);
+      expect(await stops(f)).toEqual({ 'client_too_slow/failed': 1 });
+    });
+  });
+
   describe('Idempotency-Key', () => {
     it('same key + same body → IdempotentReplay carrying the first action id; nothing reserved twice', async () => {
       const f = setup();
