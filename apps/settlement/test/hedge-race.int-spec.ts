@@ -72,12 +72,13 @@ describe('the primary answer races the hedge admission (1,000 rounds, shared tea
     { id: `wl-race-b-${randomUUID()}`, limits: { ...LIMITS, spendFloorMicrousd: TEAM_BUDGET / 6n } },
     // an extra-spend allowance below one hedge's hold: never hedges
     { id: `wl-race-c-${randomUUID()}`, limits: { ...LIMITS, maxExtraSpendMicrousd: HOLD - 1n } },
-    // hedges funded by an experiment allowance of 30 holds a month, not by its workload budget
+    // hedges funded by an experiment allowance of 12 holds a month, not by its workload budget (30 was
+    // sometimes never spent: the shared team budget refused the workload first, failing the tally)
     ((id) => ({
       id,
       limits: LIMITS,
       allowance: allowanceFundingOf(
-        { workloadId: id, routeId: null, experimentAllowance: { budgetMicrousd: 30n * HOLD, period: 'month' } },
+        { workloadId: id, routeId: null, experimentAllowance: { budgetMicrousd: 12n * HOLD, period: 'month' } },
         new Date('2026-12-15T00:00:00Z'),
       ),
     }))(`wl-race-d-${randomUUID()}`),
