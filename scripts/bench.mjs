@@ -284,7 +284,12 @@ async function main() {
   if (CFG.overloadOnly) {
     log(`warm-up: ${CFG.warmupS} s, ${CFG.connections} connections (not reported)`);
     await load(requestFor(targets.gateway, WORKLOADS.warmup), { connections: CFG.connections, duration: CFG.warmupS });
-    const overload = await overloadPhase(pool, requestFor(targets.gateway, WORKLOADS.saturation.slice(0, 1)), WORKLOADS.saturation[0]);
+    const overload = await overloadPhase(
+      { cpu, loop },
+      pool,
+      requestFor(targets.gateway, WORKLOADS.saturation.slice(0, 1)),
+      WORKLOADS.saturation[0],
+    );
     return finishMode('overload', { overload }, [() => reportOverload(overload)]);
   }
 
@@ -632,9 +637,13 @@ async function resetSim() {
  * admitted, withdrawn before dispatch (their client had gone), provider calls (attempts), and the
  * calls whose answer nobody read (attempts less the answers delivered), with what they cost.
  */
-async function overloadPhase(pool, request, workload) {
+async function overloadPhase({ cpu, loop }, pool, request, workload) {
   const since = new Date();
-  const withdrawalsBefore = await admissionWithdrawals();
+  const metricsBefore = await admissionMetrics();
+  await loop.reset();
+  const cpuBefore = await cpu.snapshot();
+  const tcpBefore = tcpCounters();
+  const acceptQueue = listenQueueSampler(Number(new URL(ADMISSION).port));
   log(
     `overload: ${CFG.overloadConnections} connections for ${CFG.overloadS} s, each client giving up after ${CFG.clientTimeoutS} s (workload ${workload})`,
   );
@@ -643,6 +652,11 @@ async function overloadPhase(pool, request, workload) {
     ...(await load(request, { connections: CFG.overloadConnections, duration: CFG.overloadS, timeoutS: CFG.clientTimeoutS })),
   };
   run.loadavg = os.loadavg().map((l) => round(l, 2));
+  const cores = perSecond(cpu.seconds(cpuBefore, await cpu.snapshot()), CFG.overloadS);
+  const eventLoopMs = await loop.read();
+  const metricsAfter = await admissionMetrics();
+  const served = servedDelta(servedIn(metricsBefore), servedIn(metricsAfter));
+  const tcp = { ...counterDelta(tcpBefore, tcpCounters()), acceptQueue: acceptQueue.stop() };
   const window = [workload, since];
   const deadline = Date.now() + CFG.drainTimeoutMs;
   const unended = async () =>
@@ -683,23 +697,112 @@ async function overloadPhase(pool, request, workload) {
     settledMicrousd: String(r.settled),
     settledPerOnTimeAnswerMicrousd: run.ok > 0 ? round(settled / run.ok, 1) : null,
     stages,
-    withdrawals: counterDelta(withdrawalsBefore, await admissionWithdrawals()),
+    withdrawals: counterDelta(withdrawalsIn(metricsBefore), withdrawalsIn(await admissionMetrics())),
+    cores,
+    eventLoopMs,
+    served,
+    tcp,
   };
 }
 
-/** admission's `gateway_admission_withdrawals_total` by `cause/outcome` ({} when it cannot be read) */
-async function admissionWithdrawals() {
+/**
+ * The box's TCP counters that tell whether connections waited to be accepted (/proc/net/netstat,
+ * TcpExt; {} off Linux): a full accept queue drops the SYN (ListenOverflows, ListenDrops) and the
+ * client sends it again only a second later (TCPSynRetrans): as long as this bench's client timeout.
+ */
+function tcpCounters() {
   try {
-    const text = await (await fetch(`${ADMISSION}/metrics`)).text();
-    const out = {};
-    for (const line of text.split('\n')) {
-      const m = /^gateway_admission_withdrawals_total\{cause="([^"]+)",outcome="([^"]+)"[^}]*\} (\d+)/.exec(line);
-      if (m) out[`${m[1]}/${m[2]}`] = Number(m[3]);
-    }
-    return out;
+    const lines = fs
+      .readFileSync('/proc/net/netstat', 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('TcpExt:'));
+    const names = lines[0].split(/\s+/).slice(1);
+    const values = lines[1].split(/\s+/).slice(1).map(Number);
+    const want = ['ListenOverflows', 'ListenDrops', 'TCPSynRetrans', 'TCPTimeouts'];
+    return Object.fromEntries(want.filter((w) => names.includes(w)).map((w) => [w, values[names.indexOf(w)]]));
   } catch {
     return {};
   }
+}
+
+/**
+ * Samples, every 100 ms, how many connections wait in the kernel to be accepted on `port` (the
+ * LISTEN socket's rx_queue in /proc/net/tcp), against its backlog. libuv (since 1.45) accepts one
+ * connection per event-loop turn, so a busy loop drains this queue slowly.
+ */
+function listenQueueSampler(port) {
+  const hexPort = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  const samples = [];
+  const read = () => {
+    try {
+      for (const line of fs.readFileSync('/proc/net/tcp', 'utf8').split('\n')) {
+        const f = line.trim().split(/\s+/);
+        if (f[1]?.endsWith(hexPort) && f[3] === '0A') return samples.push(parseInt(f[4].split(':')[1], 16));
+      }
+    } catch {
+      // not Linux: nothing sampled
+    }
+  };
+  const timer = setInterval(read, 100);
+  return {
+    stop() {
+      clearInterval(timer);
+      if (samples.length === 0) return null;
+      return { max: Math.max(...samples), mean: round(samples.reduce((a, b) => a + b, 0) / samples.length, 1), samples: samples.length };
+    },
+  };
+}
+
+/**
+ * `gateway_admission_request_seconds` buckets by outcome in admission's /metrics text: its own
+ * time for a request, from its handler to the end of its answer (what a client waited, less the
+ * time before the handler)
+ */
+function servedIn(text) {
+  const out = {};
+  for (const line of text.split('\n')) {
+    const m = /^gateway_admission_request_seconds_bucket\{([^}]*)\} (\d+)/.exec(line);
+    const le = m && /le="([^"]+)"/.exec(m[1]);
+    const outcome = m && /outcome="([^"]+)"/.exec(m[1]);
+    if (le && outcome) (out[outcome[1]] ??= {})[le[1]] = Number(m[2]);
+  }
+  return out;
+}
+
+/** Per outcome: requests in the window and the bucket bounds (ms) under which half and 99 % of them fell. */
+function servedDelta(before, after) {
+  const out = {};
+  for (const [outcome, buckets] of Object.entries(after)) {
+    const les = Object.keys(buckets).sort((a, b) => (a === '+Inf' ? 1 : b === '+Inf' ? -1 : Number(a) - Number(b)));
+    const cum = les.map((le) => buckets[le] - (before[outcome]?.[le] ?? 0));
+    const n = cum[cum.length - 1];
+    if (!n) continue;
+    const under = (q) => {
+      const le = les[cum.findIndex((c) => c >= q * n)];
+      return le === '+Inf' ? '> 30 s' : `≤ ${round(Number(le) * 1000, 0)}`;
+    };
+    out[outcome] = { n, p50Ms: under(0.5), p99Ms: under(0.99) };
+  }
+  return out;
+}
+
+/** admission's /metrics text ('' when it cannot be read) */
+async function admissionMetrics() {
+  try {
+    return await (await fetch(`${ADMISSION}/metrics`)).text();
+  } catch {
+    return '';
+  }
+}
+
+/** `gateway_admission_withdrawals_total` by `cause/outcome` in admission's /metrics text */
+function withdrawalsIn(text) {
+  const out = {};
+  for (const line of text.split('\n')) {
+    const m = /^gateway_admission_withdrawals_total\{cause="([^"]+)",outcome="([^"]+)"[^}]*\} (\d+)/.exec(line);
+    if (m) out[`${m[1]}/${m[2]}`] = Number(m[3]);
+  }
+  return out;
 }
 
 const counterDelta = (before, after) =>
@@ -746,6 +849,27 @@ function reportOverload(o) {
     ),
   );
   if (!o.drained) console.log('(not every attempt had ended when the books were read: the counts are a lower bound)');
+  const served = Object.entries(o.served ?? {});
+  if (served.length)
+    console.log(
+      `admission's own time per request (handler → answer), by outcome: ${served.map(([k, v]) => `${k} ${v.n} (p50 ${v.p50Ms}, p99 ${v.p99Ms} ms)`).join(', ')}`,
+    );
+  if (o.cores)
+    console.log(
+      `cores busy in the window: ${Object.entries(o.cores)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(
+          ', ',
+        )}; admission's event-loop delay p50/p99 ${o.eventLoopMs?.admission?.p50 ?? '?'}/${o.eventLoopMs?.admission?.p99 ?? '?'} ms`,
+    );
+  if (o.tcp)
+    console.log(
+      `connections waiting to be accepted by admission: mean ${o.tcp.acceptQueue?.mean ?? '?'}, max ${o.tcp.acceptQueue?.max ?? '?'}; ` +
+        `box TCP in the window: ${Object.entries(o.tcp)
+          .filter(([k]) => k !== 'acceptQueue')
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}`,
+    );
   const w = Object.entries(o.withdrawals ?? {});
   if (w.length) console.log(`admission's withdrawals by cause/outcome: ${w.map(([k, v]) => `${k} ${v}`).join(', ')}`);
   // where a dispatched action's time went (from the rows' timestamps; a request's wait before its
