@@ -77,7 +77,7 @@ export async function startHttpService(module: Type<unknown> | DynamicModule, op
   app.connectMicroservice<MicroserviceOptions>({ strategy: app.get(BusTransport) });
   await app.init();
   await app.startAllMicroservices();
-  await app.listen(opts.port, opts.host);
+  await listenWithBacklog(app, opts.port, opts.host, limits.listenBacklog);
   const address = app.getHttpServer().address() as { port: number };
   return {
     app,
@@ -85,6 +85,16 @@ export async function startHttpService(module: Type<unknown> | DynamicModule, op
     openapi,
     close: () => app.close(),
   };
+}
+
+/**
+ * Listens with the kernel's queue of connections not yet accepted bounded by `backlog`
+ * (GATEWAY_LISTEN_BACKLOG). Nest's `listen` hands its arguments on to Node's
+ * `server.listen(port, host, backlog, callback)`; its types leave the backlog out.
+ */
+export function listenWithBacklog(app: INestApplication, port: number, host: string, backlog: number): Promise<unknown> {
+  const listen = app.listen.bind(app) as unknown as (port: number, host: string, backlog: number) => Promise<unknown>;
+  return listen(port, host, backlog);
 }
 
 /** `GATEWAY_TRUST_PROXY`: a hop count, or what Express accepts as a list (`loopback`, addresses, subnets). */

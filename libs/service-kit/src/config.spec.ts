@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from './config';
+import { loadConfig, loadHttpInputConfig } from './config';
 
 const base = { DATABASE_URL: 'postgresql://x' };
 
@@ -116,5 +116,14 @@ describe('loadConfig: instance and connection budget', () => {
   it('the instance id is GATEWAY_INSTANCE_ID, else unique to the process', () => {
     expect(loadConfig('dispatch', { ...base, GATEWAY_INSTANCE_ID: 'dispatch-2' }).instanceId).toBe('dispatch-2');
     expect(loadConfig('dispatch', base).instanceId).toBe(`dispatch-${process.pid}`);
+  });
+});
+
+describe('loadHttpInputConfig: the listen backlog', () => {
+  it('queues at most GATEWAY_LISTEN_BACKLOG connections not yet accepted (64 unless set; whole, 1..65535)', () => {
+    expect(loadHttpInputConfig({}).listenBacklog).toBe(64);
+    expect(loadHttpInputConfig({ GATEWAY_LISTEN_BACKLOG: '511' }).listenBacklog).toBe(511);
+    for (const hostile of ['0', '-1', '65536', '2.5', 'lots', '1e999', 'Infinity', 'NaN', '64\u0000'])
+      expect(() => loadHttpInputConfig({ GATEWAY_LISTEN_BACKLOG: hostile })).toThrow(/GATEWAY_LISTEN_BACKLOG/);
   });
 });

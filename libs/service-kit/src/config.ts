@@ -34,12 +34,22 @@ export const REPLY_CACHE_MAX_BYTES_DEFAULT = 32 * 1024 * 1024;
 export const UPSTREAM_READ_AFTER_DEADLINE_DEFAULT_MS = 120_000;
 
 /** HTTP input limits from the environment. */
+/**
+ * Connections the kernel holds for a service before it has accepted them (GATEWAY_LISTEN_BACKLOG).
+ * Node's own default is 511. libuv (since 1.45) accepts one connection per event-loop turn, so a
+ * busy service drains that queue slowly: under overload it filled with connections whose clients
+ * had given up while waiting in it, and each live one waited behind them (docs/decisions.md, "A
+ * queue nobody sees: connections not yet accepted").
+ */
+export const LISTEN_BACKLOG_DEFAULT = 64;
+
 const httpSchema = z.object({
   KAFKA_MESSAGE_MAX_BYTES: z.coerce.number().int().min(65_536).default(KAFKA_DEFAULT_MESSAGE_MAX_BYTES),
   GATEWAY_MAX_BODY_BYTES: z.coerce.number().int().min(1024).optional(),
   GATEWAY_AUTH_FAILURE_BURST: z.coerce.number().int().min(1).default(30),
   GATEWAY_AUTH_FAILURES_PER_MINUTE: z.coerce.number().positive().default(30),
   GATEWAY_TRUST_PROXY: z.string().min(1).optional(),
+  GATEWAY_LISTEN_BACKLOG: z.coerce.number().int().min(1).max(65_535).default(LISTEN_BACKLOG_DEFAULT),
 });
 
 /** Environment shared by every service, validated once at start-up. */
@@ -154,6 +164,8 @@ export interface HttpInputConfig {
   authFailuresPerMinute: number;
   /** Express `trust proxy` (hop count, `loopback`, a list of addresses); null trusts no proxy */
   trustProxy: string | null;
+  /** connections the kernel queues before the service accepts them (GATEWAY_LISTEN_BACKLOG, default 64) */
+  listenBacklog: number;
 }
 
 export function loadConfig(serviceName: string, env: NodeJS.ProcessEnv = process.env): ServiceConfig {
@@ -192,6 +204,7 @@ function httpInputFrom(parsed: z.infer<typeof httpSchema>): HttpInputConfig {
     authFailureBurst: parsed.GATEWAY_AUTH_FAILURE_BURST,
     authFailuresPerMinute: parsed.GATEWAY_AUTH_FAILURES_PER_MINUTE,
     trustProxy: parsed.GATEWAY_TRUST_PROXY ?? null,
+    listenBacklog: parsed.GATEWAY_LISTEN_BACKLOG,
   };
 }
 
