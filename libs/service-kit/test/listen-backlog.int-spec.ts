@@ -39,8 +39,9 @@ async function queuedWhileBusy(port: number, clients: number): Promise<number> {
     const ready = () => (out.includes('ready\n') ? resolve() : child.stdout.once('data', ready));
     ready();
   });
-  // The event loop blocked for 1.5 s: no accept() until the child has counted.
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1500);
+  // The event loop blocked for 2.5 s: no accept() until the child has counted (at ~0.9 s; the slack
+  // is for a busy box), and a dropped SYN's retries (1 s, then 3 s after the first) find it full.
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2500);
   await new Promise((resolve) => child.once('exit', resolve));
   const lines = out.trim().split('\n');
   return Number(lines[lines.length - 1]);
