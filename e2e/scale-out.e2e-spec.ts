@@ -10,6 +10,7 @@ import {
   simRequestsSince,
   spawnInstance,
   stack,
+  stopInstances,
   TopicReader,
   uid,
   withSeeder,
@@ -163,22 +164,7 @@ describe('scale-out: two admission, dispatch and settlement instances on one Kaf
   }, 180_000);
 
   afterAll(async () => {
-    // SIGTERM: the instances leave their consumer groups at once, so the suites after this one do
-    // not wait a session timeout for the partitions they held.
-    const running = extra.filter((c) => c.exitCode === null && c.signalCode === null);
-    await Promise.all(
-      running.map(
-        (child) =>
-          new Promise<void>((resolve) => {
-            const force = setTimeout(() => child.kill('SIGKILL'), 15000);
-            child.once('exit', () => {
-              clearTimeout(force);
-              resolve();
-            });
-            child.kill('SIGTERM');
-          }),
-      ),
-    );
+    await stopInstances(extra);
     await replies.stop();
     await admin.disconnect();
   }, 30_000);

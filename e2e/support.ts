@@ -286,13 +286,14 @@ export function serviceArgs(service: 'admission' | 'dispatch' | 'settlement'): s
  * One more instance of a stack service next to the stack's own (the stack runs one of each),
  * named and numbered as `npm start -- --scale=N` names its instances (scripts/services.mjs,
  * instancesOf): instance id `<GATEWAY_INSTANCE_ID>-<service>-<n>`, port + 100 × (n − 1), log in the
- * stack's log folder. The child joins `spawned` at once (so a caller can kill it even when it never
+ * stack's log folder; `env` adds to the stack's environment. The child joins `spawned` at once (so a caller can kill it even when it never
  * becomes healthy); resolves once its /health answers.
  */
 export async function spawnInstance(
   service: 'admission' | 'dispatch' | 'settlement',
   n: number,
   spawned: ChildProcess[],
+  env: Record<string, string> = {},
 ): Promise<{ child: ChildProcess; instanceId: string; port: number; url: string }> {
   const portEnv = `${service.toUpperCase()}_PORT`;
   const port = Number(process.env[portEnv]) + 100 * (n - 1);
@@ -300,7 +301,7 @@ export async function spawnInstance(
   const log = fs.openSync(path.join(stack.logDir, `${service}-${n}.log`), 'a');
   const child = spawn(process.execPath, serviceArgs(service), {
     cwd: path.resolve(__dirname, '..'),
-    env: { ...process.env, GATEWAY_INSTANCE_ID: instanceId, [portEnv]: String(port) },
+    env: { ...process.env, ...env, GATEWAY_INSTANCE_ID: instanceId, [portEnv]: String(port) },
     stdio: ['ignore', log, log],
   });
   spawned.push(child);
@@ -313,6 +314,28 @@ export async function spawnInstance(
     { timeoutMs: 120000, what: `${service}-${n} healthy` },
   );
   return { child, instanceId, port, url };
+}
+
+/**
+ * Stops the instances a suite started (spawnInstance) that still run: SIGTERM, so they leave their
+ * consumer groups at once and the suites after it do not wait a session timeout for the
+ * partitions they held; SIGKILL for one that has not exited 15 s later.
+ */
+export async function stopInstances(spawned: ChildProcess[]): Promise<void> {
+  const running = spawned.filter((c) => c.exitCode === null && c.signalCode === null);
+  await Promise.all(
+    running.map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          const force = setTimeout(() => child.kill('SIGKILL'), 15000);
+          child.once('exit', () => {
+            clearTimeout(force);
+            resolve();
+          });
+          child.kill('SIGTERM');
+        }),
+    ),
+  );
 }
 
 export async function withSeeder<T>(fn: (seed: Seeder, db: Database) => Promise<T>): Promise<T> {

@@ -681,6 +681,7 @@ async function overloadPhase({ cpu, loop }, pool, request, workload) {
     window,
   );
   const r = rows[0];
+  const metricsEnd = await admissionMetrics();
   const stages = await stageBreakdown(pool, [workload]);
   const unread = Math.max(0, r.attempts - run.ok);
   const settled = Number(r.settled);
@@ -697,7 +698,9 @@ async function overloadPhase({ cpu, loop }, pool, request, workload) {
     settledMicrousd: String(r.settled),
     settledPerOnTimeAnswerMicrousd: run.ok > 0 ? round(settled / run.ok, 1) : null,
     stages,
-    withdrawals: counterDelta(withdrawalsIn(metricsBefore), withdrawalsIn(await admissionMetrics())),
+    withdrawals: counterDelta(withdrawalsIn(metricsBefore), withdrawalsIn(metricsEnd)),
+    shed: plainCounterIn(metricsEnd, 'gateway_admission_shed_total') - plainCounterIn(metricsBefore, 'gateway_admission_shed_total'),
+    dispatchQueue: servedDelta(servedIn(metricsBefore, QUEUE_METRIC), servedIn(metricsEnd, QUEUE_METRIC)).all ?? null,
     cores,
     eventLoopMs,
     served,
@@ -758,15 +761,22 @@ function listenQueueSampler(port) {
  * time for a request, from its handler to the end of its answer (what a client waited, less the
  * time before the handler)
  */
-function servedIn(text) {
+function servedIn(text, name = 'gateway_admission_request_seconds') {
   const out = {};
   for (const line of text.split('\n')) {
-    const m = /^gateway_admission_request_seconds_bucket\{([^}]*)\} (\d+)/.exec(line);
+    if (!line.startsWith(`${name}_bucket{`)) continue;
+    const m = /\{([^}]*)\} (\d+)/.exec(line);
     const le = m && /le="([^"]+)"/.exec(m[1]);
     const outcome = m && /outcome="([^"]+)"/.exec(m[1]);
-    if (le && outcome) (out[outcome[1]] ??= {})[le[1]] = Number(m[2]);
+    if (le) (out[outcome?.[1] ?? 'all'] ??= {})[le[1]] = Number(m[2]);
   }
   return out;
+}
+
+/** A counter without labels (but `service`) in a /metrics text; 0 when absent. */
+function plainCounterIn(text, name) {
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
+  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
 }
 
 /** Per outcome: requests in the window and the bucket bounds (ms) under which half and 99 % of them fell. */
@@ -785,6 +795,9 @@ function servedDelta(before, after) {
   }
   return out;
 }
+
+/** admission's histogram of each dispatched action's queue wait (load shedding reads it) */
+const QUEUE_METRIC = 'gateway_admission_dispatch_queue_seconds';
 
 /** admission's /metrics text ('' when it cannot be read) */
 async function admissionMetrics() {
@@ -869,6 +882,11 @@ function reportOverload(o) {
           .filter(([k]) => k !== 'acceptQueue')
           .map(([k, v]) => `${k} ${v}`)
           .join(', ')}`,
+    );
+  if (o.dispatchQueue || o.shed)
+    console.log(
+      `dispatch queue (publish → first reply, less dispatch's own time): ${o.dispatchQueue ? `${o.dispatchQueue.n} actions, p50 ${o.dispatchQueue.p50Ms}, p99 ${o.dispatchQueue.p99Ms} ms` : 'none measured'}; ` +
+        `refused 503 by load shedding (ADMISSION_SHED_QUEUE_MS): ${o.shed ?? 0}`,
     );
   const w = Object.entries(o.withdrawals ?? {});
   if (w.length) console.log(`admission's withdrawals by cause/outcome: ${w.map(([k, v]) => `${k} ${v}`).join(', ')}`);

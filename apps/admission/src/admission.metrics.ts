@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Counter, Histogram } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import { Metrics } from '@gateway/service-kit';
 
 @Injectable()
@@ -37,6 +37,14 @@ export class AdmissionMetrics {
   readonly slowStreamClients: Counter<'bound'>;
   /** Stops sent to dispatch for dispatched streams whose client is gone, by reason and whether the publish was acknowledged. */
   readonly relayStops: Counter<'reason' | 'outcome'>;
+  /** Each dispatched action's queue wait: from its command's publish to its first reply, less what dispatch held it. */
+  readonly dispatchQueue: Histogram;
+  /** Requests refused 503 by the load shedding, before anything was reserved. */
+  readonly shed: Counter;
+  /** The share of requests the load shedding refuses now (0–1), read at each scrape from `shedShareNow`. */
+  readonly shedShare: Gauge;
+  /** What `shedShare` reads at a scrape (LoadShedding sets it). */
+  shedShareNow: () => number = () => 0;
 
   constructor(metrics: Metrics) {
     this.unauthenticated = metrics.unauthenticated;
@@ -82,6 +90,23 @@ export class AdmissionMetrics {
       help: 'Dispatched streams whose client was gone (reason: client_left, client_too_slow) for which admission told dispatch to stop relaying chunks, by outcome: published, or failed (the chunks then travel to nobody, as before; the attempt settles either way)',
       labelNames: ['reason', 'outcome'],
       registers: [metrics.registry],
+    });
+    this.dispatchQueue = new Histogram({
+      name: 'gateway_admission_dispatch_queue_seconds',
+      help: "How long each dispatched action's command queued: from its publish to its first reply, less the time dispatch says it held the command (claim, provider call, records); the two Kafka hops and every wait in front of a dispatcher. Load shedding reads it (ADMISSION_SHED_QUEUE_MS)",
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [metrics.registry],
+    });
+    this.shed = new Counter({
+      name: 'gateway_admission_shed_total',
+      help: 'Requests refused with 503 service_unavailable (Retry-After) because dispatch commands were queueing longer than ADMISSION_SHED_QUEUE_MS; nothing was reserved or sent for them',
+      registers: [metrics.registry],
+    });
+    this.shedShare = new Gauge({
+      name: 'gateway_admission_shed_share',
+      help: 'The share of new requests the load shedding refuses now (0 to 0.9)',
+      registers: [metrics.registry],
+      collect: () => this.shedShare.set(this.shedShareNow()),
     });
     this.requestedCandidates = new Histogram({
       name: 'gateway_admission_requested_candidates',

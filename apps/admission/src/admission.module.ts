@@ -10,6 +10,7 @@ import { ChatCompletionsController } from './http/chat-completions.controller';
 import { GeminiController } from './http/gemini.controller';
 import { ResponsesController } from './http/responses.controller';
 import { GenerationResponder } from './http/generation.responder';
+import { LoadShedding } from './http/load-shedding';
 import { ModelsController } from './http/models.controller';
 import { ReplyCache } from './http/reply-cache';
 import { StreamBacklogs } from './http/stream-backlogs';
@@ -56,6 +57,7 @@ export class AdmissionModule {
         GetAction,
         ListModels,
         CountTokens,
+        LoadShedding,
         GenerationResponder,
         DispatchRepliesIntake,
       ],

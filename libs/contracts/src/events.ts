@@ -337,6 +337,13 @@ export const dispatchReplyEnvelopeV1 = z.object({
   ...envelope,
   action_id: z.string(),
   reply_to: z.string(),
+  /**
+   * how long dispatch held the command before this reply, in ms on its own clock: from taking it
+   * off the topic to publishing this reply (its claim, the provider's time, its records). The
+   * receiver subtracts it from its own wait to learn how long commands queue (admission's load
+   * shedding). Absent (an older dispatcher) or not a count: the reply is delivered, unmeasured.
+   */
+  held_ms: z.number().int().nonnegative().optional().catch(undefined),
   body: encryptedBody,
 });
 export type DispatchReplyEnvelopeV1 = z.infer<typeof dispatchReplyEnvelopeV1>;

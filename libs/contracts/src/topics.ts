@@ -184,6 +184,8 @@ export function addressTo(topicKey: TopicKey, instanceId: string): { partition: 
 export interface ReplyAddress {
   instanceId: string;
   topic: ReplyTopicKey;
+  /** when dispatch took the command, on its clock (ms): each reply says how long it held it (`held_ms`) */
+  receivedAtMs?: number;
 }
 
 /** A dispatch command's reply address (a command without `reply_topic` came from an older sender: `dispatchReplies`). */

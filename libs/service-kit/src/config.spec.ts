@@ -99,6 +99,20 @@ describe('loadConfig: instance and connection budget', () => {
     expect(() => loadConfig('t', { ...base, DATABASE_POOL_IDLE_MS: '2147483648' })).toThrow();
   });
 
+  it('sheds on a dispatch queue longer than ADMISSION_SHED_QUEUE_MS (100 unless set, 0 off), revised every ADMISSION_SHED_WINDOW_MS (250)', () => {
+    expect(loadConfig('t', base).admissionShed).toEqual({ targetMs: 100, windowMs: 250 });
+    expect(loadConfig('t', { ...base, ADMISSION_SHED_QUEUE_MS: '0', ADMISSION_SHED_WINDOW_MS: '50' }).admissionShed).toEqual({
+      targetMs: 0,
+      windowMs: 50,
+    });
+    for (const hostile of ['-1', '1.5', '600001', 'NaN', 'Infinity', '1e999', '100\u0000']) {
+      expect(() => loadConfig('t', { ...base, ADMISSION_SHED_QUEUE_MS: hostile })).toThrow(/ADMISSION_SHED_QUEUE_MS/);
+    }
+    for (const hostile of ['0', '9', '60001', 'abc', '']) {
+      expect(() => loadConfig('t', { ...base, ADMISSION_SHED_WINDOW_MS: hostile })).toThrow(/ADMISSION_SHED_WINDOW_MS/);
+    }
+  });
+
   it("bounds admission's own work by ADMISSION_DECIDE_TIMEOUT_MS (3000 unless set; whole ms, 100..600000)", () => {
     expect(loadConfig('t', base).admissionDecideTimeoutMs).toBe(3000);
     expect(loadConfig('t', { ...base, ADMISSION_DECIDE_TIMEOUT_MS: '1500' }).admissionDecideTimeoutMs).toBe(1500);

@@ -26,6 +26,13 @@ export function maxBodyBytesFor(messageMaxBytes: number): number {
 }
 
 export const ADMISSION_DECIDE_TIMEOUT_DEFAULT_MS = 3000;
+/**
+ * The dispatch queue wait above which admission starts refusing a share of new requests
+ * (ADMISSION_SHED_QUEUE_MS; 0 turns it off), and how often that share is revised
+ * (ADMISSION_SHED_WINDOW_MS): docs/decisions.md, "Shedding on the dispatch queue".
+ */
+export const ADMISSION_SHED_QUEUE_DEFAULT_MS = 100;
+export const ADMISSION_SHED_WINDOW_DEFAULT_MS = 250;
 /** How much of one provider answer dispatch reads (UPSTREAM_ANSWER_MAX_BYTES): 8 MiB. */
 export const UPSTREAM_ANSWER_MAX_BYTES_DEFAULT = 8 * 1024 * 1024;
 /** How many bytes of sealed answers one admission instance holds for Idempotency-Key retries (REPLY_CACHE_MAX_BYTES): 32 MiB. */
@@ -82,6 +89,8 @@ const schema = httpSchema.extend({
     .refine((ms) => ms === 0 || ms > LONGEST_TRANSACTION_MS, `0 (no bound) or above the longest transaction, ${LONGEST_TRANSACTION_MS} ms`)
     .default(IDLE_IN_TRANSACTION_DEFAULT_MS),
   ADMISSION_DECIDE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(ADMISSION_DECIDE_TIMEOUT_DEFAULT_MS),
+  ADMISSION_SHED_QUEUE_MS: z.coerce.number().int().min(0).max(600_000).default(ADMISSION_SHED_QUEUE_DEFAULT_MS),
+  ADMISSION_SHED_WINDOW_MS: z.coerce.number().int().min(10).max(60_000).default(ADMISSION_SHED_WINDOW_DEFAULT_MS),
   UPSTREAM_ANSWER_MAX_BYTES: z.coerce
     .number()
     .int()
@@ -134,6 +143,13 @@ export interface ServiceConfig {
    */
   admissionDecideTimeoutMs?: number;
   /**
+   * admission's load shedding (ADMISSION_SHED_QUEUE_MS, default 100, 0 = off; ADMISSION_SHED_WINDOW_MS,
+   * default 250; hand-made test configs may leave it out: the defaults): while dispatch commands
+   * queue longer than `targetMs`, a growing share of new requests gets 503 service_unavailable
+   * before anything is reserved
+   */
+  admissionShed?: { targetMs: number; windowMs: number };
+  /**
    * how much of one provider answer dispatch reads, a whole body or one stream event
    * (UPSTREAM_ANSWER_MAX_BYTES, default 8 MiB, 64 KiB–256 MiB; hand-made test configs may leave it
    * out: the default): past it the attempt ends without usage and the client gets 502
@@ -178,6 +194,7 @@ export function loadConfig(serviceName: string, env: NodeJS.ProcessEnv = process
     databaseAnswerTimeoutMs: parsed.DATABASE_ANSWER_TIMEOUT_MS,
     databaseIdleInTransactionMs: parsed.DATABASE_IDLE_IN_TRANSACTION_MS,
     admissionDecideTimeoutMs: parsed.ADMISSION_DECIDE_TIMEOUT_MS,
+    admissionShed: { targetMs: parsed.ADMISSION_SHED_QUEUE_MS, windowMs: parsed.ADMISSION_SHED_WINDOW_MS },
     upstreamAnswerMaxBytes: parsed.UPSTREAM_ANSWER_MAX_BYTES,
     upstreamReadAfterDeadlineMs: parsed.UPSTREAM_READ_AFTER_DEADLINE_MS,
     replyCacheMaxBytes: parsed.REPLY_CACHE_MAX_BYTES,

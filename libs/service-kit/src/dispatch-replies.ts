@@ -32,7 +32,7 @@ export class DispatchRepliesIntake {
     } catch (err) {
       throw new PoisonMessageError(`undecryptable or invalid dispatch reply: ${errorClass(err)}`);
     }
-    this.router.deliver(envelope.action_id, reply);
+    this.router.deliver(envelope.action_id, reply, envelope.held_ms);
   }
 }
 

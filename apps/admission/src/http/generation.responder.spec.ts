@@ -14,6 +14,7 @@ import { AdmittedAction, IdempotentReplay } from '../usecases/admit-request/admi
 import { Admission, GenerationResponder, HttpAnswer, STREAM_CLIENT_BACKLOG_MAX_BYTES } from './generation.responder';
 import { MAX_WAITING_RETRIES, ReplyCache } from './reply-cache';
 import { StreamBacklogs } from './stream-backlogs';
+import { LoadShedding } from './load-shedding';
 import { ONE_CANDIDATE_COUNTS } from './reply.fixture';
 
 const NOW = new Date('2026-03-01T12:00:00.000Z');
@@ -280,7 +281,14 @@ const settle = async () => {
 function setup(
   build: () => AdmitRequestCommand,
   req: { path: string } = OPENAI_PATH,
-  opts: { admitting?: Promise<void>; queued?: boolean; decideTimeoutMs?: number; clientGone?: boolean; backlogs?: StreamBacklogs } = {},
+  opts: {
+    admitting?: Promise<void>;
+    queued?: boolean;
+    decideTimeoutMs?: number;
+    clientGone?: boolean;
+    backlogs?: StreamBacklogs;
+    shedding?: Pick<LoadShedding, 'refusal'>;
+  } = {},
 ) {
   jest.useFakeTimers({ now: NOW });
   const admission = new FakeAdmission(opts.admitting, opts.queued);
@@ -294,6 +302,7 @@ function setup(
     metrics,
     log,
     { admissionDecideTimeoutMs: opts.decideTimeoutMs },
+    opts.shedding ?? { refusal: () => null },
     opts.backlogs,
   );
   const res = new FakeResponse();
@@ -781,6 +790,74 @@ describe('GenerationResponder', () => {
       expect(retry.res.body).toBe('');
       expect(retry.res.violations).toEqual([]);
       expect(JSON.parse(f.res.body)).toEqual(answer.body);
+    });
+  });
+
+  describe('load shedding', () => {
+    /** A LoadShedding fed, through a real ReplyRouter, `windows` windows of replies that each queued `waitMs`. */
+    const shedding = (metrics: AdmissionMetrics, waitMs: number, windows: number) => {
+      const router = new ReplyRouter();
+      const s = new LoadShedding(router, metrics, { admissionShed: { targetMs: 100, windowMs: 250 } });
+      s.draw = () => 0; // any share above 0 refuses
+      s.refusal(); // opens the first window
+      const later = new Date(NOW.getTime() + 60_000);
+      for (let w = 0; w < windows; w += 1) {
+        const ids = Array.from({ length: 10 }, (_, i) => `w${w}-${i}`);
+        for (const id of ids)
+          router.listen(
+            id,
+            later,
+            NOW,
+            () => undefined,
+            () => undefined,
+          );
+        jest.advanceTimersByTime(waitMs);
+        for (const id of ids) {
+          router.deliver(
+            id,
+            { ...ONE_CANDIDATE_COUNTS, kind: 'error', http_status: 502, code: 'upstream_error', message: 'x', attempt_id: null },
+            0,
+          );
+          router.cancel(id);
+        }
+        jest.advanceTimersByTime(250);
+      }
+      return s;
+    };
+
+    it.each([openAiWhole, openAiStream])(
+      'while commands queue past the target, a request is refused 503 service_unavailable before anything is reserved (%p)',
+      async (build) => {
+        jest.useFakeTimers({ now: NOW });
+        const metrics = new AdmissionMetrics(new Metrics('test'));
+        const f = setup(build, OPENAI_PATH, { shedding: shedding(metrics, 400, 3) });
+        expect(await f.served()).toBe('served');
+        expect(f.res.statusCode).toBe(503);
+        expect(f.res.headers.get('retry-after')).toBe('1');
+        expect(f.res.headers.get('x-should-retry')).toBe('true');
+        expect(JSON.parse(f.res.body).error).toMatchObject({
+          code: 'service_unavailable',
+          message: expect.stringContaining('shedding load'),
+        });
+        expect(f.admission.admitted).toBe(0);
+        expect(f.admission.dispatched).toBe(0);
+        expect((await metrics.shed.get()).values[0].value).toBe(1);
+        expect((await metrics.dispatchQueue.get()).values.find((v) => v.labels.le === 0.25)?.value).toBe(0);
+        expect((await metrics.shedShare.get()).values[0].value).toBeGreaterThan(0);
+        const latency = (await f.metrics.latency.get()).values as Array<{ labels: Record<string, string | number>; value: number }>;
+        expect(latency.find((v) => v.labels.outcome === 'shed' && v.labels.le === '+Inf')?.value).toBe(1);
+      },
+    );
+
+    it('quick replies refuse nothing, and the share falls back to 0 once the replies stop', async () => {
+      jest.useFakeTimers({ now: NOW });
+      const metrics = new AdmissionMetrics(new Metrics('test'));
+      const quick = shedding(metrics, 20, 3);
+      expect(quick.refusal()).toBeNull();
+      const slow = shedding(metrics, 400, 3);
+      expect(slow.refusal()).not.toBeNull();
+      jest.advanceTimersByTime(20 * 250);
+      expect(slow.refusal()).toBeNull();
     });
   });
 

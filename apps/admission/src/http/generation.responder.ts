@@ -21,6 +21,7 @@ import type { VoidOutcome } from '@gateway/db';
 import { AdmissionMetrics } from '../admission.metrics';
 import { Reply, ReplyCache } from './reply-cache';
 import { BackloggedStream, StreamBacklogs } from './stream-backlogs';
+import { LoadShedding } from './load-shedding';
 
 /**
  * What the responder needs of admission: admit the request, then dispatch it and hear the replies,
@@ -87,7 +88,7 @@ export const GenerationFailureResponses = () =>
     ApiResponse({
       status: 503,
       description:
-        'service_unavailable (Retry-After): the database cannot take work, or admission could not finish within ADMISSION_DECIDE_TIMEOUT_MS; nothing was dispatched',
+        'service_unavailable (Retry-After): the database cannot take work, admission could not finish within ADMISSION_DECIDE_TIMEOUT_MS, or the gateway is shedding load (its dispatch commands queue longer than ADMISSION_SHED_QUEUE_MS); nothing was dispatched',
     }),
     ApiResponse({
       status: 504,
@@ -108,6 +109,7 @@ export class GenerationResponder {
     private readonly metrics: AdmissionMetrics,
     @InjectLogger() private readonly log: Logger,
     @InjectConfig() private readonly config: Pick<ServiceConfig, 'admissionDecideTimeoutMs'>,
+    @Inject(LoadShedding) private readonly shedding: Pick<LoadShedding, 'refusal'>,
     private readonly backlogs: StreamBacklogs = new StreamBacklogs(),
   ) {}
 
@@ -126,6 +128,14 @@ export class GenerationResponder {
       // and one that leaves while its admission waits for its reservation statement is dropped
       // from the queue (`ClientLeft`): nothing is reserved for either.
       if (res.destroyed) return void (outcome = 'client_left');
+      // While dispatch commands queue longer than ADMISSION_SHED_QUEUE_MS, a share of requests is
+      // refused here, before anything is reserved: a fast 503 instead of a wait the client may not
+      // sit out, and a provider call nobody reads (docs/decisions.md, "Shedding on the dispatch queue").
+      const shed = this.shedding.refusal();
+      if (shed) {
+        writeDenial(req, res, shed);
+        return void (outcome = 'shed');
+      }
       const action = await this.decided(this.admit.execute(cmd, { signal: left.signal }));
       admitted = true;
       if (res.destroyed) outcome = await this.abandoned(action);

@@ -375,6 +375,18 @@ describe('RunAttempt', () => {
       expect(f.store.completed).toEqual([expect.objectContaining({ status: 'succeeded' })]);
     });
 
+    it("each reply says how long dispatch held the command (held_ms), so admission can tell its queue from the provider's time", async () => {
+      const f: ReturnType<typeof setup> = setup((dispatch) => (opts, handler) => {
+        f.advance(250); // the provider takes 250 ms
+        return dispatch(opts, handler);
+      });
+      answered(f);
+      f.store.whileClaiming = () => f.advance(40); // the claim takes 40
+      await f.attempt(openAiCommand());
+      const [sent] = f.bus.sent;
+      expect(Topics.dispatchReplies.schema.parse(sent.value).held_ms).toBe(290);
+    });
+
     it('a route naming a credential the gateway cannot resolve: no claim, no call, a 502 upstream_credential_missing', async () => {
       const f = setup(undefined, { GATEWAY_CREDENTIAL_OTHER: 'sk-other' });
       // No interceptor: a call would be refused by the mock agent and recorded as an attempt.

@@ -121,8 +121,9 @@ export class RunAttempt implements BeforeApplicationShutdown {
    * Resolves once the claim is durable (so the command's offset may be committed); `done`
    * settles when the attempt has been recorded and answered.
    */
-  async execute(cmd: DispatchCommandV1, replyTo: ReplyAddress): Promise<{ done: Promise<void> }> {
+  async execute(cmd: DispatchCommandV1, address: ReplyAddress): Promise<{ done: Promise<void> }> {
     const now = this.clock.now();
+    const replyTo: ReplyAddress = { ...address, receivedAtMs: now.getTime() };
     if (new Date(cmd.dispatch_deadline) <= now) {
       this.metrics.refused.inc({ reason: 'expired' });
       this.refusalLogs.expired.note({ action_id: cmd.action_id });
@@ -687,6 +688,7 @@ export class RunAttempt implements BeforeApplicationShutdown {
           event_id: this.ids.next(),
           action_id: cmd.action_id,
           reply_to: replyTo.instanceId,
+          ...(replyTo.receivedAtMs === undefined ? {} : { held_ms: Math.max(0, this.clock.now().getTime() - replyTo.receivedAtMs) }),
           body: this.cipher.encrypt(reply, cmd.action_id),
         },
         ...addressTo(replyTo.topic, replyTo.instanceId),
