@@ -111,6 +111,9 @@ const CFG = {
   overloadConnections: num('BENCH_OVERLOAD_CONNECTIONS', 256),
   clientTimeoutS: num('BENCH_CLIENT_TIMEOUT_S', 1),
   overloadS: num('BENCH_OVERLOAD_S', 20),
+  // `naive`: autocannon, every client sends its next request at once, whatever the answer;
+  // `sdk`: a client waits out a 429/503's Retry-After before its next request, as the official SDKs do
+  overloadClient: process.env.BENCH_OVERLOAD_CLIENT === 'sdk' ? 'sdk' : 'naive',
   // `--abandoned`: streams whose client reads the first chunk and leaves, BENCH_ABANDON_RATE a
   // second (default 10) for BENCH_DURATION_S, on a long answer held mid-way (BENCH_ABANDON_MODEL):
   // what each process spends per stream until every attempt has settled.
@@ -607,6 +610,82 @@ async function load(request, { connections = 1, overallRate, lanes = 0, duration
   };
 }
 
+/**
+ * The overload's clients as the official SDKs behave (BENCH_OVERLOAD_CLIENT=sdk): each of
+ * `connections` clients keeps one connection, gives up on a request after `timeoutS` (closing its
+ * connection; the next request opens another) and sends the next at once, except after a 429 or
+ * 503: then it first waits the answer's Retry-After (seconds, at most 10). Returns what `load`
+ * returns for the fields the overload reads.
+ */
+async function sdkLoad(request, { connections, duration, timeoutS }) {
+  const url = new URL(request.url);
+  const latencies = [];
+  const statusCodes = {};
+  let timeouts = 0;
+  let errors = 0;
+  const ends = Date.now() + duration * 1000;
+  const once = (agent) =>
+    new Promise((resolve) => {
+      const started = performance.now();
+      const req = http.request(
+        url,
+        { method: request.method ?? 'POST', headers: request.headers, agent, timeout: timeoutS * 1000 },
+        (res) => {
+          res.resume();
+          res.on('end', () =>
+            resolve({ status: res.statusCode, ms: performance.now() - started, retryAfter: Number(res.headers['retry-after']) }),
+          );
+          res.on('error', () => resolve({ error: true }));
+        },
+      );
+      const timer = setTimeout(() => {
+        req.destroy();
+        resolve({ timeout: true });
+      }, timeoutS * 1000);
+      req.on('error', () => resolve({ error: true }));
+      req.on('close', () => clearTimeout(timer));
+      req.end(request.body);
+    });
+  const client = async () => {
+    let agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    while (Date.now() < ends && !shuttingDown) {
+      const r = await once(agent);
+      if (r.timeout || r.error) {
+        if (r.timeout) timeouts += 1;
+        else errors += 1;
+        agent.destroy();
+        agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+        continue;
+      }
+      statusCodes[r.status] = (statusCodes[r.status] ?? 0) + 1;
+      if (r.status >= 200 && r.status < 300) latencies.push(r.ms);
+      else if ((r.status === 429 || r.status === 503) && r.retryAfter > 0) await sleep(Math.min(10, r.retryAfter) * 1000);
+    }
+    agent.destroy();
+  };
+  const t0 = Date.now();
+  await Promise.all(Array.from({ length: connections }, client));
+  const durationS = (Date.now() - t0) / 1000;
+  latencies.sort((a, b) => a - b);
+  const pct = (p) =>
+    latencies.length ? round(latencies[Math.min(latencies.length - 1, Math.ceil((p / 100) * latencies.length) - 1)], 1) : null;
+  const completed = Object.values(statusCodes).reduce((a, b) => a + b, 0);
+  return {
+    lanes: 1,
+    connections,
+    durationS: round(durationS, 2),
+    completed,
+    ok: latencies.length,
+    non2xx: completed - latencies.length,
+    errors,
+    timeouts,
+    statusCodes,
+    okPerSec: round(latencies.length / durationS, 1),
+    p50Ms: pct(50),
+    p99Ms: pct(99),
+  };
+}
+
 async function sanityCheck(name, req) {
   const res = await fetch(req.url, { method: 'POST', headers: req.headers, body: req.body });
   const text = await res.text();
@@ -649,7 +728,11 @@ async function overloadPhase({ cpu, loop }, pool, request, workload) {
   );
   const run = {
     loadavg: null,
-    ...(await load(request, { connections: CFG.overloadConnections, duration: CFG.overloadS, timeoutS: CFG.clientTimeoutS })),
+    ...(await (CFG.overloadClient === 'sdk' ? sdkLoad : load)(request, {
+      connections: CFG.overloadConnections,
+      duration: CFG.overloadS,
+      timeoutS: CFG.clientTimeoutS,
+    })),
   };
   run.loadavg = os.loadavg().map((l) => round(l, 2));
   const cores = perSecond(cpu.seconds(cpuBefore, await cpu.snapshot()), CFG.overloadS);
@@ -688,6 +771,7 @@ async function overloadPhase({ cpu, loop }, pool, request, workload) {
   return {
     connections: CFG.overloadConnections,
     clientTimeoutS: CFG.clientTimeoutS,
+    client: CFG.overloadClient,
     run,
     drained: (await unended()) === 0,
     actions: r.actions,
@@ -824,7 +908,8 @@ const counterDelta = (before, after) =>
 function reportOverload(o) {
   console.log('');
   console.log(
-    `Overload: ${o.connections} connections, closed loop, each client giving up after ${o.clientTimeoutS} s and sending its next request at once`,
+    `Overload: ${o.connections} connections, closed loop, each client giving up after ${o.clientTimeoutS} s and sending its next request at once` +
+      (o.client === 'sdk' ? ", except after a 429/503: then it waits the answer's Retry-After (BENCH_OVERLOAD_CLIENT=sdk)" : ''),
   );
   console.log('');
   const r = o.run;

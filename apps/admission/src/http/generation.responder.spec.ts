@@ -1,6 +1,7 @@
 import pino from 'pino';
 import type { DispatchCommandV1, DispatchReplyV1 } from '@gateway/contracts';
 import type { VoidOutcome } from '@gateway/db';
+import { DomainError } from '@gateway/domain';
 import { ContentCipher, ReplyRouter } from '@gateway/messaging';
 import { Metrics } from '@gateway/service-kit';
 import { AdmissionMetrics } from '../admission.metrics';
@@ -799,7 +800,7 @@ describe('GenerationResponder', () => {
       const router = new ReplyRouter();
       const s = new LoadShedding(router, metrics, { admissionShed: { targetMs: 100, windowMs: 250 } });
       s.draw = () => 0; // any share above 0 refuses
-      s.refusal(); // opens the first window
+      s.refusal(null); // opens the first window
       const later = new Date(NOW.getTime() + 60_000);
       for (let w = 0; w < windows; w += 1) {
         const ids = Array.from({ length: 10 }, (_, i) => `w${w}-${i}`);
@@ -853,11 +854,40 @@ describe('GenerationResponder', () => {
       jest.useFakeTimers({ now: NOW });
       const metrics = new AdmissionMetrics(new Metrics('test'));
       const quick = shedding(metrics, 20, 3);
-      expect(quick.refusal()).toBeNull();
+      expect(quick.refusal(null)).toBeNull();
       const slow = shedding(metrics, 400, 3);
-      expect(slow.refusal()).not.toBeNull();
+      expect(slow.refusal(null)).not.toBeNull();
       jest.advanceTimersByTime(20 * 250);
-      expect(slow.refusal()).toBeNull();
+      expect(slow.refusal(null)).toBeNull();
+    });
+
+    it('a connection that asks again within its Retry-After has its next refusal held 250 ms; others, and later, at once', async () => {
+      jest.useFakeTimers({ now: NOW });
+      const metrics = new AdmissionMetrics(new Metrics('test'));
+      const s = shedding(metrics, 400, 6); // the share at its 0.9, so it still refuses 2 s later
+      const [a, b] = [{}, {}];
+      expect(s.refusal(a)?.pauseMs).toBe(0);
+      expect(s.refusal(b)?.pauseMs).toBe(0);
+      expect(s.refusal(null)?.pauseMs).toBe(0);
+      jest.advanceTimersByTime(999);
+      expect(s.refusal(a)?.pauseMs).toBe(250);
+      jest.advanceTimersByTime(1_000);
+      expect(s.refusal(a)?.pauseMs).toBe(0);
+    });
+
+    it('the held refusal is written after its pause, and not at all to a client that left meanwhile', async () => {
+      const refusal = { error: new DomainError('service_unavailable', 'shedding load', undefined, { 'retry-after': '1' }), pauseMs: 250 };
+      const f = setup(openAiWhole, OPENAI_PATH, { shedding: { refusal: () => refusal } });
+      expect(await f.served()).toBe('pending');
+      jest.advanceTimersByTime(250);
+      expect(await f.served()).toBe('served');
+      expect(f.res.statusCode).toBe(503);
+      const gone = setup(openAiWhole, OPENAI_PATH, { shedding: { refusal: () => refusal } });
+      gone.res.disconnect();
+      jest.advanceTimersByTime(250);
+      expect(await gone.served()).toBe('served');
+      expect(gone.res.body).toBe('');
+      expect(f.admission.admitted + gone.admission.admitted).toBe(0);
     });
   });
 

@@ -44,6 +44,8 @@ export interface HttpAnswer extends DenialTarget {
   flushHeaders(): void;
   destroy(): unknown;
   on(event: 'close', listener: () => void): unknown;
+  /** the client's connection (load shedding remembers a connection it refused; absent in tests) */
+  readonly socket?: object | null;
 }
 
 /**
@@ -129,11 +131,13 @@ export class GenerationResponder {
       // from the queue (`ClientLeft`): nothing is reserved for either.
       if (res.destroyed) return void (outcome = 'client_left');
       // While dispatch commands queue longer than ADMISSION_SHED_QUEUE_MS, a share of requests is
-      // refused here, before anything is reserved: a fast 503 instead of a wait the client may not
-      // sit out, and a provider call nobody reads (docs/decisions.md, "Shedding on the dispatch queue").
-      const shed = this.shedding.refusal();
+      // refused here, before anything is reserved: a 503 instead of a wait the client may not sit
+      // out, and a provider call nobody reads; held a moment first when the same connection was
+      // refused within its Retry-After (docs/decisions.md, "Shedding on the dispatch queue").
+      const shed = this.shedding.refusal(res.socket ?? null);
       if (shed) {
-        writeDenial(req, res, shed);
+        if (shed.pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, shed.pauseMs));
+        if (!res.destroyed) writeDenial(req, res, shed.error);
         return void (outcome = 'shed');
       }
       const action = await this.decided(this.admit.execute(cmd, { signal: left.signal }));

@@ -10,11 +10,20 @@ import { QueueShedder, SHED_LAW_DEFAULTS } from './queue-shedder';
  * `refusal` refuses a share of new requests while commands queue longer than ADMISSION_SHED_QUEUE_MS,
  * before anything is reserved or sent (docs/decisions.md, "Shedding on the dispatch queue").
  */
+/** What a refusal's Retry-After asks for, s. */
+export const SHED_RETRY_AFTER_S = 1;
+/** How long a refusal is held for a connection that asked again within its Retry-After, ms. */
+export const SHED_REPEAT_PAUSE_MS = 250;
+
 @Injectable()
 export class LoadShedding {
   private readonly shedder: QueueShedder;
   /** uniform in [0, 1); tests replace it */
   draw: () => number = Math.random;
+  /** a monotonic clock, ms */
+  now: () => number = () => performance.now();
+  /** when each connection was last refused (forgotten with the connection) */
+  private readonly refusedAt = new WeakMap<object, number>();
 
   constructor(
     @Inject(ReplyRouter) router: ReplyRouter,
@@ -30,18 +39,34 @@ export class LoadShedding {
       metrics.dispatchQueue.observe(waitMs / 1000);
       this.shedder.observe(waitMs, atMs);
     });
-    metrics.shedShareNow = () => this.shedder.shareAt(performance.now());
+    metrics.shedShareNow = () => this.shedder.shareAt(this.now());
   }
 
-  /** The 503 service_unavailable (Retry-After: 1) for a request the shedding refuses, else null. */
-  refusal(): DomainError | null {
-    if (!this.shedder.refuses(performance.now(), this.draw())) return null;
+  /**
+   * The 503 service_unavailable (Retry-After: 1) for a request the shedding refuses, else null.
+   * `pauseMs`: how long to hold that answer. An official SDK waits out Retry-After before its next
+   * request; a client that asks again at once on the same connection (a retry loop without
+   * backoff) would otherwise turn the refusals into a load of their own on admission's event
+   * loop, so its next refusals within that second are answered only after SHED_REPEAT_PAUSE_MS.
+   */
+  refusal(connection: object | null): { error: DomainError; pauseMs: number } | null {
+    const now = this.now();
+    if (!this.shedder.refuses(now, this.draw())) return null;
     this.metrics.shed.inc();
-    return new DomainError(
-      'service_unavailable',
-      'the gateway is shedding load: requests are queueing for a dispatcher longer than it allows; nothing was reserved or sent, retry shortly',
-      undefined,
-      { 'retry-after': '1' },
-    );
+    let pauseMs = 0;
+    if (connection) {
+      const last = this.refusedAt.get(connection);
+      if (last !== undefined && now - last < SHED_RETRY_AFTER_S * 1000) pauseMs = SHED_REPEAT_PAUSE_MS;
+      this.refusedAt.set(connection, now);
+    }
+    return {
+      pauseMs,
+      error: new DomainError(
+        'service_unavailable',
+        'the gateway is shedding load: requests are queueing for a dispatcher longer than it allows; nothing was reserved or sent, retry shortly',
+        undefined,
+        { 'retry-after': String(SHED_RETRY_AFTER_S) },
+      ),
+    };
   }
 }
