@@ -795,30 +795,35 @@ describe('GenerationResponder', () => {
   });
 
   describe('load shedding', () => {
-    /** A LoadShedding fed, through a real ReplyRouter, `windows` windows of replies that each queued `waitMs`. */
+    /** A LoadShedding fed, through a real ReplyRouter, `windows` windows in a row of replies that each queued `waitMs`. */
     const shedding = (metrics: AdmissionMetrics, waitMs: number, windows: number) => {
       const router = new ReplyRouter();
       const s = new LoadShedding(router, metrics, { admissionShed: { targetMs: 100, windowMs: 250 } });
       s.draw = () => 0; // any share above 0 refuses
       s.refusal(null); // opens the first window
       const later = new Date(NOW.getTime() + 60_000);
-      for (let w = 0; w < windows; w += 1) {
-        const ids = Array.from({ length: 10 }, (_, i) => `w${w}-${i}`);
-        for (const id of ids)
-          router.listen(
-            id,
-            later,
-            NOW,
-            () => undefined,
-            () => undefined,
-          );
-        jest.advanceTimersByTime(waitMs);
+      // every batch sent now, each answered in a window of its own, one after the other
+      const batches = Array.from({ length: windows }, (_, w) => Array.from({ length: 10 }, (__, i) => `w${w}-${i}`));
+      const reply = {
+        ...ONE_CANDIDATE_COUNTS,
+        kind: 'error' as const,
+        http_status: 502,
+        code: 'upstream_error',
+        message: 'x',
+        attempt_id: null,
+      };
+      for (const id of batches.flat())
+        router.listen(
+          id,
+          later,
+          NOW,
+          () => undefined,
+          () => undefined,
+        );
+      jest.advanceTimersByTime(waitMs);
+      for (const [w, ids] of batches.entries()) {
         for (const id of ids) {
-          router.deliver(
-            id,
-            { ...ONE_CANDIDATE_COUNTS, kind: 'error', http_status: 502, code: 'upstream_error', message: 'x', attempt_id: null },
-            0,
-          );
+          router.deliver(id, reply, 250 * w); // what dispatch held it: the rest of its wait is waitMs
           router.cancel(id);
         }
         jest.advanceTimersByTime(250);

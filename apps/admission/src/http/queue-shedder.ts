@@ -11,7 +11,8 @@
  *
  * The law, per window: with at least `minReplies` replies in it, the smallest wait (a standing
  * queue, not one slow reply: every reply of the window waited at least that long) moves the share
- * by `step` × (wait / target − 1), that factor bounded to [−1, 4]; a window with fewer replies
+ * by `step` × (wait / target − 1), that factor bounded to [−1, 4], except that a wait above the
+ * target raises it only when the window before was above it too; a window with fewer replies
  * lowers it by `step` (no evidence of a queue, so refuse less). The share never passes
  * `maxShare`, so some requests always go through and keep the measurement alive. A request is
  * refused when a uniform draw falls below the share. Pure: the caller passes the time (a
@@ -37,6 +38,8 @@ export class QueueShedder {
   private windowStart: number | null = null;
   private replies = 0;
   private minWait = Infinity;
+  /** consecutive windows, up to the last one closed, whose smallest wait was above the target */
+  private standing = 0;
 
   constructor(private readonly law: ShedLaw) {}
 
@@ -74,7 +77,12 @@ export class QueueShedder {
     const elapsed = Math.floor((nowMs - this.windowStart) / this.law.windowMs);
     if (elapsed < 1) return;
     const { minReplies, maxShare, step, targetMs } = this.law;
-    const factor = this.replies >= minReplies ? Math.min(4, Math.max(-1, this.minWait / targetMs - 1)) : -1;
+    const evidence = this.replies >= minReplies;
+    const above = evidence && this.minWait > targetMs;
+    this.standing = above && elapsed === 1 ? this.standing + 1 : above ? 1 : 0;
+    // A first window above the target waits for a second: the late replies of a backlog that
+    // has just cleared (a dispatcher stalled, then caught up) all arrive in one burst.
+    const factor = !evidence ? -1 : above && this.standing < 2 ? 0 : Math.min(4, Math.max(-1, this.minWait / targetMs - 1));
     // the windows after the first saw nothing: each lowers the share by a step
     const moved = this.share + step * factor - step * (elapsed - 1);
     this.share = Math.min(maxShare, Math.max(0, moved));
