@@ -82,3 +82,26 @@ describe('reply topics', () => {
     });
   });
 });
+
+describe("a dispatch reply's held_ms", () => {
+  const envelope = {
+    event_id: '5b0c4a3e-8f2a-4b1e-9c55-0d2b3f4a5e6f',
+    action_id: 'act-1',
+    reply_to: 'admission-1',
+    body: { alg: 'A256GCM' as const, kid: 'k1', iv: 'aXY=', tag: 'dGFn', ct: 'Y3Q=' },
+  };
+
+  it('is kept when it is a count of ms', () => {
+    expect(Topics.dispatchReplies.schema.parse({ ...envelope, held_ms: 290 }).held_ms).toBe(290);
+    expect(Topics.dispatchReplies.schema.parse(envelope).held_ms).toBeUndefined();
+  });
+
+  it.each([-1, 1.5, '290', null, Number.NaN, Infinity, { ms: 1 }, 2 ** 60])(
+    'is dropped when it is not (%p), and the reply is still delivered',
+    (held) => {
+      const parsed = Topics.dispatchReplies.schema.parse({ ...envelope, held_ms: held });
+      expect(parsed.held_ms).toBeUndefined();
+      expect(parsed.action_id).toBe('act-1');
+    },
+  );
+});
