@@ -99,7 +99,7 @@ describe('requestLog', () => {
     expect(lines[0]).toMatchObject({
       level: 30,
       res: { statusCode: 503 },
-      err: { message: 'failed with status code 503' },
+      err: { type: 'Error', message: 'failed with status code 503' },
       msg: 'request errored',
     });
   });
