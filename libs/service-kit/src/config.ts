@@ -28,10 +28,11 @@ export function maxBodyBytesFor(messageMaxBytes: number): number {
 export const ADMISSION_DECIDE_TIMEOUT_DEFAULT_MS = 3000;
 /**
  * The dispatch queue wait above which admission starts refusing a share of new requests
- * (ADMISSION_SHED_QUEUE_MS; 0 turns it off), and how often that share is revised
- * (ADMISSION_SHED_WINDOW_MS): docs/decisions.md, "Shedding on the dispatch queue".
+ * (ADMISSION_SHED_QUEUE_MS; 0, the default, turns it off: the right value depends on how long
+ * the clients wait), and how often that share is revised (ADMISSION_SHED_WINDOW_MS):
+ * docs/decisions.md, "Shedding on the dispatch queue".
  */
-export const ADMISSION_SHED_QUEUE_DEFAULT_MS = 100;
+export const ADMISSION_SHED_QUEUE_DEFAULT_MS = 0;
 export const ADMISSION_SHED_WINDOW_DEFAULT_MS = 250;
 /** How much of one provider answer dispatch reads (UPSTREAM_ANSWER_MAX_BYTES): 8 MiB. */
 export const UPSTREAM_ANSWER_MAX_BYTES_DEFAULT = 8 * 1024 * 1024;
@@ -143,7 +144,7 @@ export interface ServiceConfig {
    */
   admissionDecideTimeoutMs?: number;
   /**
-   * admission's load shedding (ADMISSION_SHED_QUEUE_MS, default 100, 0 = off; ADMISSION_SHED_WINDOW_MS,
+   * admission's load shedding (ADMISSION_SHED_QUEUE_MS, default 0 = off; ADMISSION_SHED_WINDOW_MS,
    * default 250; hand-made test configs may leave it out: the defaults): while dispatch commands
    * queue longer than `targetMs`, a growing share of new requests gets 503 service_unavailable
    * before anything is reserved
